@@ -1,0 +1,68 @@
+#pragma once
+// Problem: what to compute, with no pointers.
+//   D[b] (M x N) = alpha * A[b] (M x K) * B[b] (K x N) + beta * C[b] (M x N),   b in [0, batch)
+// then the epilogue. Every operand has a dtype, a layout (row- or column-major), a leading dimension and a batch
+// stride, all in elements. Accumulation is fp32.
+#include <cstdint>
+#include <string>
+
+#include "gemmtune/epilogue.h"
+#include "gemmtune/types.h"
+
+namespace gemmtune {
+
+struct Operand {
+  DType dtype = DType::bf16;
+  Layout layout = Layout::row;
+  int64_t ld = 0;            // leading dimension in elements; 0 = packed (set by Problem::resolve)
+  int64_t batch_stride = 0;  // elements between consecutive batches; 0 with batch > 1 = packed (set by resolve)
+  bool operator==(const Operand&) const = default;
+};
+
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  Operand a, b, c, d;
+  DType accum = DType::f32;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  Epilogue epilogue;
+
+  // A packed problem with row-major D (and C) of dtype `out`; layouts of A and B as given.
+  static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la = Layout::row,
+                      Layout lb = Layout::col, int64_t batch = 1);
+
+  // Fills ld / batch_stride left at 0 with the packed value. Idempotent.
+  Problem& resolve();
+
+  // "" when the problem is well formed and supported by gemmtune as a whole; otherwise one line naming the problem.
+  std::string check() const;
+  // check() and throw gemmtune::Error when it fails.
+  void validate() const;
+
+  // Canonical key: every field that changes which kernel is fastest or correct, no pointers, no paths.
+  // alpha's value is a run-time argument and is not in the key; whether beta is zero is (it decides if C is read).
+  std::string key() const;
+  // Human-readable one-liner, accepted back by the CLI (see tools/gemmtune).
+  std::string str() const;
+
+  double flops() const;      // 2*M*N*K*batch
+  double min_bytes() const;  // A, B, D once (+ C when beta != 0)
+
+  // Number of rows/cols of an operand as stored (e.g. A is M x K).
+  static int64_t rows_of(char which, const Problem& p);
+  static int64_t cols_of(char which, const Problem& p);
+  const Operand& operand(char which) const;
+
+  bool operator==(const Problem&) const = default;
+};
+
+// The pointers of one call.
+struct GemmArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;  // may be null when beta == 0
+  void* d = nullptr;
+};
+
+}  // namespace gemmtune

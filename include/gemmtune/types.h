@@ -1,0 +1,24 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gemmtune {
+
+// Element types. fp8 formats are reserved: problems using them are rejected by check() until a backend takes them.
+enum class DType : uint8_t { bf16, f16, f32, e4m3, e5m2 };
+
+std::string_view dtype_name(DType t);              // "bf16", "f16", "f32", "e4m3", "e5m2"
+std::optional<DType> parse_dtype(std::string_view);  // also accepts "fp16", "half", "fp32", "float", "bfloat16"
+size_t dtype_size(DType t);                         // bytes per element
+
+// Storage order of a matrix: row-major (rows contiguous) or column-major.
+enum class Layout : uint8_t { row, col };
+std::string_view layout_name(Layout l);  // "row" / "col"
+std::optional<Layout> parse_layout(std::string_view);  // "row"/"r"/"n"... see problem.cpp
+
+// The stream type of the CUDA driver and runtime (CUstream == cudaStream_t == CUstream_st*).
+using Stream = struct CUstream_st*;
+
+}  // namespace gemmtune
