@@ -97,6 +97,11 @@ class Tuner {
 std::vector<Candidate> list_candidates(const Problem& p, const DeviceInfo& dev,
                                        const std::vector<std::string>& backends = {});
 
+// Times the given candidates side by side in this process: same inputs, rotating buffer sets (cold L2), rounds
+// interleaved (c0, c1, ..., c0, c1, ...), median per candidate. Each candidate is verified first; failures are
+// recorded in its result, not thrown. Used by `gemmtune bench` to compare a winner with cuBLASLt's default.
+std::vector<CandidateResult> compare(const Problem& p, const std::vector<Candidate>& cands, const TuneOptions& opts = {});
+
 std::string version();  // gemmtune version, e.g. "0.1.0"
 
 }  // namespace gemmtune
