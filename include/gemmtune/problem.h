@@ -14,8 +14,9 @@ namespace gemmtune {
 struct Operand {
   DType dtype = DType::bf16;
   Layout layout = Layout::row;
-  int64_t ld = 0;            // leading dimension in elements; 0 = packed (set by Problem::resolve)
-  int64_t batch_stride = 0;  // elements between consecutive batches; 0 with batch > 1 = packed (set by resolve)
+  int64_t ld = 0;             // leading dimension in elements; 0 = packed (set by Problem::resolve)
+  int64_t batch_stride = -1;  // elements between consecutive batches; -1 = packed (set by resolve);
+                              // 0 broadcasts one matrix to every batch (A, B, C only)
   bool operator==(const Operand&) const = default;
 };
 

@@ -48,7 +48,6 @@ class Backend {
   virtual CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const = 0;
   // Load onto the current GPU. `compiled` is what compile() returned for the same (p, c).
   virtual std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const = 0;
-  // Workspace bytes the executable needs from the caller (0 = none; backends allocate their own today).
 };
 
 // The registry: all backends compiled into the library, in a fixed order.

@@ -1,0 +1,18 @@
+#include "backends/backend.h"
+#include "backends/cublaslt/cublaslt_backend.h"
+#include "backends/sm90/sm90_backend.h"
+
+namespace gemmtune {
+
+const std::vector<std::shared_ptr<Backend>>& all_backends() {
+  static const std::vector<std::shared_ptr<Backend>> backends = {make_sm90_backend(), make_cublaslt_backend()};
+  return backends;
+}
+
+std::shared_ptr<Backend> find_backend(const std::string& name) {
+  for (const auto& b : all_backends())
+    if (b->name() == name) return b;
+  return nullptr;
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,153 @@
+#include "gemmtune/problem.h"
+
+#include <cmath>
+#include <limits>
+
+#include "gemmtune/errors.h"
+
+namespace gemmtune {
+
+namespace {
+std::string op_str(char which, const Operand& o) {
+  return std::string(1, which) + "=" + std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout));
+}
+bool is_fp8(DType t) { return t == DType::e4m3 || t == DType::e5m2; }
+}  // namespace
+
+Problem Problem::make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la, Layout lb, int64_t batch) {
+  Problem p;
+  p.m = m, p.n = n, p.k = k, p.batch = batch;
+  p.a = {in, la, 0, -1};
+  p.b = {in, lb, 0, -1};
+  p.c = {out, Layout::row, 0, -1};
+  p.d = {out, Layout::row, 0, -1};
+  p.resolve();
+  return p;
+}
+
+int64_t Problem::rows_of(char which, const Problem& p) {
+  switch (which) {
+    case 'a': case 'A': return p.m;
+    case 'b': case 'B': return p.k;
+    default: return p.m;  // C, D
+  }
+}
+
+int64_t Problem::cols_of(char which, const Problem& p) {
+  switch (which) {
+    case 'a': case 'A': return p.k;
+    default: return p.n;  // B, C, D
+  }
+}
+
+const Operand& Problem::operand(char which) const {
+  switch (which) {
+    case 'a': case 'A': return a;
+    case 'b': case 'B': return b;
+    case 'c': case 'C': return c;
+    default: return d;
+  }
+}
+
+Problem& Problem::resolve() {
+  for (char w : {'A', 'B', 'C', 'D'}) {
+    Operand& o = const_cast<Operand&>(operand(w));
+    const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
+    if (o.ld == 0) o.ld = o.layout == Layout::row ? std::max<int64_t>(cols, 1) : std::max<int64_t>(rows, 1);
+    if (o.batch_stride < 0) o.batch_stride = batch > 1 ? o.ld * (o.layout == Layout::row ? rows : cols) : 0;
+  }
+  return *this;
+}
+
+std::string Problem::check() const {
+  if (m < 1 || n < 1 || k < 1)
+    return "M, N, K must be >= 1 (got M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k) + ")";
+  if (batch < 1) return "batch must be >= 1 (got " + std::to_string(batch) + ")";
+  constexpr int64_t kMaxDim = int64_t(1) << 31;
+  if (m >= kMaxDim || n >= kMaxDim || k >= kMaxDim || batch >= kMaxDim)
+    return "M, N, K and batch must each be < 2^31";
+  if (accum != DType::f32) return "accumulator must be f32 (got " + std::string(dtype_name(accum)) + ")";
+  if (is_fp8(a.dtype) || is_fp8(b.dtype) || is_fp8(c.dtype) || is_fp8(d.dtype))
+    return "fp8 (e4m3/e5m2) operands are reserved in the problem model but not supported yet";
+  if (a.dtype != b.dtype)
+    return "A and B must have the same dtype (got A=" + std::string(dtype_name(a.dtype)) + ", B=" +
+           std::string(dtype_name(b.dtype)) + ")";
+  if (beta != 0.0f && c.dtype != d.dtype)
+    return "C and D must have the same dtype (got C=" + std::string(dtype_name(c.dtype)) + ", D=" +
+           std::string(dtype_name(d.dtype)) + ")";
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) return "alpha and beta must be finite";
+  for (char w : {'A', 'B', 'C', 'D'}) {
+    if (w == 'C' && beta == 0.0f) continue;  // C is not read
+    const Operand& o = operand(w);
+    const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
+    const int64_t min_ld = o.layout == Layout::row ? cols : rows;
+    const std::string name(1, w);
+    const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    if (o.ld < min_ld)
+      return "ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " is too small for " +
+             std::string(layout_name(o.layout)) + "-major " + name + " (" + shape + "): need >= " +
+             std::to_string(min_ld);
+    if (o.batch_stride < 0) return name + ": batch stride is unresolved (call Problem::resolve())";
+    const int64_t footprint = o.ld * (o.layout == Layout::row ? rows - 1 : cols - 1) + min_ld;
+    if (w == 'D' && batch > 1 && o.batch_stride < footprint)
+      return "D batch stride " + std::to_string(o.batch_stride) + " makes batches overlap (each needs " +
+             std::to_string(footprint) + " elements)";
+    const double last = double(o.batch_stride) * double(batch - 1) + double(footprint);
+    if (last * dtype_size(o.dtype) > double(std::numeric_limits<int64_t>::max() / 2))
+      return name + " spans more than 2^62 bytes";
+  }
+  if (!epilogue.empty())
+    return "epilogue '" + epilogue.key() + "': fused epilogues are not supported yet (only 'none')";
+  return "";
+}
+
+void Problem::validate() const {
+  const std::string why = check();
+  if (!why.empty()) throw Error("invalid problem (" + str() + "): " + why);
+}
+
+std::string Problem::key() const {
+  std::string s = "gemm:m" + std::to_string(m) + ":n" + std::to_string(n) + ":k" + std::to_string(k) + ":b" +
+                  std::to_string(batch);
+  for (char w : {'A', 'B', 'C', 'D'}) {
+    if (w == 'C' && beta == 0.0f) continue;
+    const Operand& o = operand(w);
+    s += ":" + op_str(w, o) + ":ld" + std::to_string(o.ld);
+    if (batch > 1) s += ":bs" + std::to_string(o.batch_stride);
+  }
+  s += ":acc" + std::string(dtype_name(accum));
+  s += beta == 0.0f ? ":beta0" : ":beta1";
+  s += ":ep=" + epilogue.key();
+  return s;
+}
+
+std::string Problem::str() const {
+  std::string s = "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k);
+  if (batch != 1) s += " --batch=" + std::to_string(batch);
+  for (char w : {'A', 'B', 'C', 'D'}) {
+    if (w == 'C' && beta == 0.0f) continue;
+    const Operand& o = operand(w);
+    s += " --" + op_str(w, o);
+    const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
+    const int64_t packed_ld = o.layout == Layout::row ? cols : rows;
+    const char lw = char(w + 32);
+    if (o.ld != packed_ld) s += " --ld" + std::string(1, lw) + "=" + std::to_string(o.ld);
+    if (batch > 1 && o.batch_stride != o.ld * (o.layout == Layout::row ? rows : cols))
+      s += " --batch-stride-" + std::string(1, lw) + "=" + std::to_string(o.batch_stride);
+  }
+  if (alpha != 1.0f) s += " --alpha=" + std::to_string(alpha);
+  if (beta != 0.0f) s += " --beta=" + std::to_string(beta);
+  if (!epilogue.empty()) s += " --epilogue=" + epilogue.key();
+  return s;
+}
+
+double Problem::flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+
+double Problem::min_bytes() const {
+  double bytes = double(batch) * (double(m) * double(k) * dtype_size(a.dtype) + double(k) * double(n) * dtype_size(b.dtype) +
+                                  double(m) * double(n) * dtype_size(d.dtype));
+  if (beta != 0.0f) bytes += double(batch) * double(m) * double(n) * dtype_size(c.dtype);
+  return bytes;
+}
+
+}  // namespace gemmtune
