@@ -4,6 +4,7 @@
 // their path relative to kernels/ (e.g. #include "sm90/sm90_gemm_coop.cuh") and NVRTC reads them from memory.
 #include <cuda.h>
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@ struct Cubin {
   int stack_bytes = 0;      // stack frame, bytes
   std::string log;          // NVRTC/ptxas log
   bool cache_hit = false;   // came from the memory or disk cache
+  bool from_disk = false;   // came from the disk cache (implies cache_hit)
   double compile_ms = 0;    // wall time of the compile() call
 };
 
@@ -44,6 +46,26 @@ const std::map<std::string, std::string>& embedded_headers();
 std::string nvrtc_version();
 
 // Directory of the on-disk cubin cache: $GEMMTUNE_CACHE_DIR/kernels (default ~/.cache/gemmtune/kernels).
+// Read from the environment on every call; "" when no directory can be determined (no HOME).
 std::string kernel_cache_dir();
+
+// False when GEMMTUNE_NO_DISK_CACHE=1 (or no cache directory): compile() then neither reads nor writes the disk.
+bool disk_cache_enabled();
+
+// The cache key compile() would use (SHA-256, 64 hex digits) -- for tools and tests.
+std::string cache_key(const std::string& source, const std::string& kernel_name, const CompileOptions& opts = {});
+
+// Drops the in-memory cubin cache (loaded modules stay loaded). The next compile() of a known unit reads the disk
+// cache, as a fresh process would.
+void clear_memory_cache();
+
+// Process-wide counters, for tests and --verbose output.
+struct CacheStats {
+  std::size_t compiles = 0;      // NVRTC invocations (successful or not)
+  std::size_t memory_hits = 0;   // includes callers that waited for a concurrent compile of the same key
+  std::size_t disk_hits = 0;
+  std::size_t disk_corrupt = 0;  // disk entries rejected as corrupt (each also a miss)
+};
+CacheStats cache_stats();
 
 }  // namespace gemmtune::jit
