@@ -16,6 +16,15 @@ class NoGpuError : public Error {
   using Error::Error;
 };
 
+// A CUDA driver (or cuBLASLt) call failed. `sticky` means the CUDA context is unusable afterwards (illegal address,
+// launch failure...): the process must end to use the GPU again.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& what, int code, bool sticky) : Error(what), code(code), sticky(sticky) {}
+  int code;
+  bool sticky;
+};
+
 namespace detail {
 [[noreturn]] void throw_error(const std::string& msg, const char* file, int line);
 }  // namespace detail

@@ -88,7 +88,7 @@ void check(CUresult r, const char* call, const char* file, int line) {
   if (r == CUDA_SUCCESS) return;
   std::string msg = std::string(call) + " failed: " + error_string(r) + " at " + file + ":" + std::to_string(line);
   if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_NOT_INITIALIZED) throw NoGpuError(msg);
-  throw Error(msg);
+  throw CudaError(msg, static_cast<int>(r), is_sticky(r));
 }
 
 void ensure_context() {

@@ -1,0 +1,241 @@
+#include "tuner/evaluate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "backends/backend.h"
+#include "cuda/driver.h"
+#include "cuda/memory.h"
+#include "gemmtune/errors.h"
+#include "tuner/reference.h"
+
+namespace gemmtune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Input/output buffers for one problem: several sets so that rotating through them keeps L2 cold.
+class Bench {
+ public:
+  explicit Bench(const Problem& p) : p_(p) {
+    for (char w : {'A', 'B', 'C', 'D'}) span_[idx(w)] = (w == 'C' && p.beta == 0.0f) ? 0 : operand_span(p, w);
+    size_t set_bytes = 0;
+    for (char w : {'A', 'B', 'C', 'D'}) set_bytes += bytes(w);
+    const DeviceInfo& dev = current_device();
+    size_t free_b = 0, total_b = 0;
+    GT_CU(cuMemGetInfo(&free_b, &total_b));
+    const size_t ref_bytes = size_t(p.m * p.n * p.batch) * sizeof(float);
+    const size_t want = size_t(2 * dev.l2_bytes) / std::max<size_t>(set_bytes, 1) + 1;
+    const size_t fit = (free_b / 2 > ref_bytes ? free_b / 2 - ref_bytes : 0) / std::max<size_t>(set_bytes, 1);
+    if (fit < 1)
+      throw Error("problem needs " + std::to_string((set_bytes + ref_bytes) >> 20) + " MiB of GPU memory for "
+                  "verification, only " + std::to_string(free_b >> 20) + " MiB free");
+    const size_t nsets = std::clamp<size_t>(want, 1, std::min<size_t>(fit, 64));
+    std::random_device rd;
+    const uint64_t seed = (uint64_t(rd()) << 32) ^ rd();  // fresh inputs on every run
+    for (size_t i = 0; i < nsets; ++i) {
+      Set s;
+      for (char w : {'A', 'B', 'C', 'D'}) s.buf[idx(w)] = cuda::DeviceBuffer(bytes(w));
+      for (char w : {'A', 'B', 'C'})
+        if (span_[idx(w)])
+          fill_normal(s.buf[idx(w)].get(), p.operand(w).dtype, span_[idx(w)], seed + 977 * i + w, 1.0f, stream_.get());
+      fill_nan(s.buf[idx('D')].get(), p.d.dtype, span_[idx('D')], stream_.get());
+      sets_.push_back(std::move(s));
+    }
+    ref_ = cuda::DeviceBuffer(ref_bytes);
+    reference_gemm(p, args(0), static_cast<float*>(ref_.get()), stream_.get());
+    stream_.sync();
+  }
+
+  GemmArgs args(size_t i) const {
+    const Set& s = sets_[i % sets_.size()];
+    return {s.buf[0].get(), s.buf[1].get(), span_[2] ? s.buf[2].get() : nullptr, s.buf[3].get()};
+  }
+  size_t nsets() const { return sets_.size(); }
+  Stream stream() const { return stream_.get(); }
+
+  ErrorStats verify(Executable& exe) {
+    fill_nan(sets_[0].buf[3].get(), p_.d.dtype, span_[3], stream_.get());
+    exe.launch(args(0), stream_.get());
+    stream_.sync();
+    return compare_to_reference(p_, args(0).d, static_cast<const float*>(ref_.get()), stream_.get());
+  }
+
+ private:
+  static int idx(char w) { return w - 'A'; }
+  size_t bytes(char w) const { return size_t(span_[idx(w)]) * dtype_size(p_.operand(w).dtype); }
+  struct Set {
+    cuda::DeviceBuffer buf[4];
+  };
+  Problem p_;
+  int64_t span_[4] = {};
+  cuda::StreamOwner stream_;
+  std::vector<Set> sets_;
+  cuda::DeviceBuffer ref_;
+};
+
+// Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
+std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, CandidateResult& r, const TuneOptions& o) {
+  auto backend = find_backend(r.candidate.backend);
+  if (!backend) {
+    r.status = "unsupported", r.reason = "unknown backend '" + r.candidate.backend + "'";
+    return nullptr;
+  }
+  std::unique_ptr<Executable> exe;
+  try {
+    const DeviceInfo& dev = current_device();
+    const std::string why = backend->validate(p, r.candidate, dev);
+    if (!why.empty()) {
+      r.status = "unsupported", r.reason = why;
+      return nullptr;
+    }
+    CompileResult cr = backend->compile(p, r.candidate, dev);
+    if (r.compile_ms == 0) {
+      r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;
+      r.registers = cr.registers, r.spill_bytes = cr.spill_bytes, r.smem_bytes = cr.smem_bytes;
+    }
+    exe = backend->load(p, r.candidate, cr);
+  } catch (const CudaError& e) {
+    if (e.sticky) throw;
+    r.status = "load_error", r.reason = e.what();
+    return nullptr;
+  } catch (const Error& e) {
+    r.status = r.status == "pending" ? "load_error" : r.status, r.reason = e.what();
+    return nullptr;
+  }
+  try {
+    const ErrorStats err = bench.verify(*exe);
+    r.error = err.normalized;
+    if (!err.ok(o.tolerance)) {
+      r.status = "wrong_result";
+      r.reason = err.nonfinite ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
+                               : "normalized error " + std::to_string(err.normalized) + " > tolerance " +
+                                     std::to_string(o.tolerance);
+      return nullptr;
+    }
+  } catch (const CudaError& e) {
+    if (e.sticky) throw;
+    r.status = "launch_error", r.reason = e.what();
+    return nullptr;
+  } catch (const Error& e) {
+    r.status = "launch_error", r.reason = e.what();
+    return nullptr;
+  }
+  return exe;
+}
+
+void summarize(const Problem& p, CandidateResult& r, std::vector<float>& us) {
+  std::sort(us.begin(), us.end());
+  r.timed_iters = int(us.size());
+  r.us_min = us.front(), r.us_max = us.back();
+  r.us_median = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
+  r.tflops = p.flops() / (r.us_median * 1e-6) / 1e12;
+  r.gbps = p.min_bytes() / (r.us_median * 1e-6) / 1e9;
+  r.status = "ok", r.reason.clear();
+}
+
+// Launch count for timing: at least min_iters and min_time_ms, at most 5000, from a warm-up estimate.
+int plan_iters(Bench& bench, const std::vector<Executable*>& exes, const TuneOptions& o) {
+  cuda::Event e0, e1;
+  e0.record(bench.stream());
+  const int warm = std::max(1, o.warmup_iters);
+  for (int i = 0; i < warm; ++i)
+    for (auto* x : exes) x->launch(bench.args(i), bench.stream());
+  e1.record(bench.stream());
+  const double us_per_round = 1e3 * e1.elapsed_ms_since(e0) / warm;
+  const double want = o.min_time_ms * 1e3 / std::max(us_per_round, 1e-3);
+  return int(std::clamp<double>(std::max<double>(o.min_iters, want), o.min_iters, 5000));
+}
+
+// Per-launch CUDA-event timings, candidates interleaved round by round, buffer sets rotated.
+std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Executable*>& exes, int iters) {
+  const size_t n = exes.size();
+  std::vector<std::vector<float>> us(n);
+  const int chunk = 256;  // rounds per burst: events are reused between bursts
+  std::vector<std::unique_ptr<cuda::Event>> ev(2 * chunk * n);
+  for (auto& e : ev) e = std::make_unique<cuda::Event>();
+  size_t set = 0;
+  for (int done = 0; done < iters; done += chunk) {
+    const int rounds = std::min(chunk, iters - done);
+    gpu_spin(200000, bench.stream());  // the host queues the burst while the GPU waits
+    for (int r = 0; r < rounds; ++r)
+      for (size_t c = 0; c < n; ++c) {
+        auto& pair = ev[2 * (size_t(r) * n + c)];
+        pair->record(bench.stream());
+        exes[c]->launch(bench.args(set++), bench.stream());
+        ev[2 * (size_t(r) * n + c) + 1]->record(bench.stream());
+      }
+    for (int r = 0; r < rounds; ++r)
+      for (size_t c = 0; c < n; ++c)
+        us[c].push_back(1e3f * ev[2 * (size_t(r) * n + c) + 1]->elapsed_ms_since(*ev[2 * (size_t(r) * n + c)]));
+  }
+  return us;
+}
+
+}  // namespace
+
+void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o, const EvaluateHooks& hooks) {
+  cuda::ensure_context();
+  Bench bench(p);
+  for (size_t i = 0; i < results.size(); ++i) {
+    CandidateResult& r = results[i];
+    if (r.status != "pending") {
+      if (hooks.on_result) hooks.on_result(i, r);
+      continue;
+    }
+    if (hooks.on_begin) hooks.on_begin(i);
+    const auto t0 = Clock::now();
+    try {
+      std::unique_ptr<Executable> exe = load_and_verify(p, bench, r, o);
+      if (exe) {
+        if (seconds_since(t0) > o.max_candidate_s) {
+          r.status = "timeout", r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
+        } else {
+          std::vector<Executable*> one{exe.get()};
+          const int iters = plan_iters(bench, one, o);
+          auto us = time_rounds(bench, one, iters);
+          summarize(p, r, us[0]);
+          if (seconds_since(t0) > o.max_candidate_s)
+            r.status = "timeout", r.reason = "took longer than " + std::to_string(o.max_candidate_s) + " s";
+        }
+      }
+    } catch (const CudaError& e) {
+      if (!e.sticky) {
+        r.status = "launch_error", r.reason = e.what();
+      } else {
+        // The context is gone: nothing else can run in this process.
+        r.status = "crashed", r.reason = std::string("corrupted the CUDA context: ") + e.what();
+        if (hooks.on_result) hooks.on_result(i, r);
+        for (size_t j = i + 1; j < results.size(); ++j)
+          if (results[j].status == "pending")
+            results[j].status = "skipped", results[j].reason = "CUDA context lost after " + r.candidate.str();
+        throw;
+      }
+    } catch (const Error& e) {
+      r.status = "launch_error", r.reason = e.what();
+    }
+    if (hooks.on_result) hooks.on_result(i, r);
+  }
+}
+
+void evaluate_interleaved(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {
+  cuda::ensure_context();
+  Bench bench(p);
+  std::vector<std::unique_ptr<Executable>> exes(results.size());
+  std::vector<Executable*> live;
+  std::vector<size_t> live_idx;
+  for (size_t i = 0; i < results.size(); ++i) {
+    exes[i] = load_and_verify(p, bench, results[i], o);
+    if (exes[i]) live.push_back(exes[i].get()), live_idx.push_back(i);
+  }
+  if (live.empty()) return;
+  const int iters = plan_iters(bench, live, o);
+  auto us = time_rounds(bench, live, iters);
+  for (size_t j = 0; j < live.size(); ++j) summarize(p, results[live_idx[j]], us[j]);
+}
+
+}  // namespace gemmtune

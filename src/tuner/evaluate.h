@@ -1,0 +1,25 @@
+#pragma once
+// Verification and timing of candidates on the GPU (in this process). The tuner calls this directly
+// (Isolation::in_process) or through the worker process (tools/worker).
+#include <functional>
+#include <vector>
+
+#include "gemmtune/tuner.h"
+
+namespace gemmtune {
+
+struct EvaluateHooks {
+  std::function<void(size_t index)> on_begin;                               // before candidate `index` is touched
+  std::function<void(size_t index, const CandidateResult&)> on_result;  // after it is done (any status)
+};
+
+// For each candidate in order: load (compile from cache), verify once against the reference on fresh random
+// inputs with a poisoned output, then time it (cold L2 by rotating buffer sets; warm-up; median of CUDA-event timed
+// runs). `results[i]` carries compile info already filled in by the caller; it is updated and handed to on_result.
+void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& opts,
+              const EvaluateHooks& hooks);
+
+// Side-by-side timing: all candidates verified, then timed in interleaved rounds on the same buffers.
+void evaluate_interleaved(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& opts);
+
+}  // namespace gemmtune

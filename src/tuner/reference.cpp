@@ -1,0 +1,149 @@
+#include "tuner/reference.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "cuda/driver.h"
+#include "cuda/memory.h"
+#include "gemmtune/errors.h"
+#include "jit/jit.h"
+
+namespace gemmtune {
+
+namespace {
+
+int type_code(DType t) {
+  switch (t) {
+    case DType::bf16: return 0;
+    case DType::f16: return 1;
+    case DType::f32: return 2;
+    default: GT_THROW("reference kernels: unsupported dtype " + std::string(dtype_name(t)));
+  }
+}
+
+// One translation unit with every helper kernel for all dtype combinations (27 GEMMs + 3 fills + 3 compares):
+// compiled once, cached on disk like any kernel.
+std::string reference_source() {
+  std::string s = "#include \"reference/gemm_ref.cuh\"\nusing namespace gemmtune_ref;\n";
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 3; ++c) {
+        const std::string t = std::to_string(a) + std::to_string(b) + std::to_string(c);
+        s += "extern \"C\" __global__ void __launch_bounds__(256) gt_ref_gemm_" + t +
+             "(const void* a, const void* b, const void* c, float* d, RefParams p) { gemm_ref<" + std::to_string(a) +
+             "," + std::to_string(b) + "," + std::to_string(c) + ">(a, b, c, d, p); }\n";
+      }
+  for (int t = 0; t < 3; ++t) {
+    const std::string ts = std::to_string(t);
+    s += "extern \"C\" __global__ void gt_ref_fill_" + ts +
+         "(void* p, long long n, unsigned long long seed, float scale) { fill_normal<" + ts + ">(p, n, seed, scale); }\n";
+    s += "extern \"C\" __global__ void gt_ref_compare_" + ts +
+         "(const void* o, const float* r, long long m, long long n, long long batch, long long ldd, long long bsd, int "
+         "row, double* sums, unsigned long long* counts) { compare<" +
+         ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts); }\n";
+  }
+  return s;
+}
+
+CUfunction get(const std::string& name) {
+  static std::once_flag once;
+  static std::shared_ptr<const jit::Cubin> cubin;
+  std::call_once(once, [] { cubin = jit::compile(reference_source(), "gt_ref_gemm_000", {}, "reference kernels"); });
+  CUfunction module_fn = jit::load(*cubin);
+  CUmodule mod = nullptr;
+  // All kernels live in one module: look the others up by name from it.
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  static std::map<std::pair<CUmodule, std::string>, CUfunction> fns;
+  GT_CU(cuFuncGetModule(&mod, module_fn));
+  auto it = fns.find({mod, name});
+  if (it != fns.end()) return it->second;
+  CUfunction f;
+  GT_CU(cuModuleGetFunction(&f, mod, name.c_str()));
+  fns[{mod, name}] = f;
+  return f;
+}
+
+void launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, void** params, Stream s) {
+  GT_CU(cuLaunchKernel(f, gx, gy, gz, block, 1, 1, 0, reinterpret_cast<CUstream>(s), params, nullptr));
+}
+
+}  // namespace
+
+void gpu_spin(uint64_t ns, Stream s) {
+  unsigned long long v = ns;
+  void* params[] = {&v};
+  launch(get("gt_ref_spin"), 1, 1, 1, 32, params, s);
+}
+
+int64_t operand_span(const Problem& p, char which) {
+  const Operand& o = p.operand(which);
+  const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
+  const int64_t outer = o.layout == Layout::row ? rows : cols, inner = o.layout == Layout::row ? cols : rows;
+  return o.batch_stride * (p.batch - 1) + o.ld * (outer - 1) + inner;
+}
+
+void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float scale, Stream s) {
+  CUfunction f = get("gt_ref_fill_" + std::to_string(type_code(dtype)));
+  long long n = count;
+  unsigned long long sd = seed;
+  void* params[] = {&ptr, &n, &sd, &scale};
+  launch(f, unsigned(std::min<int64_t>((count + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
+}
+
+void fill_nan(void* ptr, DType dtype, int64_t count, Stream s) {
+  const auto stream = reinterpret_cast<CUstream>(s);
+  const auto p = reinterpret_cast<CUdeviceptr>(ptr);
+  switch (dtype) {
+    case DType::bf16: GT_CU(cuMemsetD16Async(p, 0x7FC0, size_t(count), stream)); break;
+    case DType::f16: GT_CU(cuMemsetD16Async(p, 0x7E00, size_t(count), stream)); break;
+    case DType::f32: GT_CU(cuMemsetD32Async(p, 0x7FC00000u, size_t(count), stream)); break;
+    default: GT_THROW("fill_nan: unsupported dtype");
+  }
+}
+
+void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s) {
+  const int tc = p.beta != 0.0f ? type_code(p.c.dtype) : 2;
+  CUfunction f = get("gt_ref_gemm_" + std::to_string(type_code(p.a.dtype)) + std::to_string(type_code(p.b.dtype)) +
+                     std::to_string(tc));
+  struct {
+    long long m, n, k, batch, lda, ldb, ldc, bsa, bsb, bsc;
+    int a_row, b_row, c_row;
+    float alpha, beta;
+  } rp{p.m, p.n, p.k, p.batch, p.a.ld, p.b.ld, p.c.ld, p.a.batch_stride, p.b.batch_stride, p.c.batch_stride,
+       p.a.layout == Layout::row, p.b.layout == Layout::row, p.c.layout == Layout::row, p.alpha, p.beta};
+  const void* a = args.a;
+  const void* b = args.b;
+  const void* c = p.beta != 0.0f ? args.c : nullptr;
+  void* params[] = {&a, &b, &c, &ref, &rp};
+  GT_REQUIRE(p.batch <= 65535, "reference GEMM: batch > 65535 not supported");
+  launch(f, unsigned((p.n + 63) / 64), unsigned((p.m + 63) / 64), unsigned(p.batch), 256, params, s);
+}
+
+ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s) {
+  CUfunction f = get("gt_ref_compare_" + std::to_string(type_code(p.d.dtype)));
+  cuda::DeviceBuffer acc(2 * sizeof(double) + sizeof(unsigned long long));
+  GT_CU(cuMemsetD8Async(acc.ptr(), 0, acc.bytes(), reinterpret_cast<CUstream>(s)));
+  double* sums = static_cast<double*>(acc.get());
+  auto* counts = reinterpret_cast<unsigned long long*>(static_cast<char*>(acc.get()) + 2 * sizeof(double));
+  long long m = p.m, n = p.n, batch = p.batch, ldd = p.d.ld, bsd = p.d.batch_stride;
+  int row = p.d.layout == Layout::row;
+  void* params[] = {&d, &ref, &m, &n, &batch, &ldd, &bsd, &row, &sums, &counts};
+  const int64_t total = p.m * p.n * p.batch;
+  launch(f, unsigned(std::min<int64_t>((total + 255) / 256, 132 * 8)), 1, 1, 256, params, s);
+  GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
+  double host[2];
+  unsigned long long bad = 0;
+  acc.download(host, sizeof(host));
+  acc.download(&bad, sizeof(bad), 2 * sizeof(double));
+  ErrorStats e;
+  e.nonfinite = bad;
+  e.normalized = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
+  return e;
+}
+
+}  // namespace gemmtune

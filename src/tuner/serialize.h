@@ -1,0 +1,17 @@
+#pragma once
+// JSON forms of the value types, for the result cache, the worker protocol and the CLI's --json output.
+#include <nlohmann/json.hpp>
+
+#include "gemmtune/tuner.h"
+
+namespace gemmtune {
+
+nlohmann::json to_json(const Problem& p);
+Problem problem_from_json(const nlohmann::json& j);  // throws gemmtune::Error on a malformed document
+
+nlohmann::json to_json(const CandidateResult& r);
+CandidateResult result_from_json(const nlohmann::json& j);
+
+nlohmann::json to_json(const DeviceInfo& d);
+
+}  // namespace gemmtune

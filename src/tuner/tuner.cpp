@@ -1,0 +1,293 @@
+#include "gemmtune/tuner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "backends/backend.h"
+#include "backends/cublaslt/cublaslt_backend.h"
+#include "gemmtune/errors.h"
+#include "jit/jit.h"
+#include "tuner/evaluate.h"
+#include "tuner/result_cache.h"
+#include "tuner/serialize.h"
+#include "tuner/worker_client.h"
+
+namespace gemmtune {
+
+std::string version() { return GEMMTUNE_VERSION; }
+
+// ---------------------------------------------------------------------------------------------------------------
+struct Gemm::Impl {
+  Problem problem;
+  Candidate candidate;
+  std::unique_ptr<Executable> exe;
+};
+
+Gemm::Gemm() = default;
+Gemm::~Gemm() = default;
+Gemm::Gemm(Gemm&&) noexcept = default;
+Gemm& Gemm::operator=(Gemm&&) noexcept = default;
+Gemm::Gemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+void Gemm::run(const GemmArgs& args, Stream stream) const {
+  if (!impl_) throw Error("Gemm::run on an empty Gemm (use Tuner::select or Tuner::load)");
+  if (!args.a || !args.b || !args.d) throw Error("Gemm::run: A, B and D pointers must not be null");
+  if (impl_->problem.beta != 0.0f && !args.c) throw Error("Gemm::run: C is null but beta != 0");
+  impl_->exe->launch(args, stream);
+}
+const Candidate& Gemm::candidate() const {
+  if (!impl_) throw Error("empty Gemm");
+  return impl_->candidate;
+}
+const Problem& Gemm::problem() const {
+  if (!impl_) throw Error("empty Gemm");
+  return impl_->problem;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+namespace {
+
+std::vector<std::shared_ptr<Backend>> enabled_backends(const std::vector<std::string>& names) {
+  if (names.empty()) return all_backends();
+  std::vector<std::shared_ptr<Backend>> out;
+  for (const auto& n : names) {
+    auto b = find_backend(n);
+    if (!b) {
+      std::string known;
+      for (const auto& x : all_backends()) known += (known.empty() ? "" : ", ") + x->name();
+      throw Error("unknown backend '" + n + "' (known: " + known + ")");
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::string cache_key(const Problem& p, const DeviceInfo& dev, const std::vector<std::shared_ptr<Backend>>& backends) {
+  std::set<std::string> names;
+  for (const auto& b : backends) names.insert(b->name());
+  std::string bs;
+  for (const auto& n : names) bs += (bs.empty() ? "" : ",") + n;
+  return p.key() + "|" + dev.key() + "|cublaslt" + cublaslt_version() + "|nvrtc" + jit::nvrtc_version() +
+         "|gemmtune" + version() + "|backends=" + bs;
+}
+
+void progress(const TuneOptions& o, const std::string& s) {
+  if (o.progress) o.progress(s);
+}
+
+// Compiles every pending candidate in parallel (no GPU needed); failures are recorded, not thrown.
+void compile_all(const Problem& p, const DeviceInfo& dev, std::vector<CandidateResult>& results, const TuneOptions& o) {
+  std::atomic<size_t> next{0};
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned nthreads = std::min<unsigned>(o.compile_threads > 0 ? unsigned(o.compile_threads) : hw,
+                                               unsigned(std::max<size_t>(results.size(), 1)));
+  auto work = [&] {
+    for (size_t i; (i = next++) < results.size();) {
+      CandidateResult& r = results[i];
+      if (r.status != "pending") continue;
+      auto b = find_backend(r.candidate.backend);
+      try {
+        const std::string why = b->validate(p, r.candidate, dev);
+        if (!why.empty()) {
+          r.status = "unsupported", r.reason = why;
+          continue;
+        }
+        CompileResult cr = b->compile(p, r.candidate, dev);
+        r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;
+        r.registers = cr.registers, r.spill_bytes = cr.spill_bytes, r.smem_bytes = cr.smem_bytes;
+      } catch (const std::exception& e) {
+        r.status = "compile_error", r.reason = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < nthreads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+CandidateResult pending_result(const Candidate& c) {
+  CandidateResult r;
+  r.candidate = c;
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------------
+std::vector<Candidate> list_candidates(const Problem& p0, const DeviceInfo& dev, const std::vector<std::string>& names) {
+  Problem p = p0;
+  p.resolve();
+  p.validate();
+  std::vector<Candidate> out;
+  for (const auto& b : enabled_backends(names)) {
+    if (!b->supports(p, dev).empty()) continue;
+    try {
+      auto cs = b->enumerate(p, dev);
+      out.insert(out.end(), cs.begin(), cs.end());
+    } catch (const NoGpuError&) {
+      if (dev.real) throw;  // a backend that needs the GPU is skipped only when there is none
+    }
+  }
+  return out;
+}
+
+Tuner::Tuner(TuneOptions opts) : opts_(std::move(opts)) {}
+
+TuneReport Tuner::tune(const Problem& p0) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto wall = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+  TuneReport rep;
+  rep.problem = p0;
+  rep.problem.resolve();
+  const Problem& p = rep.problem;
+  p.validate();
+  const auto backends = enabled_backends(opts_.backends);
+  rep.device = current_device();
+  const DeviceInfo& dev = rep.device;
+  rep.cache_key = cache_key(p, dev, backends);
+  ResultCache cache;
+
+  if (opts_.use_cache && !opts_.force && !opts_.only) {
+    if (auto e = cache.get(rep.cache_key)) {
+      try {
+        rep.winner = Candidate::parse(e->record.at("winner").get<std::string>());
+        for (const auto& r : e->record.value("results", nlohmann::json::array())) rep.results.push_back(result_from_json(r));
+        rep.cache_hit = true;
+        rep.wall_ms = wall();
+        progress(opts_, "cache hit: " + rep.winner->str());
+        return rep;
+      } catch (const std::exception& ex) {
+        progress(opts_, std::string("warning: unusable cache entry, retuning (") + ex.what() + ")");
+        rep.results.clear();
+        rep.winner.reset();
+      }
+    }
+  }
+
+  // Enumerate: top_k per backend, best first by each backend's heuristic.
+  std::vector<CandidateResult>& results = rep.results;
+  if (opts_.only) {
+    auto b = find_backend(opts_.only->backend);
+    if (!b) enabled_backends({opts_.only->backend});  // throws the "unknown backend" message
+    results.push_back(pending_result(*opts_.only));
+  } else {
+    for (const auto& b : backends) {
+      const std::string why = b->supports(p, dev);
+      if (!why.empty()) {
+        progress(opts_, b->name() + ": skipped (" + why + ")");
+        continue;
+      }
+      auto cs = b->enumerate(p, dev);
+      const size_t total = cs.size();
+      if (opts_.top_k > 0 && cs.size() > size_t(opts_.top_k)) cs.resize(size_t(opts_.top_k));
+      progress(opts_, b->name() + ": " + std::to_string(cs.size()) + " of " + std::to_string(total) + " candidates");
+      for (auto& c : cs) results.push_back(pending_result(c));
+    }
+  }
+  if (results.empty()) throw Error("no backend supports this problem (" + p.str() + ")");
+
+  // Compile in parallel.
+  const auto tc = std::chrono::steady_clock::now();
+  compile_all(p, dev, results, opts_);
+  {
+    int failed = 0;
+    for (const auto& r : results) failed += r.status == "compile_error";
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "compiled %zu candidates in %.0f ms (%d failed)", results.size(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count(), failed);
+    progress(opts_, buf);
+    for (const auto& r : results)
+      if (r.status != "pending") progress(opts_, "  " + r.candidate.str() + ": " + r.status + " (" + r.reason + ")");
+  }
+
+  // Verify and time.
+  std::optional<std::string> worker;
+  if (opts_.isolation == Isolation::process) {
+    worker = find_worker();
+    if (!worker) progress(opts_, "warning: gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process");
+  }
+  progress(opts_, "verifying and timing" + std::string(worker ? " in worker " + *worker : " in-process"));
+  if (worker) {
+    evaluate_in_worker(*worker, p, results, opts_);
+  } else {
+    EvaluateHooks hooks;
+    hooks.on_result = [&](size_t, const CandidateResult& r) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
+      progress(opts_, "  " + r.candidate.str() + "  " + (r.status == "ok" ? std::string(buf) : r.status + ": " + r.reason));
+    };
+    evaluate(p, results, opts_, hooks);
+  }
+
+  // Pick.
+  CandidateResult* best = nullptr;
+  for (auto& r : results)
+    if (r.status == "ok" && (!best || r.us_median < best->us_median)) best = &r;
+  if (best) {
+    best->winner = true;
+    rep.winner = best->candidate;
+    if (opts_.use_cache && !opts_.only) {
+      nlohmann::json rec = {{"problem", to_json(p)}, {"problem_str", p.str()}, {"device", to_json(dev)},
+                            {"winner", best->candidate.str()}, {"us", best->us_median},
+                            {"gemmtune", version()}, {"results", nlohmann::json::array()}};
+      for (const auto& r : results) rec["results"].push_back(to_json(r));
+      try {
+        cache.put({rep.cache_key, rec});
+      } catch (const Error& e) {
+        progress(opts_, std::string("warning: result not cached: ") + e.what());
+      }
+    }
+  }
+  rep.wall_ms = wall();
+  return rep;
+}
+
+Gemm Tuner::load(const Problem& p0, const Candidate& c) {
+  Problem p = p0;
+  p.resolve();
+  p.validate();
+  auto b = find_backend(c.backend);
+  if (!b) enabled_backends({c.backend});
+  const DeviceInfo& dev = current_device();
+  const std::string why = b->validate(p, c, dev);
+  if (!why.empty()) throw Error("candidate " + c.str() + " cannot run this problem: " + why);
+  CompileResult cr = b->compile(p, c, dev);
+  auto impl = std::make_unique<Gemm::Impl>();
+  impl->problem = p;
+  impl->candidate = c;
+  impl->exe = b->load(p, c, cr);
+  return Gemm(std::move(impl));
+}
+
+Gemm Tuner::select(const Problem& p) {
+  TuneReport rep = tune(p);
+  if (!rep.winner) {
+    std::string why;
+    for (const auto& r : rep.results) why += "\n  " + r.candidate.str() + ": " + r.status + " " + r.reason;
+    throw Error("no candidate works for " + rep.problem.str() + why);
+  }
+  return load(rep.problem, *rep.winner);
+}
+
+std::vector<CandidateResult> compare(const Problem& p0, const std::vector<Candidate>& cands, const TuneOptions& o) {
+  Problem p = p0;
+  p.resolve();
+  p.validate();
+  const DeviceInfo& dev = current_device();
+  std::vector<CandidateResult> results;
+  for (const auto& c : cands) {
+    if (!find_backend(c.backend)) enabled_backends({c.backend});
+    results.push_back(pending_result(c));
+  }
+  compile_all(p, dev, results, o);
+  evaluate_interleaved(p, results, o);
+  return results;
+}
+
+}  // namespace gemmtune
