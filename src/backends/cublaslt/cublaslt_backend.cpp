@@ -1,0 +1,468 @@
+#include "backends/cublaslt/cublaslt_backend.h"
+
+#include <cublasLt.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "backends/cublaslt/cublaslt_config.h"
+#include "cuda/driver.h"
+#include "cuda/memory.h"
+#include "gemmtune/errors.h"
+
+namespace gemmtune {
+
+namespace {
+
+using cublaslt::AlgoConfig;
+
+constexpr const char* kName = "cublaslt";
+constexpr uint64_t kMaxWorkspace = 32ull << 20;  // what the heuristic may ask for
+constexpr uint32_t kAssumedAlignment = 16;       // pointer alignment the heuristic may rely on (checked at launch)
+constexpr int kHeuristicCount = 32;
+
+// ---- errors ----
+
+[[noreturn]] void lt_fail(cublasStatus_t s, const char* call, const char* file, int line) {
+  const char* name = cublasLtGetStatusName(s);
+  detail::throw_error(std::string("cublaslt: ") + call + " failed: " + (name ? name : "unknown status") + " (" +
+                          std::to_string(static_cast<int>(s)) + ")",
+                      file, line);
+}
+
+#define GT_LT(call)                                                         \
+  do {                                                                      \
+    cublasStatus_t gt_lt_status_ = (call);                                  \
+    if (gt_lt_status_ != CUBLAS_STATUS_SUCCESS)                             \
+      lt_fail(gt_lt_status_, #call, __FILE__, __LINE__);                    \
+  } while (0)
+
+std::string status_name(cublasStatus_t s) {
+  const char* name = cublasLtGetStatusName(s);
+  return name ? name : ("status " + std::to_string(static_cast<int>(s)));
+}
+
+// One handle for the process: created lazily on the primary context of the current device, never destroyed (its
+// destruction at exit could run after the driver is gone).
+cublasLtHandle_t lt_handle() {
+  cuda::ensure_context();  // throws NoGpuError without a GPU
+  // A magic static: thread-safe, and retried on the next call if creation throws.
+  static const cublasLtHandle_t handle = [] {
+    cublasLtHandle_t h = nullptr;
+    GT_LT(cublasLtCreate(&h));
+    return h;
+  }();
+  return handle;
+}
+
+cudaDataType_t lt_type(DType t) {
+  switch (t) {
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f16: return CUDA_R_16F;
+    case DType::f32: return CUDA_R_32F;
+    case DType::e4m3: return CUDA_R_8F_E4M3;
+    case DType::e5m2: return CUDA_R_8F_E5M2;
+  }
+  return CUDA_R_32F;
+}
+
+std::string dn(DType t) { return std::string(dtype_name(t)); }
+
+// ---- the problem as cuBLASLt sees it ----
+
+// One matrix in column-major terms.
+struct LtMatrix {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld, stride;
+};
+
+// The column-major problem handed to cuBLASLt. With a row-major D we solve Dᵀ = Bᵀ·Aᵀ: "A" is then our B.
+struct LtProblem {
+  bool swapped = false;  // A and B pointers swap roles
+  bool c_is_d = false;   // beta == 0: C is not read, so D's layout (and pointer) stand in for it
+  cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  LtMatrix a{}, b{}, c{}, d{};
+  int32_t batch = 1;
+  float alpha = 1, beta = 0;
+};
+
+// A stored operand seen column-major: a row-major R x C matrix is the column-major C x R matrix (its transpose).
+LtMatrix col_view(const Operand& o, int64_t rows, int64_t cols) {
+  LtMatrix m;
+  m.type = lt_type(o.dtype);
+  m.rows = static_cast<uint64_t>(o.layout == Layout::col ? rows : cols);
+  m.cols = static_cast<uint64_t>(o.layout == Layout::col ? cols : rows);
+  m.ld = o.ld;
+  m.stride = o.batch_stride;
+  return m;
+}
+
+// THE validity function of this backend: supports(), validate() and enumerate() all start here. `p` is resolved.
+std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+  const std::string pre = "cublaslt: ";
+  if (dev.cc_major != 0 && dev.cc_major < 8) return pre + "needs sm_80 or newer for bf16/f16 tensor cores, got " + dev.arch();
+  if (!p.epilogue.empty()) return pre + "fused epilogues are not supported yet (got '" + p.epilogue.key() + "')";
+  if (p.m < 1 || p.n < 1 || p.k < 1) return pre + "M, N and K must be >= 1";
+  if (p.batch < 1 || p.batch > std::numeric_limits<int32_t>::max()) return pre + "batch must be in [1, 2^31)";
+  if (p.accum != DType::f32) return pre + "only fp32 accumulation (CUBLAS_COMPUTE_32F) is supported";
+  const DType in = p.a.dtype;
+  if (in == DType::e4m3 || in == DType::e5m2 || p.b.dtype == DType::e4m3 || p.b.dtype == DType::e5m2)
+    return pre + "fp8 inputs are not supported yet";
+  if (in != DType::bf16 && in != DType::f16)
+    return pre + "A must be bf16 or f16, got " + dn(in) + " (TF32/FP32 GEMM not offered)";
+  if (p.b.dtype != in) return pre + "A and B must have the same dtype, got A=" + dn(in) + " B=" + dn(p.b.dtype);
+  if (p.d.dtype != in && p.d.dtype != DType::f32)
+    return pre + "with " + dn(in) + " inputs D must be " + dn(in) + " or f32 (cuBLASLt CUBLAS_COMPUTE_32F types), got " +
+           dn(p.d.dtype);
+  if (p.beta != 0.0f) {
+    if (p.c.dtype != p.d.dtype)
+      return pre + "C must have D's dtype when beta != 0 (cuBLASLt Ctype == Dtype for 16-bit inputs), got C=" +
+             dn(p.c.dtype) + " D=" + dn(p.d.dtype);
+    if (p.c.layout != p.d.layout)
+      return pre + "C must have D's layout when beta != 0 (cuBLASLt has no transpose for C), got C=" +
+             std::string(layout_name(p.c.layout)) + " D=" + std::string(layout_name(p.d.layout));
+  }
+  // Shapes, leading dimensions, batch strides (stride 0 broadcasts an input, which cuBLASLt takes as is): the
+  // problem model's own check says it; cuBLASLt has no further requirement on them for 16-bit types.
+  if (std::string why = p.check(); !why.empty()) return pre + why;
+  return "";
+}
+
+Problem resolved(const Problem& p) {
+  Problem r = p;
+  r.resolve();
+  return r;
+}
+
+LtProblem map_problem(const Problem& p) {
+  LtProblem lp;
+  lp.swapped = p.d.layout == Layout::row;
+  lp.c_is_d = p.beta == 0.0f;
+  lp.batch = static_cast<int32_t>(p.batch);
+  lp.alpha = p.alpha;
+  lp.beta = p.beta;
+  const LtMatrix a = col_view(p.a, p.m, p.k), b = col_view(p.b, p.k, p.n);
+  lp.d = col_view(p.d, p.m, p.n);  // M x N, or N x M (= Dᵀ) when row-major
+  lp.c = lp.c_is_d ? lp.d : col_view(p.c, p.m, p.n);
+  // An operand needs a transpose exactly when its storage order differs from D's: in the direct case we want A
+  // (col-major), in the swapped case Bᵀ, which a row-major B already is in column-major terms.
+  const cublasOperation_t ta = p.a.layout == p.d.layout ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t tb = p.b.layout == p.d.layout ? CUBLAS_OP_N : CUBLAS_OP_T;
+  if (!lp.swapped) {
+    lp.a = a, lp.transa = ta;
+    lp.b = b, lp.transb = tb;
+  } else {
+    lp.a = b, lp.transa = tb;
+    lp.b = a, lp.transb = ta;
+  }
+  return lp;
+}
+
+// ---- RAII descriptors, made once per executable ----
+
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+
+  explicit LtDescs(const LtProblem& lp) {
+    try {
+      GT_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      int32_t ta = lp.transa, tb = lp.transb;
+      GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+      GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+      a = layout(lp.a, lp.batch);
+      b = layout(lp.b, lp.batch);
+      c = layout(lp.c, lp.batch);
+      d = layout(lp.d, lp.batch);
+      GT_LT(cublasLtMatmulPreferenceCreate(&pref));
+      uint64_t ws = kMaxWorkspace;
+      GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+      uint32_t al = kAssumedAlignment;
+      for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~LtDescs() { release(); }
+  LtDescs(const LtDescs&) = delete;
+  LtDescs& operator=(const LtDescs&) = delete;
+
+ private:
+  static cublasLtMatrixLayout_t layout(const LtMatrix& m, int32_t batch) {
+    cublasLtMatrixLayout_t l = nullptr;
+    GT_LT(cublasLtMatrixLayoutCreate(&l, m.type, m.rows, m.cols, m.ld));
+    if (batch > 1) {
+      GT_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+      int64_t stride = m.stride;
+      GT_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    }
+    return l;
+  }
+  void release() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    for (auto* l : {&a, &b, &c, &d})
+      if (*l) cublasLtMatrixLayoutDestroy(*l);
+    if (op) cublasLtMatmulDescDestroy(op);
+    pref = nullptr, a = b = c = d = nullptr, op = nullptr;
+  }
+};
+
+// ---- algo <-> config ----
+
+template <class T>
+T get_cfg(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, const char* what) {
+  T v{};
+  size_t written = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+  if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, what, __FILE__, __LINE__);
+  return v;
+}
+
+template <class T>
+void set_cfg(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T v, const char* what) {
+  cublasStatus_t s = cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &v, sizeof(v));
+  if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, what, __FILE__, __LINE__);
+}
+
+AlgoConfig config_of(const cublasLtMatmulAlgo_t& algo) {
+  AlgoConfig c;
+  c.algo = get_cfg<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID, "get ALGO_CONFIG_ID");
+  c.tile = get_cfg<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, "get ALGO_CONFIG_TILE_ID");
+  c.stages = get_cfg<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, "get ALGO_CONFIG_STAGES_ID");
+  c.splitk = get_cfg<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "get ALGO_CONFIG_SPLITK_NUM");
+  c.reduction = get_cfg<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, "get ALGO_CONFIG_REDUCTION_SCHEME");
+  c.swizzle = get_cfg<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "get ALGO_CONFIG_CTA_SWIZZLING");
+  c.custom = get_cfg<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, "get ALGO_CONFIG_CUSTOM_OPTION");
+  c.cluster = get_cfg<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "get ALGO_CONFIG_CLUSTER_SHAPE_ID");
+  c.inner = get_cfg<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, "get ALGO_CONFIG_INNER_SHAPE_ID");
+  return c;
+}
+
+// Rebuilds the algorithm from its config; "" or why cuBLASLt refuses it.
+std::string algo_from_config(const AlgoConfig& c, const LtProblem& lp, cublasLtMatmulAlgo_t& algo) {
+  cublasStatus_t s = cublasLtMatmulAlgoInit(lt_handle(), CUBLAS_COMPUTE_32F, CUDA_R_32F, lp.a.type, lp.b.type,
+                                            lp.c.type, lp.d.type, c.algo, &algo);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return "cublaslt: cublasLtMatmulAlgoInit(algo=" + std::to_string(c.algo) + ") failed: " + status_name(s);
+  struct Set {
+    cublasLtMatmulAlgoConfigAttributes_t attr;
+    const void* v;
+    size_t n;
+    const char* name;
+  };
+  const Set sets[] = {
+      {CUBLASLT_ALGO_CONFIG_TILE_ID, &c.tile, sizeof(c.tile), "tile"},
+      {CUBLASLT_ALGO_CONFIG_STAGES_ID, &c.stages, sizeof(c.stages), "stages"},
+      {CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &c.splitk, sizeof(c.splitk), "splitk"},
+      {CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &c.reduction, sizeof(c.reduction), "red"},
+      {CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &c.swizzle, sizeof(c.swizzle), "swizzle"},
+      {CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &c.custom, sizeof(c.custom), "custom"},
+      {CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &c.cluster, sizeof(c.cluster), "cluster"},
+      {CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &c.inner, sizeof(c.inner), "inner"},
+  };
+  for (const Set& set : sets) {
+    s = cublasLtMatmulAlgoConfigSetAttribute(&algo, set.attr, set.v, set.n);
+    if (s != CUBLAS_STATUS_SUCCESS) return std::string("cublaslt: cannot set ") + set.name + ": " + status_name(s);
+  }
+  return "";
+}
+
+uint32_t cap_u32(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
+  uint32_t v = 0;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return 1;
+  return v == 0 ? 1 : v;
+}
+
+struct Checked {
+  std::string reason;  // "" = usable
+  size_t workspace = 0;
+  uint32_t align[4] = {1, 1, 1, 1};  // A, B, C, D minimum pointer alignment in bytes
+};
+
+// cublasLtMatmulAlgoCheck plus our own limits (workspace, pointer alignment the heuristic was told about).
+Checked check_algo(const cublasLtMatmulAlgo_t& algo, const LtDescs& ds) {
+  Checked r;
+  cublasLtMatmulHeuristicResult_t res{};
+  cublasStatus_t s = cublasLtMatmulAlgoCheck(lt_handle(), ds.op, ds.a, ds.b, ds.c, ds.d, &algo, &res);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    r.reason = "cublaslt: cublasLtMatmulAlgoCheck rejects the algorithm: " + status_name(s);
+    return r;
+  }
+  r.workspace = res.workspaceSize;
+  if (r.workspace > kMaxWorkspace)
+    r.reason = "cublaslt: algorithm needs " + std::to_string(r.workspace) + " bytes of workspace (limit " +
+               std::to_string(kMaxWorkspace) + ")";
+  const cublasLtMatmulAlgoCapAttributes_t caps[4] = {
+      CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) {
+    r.align[i] = cap_u32(algo, caps[i]);
+    if (r.reason.empty() && r.align[i] > kAssumedAlignment)
+      r.reason = "cublaslt: algorithm needs " + std::to_string(r.align[i]) + "-byte aligned " + "ABCD"[i] +
+                 " (gemmtune guarantees only " + std::to_string(kAssumedAlignment) + ")";
+  }
+  return r;
+}
+
+std::vector<cublasLtMatmulHeuristicResult_t> heuristic(const LtDescs& ds, int count) {
+  std::vector<cublasLtMatmulHeuristicResult_t> res(count);
+  int returned = 0;
+  cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(lt_handle(), ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref, count, res.data(), &returned);
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;  // no algorithm for this problem
+  else if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+  res.resize(returned);
+  std::erase_if(res, [](const auto& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
+  return res;
+}
+
+// ---- executable ----
+
+class LtExecutable final : public Executable {
+ public:
+  LtExecutable(const Problem& p, const Candidate& c) : cand_(c), lp_(map_problem(p)), descs_(lp_) {
+    if (cublaslt::is_default_config(c.config)) {
+      auto res = heuristic(descs_, 1);
+      if (res.empty()) GT_THROW("cublaslt: the heuristic returns no algorithm for " + p.str());
+      algo_ = res[0].algo;
+    } else {
+      const AlgoConfig cfg = AlgoConfig::parse(c.config);
+      if (std::string why = algo_from_config(cfg, lp_, algo_); !why.empty()) GT_THROW(why + " [" + c.str() + "]");
+    }
+    Checked ck = check_algo(algo_, descs_);
+    if (!ck.reason.empty()) GT_THROW(ck.reason + " [" + c.str() + "]");
+    std::memcpy(align_, ck.align, sizeof(align_));
+    ws_size_ = ck.workspace;
+    if (ws_size_ > 0) ws_ = cuda::DeviceBuffer(ws_size_);
+    c_ld_ = lp_.c.ld, c_stride_ = lp_.c.stride;
+    d_ld_ = lp_.d.ld, d_stride_ = lp_.d.stride;
+  }
+
+  void launch(const GemmArgs& args, Stream stream) override {
+    GT_REQUIRE(args.a && args.b && args.d, "cublaslt: A, B and D pointers must be set");
+    const void* a = lp_.swapped ? args.b : args.a;
+    const void* b = lp_.swapped ? args.a : args.b;
+    const void* c = args.d;
+    if (!lp_.c_is_d) {
+      GT_REQUIRE(args.c, "cublaslt: C pointer must be set when beta != 0");
+      c = args.c;
+      // In place (C == D), cuBLASLt needs identical C and D layouts.
+      GT_REQUIRE(c != args.d || (c_ld_ == d_ld_ && c_stride_ == d_stride_),
+                 "cublaslt: C == D (in place) needs C and D with the same ld and batch stride");
+    }
+    const void* ptrs[4] = {a, b, c, args.d};
+    for (int i = 0; i < 4; ++i)
+      if (reinterpret_cast<uintptr_t>(ptrs[i]) % align_[i] != 0)
+        GT_THROW(std::string("cublaslt: ") + "ABCD"[i] + " pointer (cuBLASLt operand order) not " +
+                 std::to_string(align_[i]) + "-byte aligned, as " + cand_.str() + " needs");
+    GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, args.d,
+                         descs_.d, &algo_, ws_.get(), ws_size_, reinterpret_cast<cudaStream_t>(stream)));
+  }
+
+  const Candidate& candidate() const override { return cand_; }
+
+ private:
+  Candidate cand_;
+  LtProblem lp_;
+  LtDescs descs_;
+  cublasLtMatmulAlgo_t algo_{};
+  uint32_t align_[4] = {1, 1, 1, 1};
+  cuda::DeviceBuffer ws_;
+  size_t ws_size_ = 0;
+  int64_t c_ld_ = 0, c_stride_ = 0, d_ld_ = 0, d_stride_ = 0;
+};
+
+// ---- backend ----
+
+class CublasLtBackend final : public Backend {
+ public:
+  std::string name() const override { return kName; }
+
+  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+    return problem_reason(resolved(p), dev);
+  }
+
+  std::vector<Candidate> enumerate(const Problem& p0, const DeviceInfo& dev) const override {
+    const Problem p = resolved(p0);
+    if (!problem_reason(p, dev).empty()) return {};
+    (void)lt_handle();  // throws NoGpuError without a GPU: the heuristic needs the device
+    const LtProblem lp = map_problem(p);
+    LtDescs ds(lp);
+    std::vector<Candidate> out;
+    const auto res = heuristic(ds, kHeuristicCount);
+    if (res.empty()) return out;
+    out.push_back({kName, cublaslt::kDefaultConfig});
+    std::vector<std::string> seen;
+    for (size_t i = 0; i < res.size(); ++i) {
+      std::string cfg = config_of(res[i].algo).str();
+      bool dup = false;
+      for (const auto& s : seen) dup = dup || s == cfg;
+      seen.push_back(cfg);
+      // res[0] is what `default` resolves to: listing it again would time the same kernel twice.
+      if (dup || i == 0) continue;
+      if (!check_algo(res[i].algo, ds).reason.empty()) continue;
+      out.push_back({kName, std::move(cfg)});
+    }
+    return out;
+  }
+
+  std::string validate(const Problem& p0, const Candidate& c, const DeviceInfo& dev) const override {
+    const Problem p = resolved(p0);
+    if (std::string why = problem_reason(p, dev); !why.empty()) return why;
+    if (c.backend != kName) return "cublaslt: candidate of backend '" + c.backend + "'";
+    if (cublaslt::is_default_config(c.config)) return "";
+    AlgoConfig cfg;
+    try {
+      cfg = AlgoConfig::parse(c.config);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    // Whether cuBLASLt accepts the algorithm for this problem can only be asked with a GPU; without one the syntax
+    // is all we can check (load() checks again).
+    if (!gpu_available()) return "";
+    const LtProblem lp = map_problem(p);
+    LtDescs ds(lp);
+    cublasLtMatmulAlgo_t algo{};
+    if (std::string why = algo_from_config(cfg, lp, algo); !why.empty()) return why;
+    return check_algo(algo, ds).reason;
+  }
+
+  CompileResult compile(const Problem& p0, const Candidate& c, const DeviceInfo& dev) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Problem p = resolved(p0);
+    if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
+    if (!cublaslt::is_default_config(c.config)) (void)AlgoConfig::parse(c.config);  // throws on a bad string
+    CompileResult r;  // nothing to compile: cuBLASLt kernels ship with the library
+    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+
+  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const CompileResult&) const override {
+    const Problem p = resolved(p0);
+    DeviceInfo dev;  // arch was checked by supports(); only the problem matters here
+    if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
+    GT_REQUIRE(c.backend == kName, "cublaslt: cannot load a candidate of backend '" + c.backend + "'");
+    return std::make_unique<LtExecutable>(p, c);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_cublaslt_backend() { return std::make_shared<CublasLtBackend>(); }
+
+std::string cublaslt_version() {
+  const size_t v = cublasLtGetVersion();  // major*10000 + minor*100 + patch
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+}  // namespace gemmtune

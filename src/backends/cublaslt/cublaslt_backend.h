@@ -1,0 +1,25 @@
+#pragma once
+// The cuBLASLt backend ("cublaslt"): candidates are cuBLASLt algorithms from its heuristic, named by their config
+// attributes (see cublaslt_config.h) so that a winner can be pinned and reloaded. Nothing is compiled.
+//
+// NOTES:
+// - cuBLASLt is column-major. A row-major D is computed as the column-major Dᵀ = Bᵀ·Aᵀ (A and B swap roles); all
+//   matrix layouts stay CUBLASLT_ORDER_COL, the order every matmul kernel accepts. C has no transpose flag in
+//   cuBLASLt, so when C is read (beta != 0) it must have D's layout and dtype.
+// - The heuristic is asked for algorithms that work with 16-byte aligned pointers; launch() checks each pointer
+//   against the loaded algorithm's own minimum alignment and throws rather than run it misaligned.
+// - One cublasLt handle per process (the primary context of GEMMTUNE_DEVICE); descriptors, the algorithm and the
+//   workspace are made once per Executable, in load().
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+
+namespace gemmtune {
+
+std::shared_ptr<Backend> make_cublaslt_backend();
+
+// cublasLtGetVersion() as "major.minor.patch", e.g. "13.0.2": part of the result-cache key. Needs no GPU.
+std::string cublaslt_version();
+
+}  // namespace gemmtune
