@@ -1,0 +1,172 @@
+#pragma once
+// Tables, JSON records and version/clock information printed by the CLI.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_problem.h"
+#include "gemmtune/gemm.h"
+#include "jit/jit.h"
+
+namespace gemmtune::cli {
+
+using nlohmann::json;
+
+// A plain aligned text table: columns padded to their widest cell; right-aligned when `right[i]`.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<bool> right;
+  std::vector<std::vector<std::string>> rows;
+
+  void print(std::FILE* f) const {
+    std::vector<size_t> w(header.size(), 0);
+    for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+    for (const auto& r : rows)
+      for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    auto line = [&](const std::vector<std::string>& r) {
+      std::string s;
+      for (size_t i = 0; i < header.size(); ++i) {
+        const std::string cell = i < r.size() ? r[i] : "";
+        bool last = i + 1 == header.size();
+        if (i < right.size() && right[i])
+          s += fmt::format("{:>{}}", cell, w[i]);
+        else
+          s += last ? cell : fmt::format("{:<{}}", cell, w[i]);
+        if (!last) s += "  ";
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      std::fprintf(f, "%s\n", s.c_str());
+    };
+    line(header);
+    for (const auto& r : rows) line(r);
+  }
+};
+
+inline std::string fmt_num(double v, int prec, bool valid = true) {
+  if (!valid || !std::isfinite(v)) return "-";
+  return fmt::format("{:.{}f}", v, prec);
+}
+inline std::string fmt_err(double e) { return e < 0 ? "-" : fmt::format("{:.1e}", e); }
+inline std::string fmt_int(int v) { return v < 0 ? "-" : std::to_string(v); }
+
+inline json to_json(const CandidateResult& r) {
+  return json{{"backend", r.candidate.backend},
+              {"config", r.candidate.config},
+              {"candidate", r.candidate.str()},
+              {"status", r.status},
+              {"reason", r.reason},
+              {"compile_ms", r.compile_ms},
+              {"compile_cache_hit", r.compile_cache_hit},
+              {"registers", r.registers},
+              {"spill_bytes", r.spill_bytes},
+              {"smem_bytes", r.smem_bytes},
+              {"error", r.error},
+              {"us_median", r.us_median},
+              {"us_min", r.us_min},
+              {"us_max", r.us_max},
+              {"timed_iters", r.timed_iters},
+              {"tflops", r.tflops},
+              {"gbps", r.gbps},
+              {"winner", r.winner}};
+}
+
+inline json to_json(const DeviceInfo& d) {
+  return json{{"name", d.name},       {"arch", d.arch()},
+              {"sm_count", d.sm_count}, {"smem_per_block_optin", d.smem_per_block_optin},
+              {"l2_bytes", d.l2_bytes}, {"global_mem_bytes", d.global_mem_bytes},
+              {"driver_version", d.driver_version}, {"real", d.real}};
+}
+
+inline json problem_json(const Problem& p) {
+  auto op = [](const Operand& o) {
+    return json{{"dtype", std::string(dtype_name(o.dtype))},
+                {"layout", std::string(layout_name(o.layout))},
+                {"ld", o.ld},
+                {"batch_stride", o.batch_stride}};
+  };
+  return json{{"m", p.m},         {"n", p.n},         {"k", p.k},           {"batch", p.batch},
+              {"A", op(p.a)},     {"B", op(p.b)},     {"C", op(p.c)},       {"D", op(p.d)},
+              {"alpha", p.alpha}, {"beta", p.beta},   {"epilogue", p.epilogue.key()},
+              {"str", p.str()},   {"key", p.key()}};
+}
+
+// Results sorted for display: ok by median time, then everything else in the order tried.
+inline std::vector<CandidateResult> sorted_results(std::vector<CandidateResult> v) {
+  std::stable_sort(v.begin(), v.end(), [](const CandidateResult& a, const CandidateResult& b) {
+    bool ao = a.status == "ok", bo = b.status == "ok";
+    if (ao != bo) return ao;
+    return ao && a.us_median < b.us_median;
+  });
+  return v;
+}
+
+inline Table results_table(const std::vector<CandidateResult>& results) {
+  Table t{{"", "backend", "config", "compile ms", "us", "TFLOP/s", "GB/s", "error", "status"},
+          {false, false, false, true, true, true, true, true, false},
+          {}};
+  for (const auto& r : sorted_results(results)) {
+    bool ok = r.status == "ok";
+    std::string status = r.status;
+    if (!r.reason.empty()) status += ": " + first_line(r.reason);
+    std::string cms = r.compile_ms > 0 ? fmt_num(r.compile_ms, 1) + (r.compile_cache_hit ? " (hit)" : "") : "-";
+    t.rows.push_back({r.winner ? "*" : "", r.candidate.backend, r.candidate.config, cms,
+                      fmt_num(r.us_median, 2, ok), fmt_num(r.tflops, 1, ok), fmt_num(r.gbps, 0, ok), fmt_err(r.error),
+                      status});
+  }
+  return t;
+}
+
+// cuBLASLt's version as "major.minor.patch", read from the cuBLASLt the library loaded (the CLI does not link it
+// itself); "" when it is not in the process.
+inline std::string cublaslt_version() {
+  using Fn = size_t (*)();
+  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "cublasLtGetVersion"));
+  if (!fn) return "";
+  size_t v = fn();
+  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+inline std::string nvrtc_version_or_empty() {
+  try {
+    return jit::nvrtc_version();
+  } catch (...) {
+    return "";
+  }
+}
+
+// SM/memory clocks, power and temperature from nvidia-smi (null when it is not there): BENCHMARKING.md asks for
+// clocks read before and after a benchmark.
+inline json read_clocks() {
+  const char* devenv = std::getenv("GEMMTUNE_DEVICE");
+  std::string dev = devenv && *devenv ? devenv : "0";
+  for (char ch : dev)
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return nullptr;
+  std::string cmd = "nvidia-smi -i " + dev +
+                    " --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu "
+                    "--format=csv,noheader,nounits 2>/dev/null";
+  std::FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return nullptr;
+  char buf[512];
+  std::string out;
+  while (std::fgets(buf, sizeof buf, f)) out += buf;
+  if (pclose(f) != 0 || out.empty()) return nullptr;
+  auto v = split(first_line(out), ',');
+  if (v.size() < 5) return nullptr;
+  return json{{"sm_mhz", v[0]}, {"mem_mhz", v[1]}, {"max_sm_mhz", v[2]}, {"power_w", v[3]}, {"temp_c", v[4]}};
+}
+
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error("cannot open '" + path + "' for writing");
+  f << text;
+  if (!f) throw Error("cannot write '" + path + "'");
+}
+
+}  // namespace gemmtune::cli

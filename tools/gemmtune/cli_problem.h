@@ -1,0 +1,217 @@
+#pragma once
+// Problem options shared by the subcommands (cutlass_profiler style: --m --n --k --A bf16:row ...), their parsing
+// into a gemmtune::Problem, and the one-line usage errors that come out of it.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "gemmtune/gemm.h"
+
+namespace gemmtune::cli {
+
+// A bad argument: printed as "error: <what>", exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+inline std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+inline std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t q = s.find(sep, pos);
+    out.push_back(trim(s.substr(pos, q == std::string::npos ? std::string::npos : q - pos)));
+    if (q == std::string::npos) break;
+    pos = q + 1;
+  }
+  return out;
+}
+
+// First line of a possibly multi-line message (NVRTC logs), for tables and one-line errors.
+inline std::string first_line(const std::string& s) {
+  size_t q = s.find('\n');
+  return q == std::string::npos ? s : s.substr(0, q);
+}
+
+// "column"/"col"/"c"/"colmajor"/"column-major" and "row"/"r"/"rowmajor"/"row-major", like cutlass_profiler.
+inline std::optional<Layout> parse_layout_arg(const std::string& text) {
+  std::string s = lower(trim(text));
+  if (s == "row" || s == "r" || s == "rowmajor" || s == "row-major" || s == "row_major") return Layout::row;
+  if (s == "column" || s == "col" || s == "c" || s == "colmajor" || s == "column-major" || s == "col-major" ||
+      s == "column_major" || s == "col_major")
+    return Layout::col;
+  return std::nullopt;
+}
+
+struct OperandSpec {
+  DType dtype;
+  Layout layout;
+};
+
+// "dtype[:layout]" -> OperandSpec. `opt` names the option in the message (e.g. "--A").
+inline OperandSpec parse_operand(const std::string& opt, const std::string& text, Layout default_layout) {
+  auto parts = split(text, ':');
+  if (parts.size() > 2 || parts[0].empty())
+    throw UsageError(fmt::format("{} '{}': expected dtype[:layout], e.g. bf16:row or f16:column", opt, text));
+  auto dt = parse_dtype(lower(parts[0]));
+  if (!dt)
+    throw UsageError(fmt::format("{} '{}': unknown dtype '{}' (expected bf16, f16, f32, e4m3 or e5m2)", opt, text,
+                                 parts[0]));
+  Layout l = default_layout;
+  if (parts.size() == 2) {
+    auto pl = parse_layout_arg(parts[1]);
+    if (!pl)
+      throw UsageError(
+          fmt::format("{} '{}': unknown layout '{}' (expected row/r or column/col/c)", opt, text, parts[1]));
+    l = *pl;
+  }
+  return {*dt, l};
+}
+
+// Everything that describes a problem on the command line or in a suite entry.
+struct ProblemArgs {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::string A = "bf16:row", B = "bf16:col", C, D = "bf16:row";  // C defaults to D
+  int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  int64_t bsa = 0, bsb = 0, bsc = 0, bsd = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  std::string epilogue;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--m", m, "rows of A and D")->required()->group("Problem");
+    app->add_option("--n", n, "columns of B and D")->required()->group("Problem");
+    app->add_option("--k", k, "reduction dimension")->required()->group("Problem");
+    app->add_option("--batch", batch, "batch count (default 1)")->group("Problem");
+    app->add_option("--A", A, "A (M x K) as dtype:layout, e.g. bf16:row (default)")->group("Problem");
+    app->add_option("--B", B, "B (K x N) as dtype:layout, e.g. bf16:col (default; = W N x K row-major)")
+        ->group("Problem");
+    app->add_option("--C", C, "C (M x N) as dtype:layout (default: as D)")->group("Problem");
+    app->add_option("--D", D, "D (M x N) as dtype:layout (default bf16:row)")->group("Problem");
+    app->add_option("--lda", lda, "leading dimension of A in elements (default packed)")->group("Problem");
+    app->add_option("--ldb", ldb, "leading dimension of B")->group("Problem");
+    app->add_option("--ldc", ldc, "leading dimension of C")->group("Problem");
+    app->add_option("--ldd", ldd, "leading dimension of D")->group("Problem");
+    app->add_option("--batch-stride-a", bsa, "elements between batches of A (default packed)")->group("Problem");
+    app->add_option("--batch-stride-b", bsb, "elements between batches of B")->group("Problem");
+    app->add_option("--batch-stride-c", bsc, "elements between batches of C")->group("Problem");
+    app->add_option("--batch-stride-d", bsd, "elements between batches of D")->group("Problem");
+    app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
+    app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");
+    app->add_option("--epilogue", epilogue, "fused epilogue chain (none for now)")->group("Problem");
+  }
+
+  // Builds, resolves and checks the problem. Throws UsageError with one line naming what is wrong.
+  Problem build(const std::string& where = "") const {
+    auto ctx = [&](const std::string& msg) { return where.empty() ? msg : where + ": " + msg; };
+    for (auto [name, v] : {std::pair{"--m", m}, {"--n", n}, {"--k", k}, {"--batch", batch}})
+      if (v <= 0) throw UsageError(ctx(fmt::format("{} must be a positive integer (got {})", name, v)));
+    for (auto [name, v] : {std::pair{"--lda", lda}, {"--ldb", ldb}, {"--ldc", ldc}, {"--ldd", ldd},
+                           {"--batch-stride-a", bsa}, {"--batch-stride-b", bsb}, {"--batch-stride-c", bsc},
+                           {"--batch-stride-d", bsd}})
+      if (v < 0) throw UsageError(ctx(fmt::format("{} must be >= 0 (got {}; 0 = packed)", name, v)));
+
+    OperandSpec a = parse_operand("--A", A, Layout::row);
+    OperandSpec b = parse_operand("--B", B, Layout::col);
+    OperandSpec d = parse_operand("--D", D, Layout::row);
+    OperandSpec c = C.empty() ? d : parse_operand("--C", C, d.layout);
+
+    Problem p = Problem::make(m, n, k, a.dtype, d.dtype, a.layout, b.layout, batch);
+    p.a.dtype = a.dtype;
+    p.b.dtype = b.dtype;
+    p.c.dtype = c.dtype;
+    p.c.layout = c.layout;
+    p.d.dtype = d.dtype;
+    p.d.layout = d.layout;
+    p.a.ld = lda, p.b.ld = ldb, p.c.ld = ldc, p.d.ld = ldd;
+    p.a.batch_stride = bsa, p.b.batch_stride = bsb, p.c.batch_stride = bsc, p.d.batch_stride = bsd;
+    p.alpha = alpha;
+    p.beta = beta;
+    std::string ep = lower(trim(epilogue));
+    if (!ep.empty() && ep != "none") {
+      try {
+        p.epilogue = parse_epilogue(epilogue);
+      } catch (const Error& e) {
+        throw UsageError(ctx(fmt::format("--epilogue '{}': {}", epilogue, first_line(e.what()))));
+      }
+    }
+
+    // A leading dimension smaller than the contiguous extent makes rows (or columns) overlap: say which and why.
+    struct Ld {
+      const char* opt;
+      char which;
+      int64_t ld;
+      Layout layout;
+      const char* rows;
+      const char* cols;
+      int64_t r, c;
+    };
+    for (const Ld& x : {Ld{"--lda", 'A', lda, a.layout, "M", "K", m, k}, Ld{"--ldb", 'B', ldb, b.layout, "K", "N", k, n},
+                        Ld{"--ldc", 'C', ldc, c.layout, "M", "N", m, n}, Ld{"--ldd", 'D', ldd, d.layout, "M", "N", m, n}}) {
+      if (x.ld == 0) continue;
+      bool row = x.layout == Layout::row;
+      int64_t need = row ? x.c : x.r;
+      if (x.ld < need)
+        throw UsageError(ctx(fmt::format("{} {} is smaller than {}={} ({} is {} x {} {}-major, so {} >= {})", x.opt,
+                                         x.ld, row ? x.cols : x.rows, need, x.which, x.rows, x.cols,
+                                         row ? "row" : "column", x.opt + 2, row ? x.cols : x.rows)));
+    }
+
+    p.resolve();
+    std::string why = p.check();
+    if (!why.empty()) throw UsageError(ctx(first_line(why)));
+    return p;
+  }
+};
+
+// "sm90,cublaslt" -> validated names. Unknown names are a usage error listing the known ones.
+inline std::vector<std::string> parse_backends(const std::string& list) {
+  std::vector<std::string> out;
+  if (trim(list).empty()) return out;
+  for (const std::string& name : split(list, ',')) {
+    if (name.empty()) throw UsageError(fmt::format("--backends '{}': empty backend name", list));
+    if (!find_backend(name)) {
+      std::vector<std::string> known;
+      for (const auto& b : all_backends()) known.push_back(b->name());
+      throw UsageError(fmt::format("--backends: unknown backend '{}' (known: {})", name,
+                                   known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+// "backend:config" -> Candidate with a known backend. A malformed line is a usage error.
+inline Candidate parse_config_arg(const std::string& line) {
+  std::string s = trim(line);
+  size_t colon = s.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+    throw UsageError(fmt::format("--config '{}': expected backend:config as printed by gemmtune list/tune, e.g. "
+                                 "cublaslt:default",
+                                 line));
+  Candidate c;
+  try {
+    c = Candidate::parse(s);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("--config '{}': {}", line, first_line(e.what())));
+  }
+  parse_backends(c.backend);  // unknown backend -> usage error
+  return c;
+}
+
+}  // namespace gemmtune::cli

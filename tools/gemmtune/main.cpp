@@ -1,0 +1,836 @@
+// gemmtune: the command-line front end of the tuner (arguments modelled on cutlass_profiler).
+//   gemmtune tune    --m 4096 --n 4096 --k 4096 [--A bf16:row --B bf16:col --D bf16:row] [--backends sm90,cublaslt]
+//   gemmtune bench   --suite bench/suites/llama3_8b.json [--json FILE] [--csv FILE]
+//   gemmtune list    --m ... --n ... --k ...
+//   gemmtune compile --m ... --n ... --k ... [--top-k 8] [--json]       (no GPU needed)
+//   gemmtune cache   ls | clear | export FILE | import FILE
+//   gemmtune version
+// Exit status: 0 ok, 1 gemmtune::Error (or nothing worked), 2 bad argument / impossible problem, 3 no GPU.
+// See docs/CLI.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "backends/backend.h"
+#include "cli_output.h"
+#include "cli_problem.h"
+#include "gemmtune/gemm.h"
+#include "tuner/result_cache.h"
+
+namespace gemmtune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// `--json` with no value (or "-") means stdout; `--json FILE` writes FILE.
+struct JsonOut {
+  bool given = false;
+  std::string path;
+  bool to_stdout() const { return given && (path.empty() || path == "-"); }
+  void emit(const json& j) const {
+    if (!given) return;
+    std::string text = j.dump(2) + "\n";
+    if (to_stdout())
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    else
+      write_file(path, text);
+  }
+};
+
+void add_json_option(CLI::App* app, JsonOut& out, const std::string& help) {
+  app->add_option("--json", out.path, help)->expected(0, 1);
+}
+
+// Options of the tuner, shared by `tune` and `bench`.
+struct TuneArgs {
+  std::string backends;
+  std::string config;
+  int top_k = 8;
+  bool no_cache = false, force = false, in_process = false, quiet = false;
+  int threads = 0;
+  double min_time_ms = 100;
+  int min_iters = 100;
+  int warmup = 10;
+  double max_candidate_s = 30;
+  double tolerance = 1e-2;
+
+  void add_to(CLI::App* app, bool with_config) {
+    app->add_option("--backends", backends, "comma-separated backends (default: all), e.g. sm90,cublaslt");
+    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8)");
+    if (with_config)
+      app->add_option("--config", config, "run exactly this candidate: a 'backend:config' line from list/tune");
+    app->add_flag("--no-cache", no_cache, "neither read nor write the result cache");
+    app->add_flag("--force", force, "ignore a cached result (the new one is still written)");
+    app->add_flag("--in-process", in_process, "verify and time in this process instead of a worker process");
+    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)");
+    app->add_flag("-q,--quiet", quiet, "no progress lines on stderr");
+    app->add_option("--min-time-ms", min_time_ms, "time each candidate at least this long (default 100)")
+        ->group("Timing");
+    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")->group("Timing");
+    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")->group("Timing");
+    app->add_option("--max-candidate-s", max_candidate_s, "timeout per candidate (default 30)")->group("Timing");
+    app->add_option("--tolerance", tolerance, "max normalized error vs the reference (default 1e-2)")
+        ->group("Timing");
+  }
+
+  TuneOptions options() const {
+    if (top_k <= 0) throw UsageError(fmt::format("--top-k must be a positive integer (got {})", top_k));
+    if (threads < 0) throw UsageError(fmt::format("--threads must be >= 0 (got {})", threads));
+    if (min_iters <= 0) throw UsageError(fmt::format("--min-iters must be positive (got {})", min_iters));
+    if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0 (got {})", warmup));
+    if (!(min_time_ms >= 0)) throw UsageError(fmt::format("--min-time-ms must be >= 0 (got {})", min_time_ms));
+    if (!(max_candidate_s > 0))
+      throw UsageError(fmt::format("--max-candidate-s must be positive (got {})", max_candidate_s));
+    if (!(tolerance > 0)) throw UsageError(fmt::format("--tolerance must be positive (got {})", tolerance));
+    TuneOptions o;
+    o.backends = parse_backends(backends);
+    o.top_k = top_k;
+    if (!config.empty()) {
+      o.only = parse_config_arg(config);
+      if (!o.backends.empty() &&
+          std::find(o.backends.begin(), o.backends.end(), o.only->backend) == o.backends.end())
+        throw UsageError(fmt::format("--config '{}' names backend '{}', which --backends leaves out", config,
+                                     o.only->backend));
+    }
+    o.use_cache = !no_cache;
+    o.force = force;
+    o.isolation = in_process ? Isolation::in_process : Isolation::process;
+    o.compile_threads = threads;
+    o.min_time_ms = min_time_ms;
+    o.min_iters = min_iters;
+    o.warmup_iters = warmup;
+    o.max_candidate_s = max_candidate_s;
+    o.tolerance = tolerance;
+    if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    return o;
+  }
+};
+
+const CandidateResult* find_result(const std::vector<CandidateResult>& v, const Candidate& c) {
+  for (const auto& r : v)
+    if (r.candidate == c) return &r;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// tune
+
+int cmd_tune(const ProblemArgs& pa, const TuneArgs& ta, const JsonOut& jo) {
+  Problem p = pa.build();
+  TuneOptions opts = ta.options();
+  auto t0 = Clock::now();
+  TuneReport rep = Tuner(opts).tune(p);
+  double wall = ms_since(t0);
+
+  std::FILE* out = jo.to_stdout() ? stderr : stdout;
+  std::fprintf(out, "problem: %s\ndevice:  %s (%s, %d SMs)\n", p.str().c_str(), rep.device.name.c_str(),
+               rep.device.arch().c_str(), rep.device.sm_count);
+  results_table(rep.results).print(out);
+  int ok = 0;
+  for (const auto& r : rep.results) ok += r.status == "ok";
+  std::string win = "none";
+  if (rep.winner) {
+    win = rep.winner->str();
+    if (const CandidateResult* r = find_result(rep.results, *rep.winner); r && r->status == "ok")
+      win += fmt::format("  {:.2f} us  {:.1f} TFLOP/s  {:.0f} GB/s", r->us_median, r->tflops, r->gbps);
+  }
+  std::fprintf(out, "winner: %s | cache %s | %d/%zu ok | wall %.0f ms\n", win.c_str(),
+               rep.cache_hit ? "hit" : "miss", ok, rep.results.size(), rep.wall_ms > 0 ? rep.wall_ms : wall);
+  std::fflush(out);
+
+  json arr = json::array();
+  for (const auto& r : rep.results) arr.push_back(to_json(r));
+  jo.emit(arr);
+  if (!rep.winner) {
+    std::fprintf(stderr, "error: no candidate worked for %s\n", p.str().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// bench
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+struct SuiteShape {
+  std::string name;
+  ProblemArgs args;
+};
+
+// {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
+std::pair<std::string, std::vector<SuiteShape>> load_suite(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError(fmt::format("--suite '{}': cannot open", path));
+  json j;
+  try {
+    j = json::parse(f);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--suite '{}': not valid JSON: {}", path, first_line(e.what())));
+  }
+  if (!j.is_object() || !j.contains("shapes") || !j["shapes"].is_array())
+    throw UsageError(fmt::format("--suite '{}': expected an object with a \"shapes\" array", path));
+  std::string suite_name = j.value("name", fs::path(path).stem().string());
+  std::string dt = j.value("dtype", "bf16");
+  std::string dA = j.value("A", dt + ":row"), dB = j.value("B", dt + ":col"), dD = j.value("D", dt + ":row");
+  std::vector<SuiteShape> shapes;
+  size_t i = 0;
+  for (const json& s : j["shapes"]) {
+    std::string where = fmt::format("--suite '{}' shape #{}", path, i++);
+    try {
+      SuiteShape sh;
+      sh.name = s.value("name", "");
+      if (!sh.name.empty()) where = fmt::format("--suite '{}' shape '{}'", path, sh.name);
+      ProblemArgs& a = sh.args;
+      for (const char* req : {"m", "n", "k"})
+        if (!s.contains(req)) throw UsageError(fmt::format("{}: missing \"{}\"", where, req));
+      a.m = s.at("m").get<int64_t>();
+      a.n = s.at("n").get<int64_t>();
+      a.k = s.at("k").get<int64_t>();
+      a.batch = s.value("batch", int64_t{1});
+      a.A = s.value("A", dA);
+      a.B = s.value("B", dB);
+      a.D = s.value("D", dD);
+      a.C = s.value("C", std::string());
+      a.lda = s.value("lda", int64_t{0});
+      a.ldb = s.value("ldb", int64_t{0});
+      a.ldc = s.value("ldc", int64_t{0});
+      a.ldd = s.value("ldd", int64_t{0});
+      a.alpha = s.value("alpha", 1.0f);
+      a.beta = s.value("beta", 0.0f);
+      a.epilogue = s.value("epilogue", std::string());
+      if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
+      a.build(where);  // reject a bad suite before any GPU time is spent
+      shapes.push_back(std::move(sh));
+    } catch (const json::exception& e) {
+      throw UsageError(fmt::format("{}: {}", where, first_line(e.what())));
+    }
+  }
+  if (shapes.empty()) throw UsageError(fmt::format("--suite '{}': no shapes", path));
+  return {suite_name, shapes};
+}
+
+int cmd_bench(const std::string& suite_path, const std::string& filter, const TuneArgs& ta, const JsonOut& jo,
+              const std::string& csv_path) {
+  auto [suite_name, shapes] = load_suite(suite_path);
+  if (!filter.empty()) {
+    std::erase_if(shapes, [&](const SuiteShape& s) { return s.name.find(filter) == std::string::npos; });
+    if (shapes.empty()) throw UsageError(fmt::format("--filter '{}' matches no shape of {}", filter, suite_path));
+  }
+  TuneOptions opts = ta.options();
+  if (opts.only) throw UsageError("bench does not take --config (it tunes every shape)");
+  const DeviceInfo& dev = current_device();  // NoGpuError here: exit 3 before anything runs
+  const Candidate cublas_default{"cublaslt", "default"};
+
+  json header{{"gemmtune_bench", 1},
+              {"suite", suite_name},
+              {"suite_file", suite_path},
+              {"gemmtune_version", version()},
+              {"nvrtc_version", nvrtc_version_or_empty()},
+              {"cublaslt_version", cublaslt_version()},
+              {"device", to_json(dev)},
+              {"started_at", iso_now()},
+              {"clocks_before", read_clocks()},
+              {"options",
+               {{"backends", opts.backends},
+                {"top_k", opts.top_k},
+                {"use_cache", opts.use_cache},
+                {"force", opts.force},
+                {"isolation", opts.isolation == Isolation::process ? "process" : "in_process"},
+                {"min_time_ms", opts.min_time_ms},
+                {"min_iters", opts.min_iters}}}};
+  std::fprintf(stderr, "bench %s: %zu shapes on %s (driver %d, cuBLASLt %s, gemmtune %s)\n", suite_name.c_str(),
+               shapes.size(), dev.name.c_str(), dev.driver_version, cublaslt_version().c_str(), version().c_str());
+
+  Table t{{"name", "M", "N", "K", "us", "TFLOP/s", "GB/s", "cuBLAS us", "x cuBLAS", "winner config"},
+          {false, true, true, true, true, true, true, true, true, false},
+          {}};
+  std::string csv =
+      "suite,gpu,name,m,n,k,batch,us,us_min,us_max,tflops,gbps,cublas_us,cublas_tflops,speedup_vs_cublas,winner,"
+      "tune_cache_hit,status\n";
+  json rows = json::array();
+  double log_sum = 0;
+  int n_ratio = 0, failures = 0;
+
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const SuiteShape& s = shapes[i];
+    Problem p = s.args.build();
+    json row{{"name", s.name}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"problem", problem_json(p)}};
+    std::string status = "ok";
+    const CandidateResult* win = nullptr;
+    const CandidateResult* cub = nullptr;
+    std::vector<CandidateResult> cmp;
+    TuneReport rep;
+    try {
+      rep = Tuner(opts).tune(p);
+      row["tune"] = {{"cache_hit", rep.cache_hit}, {"wall_ms", rep.wall_ms}, {"cache_key", rep.cache_key},
+                     {"winner", rep.winner ? rep.winner->str() : ""}};
+      json tr = json::array();
+      for (const auto& r : rep.results) tr.push_back(to_json(r));
+      row["tune"]["results"] = tr;
+      if (!rep.winner) throw Error("no candidate worked");
+      // Side by side in one process: the winner, cuBLASLt's heuristic default, the best of every other backend.
+      std::vector<Candidate> cands{*rep.winner};
+      auto add = [&](const Candidate& c) {
+        if (std::find(cands.begin(), cands.end(), c) == cands.end()) cands.push_back(c);
+      };
+      add(cublas_default);
+      std::map<std::string, const CandidateResult*> best;
+      for (const auto& r : rep.results) {
+        if (r.status != "ok" || r.candidate.backend == rep.winner->backend) continue;
+        auto& b = best[r.candidate.backend];
+        if (!b || r.us_median < b->us_median) b = &r;
+      }
+      for (const auto& [name, r] : best) add(r->candidate);
+      cmp = compare(p, cands, opts);
+      win = find_result(cmp, *rep.winner);
+      cub = find_result(cmp, cublas_default);
+      if (!win || win->status != "ok")
+        status = "winner failed in compare: " + (win ? win->status + " " + first_line(win->reason) : "missing");
+    } catch (const NoGpuError&) {
+      throw;
+    } catch (const Error& e) {
+      status = first_line(e.what());
+    }
+    json cj = json::array();
+    for (const auto& r : cmp) cj.push_back(to_json(r));
+    row["compare"] = cj;
+
+    bool win_ok = win && win->status == "ok";
+    bool cub_ok = cub && cub->status == "ok" && cub->us_median > 0;
+    double speedup = win_ok && cub_ok && win->us_median > 0 ? cub->us_median / win->us_median : NAN;
+    if (std::isfinite(speedup)) {
+      log_sum += std::log(speedup);
+      ++n_ratio;
+    }
+    if (status != "ok") ++failures;
+    std::string winner = rep.winner ? rep.winner->str() : "-";
+    row["status"] = status;
+    row["winner"] = winner;
+    row["us"] = win_ok ? json(win->us_median) : json(nullptr);
+    row["tflops"] = win_ok ? json(win->tflops) : json(nullptr);
+    row["gbps"] = win_ok ? json(win->gbps) : json(nullptr);
+    row["cublas_us"] = cub_ok ? json(cub->us_median) : json(nullptr);
+    row["cublas_tflops"] = cub_ok ? json(cub->tflops) : json(nullptr);
+    row["speedup_vs_cublas"] = std::isfinite(speedup) ? json(speedup) : json(nullptr);
+    if (cub && !cub_ok) row["cublas_status"] = cub->status + " " + first_line(cub->reason);
+    rows.push_back(row);
+
+    t.rows.push_back({s.name, std::to_string(p.m), std::to_string(p.n), std::to_string(p.k),
+                      fmt_num(win_ok ? win->us_median : 0, 2, win_ok), fmt_num(win_ok ? win->tflops : 0, 1, win_ok),
+                      fmt_num(win_ok ? win->gbps : 0, 0, win_ok), fmt_num(cub_ok ? cub->us_median : 0, 2, cub_ok),
+                      fmt_num(speedup, 3), status == "ok" ? winner : winner + "  (" + status + ")"});
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(suite_name),
+                       csv_field(dev.name), csv_field(s.name), p.m, p.n, p.k, p.batch,
+                       win_ok ? fmt::format("{:.3f}", win->us_median) : "",
+                       win_ok ? fmt::format("{:.3f}", win->us_min) : "",
+                       win_ok ? fmt::format("{:.3f}", win->us_max) : "",
+                       win_ok ? fmt::format("{:.2f}", win->tflops) : "",
+                       win_ok ? fmt::format("{:.1f}", win->gbps) : "",
+                       cub_ok ? fmt::format("{:.3f}", cub->us_median) : "",
+                       cub_ok ? fmt::format("{:.2f}", cub->tflops) : "",
+                       std::isfinite(speedup) ? fmt::format("{:.4f}", speedup) : "", csv_field(winner),
+                       rep.cache_hit ? 1 : 0, csv_field(status));
+    std::fprintf(stderr, "[%zu/%zu] %s %ldx%ldx%ld: %s us, %s x cuBLAS, %s%s\n", i + 1, shapes.size(),
+                 s.name.c_str(), long(p.m), long(p.n), long(p.k), fmt_num(win_ok ? win->us_median : 0, 2, win_ok).c_str(),
+                 fmt_num(speedup, 3).c_str(), winner.c_str(), status == "ok" ? "" : ("  (" + status + ")").c_str());
+  }
+
+  double geo = n_ratio ? std::exp(log_sum / n_ratio) : NAN;
+  std::FILE* out = jo.to_stdout() ? stderr : stdout;
+  std::fprintf(out, "suite %s on %s (driver %d, cuBLASLt %s, gemmtune %s)\n", suite_name.c_str(), dev.name.c_str(),
+               dev.driver_version, cublaslt_version().c_str(), version().c_str());
+  t.print(out);
+  std::fprintf(out, "geomean x cuBLAS: %s over %d of %zu shapes%s\n", fmt_num(geo, 3).c_str(), n_ratio,
+               shapes.size(), failures ? fmt::format(" ({} failed)", failures).c_str() : "");
+  std::fflush(out);
+
+  header["clocks_after"] = read_clocks();
+  header["finished_at"] = iso_now();
+  header["shapes"] = rows;
+  header["geomean_speedup_vs_cublas"] = std::isfinite(geo) ? json(geo) : json(nullptr);
+  header["shapes_compared"] = n_ratio;
+  header["failures"] = failures;
+  jo.emit(header);
+  if (!csv_path.empty()) write_file(csv_path, csv);
+  return failures ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// list
+
+DeviceInfo pick_device(int arch_sms, bool arch_sms_given) {
+  if (arch_sms_given) {
+    if (arch_sms <= 0) throw UsageError(fmt::format("--arch-sms must be a positive integer (got {})", arch_sms));
+    return DeviceInfo::assumed_sm90(arch_sms);
+  }
+  if (gpu_available()) return current_device();
+  return DeviceInfo::assumed_sm90();
+}
+
+std::vector<std::string> backend_names(const std::vector<std::string>& chosen) {
+  if (!chosen.empty()) return chosen;
+  std::vector<std::string> all;
+  for (const auto& b : all_backends()) all.push_back(b->name());
+  return all;
+}
+
+// Per-backend enumeration that works without a GPU: backends that need one get a note on stderr.
+std::vector<Candidate> enumerate_offline(const Problem& p, const DeviceInfo& dev, const std::vector<std::string>& names,
+                                         int top_k) {
+  std::vector<Candidate> out;
+  for (const std::string& name : names) {
+    auto b = find_backend(name);
+    if (!b) continue;
+    std::string why = b->supports(p, dev);
+    if (!why.empty()) {
+      std::fprintf(stderr, "note: %s: does not support this problem: %s\n", name.c_str(), first_line(why).c_str());
+      continue;
+    }
+    std::vector<Candidate> cs;
+    try {
+      cs = b->enumerate(p, dev);
+    } catch (const NoGpuError& e) {
+      std::fprintf(stderr, "note: %s: needs a GPU to enumerate candidates (%s)\n", name.c_str(),
+                   first_line(e.what()).c_str());
+      continue;
+    }
+    if (top_k > 0 && int(cs.size()) > top_k) cs.resize(top_k);
+    out.insert(out.end(), cs.begin(), cs.end());
+  }
+  return out;
+}
+
+int cmd_list(const ProblemArgs& pa, const std::string& backends, int top_k, int arch_sms, bool arch_sms_given,
+             const JsonOut& jo) {
+  Problem p = pa.build();
+  std::vector<std::string> chosen = parse_backends(backends);
+  if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
+  DeviceInfo dev = pick_device(arch_sms, arch_sms_given);
+  std::vector<Candidate> cands;
+  if (dev.real) {
+    cands = list_candidates(p, dev, chosen);
+    if (top_k > 0) {
+      std::map<std::string, int> per;
+      std::erase_if(cands, [&](const Candidate& c) { return ++per[c.backend] > top_k; });
+    }
+  } else {
+    cands = enumerate_offline(p, dev, backend_names(chosen), top_k);
+  }
+  std::fprintf(stderr, "# %zu candidates for %s on %s%s\n", cands.size(), p.str().c_str(), dev.name.c_str(),
+               dev.real ? "" : " (assumed, no GPU)");
+  if (jo.given) {
+    json arr = json::array();
+    for (const auto& c : cands) arr.push_back(c.str());
+    jo.emit(arr);
+    if (jo.to_stdout()) return 0;
+  }
+  for (const auto& c : cands) std::printf("%s\n", c.str().c_str());
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// compile
+
+struct CompileRow {
+  Candidate cand;
+  std::string status = "pending";  // ok | unsupported | compile_error
+  std::string reason;
+  CompileResult res;
+  double ms = 0;  // wall time of compile() seen from here
+};
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::string& config, int top_k,
+                int threads, int arch_sms, bool arch_sms_given, bool no_cache, bool quiet, bool verbose,
+                const JsonOut& jo) {
+  Problem p = pa.build();
+  std::vector<std::string> chosen = parse_backends(backends);
+  if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
+  if (threads < 0) throw UsageError(fmt::format("--threads must be >= 0 (got {})", threads));
+  std::optional<Candidate> only;
+  if (!config.empty()) only = parse_config_arg(config);
+  DeviceInfo dev = pick_device(arch_sms, arch_sms_given);
+
+  // --no-cache: compile from scratch into a throw-away cache directory (the kernel cache has no bypass switch).
+  std::string tmp_cache;
+  if (no_cache) {
+    std::string tmpl = (fs::temp_directory_path() / "gemmtune-compile-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw Error("cannot create a temporary cache directory");
+    tmp_cache = tmpl;
+    setenv("GEMMTUNE_CACHE_DIR", tmp_cache.c_str(), 1);
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup{tmp_cache};
+
+  std::vector<CompileRow> rows;
+  if (only) {
+    rows.push_back({*only});
+  } else {
+    // Only backends that compile: sm90 by default (cuBLASLt has nothing to compile).
+    std::vector<std::string> names = chosen.empty() ? std::vector<std::string>{"sm90"} : chosen;
+    for (const Candidate& c : enumerate_offline(p, dev, names, top_k)) rows.push_back({c});
+  }
+  if (rows.empty()) throw Error("no candidates to compile for " + p.str());
+
+  int nthreads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  nthreads = std::min<int>(nthreads, int(rows.size()));
+  std::atomic<size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex io;
+  auto t0 = Clock::now();
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < rows.size();) {
+      CompileRow& r = rows[i];
+      auto b = find_backend(r.cand.backend);
+      auto t1 = Clock::now();
+      try {
+        std::string why = b->validate(p, r.cand, dev);
+        if (!why.empty()) {
+          r.status = "unsupported";
+          r.reason = why;
+        } else {
+          r.res = b->compile(p, r.cand, dev);
+          r.status = "ok";
+        }
+      } catch (const NoGpuError& e) {
+        r.status = "needs_gpu";
+        r.reason = e.what();
+      } catch (const std::exception& e) {
+        r.status = "compile_error";
+        r.reason = e.what();
+      }
+      r.ms = ms_since(t1);
+      r.res.artifact.reset();  // the cubin is not needed here; free it early
+      int d = ++done;
+      if (!quiet) {
+        std::lock_guard<std::mutex> lk(io);
+        std::fprintf(stderr, "[%d/%zu] %s: %s %.1f ms%s\n", d, rows.size(), r.cand.str().c_str(), r.status.c_str(),
+                     r.status == "ok" ? r.res.compile_ms : r.ms,
+                     r.status == "ok" && r.res.cache_hit ? " (cache hit)" : "");
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < nthreads; ++i) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+  double wall = ms_since(t0);
+
+  std::vector<double> ms;
+  int ok = 0, hits = 0;
+  json arr = json::array();
+  Table t{{"backend", "config", "compile ms", "cache", "regs", "spill B", "smem KiB", "status"},
+          {false, false, true, false, true, true, true, false},
+          {}};
+  for (const CompileRow& r : rows) {
+    bool good = r.status == "ok";
+    double cms = good ? (r.res.compile_ms > 0 ? r.res.compile_ms : r.ms) : r.ms;
+    if (good) {
+      ++ok;
+      hits += r.res.cache_hit;
+      ms.push_back(cms);
+    }
+    arr.push_back({{"candidate", r.cand.str()},
+                   {"backend", r.cand.backend},
+                   {"config", r.cand.config},
+                   {"status", r.status},
+                   {"reason", r.reason},
+                   {"compile_ms", cms},
+                   {"compiled", r.res.compiled},
+                   {"cache_hit", r.res.cache_hit},
+                   {"registers", r.res.registers},
+                   {"spill_bytes", r.res.spill_bytes},
+                   {"smem_bytes", r.res.smem_bytes},
+                   {"log", r.res.log}});
+    std::string status = r.status;
+    if (!r.reason.empty()) status += ": " + (verbose ? r.reason : first_line(r.reason));
+    t.rows.push_back({r.cand.backend, r.cand.config, fmt_num(cms, 1), good ? (r.res.cache_hit ? "hit" : "miss") : "-",
+                      fmt_int(r.res.registers), fmt_int(r.res.spill_bytes),
+                      r.res.smem_bytes < 0 ? "-" : fmt_num(r.res.smem_bytes / 1024.0, 1), status});
+  }
+  double med = median_of(ms);
+  double mn = ms.empty() ? NAN : *std::min_element(ms.begin(), ms.end());
+  double mx = ms.empty() ? NAN : *std::max_element(ms.begin(), ms.end());
+
+  std::FILE* out = jo.to_stdout() ? stderr : stdout;
+  std::fprintf(out, "problem: %s\ndevice:  %s (%s, %d SMs%s)\n", p.str().c_str(), dev.name.c_str(),
+               dev.arch().c_str(), dev.sm_count, dev.real ? "" : ", assumed");
+  t.print(out);
+  std::fprintf(out,
+               "%zu candidates: %d ok, %zu failed, %d cache hits | compile ms median %s min %s max %s | wall %.0f ms "
+               "on %d threads\n",
+               rows.size(), ok, rows.size() - ok, hits, fmt_num(med, 1).c_str(), fmt_num(mn, 1).c_str(),
+               fmt_num(mx, 1).c_str(), wall, nthreads);
+  std::fflush(out);
+
+  jo.emit(json{{"problem", problem_json(p)},
+               {"device", to_json(dev)},
+               {"nvrtc_version", nvrtc_version_or_empty()},
+               {"gemmtune_version", version()},
+               {"threads", nthreads},
+               {"candidates", arr},
+               {"summary",
+                {{"count", rows.size()},
+                 {"ok", ok},
+                 {"failed", int(rows.size()) - ok},
+                 {"cache_hits", hits},
+                 {"median_ms", std::isfinite(med) ? json(med) : json(nullptr)},
+                 {"min_ms", std::isfinite(mn) ? json(mn) : json(nullptr)},
+                 {"max_ms", std::isfinite(mx) ? json(mx) : json(nullptr)},
+                 {"wall_ms", wall}}}});
+  return ok == int(rows.size()) ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// cache
+
+std::string record_us(const json& rec) {
+  auto it = rec.find("us");
+  if (it == rec.end() || !it->is_number()) return "-";
+  return fmt::format("{:.2f}", it->get<double>());
+}
+
+int cmd_cache_ls(const JsonOut& jo) {
+  ResultCache cache;
+  auto entries = cache.list();
+  std::sort(entries.begin(), entries.end(), [](const CacheEntry& a, const CacheEntry& b) { return a.key < b.key; });
+  std::FILE* out = jo.to_stdout() ? stderr : stdout;
+  std::fprintf(out, "# %zu entries in %s\n", entries.size(), cache.dir().c_str());
+  if (!entries.empty()) {
+    Table t{{"winner", "us", "key"}, {false, true, false}, {}};
+    for (const auto& e : entries) {
+      std::string w = e.record.is_object() && e.record.contains("winner") && e.record["winner"].is_string()
+                          ? e.record["winner"].get<std::string>()
+                          : "-";
+      t.rows.push_back({w, e.record.is_object() ? record_us(e.record) : "-", e.key});
+    }
+    t.print(out);
+  }
+  json arr = json::array();
+  for (const auto& e : entries) arr.push_back({{"key", e.key}, {"record", e.record}});
+  jo.emit(arr);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// version
+
+std::string short_version() { return "gemmtune " + version(); }
+
+int cmd_version() {
+  std::printf("gemmtune %s\n", version().c_str());
+  std::string nv = nvrtc_version_or_empty();
+  std::printf("nvrtc    %s\n", nv.empty() ? "unknown" : nv.c_str());
+  std::string lt = cublaslt_version();
+  std::printf("cublaslt %s\n", lt.empty() ? "unknown" : lt.c_str());
+  std::vector<std::string> names;
+  for (const auto& b : all_backends()) names.push_back(b->name());
+  std::printf("backends %s\n", fmt::format("{}", fmt::join(names, ",")).c_str());
+  try {
+    const DeviceInfo& d = current_device();
+    std::printf("gpu      %s (%s, %d SMs, driver %d)\n", d.name.c_str(), d.arch().c_str(), d.sm_count,
+                d.driver_version);
+  } catch (const Error& e) {
+    std::printf("gpu      none (%s)\n", first_line(e.what()).c_str());
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+int run(int argc, char** argv) {
+  CLI::App app{"gemmtune: GEMM generator and autotuner for NVIDIA Hopper", "gemmtune"};
+  app.set_version_flag("--version", [] { return short_version(); });
+  app.require_subcommand(1, 1);
+  app.fallthrough(false);
+
+  // tune
+  ProblemArgs tune_p;
+  TuneArgs tune_a;
+  JsonOut tune_j;
+  CLI::App* tune = app.add_subcommand("tune", "tune one problem: compile, verify and time candidates, pick the fastest");
+  tune_p.add_to(tune);
+  tune_a.add_to(tune, true);
+  add_json_option(tune, tune_j, "print the per-candidate records as a JSON array (stdout, or FILE); table -> stderr");
+
+  // bench
+  std::string suite, bench_filter, bench_csv;
+  TuneArgs bench_a;
+  JsonOut bench_j;
+  CLI::App* bench = app.add_subcommand("bench", "tune every shape of a suite, then time winner vs cuBLASLt side by side");
+  bench->add_option("--suite", suite, "suite file, e.g. bench/suites/llama3_8b.json")->required();
+  bench->add_option("--filter", bench_filter, "only shapes whose name contains this");
+  bench_a.add_to(bench, false);
+  add_json_option(bench, bench_j, "write results as JSON to FILE (no FILE: stdout, table -> stderr)");
+  bench->add_option("--csv", bench_csv, "write results as CSV to FILE");
+
+  // list
+  ProblemArgs list_p;
+  std::string list_backends;
+  int list_topk = 0, list_sms = 132;
+  JsonOut list_j;
+  CLI::App* list = app.add_subcommand("list", "list candidates (backend:config) for a problem without running them");
+  list_p.add_to(list);
+  list->add_option("--backends", list_backends, "comma-separated backends (default: all)");
+  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)");
+  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs");
+  add_json_option(list, list_j, "print a JSON array of candidate lines");
+
+  // compile
+  ProblemArgs comp_p;
+  std::string comp_backends, comp_config;
+  int comp_topk = 8, comp_threads = 0, comp_sms = 132;
+  bool comp_nocache = false, comp_quiet = false, comp_verbose = false;
+  JsonOut comp_j;
+  CLI::App* comp = app.add_subcommand("compile", "compile candidates without running them (no GPU needed)");
+  comp_p.add_to(comp);
+  comp->add_option("--backends", comp_backends, "backends to compile (default sm90)");
+  comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
+  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)");
+  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)");
+  CLI::Option* comp_sms_opt =
+      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present");
+  comp->add_flag("--no-cache", comp_nocache, "compile from scratch (throw-away kernel cache)");
+  comp->add_flag("-q,--quiet", comp_quiet, "no progress lines on stderr");
+  comp->add_flag("-v,--verbose", comp_verbose, "full compiler messages in the table");
+  add_json_option(comp, comp_j, "print a JSON report (stdout, or FILE); table -> stderr");
+
+  // cache
+  CLI::App* cache = app.add_subcommand("cache", "inspect or move the result cache ($GEMMTUNE_CACHE_DIR)");
+  cache->require_subcommand(1, 1);
+  JsonOut ls_j;
+  CLI::App* cache_ls = cache->add_subcommand("ls", "list entries: winner, us, key");
+  cache_ls->alias("list");
+  add_json_option(cache_ls, ls_j, "print entries as JSON");
+  CLI::App* cache_clear = cache->add_subcommand("clear", "remove all entries");
+  std::string export_file, import_file;
+  CLI::App* cache_export = cache->add_subcommand("export", "write all entries to one JSON file");
+  cache_export->add_option("file", export_file, "output file")->required();
+  CLI::App* cache_import = cache->add_subcommand("import", "merge entries from an exported file");
+  cache_import->add_option("file", import_file, "file written by 'cache export'")->required()->check(
+      CLI::ExistingFile);
+
+  CLI::App* ver = app.add_subcommand("version", "versions of gemmtune, NVRTC, cuBLASLt and the GPU");
+
+  // Bare `--json` (no value) must still count as given: record it before parsing.
+  auto json_given = [](CLI::App* sub, JsonOut& j) { j.given = sub->get_option("--json")->count() > 0; };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\n", first_line(e.what()).c_str());
+    return 2;
+  }
+
+  if (tune->parsed()) {
+    json_given(tune, tune_j);
+    return cmd_tune(tune_p, tune_a, tune_j);
+  }
+  if (bench->parsed()) {
+    json_given(bench, bench_j);
+    return cmd_bench(suite, bench_filter, bench_a, bench_j, bench_csv);
+  }
+  if (list->parsed()) {
+    json_given(list, list_j);
+    return cmd_list(list_p, list_backends, list_topk, list_sms, list_sms_opt->count() > 0, list_j);
+  }
+  if (comp->parsed()) {
+    json_given(comp, comp_j);
+    return cmd_compile(comp_p, comp_backends, comp_config, comp_topk, comp_threads, comp_sms,
+                       comp_sms_opt->count() > 0, comp_nocache, comp_quiet, comp_verbose, comp_j);
+  }
+  if (cache->parsed()) {
+    if (cache_ls->parsed()) {
+      json_given(cache_ls, ls_j);
+      return cmd_cache_ls(ls_j);
+    }
+    ResultCache rc;
+    if (cache_clear->parsed()) {
+      size_t n = rc.clear();
+      std::printf("removed %zu entries from %s\n", n, rc.dir().c_str());
+      return 0;
+    }
+    if (cache_export->parsed()) {
+      size_t n = rc.list().size();
+      rc.export_to(export_file);
+      std::printf("exported %zu entries from %s to %s\n", n, rc.dir().c_str(), export_file.c_str());
+      return 0;
+    }
+    if (cache_import->parsed()) {
+      size_t n = rc.import_from(import_file);
+      std::printf("imported %zu entries into %s\n", n, rc.dir().c_str());
+      return 0;
+    }
+  }
+  if (ver->parsed()) return cmd_version();
+  return 2;
+}
+
+}  // namespace
+}  // namespace gemmtune::cli
+
+int main(int argc, char** argv) {
+  using namespace gemmtune;
+  try {
+    return cli::run(argc, argv);
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const NoGpuError& e) {
+    std::fprintf(stderr, "error: no GPU: %s\n", cli::first_line(e.what()).c_str());
+    return 3;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal: %s\n", e.what());
+    return 1;
+  }
+}
