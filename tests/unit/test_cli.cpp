@@ -1,0 +1,312 @@
+// The gemmtune CLI as a user meets it: bad arguments give a non-zero exit and one line naming the problem;
+// `compile` works without a GPU; the result cache survives an export/clear/import round trip.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tuner/result_cache.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string cli_path() {
+  if (const char* p = std::getenv("GEMMTUNE_CLI"); p && *p) return p;
+#ifdef GEMMTUNE_CLI_PATH
+  return GEMMTUNE_CLI_PATH;
+#else
+  return "";
+#endif
+}
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A fresh temp directory, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "gemmtune-test-cli-XXXXXX").string();
+    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Runs the CLI with `args`; stdout/stderr go to files (no pipe deadlock on long output). `env` overrides variables.
+Run run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  TempDir io;
+  const std::string outp = (io.path / "out").string(), errp = (io.path / "err").string();
+  std::vector<std::string> argv_s{cli_path()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string k = kv.substr(0, kv.find('='));
+    if (!env.count(k)) env_s.push_back(kv);
+  }
+  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, outp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, errp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  Run r;
+  int e = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (e != 0) {
+    r.err = "posix_spawn failed: " + std::string(strerror(e));
+    return r;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(outp);
+  r.err = slurp(errp);
+  return r;
+}
+
+std::vector<std::string> nonempty_lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) v.push_back(l);
+  return v;
+}
+
+std::string describe(const std::vector<std::string>& args, const Run& r) {
+  std::string cmd = "gemmtune";
+  for (const auto& a : args) cmd += " " + a;
+  return cmd + "\n  rc=" + std::to_string(r.rc) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cli_path().empty() || !fs::exists(cli_path())) GTEST_SKIP() << "gemmtune CLI not built (GEMMTUNE_CLI_PATH)";
+  }
+  // Every run gets its own cache directory: tests never touch ~/.cache.
+  TempDir cache;
+  std::map<std::string, std::string> env() const { return {{"GEMMTUNE_CACHE_DIR", cache.path.string()}}; }
+
+  // A bad invocation: non-zero exit, exactly one line on stderr, starting "error:" and containing `needle`.
+  void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
+    Run r = run_cli(args, env());
+    EXPECT_NE(r.rc, 0) << describe(args, r);
+    EXPECT_NE(r.rc, 3) << "a bad argument must be reported before looking for a GPU\n" << describe(args, r);
+    auto lines = nonempty_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << "expected a one-line reason\n" << describe(args, r);
+    EXPECT_EQ(lines[0].rfind("error:", 0), 0u) << describe(args, r);
+    EXPECT_NE(lines[0].find(needle), std::string::npos) << "reason should mention '" << needle << "'\n"
+                                                        << describe(args, r);
+    EXPECT_TRUE(r.out.empty()) << describe(args, r);
+  }
+};
+
+const std::vector<std::string> kShape{"--m", "256", "--n", "256", "--k", "256"};
+
+std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+TEST_F(Cli, BadDtype) {
+  expect_usage_error(with({"tune"}, with(kShape, {"--A", "bf17:row"})), "bf17");
+  expect_usage_error(with({"list"}, with(kShape, {"--B", "f16:diagonal"})), "diagonal");
+}
+
+TEST_F(Cli, ZeroOrNegativeM) {
+  expect_usage_error({"tune", "--m", "0", "--n", "256", "--k", "256"}, "--m");
+  expect_usage_error({"tune", "--m=-5", "--n", "256", "--k", "256"}, "--m");
+  expect_usage_error({"compile", "--m", "256", "--n", "256", "--k", "0"}, "--k");
+}
+
+TEST_F(Cli, NotANumber) { expect_usage_error({"tune", "--m", "lots", "--n", "256", "--k", "256"}, "--m"); }
+
+TEST_F(Cli, MissingRequired) { expect_usage_error({"tune", "--n", "256", "--k", "256"}, "--m"); }
+
+TEST_F(Cli, UnknownBackend) {
+  expect_usage_error(with({"tune"}, with(kShape, {"--backends", "sm90,nosuchbackend"})), "nosuchbackend");
+}
+
+TEST_F(Cli, MalformedConfig) {
+  expect_usage_error(with({"tune"}, with(kShape, {"--config", "no-colon-here"})), "--config");
+  expect_usage_error(with({"compile"}, with(kShape, {"--config", "sm90:"})), "--config");
+  expect_usage_error(with({"tune"}, with(kShape, {"--config", "nosuchbackend:tile=1x1x1"})), "nosuchbackend");
+}
+
+TEST_F(Cli, LdaSmallerThanK) {
+  // A is M x K row-major: rows are K elements apart at least.
+  expect_usage_error(with({"tune"}, with(kShape, {"--lda", "100"})), "lda");
+  // B is K x N column-major: columns are K elements apart at least.
+  expect_usage_error(with({"tune"}, with(kShape, {"--ldb", "128"})), "ldb");
+}
+
+TEST_F(Cli, UnknownOptionAndSubcommand) {
+  expect_usage_error(with({"tune"}, with(kShape, {"--frobnicate"})), "frobnicate");
+  Run r = run_cli({"nosuchcommand"}, env());
+  EXPECT_NE(r.rc, 0);
+  r = run_cli({}, env());
+  EXPECT_NE(r.rc, 0) << "no subcommand";
+}
+
+TEST_F(Cli, Version) {
+  Run r = run_cli({"--version"}, env());
+  EXPECT_EQ(r.rc, 0) << describe({"--version"}, r);
+  EXPECT_NE(r.out.find("gemmtune"), std::string::npos);
+  r = run_cli({"version"}, env());
+  EXPECT_EQ(r.rc, 0) << describe({"version"}, r);
+  EXPECT_NE(r.out.find("nvrtc"), std::string::npos);
+}
+
+TEST_F(Cli, CompileWithoutGpuPrintsJson) {
+  std::vector<std::string> args = with({"compile"}, with(kShape, {"--top-k", "2", "--json", "--arch-sms", "132"}));
+  Run r = run_cli(args, env());
+  ASSERT_EQ(r.rc, 0) << describe(args, r);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << describe(args, r);
+  ASSERT_TRUE(j.contains("candidates")) << j.dump(2);
+  const auto& cs = j["candidates"];
+  ASSERT_GE(cs.size(), 1u) << j.dump(2);
+  ASSERT_LE(cs.size(), 2u) << j.dump(2);
+  for (const auto& c : cs) {
+    EXPECT_EQ(c.value("status", ""), "ok") << c.dump(2);
+    EXPECT_EQ(c.value("backend", ""), "sm90") << c.dump(2);
+    EXPECT_GT(c.value("compile_ms", 0.0), 0.0) << c.dump(2);
+    EXPECT_GT(c.value("registers", -1), 0) << c.dump(2);
+    EXPECT_GE(c.value("spill_bytes", -1), 0) << c.dump(2);
+    // The printed candidate pastes back into --config.
+    EXPECT_EQ(c.value("candidate", ""), c.value("backend", "") + ":" + c.value("config", ""));
+  }
+  EXPECT_EQ(j["summary"].value("ok", -1), int(cs.size())) << j.dump(2);
+  EXPECT_FALSE(j["device"].value("real", true)) << "--arch-sms assumes a device";
+  EXPECT_EQ(j["device"].value("sm_count", 0), 132);
+
+  // Again, exactly the first candidate via --config: served from the kernel cache of the first run.
+  std::string cand = cs[0].value("candidate", "");
+  std::vector<std::string> again = with({"compile"}, with(kShape, {"--config", cand, "--json", "--arch-sms", "132"}));
+  Run r2 = run_cli(again, env());
+  ASSERT_EQ(r2.rc, 0) << describe(again, r2);
+  auto j2 = nlohmann::json::parse(r2.out);
+  ASSERT_EQ(j2["candidates"].size(), 1u);
+  EXPECT_EQ(j2["candidates"][0].value("candidate", ""), cand);
+  EXPECT_TRUE(j2["candidates"][0].value("cache_hit", false)) << j2.dump(2);
+}
+
+TEST_F(Cli, CacheExportClearImportRoundTrip) {
+  // Seed the cache through the library (no GPU needed), then move it with the CLI.
+  gemmtune::ResultCache rc((cache.path / "results").string());
+  nlohmann::json rec{{"key", "test-key-1"}, {"winner", "sm90:tile=128x128x64"}, {"us", 12.5}, {"results", {}}};
+  rc.put({"test-key-1", rec});
+  rec["key"] = "test-key-2";
+  rec["winner"] = "cublaslt:default";
+  rec["us"] = 7.25;
+  rc.put({"test-key-2", rec});
+
+  Run ls = run_cli({"cache", "ls"}, env());
+  ASSERT_EQ(ls.rc, 0) << describe({"cache", "ls"}, ls);
+  EXPECT_NE(ls.out.find("test-key-1"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("sm90:tile=128x128x64"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("12.50"), std::string::npos) << ls.out;
+
+  TempDir other;
+  const std::string file = (other.path / "export.json").string();
+  Run ex = run_cli({"cache", "export", file}, env());
+  ASSERT_EQ(ex.rc, 0) << describe({"cache", "export", file}, ex);
+  ASSERT_TRUE(fs::exists(file));
+  auto doc = nlohmann::json::parse(slurp(file));
+  EXPECT_EQ(doc["entries"].size(), 2u) << doc.dump(2);
+
+  Run cl = run_cli({"cache", "clear"}, env());
+  ASSERT_EQ(cl.rc, 0) << describe({"cache", "clear"}, cl);
+  Run ls2 = run_cli({"cache", "ls", "--json"}, env());
+  ASSERT_EQ(ls2.rc, 0) << describe({"cache", "ls", "--json"}, ls2);
+  EXPECT_EQ(nlohmann::json::parse(ls2.out).size(), 0u) << ls2.out;
+
+  // Import into a different cache directory too: import merges, export is portable.
+  TempDir cache2;
+  for (const auto& dir : {cache.path, cache2.path}) {
+    std::map<std::string, std::string> e{{"GEMMTUNE_CACHE_DIR", dir.string()}};
+    Run im = run_cli({"cache", "import", file}, e);
+    ASSERT_EQ(im.rc, 0) << describe({"cache", "import", file}, im);
+    Run ls3 = run_cli({"cache", "ls", "--json"}, e);
+    ASSERT_EQ(ls3.rc, 0);
+    auto arr = nlohmann::json::parse(ls3.out);
+    ASSERT_EQ(arr.size(), 2u) << ls3.out;
+    EXPECT_EQ(arr[0]["key"], "test-key-1");
+    EXPECT_EQ(arr[1]["record"]["winner"], "cublaslt:default");
+    EXPECT_DOUBLE_EQ(arr[1]["record"]["us"].get<double>(), 7.25);
+  }
+
+  // Importing something that is not a cache export fails with a reason, and a missing file is a bad argument.
+  const std::string junk = (other.path / "junk.json").string();
+  std::ofstream(junk) << "{\"hello\": 1}";
+  Run bad = run_cli({"cache", "import", junk}, env());
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_EQ(bad.err.rfind("error:", 0), 0u) << bad.err;
+  expect_usage_error({"cache", "import", (other.path / "missing.json").string()}, "missing.json");
+}
+
+TEST_F(Cli, BenchRejectsBadSuiteBeforeGpu) {
+  TempDir d;
+  const std::string suite = (d.path / "bad.json").string();
+  std::ofstream(suite) << R"({"name": "bad", "shapes": [{"name": "zero", "m": 0, "n": 16, "k": 16}]})";
+  expect_usage_error({"bench", "--suite", suite}, "zero");
+  expect_usage_error({"bench", "--suite", (d.path / "nope.json").string()}, "nope.json");
+}
+
+TEST_F(Cli, SuitesParse) {
+  // Every shipped suite is valid JSON with well-formed shapes.
+#ifdef GEMMTUNE_SOURCE_DIR
+  for (const auto& e : fs::directory_iterator(fs::path(GEMMTUNE_SOURCE_DIR) / "bench" / "suites")) {
+    if (e.path().extension() != ".json") continue;
+    auto j = nlohmann::json::parse(slurp(e.path()));
+    ASSERT_TRUE(j["shapes"].is_array()) << e.path();
+    ASSERT_FALSE(j["shapes"].empty()) << e.path();
+    for (const auto& s : j["shapes"]) {
+      EXPECT_GT(s.value("m", 0), 0) << e.path() << " " << s.dump();
+      EXPECT_GT(s.value("n", 0), 0) << e.path() << " " << s.dump();
+      EXPECT_GT(s.value("k", 0), 0) << e.path() << " " << s.dump();
+      EXPECT_FALSE(s.value("name", "").empty()) << e.path() << " " << s.dump();
+    }
+  }
+#else
+  GTEST_SKIP() << "GEMMTUNE_SOURCE_DIR not defined";
+#endif
+}
+
+}  // namespace
