@@ -23,7 +23,9 @@ std::string id_name(std::span<const NamedId> table, uint32_t id, const char* zer
   if (id == 0) return zero_name;
   for (const NamedId& e : table)
     if (e.id == id) return e.name;
-  return "#" + std::to_string(id);
+  std::string r(1, '#');  // not "#" + to_string(): GCC 12 -Wrestrict false positive
+  r += std::to_string(id);
+  return r;
 }
 
 [[noreturn]] void bad(const std::string& s, const std::string& why) {
@@ -79,7 +81,7 @@ AlgoConfig AlgoConfig::parse(const std::string& s) {
     size_t comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
     size_t eq = item.find('=');
-    if (eq == std::string_view::npos) bad(s, "'" + std::string(item) + "' is not key=value");
+    if (eq == std::string_view::npos) bad(s, std::string(item).append(" is not key=value"));
     std::string_view key = item.substr(0, eq), v = item.substr(eq + 1);
     size_t i = 0;
     while (i < nkeys && kKeys[i] != key) ++i;
