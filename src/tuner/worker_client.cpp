@@ -230,7 +230,13 @@ int worker_main() {
     std::vector<CandidateResult> results;
     for (const auto& r : req.at("results")) results.push_back(result_from_json(r));
     EvaluateHooks hooks;
-    hooks.on_begin = [&](size_t i) { emit({{"event", "begin"}, {"index", i}}); };
+    // Test hook: GEMMTUNE_WORKER_CRASH_ON=<backend:config> makes the worker die (SIGSEGV) on that candidate, so the
+    // tuner's crash recovery can be tested without a kernel that really corrupts the context.
+    const char* crash_on = std::getenv("GEMMTUNE_WORKER_CRASH_ON");
+    hooks.on_begin = [&](size_t i) {
+      emit({{"event", "begin"}, {"index", i}});
+      if (crash_on && results[i].candidate.str() == crash_on) raise(SIGSEGV);
+    };
     hooks.on_result = [&](size_t i, const CandidateResult& r) {
       emit({{"event", "result"}, {"index", i}, {"result", to_json(r)}});
     };
