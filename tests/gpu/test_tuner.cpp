@@ -19,8 +19,7 @@ struct FreshCache {
   FreshCache() {
     char tmpl[] = "/tmp/gemmtune-tuner-test-XXXXXX";
     dir = mkdtemp(tmpl);
-    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);
-    setenv("GEMMTUNE_WORKER", GEMMTUNE_WORKER_PATH, 1);
+    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker (found next to the library) inherits it
   }
   ~FreshCache() { fs::remove_all(dir); }
 };
