@@ -118,8 +118,8 @@ fi
 
 # ---- tune: cold, then warm in a new process ------------------------------------------------------------------------
 step "tune $TUNE_SHAPE (cold)"
-# shellcheck disable=SC2086
 t0=$(now)
+# shellcheck disable=SC2086
 timeout "$STEP_TIMEOUT" "$GT" tune $TUNE_SHAPE --force --json "$OUT/tune.json" >"$OUT/tune.txt" 2>"$OUT/tune.log"
 rc=$?
 t1=$(now)

@@ -33,7 +33,7 @@ std::string cli_path() {
 #endif
 }
 
-struct Run {
+struct CliRun {
   int rc = -1;
   std::string out, err;
 };
@@ -60,7 +60,7 @@ struct TempDir {
 };
 
 // Runs the CLI with `args`; stdout/stderr go to files (no pipe deadlock on long output). `env` overrides variables.
-Run run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+CliRun run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
   TempDir io;
   const std::string outp = (io.path / "out").string(), errp = (io.path / "err").string();
   std::vector<std::string> argv_s{cli_path()};
@@ -85,7 +85,7 @@ Run run_cli(const std::vector<std::string>& args, const std::map<std::string, st
   posix_spawn_file_actions_addopen(&fa, 1, outp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, errp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  Run r;
+  CliRun r;
   int e = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (e != 0) {
@@ -108,7 +108,7 @@ std::vector<std::string> nonempty_lines(const std::string& s) {
   return v;
 }
 
-std::string describe(const std::vector<std::string>& args, const Run& r) {
+std::string describe(const std::vector<std::string>& args, const CliRun& r) {
   std::string cmd = "gemmtune";
   for (const auto& a : args) cmd += " " + a;
   return cmd + "\n  rc=" + std::to_string(r.rc) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
@@ -125,7 +125,7 @@ class Cli : public ::testing::Test {
 
   // A bad invocation: non-zero exit, exactly one line on stderr, starting "error:" and containing `needle`.
   void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
-    Run r = run_cli(args, env());
+    CliRun r = run_cli(args, env());
     EXPECT_NE(r.rc, 0) << describe(args, r);
     EXPECT_NE(r.rc, 3) << "a bad argument must be reported before looking for a GPU\n" << describe(args, r);
     auto lines = nonempty_lines(r.err);
@@ -178,14 +178,14 @@ TEST_F(Cli, LdaSmallerThanK) {
 
 TEST_F(Cli, UnknownOptionAndSubcommand) {
   expect_usage_error(with({"tune"}, with(kShape, {"--frobnicate"})), "frobnicate");
-  Run r = run_cli({"nosuchcommand"}, env());
+  CliRun r = run_cli({"nosuchcommand"}, env());
   EXPECT_NE(r.rc, 0);
   r = run_cli({}, env());
   EXPECT_NE(r.rc, 0) << "no subcommand";
 }
 
 TEST_F(Cli, Version) {
-  Run r = run_cli({"--version"}, env());
+  CliRun r = run_cli({"--version"}, env());
   EXPECT_EQ(r.rc, 0) << describe({"--version"}, r);
   EXPECT_NE(r.out.find("gemmtune"), std::string::npos);
   r = run_cli({"version"}, env());
@@ -195,7 +195,7 @@ TEST_F(Cli, Version) {
 
 TEST_F(Cli, CompileWithoutGpuPrintsJson) {
   std::vector<std::string> args = with({"compile"}, with(kShape, {"--top-k", "2", "--json", "--arch-sms", "132"}));
-  Run r = run_cli(args, env());
+  CliRun r = run_cli(args, env());
   ASSERT_EQ(r.rc, 0) << describe(args, r);
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << describe(args, r);
@@ -219,7 +219,7 @@ TEST_F(Cli, CompileWithoutGpuPrintsJson) {
   // Again, exactly the first candidate via --config: served from the kernel cache of the first run.
   std::string cand = cs[0].value("candidate", "");
   std::vector<std::string> again = with({"compile"}, with(kShape, {"--config", cand, "--json", "--arch-sms", "132"}));
-  Run r2 = run_cli(again, env());
+  CliRun r2 = run_cli(again, env());
   ASSERT_EQ(r2.rc, 0) << describe(again, r2);
   auto j2 = nlohmann::json::parse(r2.out);
   ASSERT_EQ(j2["candidates"].size(), 1u);
@@ -237,7 +237,7 @@ TEST_F(Cli, CacheExportClearImportRoundTrip) {
   rec["us"] = 7.25;
   rc.put({"test-key-2", rec});
 
-  Run ls = run_cli({"cache", "ls"}, env());
+  CliRun ls = run_cli({"cache", "ls"}, env());
   ASSERT_EQ(ls.rc, 0) << describe({"cache", "ls"}, ls);
   EXPECT_NE(ls.out.find("test-key-1"), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("sm90:tile=128x128x64"), std::string::npos) << ls.out;
@@ -245,15 +245,15 @@ TEST_F(Cli, CacheExportClearImportRoundTrip) {
 
   TempDir other;
   const std::string file = (other.path / "export.json").string();
-  Run ex = run_cli({"cache", "export", file}, env());
+  CliRun ex = run_cli({"cache", "export", file}, env());
   ASSERT_EQ(ex.rc, 0) << describe({"cache", "export", file}, ex);
   ASSERT_TRUE(fs::exists(file));
   auto doc = nlohmann::json::parse(slurp(file));
   EXPECT_EQ(doc["entries"].size(), 2u) << doc.dump(2);
 
-  Run cl = run_cli({"cache", "clear"}, env());
+  CliRun cl = run_cli({"cache", "clear"}, env());
   ASSERT_EQ(cl.rc, 0) << describe({"cache", "clear"}, cl);
-  Run ls2 = run_cli({"cache", "ls", "--json"}, env());
+  CliRun ls2 = run_cli({"cache", "ls", "--json"}, env());
   ASSERT_EQ(ls2.rc, 0) << describe({"cache", "ls", "--json"}, ls2);
   EXPECT_EQ(nlohmann::json::parse(ls2.out).size(), 0u) << ls2.out;
 
@@ -261,9 +261,9 @@ TEST_F(Cli, CacheExportClearImportRoundTrip) {
   TempDir cache2;
   for (const auto& dir : {cache.path, cache2.path}) {
     std::map<std::string, std::string> e{{"GEMMTUNE_CACHE_DIR", dir.string()}};
-    Run im = run_cli({"cache", "import", file}, e);
+    CliRun im = run_cli({"cache", "import", file}, e);
     ASSERT_EQ(im.rc, 0) << describe({"cache", "import", file}, im);
-    Run ls3 = run_cli({"cache", "ls", "--json"}, e);
+    CliRun ls3 = run_cli({"cache", "ls", "--json"}, e);
     ASSERT_EQ(ls3.rc, 0);
     auto arr = nlohmann::json::parse(ls3.out);
     ASSERT_EQ(arr.size(), 2u) << ls3.out;
@@ -275,7 +275,7 @@ TEST_F(Cli, CacheExportClearImportRoundTrip) {
   // Importing something that is not a cache export fails with a reason, and a missing file is a bad argument.
   const std::string junk = (other.path / "junk.json").string();
   std::ofstream(junk) << "{\"hello\": 1}";
-  Run bad = run_cli({"cache", "import", junk}, env());
+  CliRun bad = run_cli({"cache", "import", junk}, env());
   EXPECT_NE(bad.rc, 0);
   EXPECT_EQ(bad.err.rfind("error:", 0), 0u) << bad.err;
   expect_usage_error({"cache", "import", (other.path / "missing.json").string()}, "missing.json");

@@ -1,6 +1,5 @@
 #pragma once
 // Tables, JSON records and version/clock information printed by the CLI.
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cublaslt/cublaslt_backend.h"
 #include "cli_problem.h"
 #include "gemmtune/gemm.h"
 #include "jit/jit.h"
@@ -123,14 +123,13 @@ inline Table results_table(const std::vector<CandidateResult>& results) {
   return t;
 }
 
-// cuBLASLt's version as "major.minor.patch", read from the cuBLASLt the library loaded (the CLI does not link it
-// itself); "" when it is not in the process.
-inline std::string cublaslt_version() {
-  using Fn = size_t (*)();
-  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "cublasLtGetVersion"));
-  if (!fn) return "";
-  size_t v = fn();
-  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+// cuBLASLt's version as "major.minor.patch" ("" when it cannot be read); needs no GPU.
+inline std::string lt_version() {
+  try {
+    return gemmtune::cublaslt_version();
+  } catch (...) {
+    return "";
+  }
 }
 
 inline std::string nvrtc_version_or_empty() {

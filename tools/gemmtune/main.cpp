@@ -257,7 +257,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
               {"suite_file", suite_path},
               {"gemmtune_version", version()},
               {"nvrtc_version", nvrtc_version_or_empty()},
-              {"cublaslt_version", cublaslt_version()},
+              {"cublaslt_version", lt_version()},
               {"device", to_json(dev)},
               {"started_at", iso_now()},
               {"clocks_before", read_clocks()},
@@ -270,7 +270,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
                 {"min_time_ms", opts.min_time_ms},
                 {"min_iters", opts.min_iters}}}};
   std::fprintf(stderr, "bench %s: %zu shapes on %s (driver %d, cuBLASLt %s, gemmtune %s)\n", suite_name.c_str(),
-               shapes.size(), dev.name.c_str(), dev.driver_version, cublaslt_version().c_str(), version().c_str());
+               shapes.size(), dev.name.c_str(), dev.driver_version, lt_version().c_str(), version().c_str());
 
   Table t{{"name", "M", "N", "K", "us", "TFLOP/s", "GB/s", "cuBLAS us", "x cuBLAS", "winner config"},
           {false, true, true, true, true, true, true, true, true, false},
@@ -369,7 +369,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
   double geo = n_ratio ? std::exp(log_sum / n_ratio) : NAN;
   std::FILE* out = jo.to_stdout() ? stderr : stdout;
   std::fprintf(out, "suite %s on %s (driver %d, cuBLASLt %s, gemmtune %s)\n", suite_name.c_str(), dev.name.c_str(),
-               dev.driver_version, cublaslt_version().c_str(), version().c_str());
+               dev.driver_version, lt_version().c_str(), version().c_str());
   t.print(out);
   std::fprintf(out, "geomean x cuBLAS: %s over %d of %zu shapes%s\n", fmt_num(geo, 3).c_str(), n_ratio,
                shapes.size(), failures ? fmt::format(" ({} failed)", failures).c_str() : "");
@@ -447,8 +447,7 @@ int cmd_list(const ProblemArgs& pa, const std::string& backends, int top_k, int 
   } else {
     cands = enumerate_offline(p, dev, backend_names(chosen), top_k);
   }
-  std::fprintf(stderr, "# %zu candidates for %s on %s%s\n", cands.size(), p.str().c_str(), dev.name.c_str(),
-               dev.real ? "" : " (assumed, no GPU)");
+  std::fprintf(stderr, "# %zu candidates for %s on %s\n", cands.size(), p.str().c_str(), dev.name.c_str());
   if (jo.given) {
     json arr = json::array();
     for (const auto& c : cands) arr.push_back(c.str());
@@ -595,7 +594,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
 
   std::FILE* out = jo.to_stdout() ? stderr : stdout;
   std::fprintf(out, "problem: %s\ndevice:  %s (%s, %d SMs%s)\n", p.str().c_str(), dev.name.c_str(),
-               dev.arch().c_str(), dev.sm_count, dev.real ? "" : ", assumed");
+               dev.arch().c_str(), dev.sm_count, dev.real ? "" : ", no GPU needed");
   t.print(out);
   std::fprintf(out,
                "%zu candidates: %d ok, %zu failed, %d cache hits | compile ms median %s min %s max %s | wall %.0f ms "
@@ -662,7 +661,7 @@ int cmd_version() {
   std::printf("gemmtune %s\n", version().c_str());
   std::string nv = nvrtc_version_or_empty();
   std::printf("nvrtc    %s\n", nv.empty() ? "unknown" : nv.c_str());
-  std::string lt = cublaslt_version();
+  std::string lt = lt_version();
   std::printf("cublaslt %s\n", lt.empty() ? "unknown" : lt.c_str());
   std::vector<std::string> names;
   for (const auto& b : all_backends()) names.push_back(b->name());
