@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +34,11 @@ constexpr const char* kKeyVersion = "gemmtune-jit-1";
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+}
 
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
@@ -161,6 +168,9 @@ std::shared_ptr<Cubin> nvrtc_compile(const std::string& source, const std::strin
                                      const CompileOptions& opts, const std::string& context, const std::string& key) {
   const HeaderArrays& headers = header_arrays();
   std::vector<std::string> flags = key_flags(opts);
+  // NOTES: with a driver present, NVRTC keeps its own cache in the driver's compute cache (~/.nv/ComputeCache) and on
+  // a hit skips ptxas -- and with it the resource report we parse. We cache ourselves, so switch that one off.
+  flags.push_back("--no-cache");
   for (const auto& f : toolkit_include_flags()) flags.push_back(f);
   std::vector<const char*> argv;
   for (const auto& f : flags) argv.push_back(f.c_str());
@@ -265,7 +275,9 @@ CacheStats cache_stats() {
 std::shared_ptr<const Cubin> compile(const std::string& source, const std::string& kernel_name,
                                      const CompileOptions& opts, const std::string& context) {
   const auto t0 = Clock::now();
-  GT_REQUIRE(!kernel_name.empty(), "jit::compile: empty kernel name");
+  // The name is a C identifier (extern "C" symbol); it also names dump files, so nothing else may pass.
+  GT_REQUIRE(is_identifier(kernel_name), "jit::compile: kernel name '" + kernel_name + "' is not a C identifier" +
+                                             (context.empty() ? "" : " (" + context + ")"));
   const std::string key = make_key(source, kernel_name, opts);
   MemoryCache& mc = memory_cache();
 

@@ -215,6 +215,7 @@ TEST_F(JitTest, CompileErrorCarriesLogAndContext) {
     EXPECT_NE(what.find("sm90 tile=128x128x64 stages=4"), std::string::npos) << what;
     EXPECT_NE(what.find("jit_probe_bad"), std::string::npos) << what;
   }
+  EXPECT_THROW(compile(src, "../escape"), Error);  // names become file names in GEMMTUNE_DUMP_DIR
   // A failed compile is not cached: the next call fails again (and does not hang on a stale in-flight slot).
   EXPECT_THROW(compile(src, "jit_probe_bad"), Error);
 }
