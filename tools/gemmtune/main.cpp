@@ -594,7 +594,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
 
   std::FILE* out = jo.to_stdout() ? stderr : stdout;
   std::fprintf(out, "problem: %s\ndevice:  %s (%s, %d SMs%s)\n", p.str().c_str(), dev.name.c_str(),
-               dev.arch().c_str(), dev.sm_count, dev.real ? "" : ", no GPU needed");
+               dev.arch().c_str(), dev.sm_count, "");
   t.print(out);
   std::fprintf(out,
                "%zu candidates: %d ok, %zu failed, %d cache hits | compile ms median %s min %s max %s | wall %.0f ms "
