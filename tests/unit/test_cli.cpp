@@ -166,6 +166,7 @@ TEST_F(Cli, UnknownBackend) {
 TEST_F(Cli, MalformedConfig) {
   expect_usage_error(with({"tune"}, with(kShape, {"--config", "no-colon-here"})), "--config");
   expect_usage_error(with({"compile"}, with(kShape, {"--config", "sm90:"})), "--config");
+  expect_usage_error(with({"compile"}, with(kShape, {"--config", "cublaslt:algo=banana"})), "--config");
   expect_usage_error(with({"tune"}, with(kShape, {"--config", "nosuchbackend:tile=1x1x1"})), "nosuchbackend");
 }
 

@@ -130,12 +130,26 @@ const CandidateResult* find_result(const std::vector<CandidateResult>& v, const 
   return nullptr;
 }
 
+// A --config that its backend rejects for this problem is a bad argument: say why before any GPU work.
+void check_config(const Problem& p, const Candidate& c, const DeviceInfo& dev) {
+  std::string why;
+  try {
+    why = find_backend(c.backend)->validate(p, c, dev);
+  } catch (const NoGpuError&) {
+    return;  // the backend needs the GPU to judge; tuning will say
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (!why.empty()) throw UsageError(fmt::format("--config '{}': {}", c.str(), first_line(why)));
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // tune
 
 int cmd_tune(const ProblemArgs& pa, const TuneArgs& ta, const JsonOut& jo) {
   Problem p = pa.build();
   TuneOptions opts = ta.options();
+  if (opts.only) check_config(p, *opts.only, gpu_available() ? current_device() : DeviceInfo::assumed_sm90());
   auto t0 = Clock::now();
   TuneReport rep = Tuner(opts).tune(p);
   double wall = ms_since(t0);
@@ -486,6 +500,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
   std::optional<Candidate> only;
   if (!config.empty()) only = parse_config_arg(config);
   DeviceInfo dev = pick_device(arch_sms, arch_sms_given);
+  if (only) check_config(p, *only, dev);
 
   // --no-cache: compile from scratch into a throw-away cache directory (the kernel cache has no bypass switch).
   std::string tmp_cache;
