@@ -7,16 +7,17 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <mutex>
-#include <regex>
 #include <unordered_map>
 
 #include "gemmtune/errors.h"
 #include "jit/disk_cache.h"
+#include "jit/resources.h"
 #include "jit/sha256.h"
 
 namespace gemmtune::jit {
@@ -119,34 +120,6 @@ std::string make_key(const std::string& source, const std::string& kernel_name, 
   return h.hex_digest();
 }
 
-// "ptxas info    : Used 79 registers, used 1 barriers, 1024 bytes smem" and
-// "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", per entry function.
-void parse_ptxas(const std::string& log, const std::string& kernel_name, Cubin& c) {
-  std::string section = log;
-  const std::string entry = "Compiling entry function '" + kernel_name + "'";
-  if (auto p = log.find(entry); p != std::string::npos) {
-    auto end = log.find("Compiling entry function", p + entry.size());
-    section = log.substr(p, end == std::string::npos ? std::string::npos : end - p);
-  }
-  std::smatch m;
-  std::string props = section;
-  if (auto p = section.find("Function properties for " + kernel_name + "\n"); p != std::string::npos)
-    props = section.substr(p);
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  if (std::regex_search(props, m, frame)) {
-    c.stack_bytes = std::stoi(m[1]);
-    c.spill_bytes = std::stoi(m[2]) + std::stoi(m[3]);
-  }
-  static const std::regex used(R"(Used (\d+) registers[^\n]*)");
-  if (std::regex_search(section, m, used)) {
-    c.registers = std::stoi(m[1]);
-    static const std::regex smem(R"((\d+) bytes smem)");
-    std::smatch s;
-    const std::string line = m[0];
-    if (std::regex_search(line, s, smem)) c.smem_static = std::stoi(s[1]);
-  }
-}
-
 void dump(const std::string& kernel_name, const std::string& source, const Cubin* cubin) {
   const char* dir = std::getenv("GEMMTUNE_DUMP_DIR");
   if (!dir || !*dir) return;
@@ -215,7 +188,8 @@ std::shared_ptr<Cubin> nvrtc_compile(const std::string& source, const std::strin
   c->kernel_name = kernel_name;
   c->key = key;
   c->log = std::move(log);
-  parse_ptxas(c->log, kernel_name, *c);
+  detail::parse_ptxas(c->log, kernel_name, *c);
+  if (c->registers < 0) detail::resources_from_elf(c->image, kernel_name, *c);
   return c;
 }
 

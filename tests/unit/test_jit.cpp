@@ -14,6 +14,7 @@
 
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
+#include "jit/resources.h"
 #include "jit/sha256.h"
 #include "jit/thread_pool.h"
 
@@ -121,6 +122,43 @@ TEST_F(JitTest, CompilesToCubinWithResources) {
   EXPECT_NE(c->log.find("Used"), std::string::npos) << c->log;
   EXPECT_FALSE(c->cache_hit);
   EXPECT_GT(c->compile_ms, 0);
+}
+
+TEST_F(JitTest, ElfFallbackMatchesPtxasReport) {
+  auto c = compile(probe_source("jit_probe_elf", "elf"), "jit_probe_elf");
+  ASSERT_GT(c->registers, 0) << c->log;
+  Cubin from_elf;
+  detail::resources_from_elf(c->image, "jit_probe_elf", from_elf);
+  EXPECT_EQ(from_elf.registers, c->registers);
+  EXPECT_EQ(from_elf.stack_bytes, c->stack_bytes);
+  Cubin missing;
+  detail::resources_from_elf(c->image, "no_such_kernel", missing);
+  EXPECT_EQ(missing.registers, -1);
+  detail::resources_from_elf(std::vector<char>(c->image.begin(), c->image.begin() + 100), "jit_probe_elf", missing);
+  EXPECT_EQ(missing.registers, -1);  // truncated image: no crash, nothing parsed
+}
+
+TEST(PtxasReport, PicksTheNamedEntry) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+      "ptxas info    : Function properties for other\n"
+      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 64 bytes smem\n"
+      "ptxas info    : Compiling entry function 'gemm_k' for 'sm_90a'\n"
+      "ptxas info    : Function properties for gemm_k\n"
+      "ptxas         .     16 bytes stack frame, 24 bytes spill stores, 32 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]\n"
+      "ptxas info    : Compile time = 250.000 ms\n";
+  Cubin c;
+  detail::parse_ptxas(log, "gemm_k", c);
+  EXPECT_EQ(c.registers, 168);
+  EXPECT_EQ(c.stack_bytes, 16);
+  EXPECT_EQ(c.spill_bytes, 56);
+  EXPECT_EQ(c.smem_static, 1024);
+  Cubin none;
+  detail::parse_ptxas("", "gemm_k", none);
+  EXPECT_EQ(none.registers, -1);
 }
 
 TEST_F(JitTest, SecondCompileIsMemoryHit) {
