@@ -4,6 +4,8 @@
 #include <optional>
 #include <string_view>
 
+struct CUstream_st;  // the driver's and runtime's stream type (global scope, as in cuda.h)
+
 namespace gemmtune {
 
 // Element types. fp8 formats are reserved: problems using them are rejected by check() until a backend takes them.
@@ -19,6 +21,6 @@ std::string_view layout_name(Layout l);  // "row" / "col"
 std::optional<Layout> parse_layout(std::string_view);  // "row"/"r"/"n"... see problem.cpp
 
 // The stream type of the CUDA driver and runtime (CUstream == cudaStream_t == CUstream_st*).
-using Stream = struct CUstream_st*;
+using Stream = ::CUstream_st*;
 
 }  // namespace gemmtune
