@@ -1,0 +1,84 @@
+#pragma once
+// Compile-time configuration of the sm90 GEMM kernels and the shared-memory plan that follows from it.
+// Kernel view of the problem (the host rewrites col-major D as the transposed problem first):
+//   D (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C,  per batch b.
+//   A is K-major (row-major A) or M-major (A_MN); B is K-major (col-major B) or N-major (B_MN).
+#include "ptx/ptx.cuh"
+
+namespace gt_sm90 {
+
+enum : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
+
+// Run-time arguments besides the tensor maps. Mirrored on the host (src/backends/sm90/sm90_plan.h).
+struct GemmParams {
+  int m, n, k, batch;
+  float alpha, beta;
+  const void* c;        // C (m, n) of batch b at c + (b * c_batch + m * ldc_m + n * ldc_n) elements
+  long long ldc_m, ldc_n, c_batch;
+};
+
+template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
+          bool HAS_C_, int RASTER_, int GROUP_, bool PINGPONG_>
+struct GemmConfig {
+  static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
+  static constexpr int CM = CM_, CN = CN_, CS = CM_ * CN_;
+  static constexpr bool A_MN = A_MN_, B_MN = B_MN_, F16 = F16_, HAS_C = HAS_C_, PINGPONG = PINGPONG_;
+  static constexpr int OUT = OUT_, CT = CT_, RASTER = RASTER_, GROUP = GROUP_;
+
+  static constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  // Rows of the tile one consumer warpgroup computes: half the tile (cooperative) or all of it (ping-pong).
+  static constexpr int WM = PINGPONG ? BM : BM / 2;
+  static constexpr int kSlabs = WM / 64;  // m64 wgmma rows per consumer
+  static constexpr int kAccRegs = kSlabs * BN / 2;
+
+  static_assert(BM == 64 || BM == 128 || BM == 256, "tile M must be 64, 128 or 256");
+  static_assert(WM % 64 == 0 && WM >= 64, "each consumer warpgroup needs a multiple of 64 rows (coop: tile M >= 128)");
+  static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 16 in [16, 256]");
+  static_assert(!B_MN || BN % 64 == 0, "N-major B needs tile N a multiple of 64 (128-byte swizzle atoms)");
+  static_assert(STAGES >= 2 && STAGES <= 8, "stages must be in [2, 8]");
+  static_assert(CS == 1 || CS == 2, "cluster must be 1x1, 2x1 or 1x2");
+  static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
+  static_assert(OUT >= 0 && OUT <= 2 && CT >= 0 && CT <= 2, "bad output / C dtype");
+
+  // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
+  static constexpr int kABytes = BM * 128, kBBytes = BN * 128, kStageBytes = kABytes + kBBytes;
+  // TMA boxes. K-major: {64 K, rows}; MN-major: {64 M/N, 64 K}, one box per 64-wide chunk. With a cluster the
+  // shared operand's boxes are split by rows among the CTAs, each multicasting its part to all of them.
+  static constexpr int kAParts = CN, kBParts = CM;
+  static constexpr int kABoxRows = (A_MN ? 64 : BM) / kAParts;
+  static constexpr int kBBoxRows = (B_MN ? 64 : BN) / kBParts;
+  static_assert(kABoxRows % 8 == 0 && kBBoxRows % 8 == 0, "multicast parts must be whole 8-row swizzle atoms");
+
+  // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
+  // written by TMA; two buffers per consumer warpgroup so a store overlaps filling the next strip.
+  static constexpr int kOutSize = OUT == kF32 ? 4 : 2;
+  static constexpr int kEpiBytes = (BN * kOutSize) % 128 == 0 ? 128 : (BN * kOutSize) % 64 == 0 ? 64 : 32;
+  static constexpr int kEpiCols = kEpiBytes / kOutSize;
+  static constexpr int kEpiBufBytes = 64 * kEpiBytes;
+  static_assert((BN * kOutSize) % kEpiBytes == 0, "tile N must split into 32/64/128-byte epilogue strips");
+
+  static constexpr int kEpiOffset = STAGES * kStageBytes;
+  static constexpr int kBarOffset = kEpiOffset + 2 * 2 * kEpiBufBytes;
+  static constexpr int kSmemBytes = kBarOffset + 16 * STAGES + 1024;  // + slack to align the base to 1024
+  static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
+
+  // Arrivals that free a stage: every consumer warp that read it, in every CTA that wrote into it.
+  static constexpr int kEmptyArrivals = (PINGPONG ? 4 : 8) * CS;
+};
+
+// Addresses (shared::cta window) of the pieces of the plan, from a 1024-byte aligned base.
+template <class Cfg>
+struct SmemPlan {
+  unsigned base;
+  __device__ __forceinline__ explicit SmemPlan(const void* raw) : base((smem_u32(raw) + 1023u) & ~1023u) {}
+  __device__ __forceinline__ unsigned a(int s) const { return base + s * Cfg::kStageBytes; }
+  __device__ __forceinline__ unsigned b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kABytes; }
+  __device__ __forceinline__ unsigned epi(int wg, int buf) const {
+    return base + Cfg::kEpiOffset + (wg * 2 + buf) * Cfg::kEpiBufBytes;
+  }
+  __device__ __forceinline__ unsigned full(int s) const { return base + Cfg::kBarOffset + 8 * s; }
+  __device__ __forceinline__ unsigned empty(int s) const { return base + Cfg::kBarOffset + 8 * (Cfg::STAGES + s); }
+};
+
+}  // namespace gt_sm90

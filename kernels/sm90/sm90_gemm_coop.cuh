@@ -1,0 +1,64 @@
+#pragma once
+// sm90 GEMM, cooperative schedule: a producer warpgroup (one thread issues TMA) and two consumer warpgroups that
+// split each BM x BN tile along M (64 or 128 rows each), persistent over the tiles, optional 2x1 / 1x2 clusters with
+// TMA multicast of the shared operand. Instantiate from a JIT unit:
+//   extern "C" __global__ void __launch_bounds__(384, 1) name(const __grid_constant__ gt_sm90::TmaDesc ta,
+//       const __grid_constant__ gt_sm90::TmaDesc tb, const __grid_constant__ gt_sm90::TmaDesc td,
+//       const gt_sm90::GemmParams p) { gt_sm90::gemm_coop<Cfg>(ta, tb, td, p); }
+// launched with Cfg::kThreads threads, Cfg::kSmemBytes dynamic shared memory and a (CM*CN, 1, 1) cluster.
+#include "epilogue/epilogue_tma_store.cuh"
+#include "sm90/sm90_mainloop.cuh"
+
+namespace gt_sm90 {
+
+template <class Cfg>
+__device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
+                                          const GemmParams& p) {
+  static_assert(!Cfg::PINGPONG, "gemm_coop needs a cooperative config");
+  extern __shared__ unsigned char gt_smem[];
+  const SmemPlan<Cfg> sm(gt_smem);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
+
+  if (threadIdx.x == 0) {
+    prefetch_tma_desc(ta);
+    prefetch_tma_desc(tb);
+    prefetch_tma_desc(td);
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES; ++s) {
+      mbar_init(sm.full(s), 1);
+      mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
+    }
+    fence_mbar_init();
+  }
+  if (Cfg::CS > 1)
+    cluster_sync();
+  else
+    cta_sync();
+
+  const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
+  if (wg == 0) {
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (tid == 0) producer_loop<Cfg>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
+    asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
+  } else {
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    const int cw = wg - 1;
+    const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+    const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
+    float acc[Cfg::kSlabs][Cfg::BN / 2];
+    unsigned pos = 0, buf = 0;
+    for (int t = cluster_id; t < sched.total; t += num_clusters) {
+      int m0, n0, b;
+      sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+      consume_tile<Cfg>(acc, sm, pos, k_iters, cw * Cfg::WM, tid % 32);
+      EpilogueTmaStore<Cfg>::store(acc, td, p, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0 + cw * Cfg::WM, n0, b, tid,
+                                   buf);
+    }
+    EpilogueTmaStore<Cfg>::drain(tid);
+  }
+  if (Cfg::CS > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers
+}
+
+}  // namespace gt_sm90

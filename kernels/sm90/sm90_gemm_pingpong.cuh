@@ -1,0 +1,62 @@
+#pragma once
+// sm90 GEMM, ping-pong schedule: a producer warpgroup and two consumer warpgroups that each own a whole BM x BN
+// tile (BM = 64 or 128), taking alternate tiles of this CTA's sequence, so one's epilogue overlaps the other's
+// wgmmas. The ring is shared: consumer c's tile j (j % 2 == c) occupies ring positions [j * k_iters, (j+1) * k_iters).
+// Instantiate like gemm_coop (see sm90_gemm_coop.cuh) with a ping-pong Cfg and call gemm_pingpong<Cfg>.
+#include "epilogue/epilogue_tma_store.cuh"
+#include "sm90/sm90_mainloop.cuh"
+
+namespace gt_sm90 {
+
+template <class Cfg>
+__device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
+                                              const GemmParams& p) {
+  static_assert(Cfg::PINGPONG, "gemm_pingpong needs a ping-pong config");
+  extern __shared__ unsigned char gt_smem[];
+  const SmemPlan<Cfg> sm(gt_smem);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
+
+  if (threadIdx.x == 0) {
+    prefetch_tma_desc(ta);
+    prefetch_tma_desc(tb);
+    prefetch_tma_desc(td);
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES; ++s) {
+      mbar_init(sm.full(s), 1);
+      mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
+    }
+    fence_mbar_init();
+  }
+  if (Cfg::CS > 1)
+    cluster_sync();
+  else
+    cta_sync();
+
+  const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
+  if (wg == 0) {
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (tid == 0) producer_loop<Cfg>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
+    asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
+  } else {
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    const int cw = wg - 1;
+    const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+    const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
+    float acc[Cfg::kSlabs][Cfg::BN / 2];
+    unsigned buf = 0;
+    int j = cw;
+    for (int t = cluster_id + cw * num_clusters; t < sched.total; t += 2 * num_clusters, j += 2) {
+      int m0, n0, b;
+      sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+      unsigned pos = static_cast<unsigned>(j) * static_cast<unsigned>(k_iters);
+      consume_tile<Cfg>(acc, sm, pos, k_iters, 0, tid % 32);
+      EpilogueTmaStore<Cfg>::store(acc, td, p, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
+    }
+    EpilogueTmaStore<Cfg>::drain(tid);
+  }
+  if (Cfg::CS > 1) cluster_sync();
+}
+
+}  // namespace gt_sm90

@@ -1,0 +1,151 @@
+#pragma once
+// Mainloop pieces shared by the cooperative and ping-pong kernels: the TMA producer (one thread) and the wgmma
+// consumer step over one stage, plus the stage release. Ring protocol: stage s = pos % STAGES of a running
+// k-block position `pos`; the producer waits empty[s] with parity ((pos / STAGES) & 1) ^ 1 (a fresh barrier passes),
+// the consumers wait full[s] with parity (pos / STAGES) & 1.
+#include "ptx/ptx.cuh"
+#include "ptx/wgmma.cuh"
+#include "scheduler/tile_scheduler.cuh"
+#include "sm90/sm90_config.cuh"
+
+namespace gt_sm90 {
+
+// Loads one k-block (A and B tiles) of tile (m0, n0, b) into stage s. `rm`, `rn`: this CTA's place in its cluster
+// (rank = rm + rn * CM). A is shared by the CN CTAs of a cluster row, B by the CM CTAs of a cluster column.
+template <class Cfg>
+__device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm, int s,
+                                           int m0, int n0, int k0, int b, int rm, int rn) {
+  const unsigned bar = sm.full(s);
+  {  // A
+    const int part = Cfg::kAParts > 1 ? rn : 0;
+    unsigned short mask = 0;
+#pragma unroll
+    for (int j = 0; j < Cfg::CN; ++j) mask |= static_cast<unsigned short>(1u << (rm + j * Cfg::CM));
+    const int rows = Cfg::kABoxRows;
+    if (!Cfg::A_MN) {
+      const unsigned dst = sm.a(s) + part * rows * 128;
+      if (Cfg::kAParts > 1)
+        tma_load_3d_multicast(dst, ta, bar, k0, m0 + part * rows, b, mask);
+      else
+        tma_load_3d(dst, ta, bar, k0, m0, b);
+    } else {
+#pragma unroll
+      for (int ch = 0; ch < Cfg::BM / 64; ++ch) {
+        const unsigned dst = sm.a(s) + ch * 8192 + part * rows * 128;
+        if (Cfg::kAParts > 1)
+          tma_load_3d_multicast(dst, ta, bar, m0 + 64 * ch, k0 + part * rows, b, mask);
+        else
+          tma_load_3d(dst, ta, bar, m0 + 64 * ch, k0, b);
+      }
+    }
+  }
+  {  // B
+    const int part = Cfg::kBParts > 1 ? rm : 0;
+    unsigned short mask = 0;
+#pragma unroll
+    for (int i = 0; i < Cfg::CM; ++i) mask |= static_cast<unsigned short>(1u << (i + rn * Cfg::CM));
+    const int rows = Cfg::kBBoxRows;
+    if (!Cfg::B_MN) {
+      const unsigned dst = sm.b(s) + part * rows * 128;
+      if (Cfg::kBParts > 1)
+        tma_load_3d_multicast(dst, tb, bar, k0, n0 + part * rows, b, mask);
+      else
+        tma_load_3d(dst, tb, bar, k0, n0, b);
+    } else {
+#pragma unroll
+      for (int ch = 0; ch < Cfg::BN / 64; ++ch) {
+        const unsigned dst = sm.b(s) + ch * 8192 + part * rows * 128;
+        if (Cfg::kBParts > 1)
+          tma_load_3d_multicast(dst, tb, bar, n0 + 64 * ch, k0 + part * rows, b, mask);
+        else
+          tma_load_3d(dst, tb, bar, n0 + 64 * ch, k0, b);
+      }
+    }
+  }
+}
+
+// The producer: one thread walks this cluster's tiles and fills the ring.
+template <class Cfg>
+__device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
+                                              const GemmParams& p, int cluster_id, int num_clusters, int rm, int rn) {
+  const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+  const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
+  unsigned pos = 0;
+  for (int t = cluster_id; t < sched.total; t += num_clusters) {
+    int m0, n0, b;
+    sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+    for (int kb = 0; kb < k_iters; ++kb, ++pos) {
+      const int s = static_cast<int>(pos % Cfg::STAGES);
+      const unsigned ph = (pos / Cfg::STAGES) & 1u;
+      mbar_wait(sm.empty(s), ph ^ 1u);
+      mbar_arrive_expect_tx(sm.full(s), Cfg::kStageBytes);
+      load_stage<Cfg>(ta, tb, sm, s, m0, n0, kb * Cfg::BK, b, rm, rn);
+    }
+  }
+}
+
+// Issues the 4 k16 steps of one stage for a consumer owning tile rows [row0, row0 + WM) (row0 a multiple of 64).
+// `accumulate` = false zero-initialises the accumulators on the first k16 step.
+template <class Cfg>
+__device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], unsigned sa, unsigned sb, int row0,
+                                          bool accumulate) {
+  using Mma = Wgmma<Cfg::BN, Cfg::F16>;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    // K-major: 8-row x 128-byte swizzle atoms stacked at 1024 bytes (SBO); a k16 step moves 32 bytes inside the row.
+    // MN-major: 64-element x 8-k atoms; 8-k groups at 1024 bytes (SBO), 64-wide MN chunks at 8192 bytes (LBO);
+    // a k16 step moves 16 rows = 2048 bytes.
+    const unsigned long long db =
+        Cfg::B_MN ? smem_desc_sw128(sb + kk * 2048, 8192, 1024) : smem_desc_sw128(sb + kk * 32, 16, 1024);
+#pragma unroll
+    for (int si = 0; si < Cfg::kSlabs; ++si) {
+      const int r = row0 + si * 64;
+      const unsigned long long da = Cfg::A_MN ? smem_desc_sw128(sa + (r / 64) * 8192 + kk * 2048, 8192, 1024)
+                                              : smem_desc_sw128(sa + r * 128 + kk * 32, 16, 1024);
+      Mma::template mma<Cfg::A_MN ? 1 : 0, Cfg::B_MN ? 1 : 0>(acc[si], da, db, (accumulate || kk > 0) ? 1 : 0);
+    }
+  }
+}
+
+// Frees stage s: lane 0 of each consumer warp arrives on empty[s] of every CTA of the cluster (they all wrote into it).
+template <class Cfg>
+__device__ __forceinline__ void release_stage(const SmemPlan<Cfg>& sm, int s, int lane) {
+  if (lane == 0) {
+    if (Cfg::CS == 1) {
+      mbar_arrive(sm.empty(s));
+    } else {
+#pragma unroll
+      for (int r = 0; r < Cfg::CS; ++r) mbar_arrive_cluster(sm.empty(s), r);
+    }
+  }
+}
+
+// The k loop of one tile for one consumer warpgroup, starting at ring position `pos` (advanced by k_iters).
+template <class Cfg>
+__device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const SmemPlan<Cfg>& sm,
+                                             unsigned& pos, int k_iters, int row0, int lane) {
+  int prev = -1;
+  for (int kb = 0; kb < k_iters; ++kb, ++pos) {
+    const int s = static_cast<int>(pos % Cfg::STAGES);
+    mbar_wait(sm.full(s), (pos / Cfg::STAGES) & 1u);
+#pragma unroll
+    for (int si = 0; si < Cfg::kSlabs; ++si)
+#pragma unroll
+      for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(acc[si][i]);
+    wgmma_fence();
+    mma_stage<Cfg>(acc, sm.a(s), sm.b(s), row0, kb > 0);
+    wgmma_commit();
+    // Keep one stage of wgmmas in flight; the one before it is done reading and can be refilled.
+    wgmma_wait<1>();
+    if (prev >= 0) release_stage<Cfg>(sm, prev, lane);
+    prev = s;
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int si = 0; si < Cfg::kSlabs; ++si)
+#pragma unroll
+    for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(acc[si][i]);
+  release_stage<Cfg>(sm, prev, lane);
+}
+
+}  // namespace gt_sm90

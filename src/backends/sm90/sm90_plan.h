@@ -1,0 +1,156 @@
+#pragma once
+// Host-side plan of one sm90 GEMM launch, header-only and free of gemmtune types so the standalone nvcc harness
+// (scripts/sm90_dev) exercises exactly the code the backend uses:
+//   - the kernel view: col-major D is solved as the transposed problem Dᵀ = Bᵀ·Aᵀ (pure host rewrite);
+//   - TMA tensor maps for A, B, D (3-D: inner, outer, batch) matching the device config's boxes and swizzles;
+//   - the GemmParams mirror passed by value to the kernel.
+#include <cuda.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace gemmtune::sm90 {
+
+enum ElemType : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
+inline int elem_size(int t) { return t == kF32 ? 4 : 2; }
+
+struct OperandDesc {
+  int type = kBF16;
+  bool row_major = true;
+  int64_t ld = 0;            // elements
+  int64_t batch_stride = 0;  // elements (ignored when batch == 1)
+};
+
+// The problem as the user gave it (A: m x k, B: k x n, C/D: m x n).
+struct PlanProblem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  OperandDesc a, b, c, d;
+  bool has_c = false;  // beta != 0
+};
+
+// The problem as the kernel sees it: D row-major; a_mn = A stored M-major (col-major), b_mn = B stored N-major.
+struct KernelView {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  OperandDesc a, b, c, d;
+  bool a_mn = false, b_mn = false;
+  bool transposed = false;  // A/B pointers swapped (col-major D)
+  bool has_c = false;
+};
+
+inline KernelView make_kernel_view(const PlanProblem& p) {
+  KernelView v;
+  v.batch = p.batch;
+  v.k = p.k;
+  v.has_c = p.has_c;
+  if (p.d.row_major) {
+    v.m = p.m;
+    v.n = p.n;
+    v.a = p.a;
+    v.b = p.b;
+    v.c = p.c;
+    v.d = p.d;
+  } else {
+    // X (r x c) row-major with ld == Xᵀ (c x r) col-major with ld: flip layouts, swap roles.
+    v.transposed = true;
+    v.m = p.n;
+    v.n = p.m;
+    v.a = p.b;
+    v.a.row_major = !p.b.row_major;
+    v.b = p.a;
+    v.b.row_major = !p.a.row_major;
+    v.c = p.c;
+    v.c.row_major = !p.c.row_major;
+    v.d = p.d;
+    v.d.row_major = true;
+  }
+  v.a_mn = !v.a.row_major;  // A (m x k): row-major = K-major
+  v.b_mn = v.b.row_major;   // B (k x n): col-major = K-major
+  return v;
+}
+
+// The config knobs the host plan depends on (must mirror kernels/sm90/sm90_config.cuh).
+struct TileShape {
+  int bm = 128, bn = 256, cm = 1, cn = 1;
+};
+
+inline int a_box_rows(const KernelView& v, const TileShape& t) { return (v.a_mn ? 64 : t.bm) / t.cn; }
+inline int b_box_rows(const KernelView& v, const TileShape& t) { return (v.b_mn ? 64 : t.bn) / t.cm; }
+inline int epi_bytes(int bn, int out_type) {
+  const int w = bn * elem_size(out_type);
+  return w % 128 == 0 ? 128 : w % 64 == 0 ? 64 : 32;
+}
+
+// Mirror of gt_sm90::GemmParams.
+struct HostGemmParams {
+  int m, n, k, batch;
+  float alpha, beta;
+  const void* c;
+  long long ldc_m, ldc_n, c_batch;
+};
+static_assert(sizeof(HostGemmParams) == 56, "HostGemmParams must mirror gt_sm90::GemmParams");
+
+inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, const void* c) {
+  HostGemmParams p{};
+  p.m = static_cast<int>(v.m);
+  p.n = static_cast<int>(v.n);
+  p.k = static_cast<int>(v.k);
+  p.batch = static_cast<int>(v.batch);
+  p.alpha = alpha;
+  p.beta = v.has_c ? beta : 0.0f;
+  p.c = v.has_c ? c : nullptr;
+  p.ldc_m = v.c.row_major ? v.c.ld : 1;
+  p.ldc_n = v.c.row_major ? 1 : v.c.ld;
+  p.c_batch = v.batch > 1 ? v.c.batch_stride : 0;
+  return p;
+}
+
+using EncodeTiledFn = decltype(&::cuTensorMapEncodeTiled);
+
+inline CUtensorMapDataType tma_type(int t) {
+  return t == kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                    : t == kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+// One 3-D map: dims {inner, outer, batch}, row pitch `ld`, box {box_inner, box_outer, 1}.
+inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, int type, int64_t inner,
+                          int64_t outer, int64_t batch, int64_t ld, int64_t batch_stride, int box_inner,
+                          int box_outer, CUtensorMapSwizzle swizzle) {
+  const int es = elem_size(type);
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
+                        static_cast<cuuint64_t>(batch)};
+  int64_t bstride = batch > 1 ? batch_stride * es : ((ld * outer * es + 15) / 16) * 16;
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * es), static_cast<cuuint64_t>(bstride)};
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_outer), 1};
+  cuuint32_t estr[3] = {1, 1, 1};
+  return enc(map, tma_type(type), 3, const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+// Tensor maps for A, B (loads, 128-byte swizzle) and D (store, swizzle matching the epilogue strip width).
+// Pointers are the user's (a, b) — swapped here when the view is transposed. Returns the first failing CUresult.
+inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, const void* a,
+                            const void* b, void* d, CUtensorMap maps[3]) {
+  if (v.transposed) std::swap(a, b);
+  CUresult r;
+  if (!v.a_mn)
+    r = encode_3d(enc, &maps[0], a, v.a.type, v.k, v.m, v.batch, v.a.ld, v.a.batch_stride, 64, a_box_rows(v, t),
+                  CU_TENSOR_MAP_SWIZZLE_128B);
+  else
+    r = encode_3d(enc, &maps[0], a, v.a.type, v.m, v.k, v.batch, v.a.ld, v.a.batch_stride, 64, a_box_rows(v, t),
+                  CU_TENSOR_MAP_SWIZZLE_128B);
+  if (r != CUDA_SUCCESS) return r;
+  if (!v.b_mn)
+    r = encode_3d(enc, &maps[1], b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64, b_box_rows(v, t),
+                  CU_TENSOR_MAP_SWIZZLE_128B);
+  else
+    r = encode_3d(enc, &maps[1], b, v.b.type, v.n, v.k, v.batch, v.b.ld, v.b.batch_stride, 64, b_box_rows(v, t),
+                  CU_TENSOR_MAP_SWIZZLE_128B);
+  if (r != CUDA_SUCCESS) return r;
+  const int eb = epi_bytes(t.bn, v.d.type);
+  const CUtensorMapSwizzle sw =
+      eb == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : eb == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
+  return encode_3d(enc, &maps[2], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride,
+                   eb / elem_size(v.d.type), 64, sw);
+}
+
+}  // namespace gemmtune::sm90
