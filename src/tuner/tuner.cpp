@@ -1,17 +1,16 @@
 #include "gemmtune/tuner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "backends/backend.h"
 #include "backends/cublaslt/cublaslt_backend.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
+#include "jit/thread_pool.h"
 #include "tuner/evaluate.h"
 #include "tuner/result_cache.h"
 #include "tuner/serialize.h"
@@ -82,33 +81,23 @@ void progress(const TuneOptions& o, const std::string& s) {
 
 // Compiles every pending candidate in parallel (no GPU needed); failures are recorded, not thrown.
 void compile_all(const Problem& p, const DeviceInfo& dev, std::vector<CandidateResult>& results, const TuneOptions& o) {
-  std::atomic<size_t> next{0};
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned nthreads = std::min<unsigned>(o.compile_threads > 0 ? unsigned(o.compile_threads) : hw,
-                                               unsigned(std::max<size_t>(results.size(), 1)));
-  auto work = [&] {
-    for (size_t i; (i = next++) < results.size();) {
-      CandidateResult& r = results[i];
-      if (r.status != "pending") continue;
-      auto b = find_backend(r.candidate.backend);
-      try {
-        const std::string why = b->validate(p, r.candidate, dev);
-        if (!why.empty()) {
-          r.status = "unsupported", r.reason = why;
-          continue;
-        }
-        CompileResult cr = b->compile(p, r.candidate, dev);
-        r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;
-        r.registers = cr.registers, r.spill_bytes = cr.spill_bytes, r.smem_bytes = cr.smem_bytes;
-      } catch (const std::exception& e) {
-        r.status = "compile_error", r.reason = e.what();
+  jit::parallel_for(results.size(), o.compile_threads, [&](size_t i) {
+    CandidateResult& r = results[i];
+    if (r.status != "pending") return;
+    auto b = find_backend(r.candidate.backend);
+    try {
+      const std::string why = b->validate(p, r.candidate, dev);
+      if (!why.empty()) {
+        r.status = "unsupported", r.reason = why;
+        return;
       }
+      CompileResult cr = b->compile(p, r.candidate, dev);
+      r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;
+      r.registers = cr.registers, r.spill_bytes = cr.spill_bytes, r.smem_bytes = cr.smem_bytes;
+    } catch (const std::exception& e) {
+      r.status = "compile_error", r.reason = e.what();
     }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < nthreads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  });
 }
 
 CandidateResult pending_result(const Candidate& c) {
