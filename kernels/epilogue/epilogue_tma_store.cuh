@@ -41,6 +41,13 @@ struct EpilogueTmaStore {
     for (int si = 0; si < Cfg::kSlabs; ++si) {
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
+        // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of
+        // 16 it would write up to 15 bytes past column n (into the caller's ld padding). Such edge strips are
+        // stored directly from registers with per-element bounds checks instead.
+        if ((p.n * Cfg::kOutSize) % 16 != 0 && n0 + (q + 1) * Cfg::kEpiCols > p.n) {
+          store_direct(acc[si], p, q, m0 + si * 64, n0, b, warp, lane);
+          continue;
+        }
         const unsigned dst = buf ? buf1 : buf0;
         // The store issued from this buffer two strips ago must have finished reading it.
         if (tid == 0) bulk_wait_read<1>();
@@ -75,6 +82,34 @@ struct EpilogueTmaStore {
           bulk_commit();
         }
         buf ^= 1u;
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void store_direct(const float (&a)[Cfg::BN / 2], const GemmParams& p, int q,
+                                                      int row0, int n0, int b, int warp, int lane) {
+#pragma unroll
+    for (int g = 0; g < kGroupsPerChunk; ++g) {
+      const int c = q * kGroupsPerChunk + g;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = row0 + warp * 16 + lane / 4 + 8 * i;
+        if (row >= p.m) continue;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int col = n0 + 8 * c + 2 * (lane % 4) + j;
+          if (col >= p.n) continue;
+          float v = p.alpha * a[4 * c + 2 * i + j];
+          if (Cfg::HAS_C) v += p.beta * load_c<Cfg::CT>(p, row, col, b);
+          const long long off = static_cast<long long>(b) * p.d_batch + static_cast<long long>(row) * p.ldd + col;
+          if (Cfg::OUT == kF32) {
+            asm volatile("st.global.f32 [%0], %1;" ::"l"(static_cast<float*>(p.d) + off), "f"(v) : "memory");
+          } else {
+            const unsigned short h = static_cast<unsigned short>(
+                (Cfg::OUT == kBF16 ? pack_bf16x2(v, 0.f) : pack_f16x2(v, 0.f)) & 0xFFFFu);
+            asm volatile("st.global.u16 [%0], %1;" ::"l"(static_cast<unsigned short*>(p.d) + off), "h"(h) : "memory");
+          }
+        }
       }
     }
   }

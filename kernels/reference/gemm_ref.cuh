@@ -1,6 +1,6 @@
 // Reference GEMM and helpers for verification and benchmarking (JIT-compiled, no CUDA headers).
 // D_ref (fp32) = alpha * A * B + beta * C with fp32 accumulation on the CUDA cores: independent of the tensor-core
-// paths it checks. Element types are template parameters: 0 = bf16, 1 = f16, 2 = f32.
+// paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Element types are template parameters: 0 = bf16, 1 = f16, 2 = f32.
 #pragma once
 
 namespace gemmtune_ref {
@@ -138,6 +138,77 @@ __device__ __forceinline__ void fill_normal(void* p_, long long n, u64 seed, flo
     const float u1 = ((x >> 40) + 1) * (1.0f / 16777217.0f);  // (0, 1]
     const float u2 = ((x >> 16) & 0xFFFFFF) * (1.0f / 16777216.0f);
     Elem<T>::store(p + i, scale * sqrtf(-2.f * __logf(u1)) * __cosf(6.2831853f * u2));
+  }
+}
+
+
+// ---- epilogue reference: the chain interpreted at run time (independent of kernels/epilogue's compile-time code) ----
+// Op kinds and activations number as gemmtune::EpiOpKind / gemmtune::Activation; dtypes as Elem (0 bf16, 1 f16, 2 f32).
+struct RefEpi {
+  int nops, glu_at, glu_block, glu_act;  // glu_at = -1: no GLU; glu_block 0 = halves
+  int kind[16], act[16], dt[16];
+  const void* bias;
+  const void* residual;
+  const void* row_scale;
+  const void* col_scale;
+  long long res_ld, res_bs;
+  int res_row;
+  long long m, n, n_out, batch;
+};
+
+__device__ __forceinline__ float ref_load(int dt, const void* p, long long i) {
+  if (dt == 0) return Elem<0>::load(static_cast<const u16*>(p) + i);
+  if (dt == 1) return Elem<1>::load(static_cast<const u16*>(p) + i);
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ __forceinline__ float ref_act(int a, float x) {
+  switch (a) {
+    case 0: return x > 0.f ? x : 0.f;
+    case 1: return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case 2: return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
+    case 3: return x / (1.f + expf(-x));
+    default: return 1.f / (1.f + expf(-x));
+  }
+}
+
+// Ops [begin, end) on v at (row, col) of batch bz.
+__device__ __forceinline__ float ref_ops(const RefEpi& e, int begin, int end, float v, long long bz, long long row,
+                                         long long col) {
+  for (int i = begin; i < end; ++i) {
+    const int t = e.dt[i];
+    switch (e.kind[i]) {
+      case 0: v += ref_load(t, e.bias, col); break;
+      case 1: v += ref_load(t, e.bias, row); break;
+      case 2: v = ref_act(e.act[i], v); break;
+      case 4: v *= ref_load(t, e.row_scale, row); break;
+      case 5: v *= ref_load(t, e.col_scale, col); break;
+      case 6:
+        v += ref_load(t, e.residual, bz * e.res_bs + (e.res_row ? row * e.res_ld + col : col * e.res_ld + row));
+        break;
+      default: break;
+    }
+  }
+  return v;
+}
+
+// out (packed [batch][M][N_out]) = the chain applied to in (packed [batch][M][N]).
+__device__ __forceinline__ void epilogue_ref(const float* in, float* out, RefEpi e) {
+  const long long total = e.batch * e.m * e.n_out;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long bz = i / (e.m * e.n_out), rem = i % (e.m * e.n_out), row = rem / e.n_out, col = rem % e.n_out;
+    const float* src = in + (bz * e.m + row) * e.n;
+    float v;
+    if (e.glu_at < 0) {
+      v = ref_ops(e, 0, e.nops, src[col], bz, row, col);
+    } else {
+      const long long b = e.glu_block;
+      const long long gc = b == 0 ? col : (col / b) * 2 * b + col % b, uc = b == 0 ? col + e.n / 2 : gc + b;
+      const float g = ref_ops(e, 0, e.glu_at, src[gc], bz, row, gc);
+      const float u = ref_ops(e, 0, e.glu_at, src[uc], bz, row, uc);
+      v = ref_ops(e, e.glu_at + 1, e.nops, ref_act(e.glu_act, g) * u, bz, row, col);
+    }
+    out[i] = v;
   }
 }
 

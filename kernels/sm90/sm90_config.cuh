@@ -15,6 +15,8 @@ struct GemmParams {
   float alpha, beta;
   const void* c;        // C (m, n) of batch b at c + (b * c_batch + m * ldc_m + n * ldc_n) elements
   long long ldc_m, ldc_n, c_batch;
+  void* d;              // D (m, n) of batch b at d + (b * d_batch + m * ldd + n) elements (edge strips only)
+  long long ldd, d_batch;
 };
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
@@ -60,7 +62,7 @@ struct GemmConfig {
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
   static constexpr int kBarOffset = kEpiOffset + 2 * 2 * kEpiBufBytes;
-  static constexpr int kSmemBytes = kBarOffset + 16 * STAGES + 1024;  // + slack to align the base to 1024
+  static constexpr int kSmemBytes = kBarOffset + 16 * STAGES + 16 + 1024;  // + slack to align the base to 1024
   static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
 
   // Arrivals that free a stage: every consumer warp that read it, in every CTA that wrote into it.
@@ -79,6 +81,8 @@ struct SmemPlan {
   }
   __device__ __forceinline__ unsigned full(int s) const { return base + Cfg::kBarOffset + 8 * s; }
   __device__ __forceinline__ unsigned empty(int s) const { return base + Cfg::kBarOffset + 8 * (Cfg::STAGES + s); }
+  // Ping-pong only: consumer c finished the mainloop of its latest tile.
+  __device__ __forceinline__ unsigned mma_done(int c) const { return base + Cfg::kBarOffset + 8 * (2 * Cfg::STAGES + c); }
 };
 
 }  // namespace gt_sm90

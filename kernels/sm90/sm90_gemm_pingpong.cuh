@@ -27,6 +27,8 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       mbar_init(sm.full(s), 1);
       mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
     }
+    mbar_init(sm.mma_done(0), 1);
+    mbar_init(sm.mma_done(1), 1);
     fence_mbar_init();
   }
   if (Cfg::CS > 1)
@@ -51,7 +53,12 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
       unsigned pos = static_cast<unsigned>(j) * static_cast<unsigned>(k_iters);
+      // NOTES: mainloops run in tile order. Without this a consumer jumping k_iters ring positions ahead could
+      // wait on a full barrier two phases behind and see the parity of an old phase as complete (stale data /
+      // hang). Tile j waits for the other consumer's tile j - 1: that consumer's (j-1)/2-th mainloop completion.
+      if (j >= 1) mbar_wait(sm.mma_done(1 - cw), static_cast<unsigned>((j - 1) / 2) & 1u);
       consume_tile<Cfg>(acc, sm, pos, k_iters, 0, tid % 32);
+      if (tid == 0) mbar_arrive(sm.mma_done(cw));
       EpilogueTmaStore<Cfg>::store(acc, td, p, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
     }
     EpilogueTmaStore<Cfg>::drain(tid);

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,10 @@ std::vector<Entry> g_entries;
                                                 OUT, CT, HASC, PP, PERF, Cfg_##NAME::kSmemBytes}),                 \
                            0);
 
+GT_K(p_128x128_kk, 128, 128, 5, 1, 1, false, false, false, 0, 0, false, 0, 8, true, true)
+GT_K(p_64x256_mm_c, 64, 256, 4, 1, 1, true, true, true, 2, 1, true, 0, 8, true, false)
+GT_K(p_128x192_kk_2x1, 128, 192, 4, 2, 1, false, false, false, 0, 0, false, 0, 8, true, true)
+GT_K(p_128x128_mk_1x2, 128, 128, 5, 1, 2, true, false, true, 0, 0, false, 1, 8, true, false)
 GT_K(c_128x256_kk, 128, 256, 4, 1, 1, false, false, false, 0, 0, false, 0, 8, false, true)
 GT_K(c_128x256_mm, 128, 256, 4, 1, 1, true, true, false, 0, 0, false, 0, 8, false, false)
 GT_K(c_128x128_mk_c, 128, 128, 5, 1, 1, true, false, true, 2, 2, true, 0, 8, false, false)
@@ -60,10 +65,6 @@ GT_K(c_128x256_kk_2x1, 128, 256, 4, 2, 1, false, false, false, 0, 0, false, 0, 8
 GT_K(c_128x256_mm_1x2, 128, 256, 4, 1, 2, true, true, false, 0, 0, false, 1, 8, false, false)
 GT_K(c_128x160_kk_2x1_c, 128, 160, 4, 2, 1, false, false, false, 2, 2, true, 0, 8, false, false)
 GT_K(c_128x192_kk_f32, 128, 192, 4, 1, 1, false, false, false, 2, 0, false, 0, 8, false, false)
-GT_K(p_128x128_kk, 128, 128, 5, 1, 1, false, false, false, 0, 0, false, 0, 8, true, true)
-GT_K(p_64x256_mm_c, 64, 256, 4, 1, 1, true, true, true, 2, 1, true, 0, 8, true, false)
-GT_K(p_128x192_kk_2x1, 128, 192, 4, 2, 1, false, false, false, 0, 0, false, 0, 8, true, true)
-GT_K(p_128x128_mk_1x2, 128, 128, 5, 1, 2, true, false, true, 0, 0, false, 1, 8, true, false)
 
 #define CK(x)                                                                                   \
   do {                                                                                          \
@@ -168,7 +169,7 @@ static void launch(const Entry& e, const KernelView& v, const void* a, const voi
     printf("encode failed %d\n", (int)r);
     exit(1);
   }
-  HostGemmParams p = make_params(v, alpha, beta, c);
+  HostGemmParams p = make_params(v, alpha, beta, c, d);
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -283,25 +284,30 @@ int main(int argc, char** argv) {
   CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
   for (auto& e : g_entries) CK(cudaFuncSetAttribute(e.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, e.smem));
   const char* only = argc > 1 ? argv[1] : nullptr;
+  for (auto& e : g_entries)
+    if (e.perf && (!only || std::string(only) == "all")) {
+      perf(e, 8192, 8192, 8192);
+      perf(e, 8192, 28672, 4096);
+    }
   struct S { int64_t m, n, k, b; };
-  std::vector<S> shapes = {{1, 1, 1, 1}, {17, 33, 65, 1}, {127, 255, 129, 1}, {256, 512, 192, 1},
-                           {300, 520, 1000, 3}, {1000, 1100, 256, 1}, {64, 64, 64, 2}};
+  std::vector<S> shapes = {{1, 1, 1, 1}, {17, 33, 65, 1}, {127, 255, 129, 1}, {300, 520, 1000, 3},
+                           {1000, 1100, 256, 1}, {64, 64, 64, 2}};
   int fails = 0, total = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  double budget = argc > 2 ? atof(argv[2]) : 1e9;
   for (auto& e : g_entries) {
-    if (only && std::string(only) != "perf" && std::string(only) != e.name) continue;
-    if (only && std::string(only) == "perf") continue;
+    if (only && std::string(only) != "all" && std::string(only) != e.name) continue;
+    auto t1 = std::chrono::steady_clock::now();
     for (size_t si = 0; si < shapes.size(); ++si)
       for (int d_row = 1; d_row >= 0; --d_row) {
         auto s = shapes[si];
         ++total;
         if (!run_case(e, s.m, s.n, s.k, s.b, d_row, (int)(si % 2) * 8)) ++fails;
       }
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    printf("  [%s: %.1f s]\n", e.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    if (el > budget) { printf("time budget reached\n"); break; }
   }
   printf("CORRECTNESS: %d / %d failed\n", fails, total);
-  for (auto& e : g_entries)
-    if (e.perf) {
-      perf(e, 8192, 8192, 8192);
-      perf(e, 8192, 28672, 4096);
-    }
   return fails ? 1 : 0;
 }

@@ -86,10 +86,12 @@ struct HostGemmParams {
   float alpha, beta;
   const void* c;
   long long ldc_m, ldc_n, c_batch;
+  void* d;
+  long long ldd, d_batch;
 };
-static_assert(sizeof(HostGemmParams) == 56, "HostGemmParams must mirror gt_sm90::GemmParams");
+static_assert(sizeof(HostGemmParams) == 80, "HostGemmParams must mirror gt_sm90::GemmParams");
 
-inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, const void* c) {
+inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, const void* c, void* d) {
   HostGemmParams p{};
   p.m = static_cast<int>(v.m);
   p.n = static_cast<int>(v.n);
@@ -101,6 +103,9 @@ inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, 
   p.ldc_m = v.c.row_major ? v.c.ld : 1;
   p.ldc_n = v.c.row_major ? 1 : v.c.ld;
   p.c_batch = v.batch > 1 ? v.c.batch_stride : 0;
+  p.d = d;
+  p.ldd = v.d.ld;
+  p.d_batch = v.batch > 1 ? v.d.batch_stride : 0;
   return p;
 }
 
