@@ -1,8 +1,10 @@
 #pragma once
 // Problem: what to compute, with no pointers.
 //   D[b] (M x N) = alpha * A[b] (M x K) * B[b] (K x N) + beta * C[b] (M x N),   b in [0, batch)
-// then the epilogue. Every operand has a dtype, a layout (row- or column-major), a leading dimension and a batch
-// stride, all in elements. Accumulation is fp32.
+// then the epilogue (gemmtune/epilogue.h). Every operand has a dtype, a layout (row- or column-major), a leading
+// dimension and a batch stride, all in elements. Accumulation is fp32.
+// N is always the GEMM's N (columns of B). With a gated linear unit in the epilogue D is M x N/2 (n_out()): its
+// packed ld, the residual's shape and the bytes moved follow n_out(); C stays unused (a GLU needs beta == 0).
 #include <cstdint>
 #include <string>
 
@@ -38,6 +40,8 @@ struct Problem {
 
   // "" when the problem is well formed and supported by gemmtune as a whole; otherwise one line naming the problem.
   std::string check() const;
+  // The epilogue part of check(): the chain's own rules plus its shape rules (GLU needs an even N, ...).
+  std::string check_epilogue() const;
   // check() and throw gemmtune::Error when it fails.
   void validate() const;
 
@@ -48,9 +52,19 @@ struct Problem {
   std::string str() const;
 
   double flops() const;      // 2*M*N*K*batch
-  double min_bytes() const;  // A, B, D once (+ C when beta != 0)
+  double min_bytes() const;  // A, B, D once (+ C when beta != 0, + the epilogue's vectors and residual)
 
-  // Number of rows/cols of an operand as stored (e.g. A is M x K).
+  // Columns of D: N, or N/2 with a GLU in the epilogue.
+  int64_t n_out() const;
+  // Elements a vector operand of the epilogue must have (bias_col/bias_row/row_scale/col_scale, by the position of
+  // its op relative to a GLU); 0 when the chain has no such op.
+  int64_t epilogue_vector_len(EpiOpKind kind) const;
+  // "" or a clear message when a vector of `len` elements does not fit the chain (for bindings that see tensors).
+  std::string check_epilogue_vector(EpiOpKind kind, int64_t len) const;
+  // The dtype of the epilogue operand of that kind (its own or D's).
+  DType epilogue_dtype(EpiOpKind kind) const;
+
+  // Number of rows/cols of an operand as stored (e.g. A is M x K; D is M x n_out()).
   static int64_t rows_of(char which, const Problem& p);
   static int64_t cols_of(char which, const Problem& p);
   const Operand& operand(char which) const;
@@ -64,6 +78,11 @@ struct GemmArgs {
   const void* b = nullptr;
   const void* c = nullptr;  // may be null when beta == 0
   void* d = nullptr;
+  // Epilogue operands (see gemmtune/epilogue.h); each must be set when the chain has the op, else ignored.
+  const void* bias = nullptr;       // bias or bias_row
+  const void* residual = nullptr;   // shaped like D (same layout, ld and batch stride)
+  const void* row_scale = nullptr;  // M elements
+  const void* col_scale = nullptr;  // N or N/2 elements (before / after a GLU)
 };
 
 }  // namespace gemmtune

@@ -36,8 +36,46 @@ int64_t Problem::rows_of(char which, const Problem& p) {
 int64_t Problem::cols_of(char which, const Problem& p) {
   switch (which) {
     case 'a': case 'A': return p.k;
-    default: return p.n;  // B, C, D
+    case 'd': case 'D': return p.n_out();
+    default: return p.n;  // B, C
   }
+}
+
+int64_t Problem::n_out() const { return epilogue.has_glu() ? n / 2 : n; }
+
+int64_t Problem::epilogue_vector_len(EpiOpKind kind) const {
+  const int glu_at = epilogue.glu_index();
+  for (size_t i = 0; i < epilogue.ops.size(); ++i) {
+    if (epilogue.ops[i].kind != kind) continue;
+    switch (kind) {
+      case EpiOpKind::bias_row:
+      case EpiOpKind::row_scale: return m;
+      case EpiOpKind::bias_col:
+      case EpiOpKind::col_scale: return glu_at >= 0 && int(i) > glu_at ? n / 2 : n;
+      default: return 0;
+    }
+  }
+  return 0;
+}
+
+std::string Problem::check_epilogue_vector(EpiOpKind kind, int64_t len) const {
+  const int64_t need = epilogue_vector_len(kind);
+  EpiOp op;
+  op.kind = kind;
+  const std::string name = op.key();
+  if (need == 0) return "epilogue '" + epilogue.key() + "' has no " + name + " (got a vector of " + std::to_string(len) + ")";
+  if (len == need) return "";
+  const bool per_row = kind == EpiOpKind::bias_row || kind == EpiOpKind::row_scale;
+  const bool after_glu = epilogue.has_glu() && need != n;
+  return "epilogue '" + epilogue.key() + "': " + name + " has " + std::to_string(len) + " elements, needs " +
+         std::to_string(need) +
+         (per_row ? " (M, one per row)"
+                  : after_glu ? " (N/2, one per column of D after the GLU)" : " (N, one per column of the GEMM)");
+}
+
+DType Problem::epilogue_dtype(EpiOpKind kind) const {
+  const EpiOp* op = epilogue.find(kind);
+  return op && op->dtype ? *op->dtype : d.dtype;
 }
 
 const Operand& Problem::operand(char which) const {
@@ -76,6 +114,7 @@ std::string Problem::check() const {
     return "C and D must have the same dtype (got C=" + std::string(dtype_name(c.dtype)) + ", D=" +
            std::string(dtype_name(d.dtype)) + ")";
   if (!std::isfinite(alpha) || !std::isfinite(beta)) return "alpha and beta must be finite";
+  if (std::string why = check_epilogue(); !why.empty()) return why;
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && beta == 0.0f) continue;  // C is not read
     const Operand& o = operand(w);
@@ -96,8 +135,25 @@ std::string Problem::check() const {
     if (last * dtype_size(o.dtype) > double(std::numeric_limits<int64_t>::max() / 2))
       return name + " spans more than 2^62 bytes";
   }
-  if (!epilogue.empty())
-    return "epilogue '" + epilogue.key() + "': fused epilogues are not supported yet (only 'none')";
+  return "";
+}
+
+std::string Problem::check_epilogue() const {
+  if (epilogue.empty()) return "";
+  if (std::string why = epilogue.check(); !why.empty()) return why;
+  const std::string pre = "epilogue '" + epilogue.key() + "': ";
+  if (const EpiOp* g = epilogue.find(EpiOpKind::glu)) {
+    if (n % 2 != 0) return pre + "a GLU needs an even N (gate and up halves), got N=" + std::to_string(n);
+    if (g->glu == GluLayout::interleaved && n % (2 * g->glu_block) != 0)
+      return pre + "GLU interleave" + std::to_string(g->glu_block) + " needs N divisible by 2*" +
+             std::to_string(g->glu_block) + "=" + std::to_string(2 * g->glu_block) + ", got N=" + std::to_string(n);
+    if (beta != 0.0f)
+      return pre + "beta*C with a GLU is not supported (C would be M x N, D M x N/2): add it as a residual after "
+                   "the GLU";
+  }
+  if (const EpiOp* r = epilogue.find(EpiOpKind::residual); r && r->layout && *r->layout != d.layout)
+    return pre + "the residual must have D's layout (" + std::string(layout_name(d.layout)) + "-major), got " +
+           std::string(layout_name(*r->layout)) + "-major";
   return "";
 }
 
@@ -117,7 +173,8 @@ std::string Problem::key() const {
   }
   s += ":acc" + std::string(dtype_name(accum));
   s += beta == 0.0f ? ":beta0" : ":beta1";
-  s += ":ep=" + epilogue.key();
+  s += ":ep=";
+  s += epilogue.with_defaults(d.dtype, d.layout).key();
   return s;
 }
 
@@ -145,8 +202,12 @@ double Problem::flops() const { return 2.0 * double(m) * double(n) * double(k) *
 
 double Problem::min_bytes() const {
   double bytes = double(batch) * (double(m) * double(k) * dtype_size(a.dtype) + double(k) * double(n) * dtype_size(b.dtype) +
-                                  double(m) * double(n) * dtype_size(d.dtype));
+                                  double(m) * double(n_out()) * dtype_size(d.dtype));
   if (beta != 0.0f) bytes += double(batch) * double(m) * double(n) * dtype_size(c.dtype);
+  for (EpiOpKind k : {EpiOpKind::bias_col, EpiOpKind::bias_row, EpiOpKind::row_scale, EpiOpKind::col_scale})
+    bytes += double(epilogue_vector_len(k)) * dtype_size(epilogue_dtype(k));
+  if (epilogue.has(EpiOpKind::residual))
+    bytes += double(batch) * double(m) * double(n_out()) * dtype_size(epilogue_dtype(EpiOpKind::residual));
   return bytes;
 }
 

@@ -23,12 +23,19 @@ class Bench {
  public:
   explicit Bench(const Problem& p) : p_(p) {
     for (char w : {'A', 'B', 'C', 'D'}) span_[idx(w)] = (w == 'C' && p.beta == 0.0f) ? 0 : operand_span(p, w);
+    // Epilogue operands: vectors by their position in the chain, the residual shaped (and strided) like D.
+    for (int e = 0; e < kEpi; ++e) {
+      epi_span_[e] = kEpiKinds[e] == EpiOpKind::residual ? (p.epilogue.has(EpiOpKind::residual) ? span_[idx('D')] : 0)
+                                                         : p.epilogue_vector_len(kEpiKinds[e]);
+      if (kEpiKinds[e] == EpiOpKind::bias_col && epi_span_[e] == 0) epi_span_[e] = p.epilogue_vector_len(EpiOpKind::bias_row);
+    }
     size_t set_bytes = 0;
     for (char w : {'A', 'B', 'C', 'D'}) set_bytes += bytes(w);
+    for (int e = 0; e < kEpi; ++e) set_bytes += epi_bytes(e);
     const DeviceInfo& dev = current_device();
     size_t free_b = 0, total_b = 0;
     GT_CU(cuMemGetInfo(&free_b, &total_b));
-    const size_t ref_bytes = size_t(p.m * p.n * p.batch) * sizeof(float);
+    const size_t ref_bytes = size_t(p.m * p.n_out() * p.batch) * sizeof(float);
     const size_t want = size_t(2 * dev.l2_bytes) / std::max<size_t>(set_bytes, 1) + 1;
     const size_t fit = (free_b / 2 > ref_bytes ? free_b / 2 - ref_bytes : 0) / std::max<size_t>(set_bytes, 1);
     if (fit < 1)
@@ -43,6 +50,11 @@ class Bench {
       for (char w : {'A', 'B', 'C'})
         if (span_[idx(w)])
           fill_normal(s.buf[idx(w)].get(), p.operand(w).dtype, span_[idx(w)], seed + 977 * i + w, 1.0f, stream_.get());
+      for (int e = 0; e < kEpi; ++e)
+        if (epi_span_[e]) {
+          s.epi[e] = cuda::DeviceBuffer(epi_bytes(e));
+          fill_normal(s.epi[e].get(), epi_dtype(e), epi_span_[e], seed + 977 * i + 'E' + e, 1.0f, stream_.get());
+        }
       fill_nan(s.buf[idx('D')].get(), p.d.dtype, span_[idx('D')], stream_.get());
       sets_.push_back(std::move(s));
     }
@@ -53,7 +65,9 @@ class Bench {
 
   GemmArgs args(size_t i) const {
     const Set& s = sets_[i % sets_.size()];
-    return {s.buf[0].get(), s.buf[1].get(), span_[2] ? s.buf[2].get() : nullptr, s.buf[3].get()};
+    GemmArgs a{s.buf[0].get(), s.buf[1].get(), span_[2] ? s.buf[2].get() : nullptr, s.buf[3].get()};
+    a.bias = s.epi[0].get(), a.residual = s.epi[1].get(), a.row_scale = s.epi[2].get(), a.col_scale = s.epi[3].get();
+    return a;
   }
   size_t nsets() const { return sets_.size(); }
   Stream stream() const { return stream_.get(); }
@@ -68,11 +82,22 @@ class Bench {
  private:
   static int idx(char w) { return w - 'A'; }
   size_t bytes(char w) const { return size_t(span_[idx(w)]) * dtype_size(p_.operand(w).dtype); }
+  // GemmArgs' epilogue operands in order: bias (per column or per row), residual, row_scale, col_scale.
+  static constexpr int kEpi = 4;
+  static constexpr EpiOpKind kEpiKinds[kEpi] = {EpiOpKind::bias_col, EpiOpKind::residual, EpiOpKind::row_scale,
+                                                EpiOpKind::col_scale};
+  DType epi_dtype(int e) const {
+    if (e == 0 && !p_.epilogue.has(EpiOpKind::bias_col)) return p_.epilogue_dtype(EpiOpKind::bias_row);
+    return p_.epilogue_dtype(kEpiKinds[e]);
+  }
+  size_t epi_bytes(int e) const { return size_t(epi_span_[e]) * dtype_size(epi_dtype(e)); }
   struct Set {
     cuda::DeviceBuffer buf[4];
+    cuda::DeviceBuffer epi[kEpi];  // empty when the chain has no such op
   };
   Problem p_;
   int64_t span_[4] = {};
+  int64_t epi_span_[kEpi] = {};
   cuda::StreamOwner stream_;
   std::vector<Set> sets_;
   cuda::DeviceBuffer ref_;

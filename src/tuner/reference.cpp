@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "cuda/driver.h"
 #include "cuda/memory.h"
@@ -46,6 +47,8 @@ std::string reference_source() {
          "row, double* sums, unsigned long long* counts) { compare<" +
          ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts); }\n";
   }
+  s += "extern \"C\" __global__ void gt_ref_epilogue(const float* in, float* out, RefEpi e) { epilogue_ref(in, out, e); "
+       "}\n";
   return s;
 }
 
@@ -106,7 +109,66 @@ void fill_nan(void* ptr, DType dtype, int64_t count, Stream s) {
   }
 }
 
+namespace {
+
+// Host mirror of gemmtune_ref::RefEpi.
+struct RefEpi {
+  int nops = 0, glu_at = -1, glu_block = 0, glu_act = 0;
+  int kind[16] = {}, act[16] = {}, dt[16] = {};
+  const void* bias = nullptr;
+  const void* residual = nullptr;
+  const void* row_scale = nullptr;
+  const void* col_scale = nullptr;
+  long long res_ld = 0, res_bs = 0;
+  int res_row = 1;
+  long long m = 0, n = 0, n_out = 0, batch = 1;
+};
+
+void reference_epilogue(const Problem& p, const GemmArgs& args, const float* in, float* out, Stream s) {
+  const auto& ops = p.epilogue.ops;
+  GT_REQUIRE(ops.size() <= 16, "reference epilogue: at most 16 ops");
+  RefEpi e;
+  e.nops = int(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const EpiOp& op = ops[i];
+    e.kind[i] = int(op.kind);
+    e.act[i] = int(op.act);
+    e.dt[i] = type_code(op.dtype ? *op.dtype : p.d.dtype);
+    if (op.kind == EpiOpKind::glu) {
+      e.glu_at = int(i);
+      e.glu_act = int(op.act);
+      e.glu_block = op.glu == GluLayout::interleaved ? int(op.glu_block) : 0;
+    }
+    auto need = [&](const void* ptr, const char* what) {
+      GT_REQUIRE(ptr, std::string("reference epilogue: GemmArgs::") + what + " is null for '" + p.epilogue.key() + "'");
+      return ptr;
+    };
+    switch (op.kind) {
+      case EpiOpKind::bias_col:
+      case EpiOpKind::bias_row: e.bias = need(args.bias, "bias"); break;
+      case EpiOpKind::row_scale: e.row_scale = need(args.row_scale, "row_scale"); break;
+      case EpiOpKind::col_scale: e.col_scale = need(args.col_scale, "col_scale"); break;
+      case EpiOpKind::residual: e.residual = need(args.residual, "residual"); break;
+      default: break;
+    }
+  }
+  e.res_ld = p.d.ld, e.res_bs = p.d.batch_stride, e.res_row = p.d.layout == Layout::row;
+  e.m = p.m, e.n = p.n, e.n_out = p.n_out(), e.batch = p.batch;
+  void* params[] = {&in, &out, &e};
+  const int64_t total = p.m * p.n_out() * p.batch;
+  launch(get("gt_ref_epilogue"), unsigned(std::min<int64_t>((total + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
+}
+
+}  // namespace
+
 void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s) {
+  // With an epilogue the GEMM goes to a temporary M x N buffer first (a GLU reads two of its columns per output).
+  std::optional<cuda::DeviceBuffer> tmp;
+  float* gemm_out = ref;
+  if (!p.epilogue.empty()) {
+    tmp.emplace(size_t(p.m * p.n * p.batch) * sizeof(float));
+    gemm_out = static_cast<float*>(tmp->get());
+  }
   const int tc = p.beta != 0.0f ? type_code(p.c.dtype) : 2;
   CUfunction f = get("gt_ref_gemm_" + std::to_string(type_code(p.a.dtype)) + std::to_string(type_code(p.b.dtype)) +
                      std::to_string(tc));
@@ -119,9 +181,14 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
   const void* a = args.a;
   const void* b = args.b;
   const void* c = p.beta != 0.0f ? args.c : nullptr;
-  void* params[] = {&a, &b, &c, &ref, &rp};
+  void* params[] = {&a, &b, &c, &gemm_out, &rp};
   GT_REQUIRE(p.batch <= 65535, "reference GEMM: batch > 65535 not supported");
   launch(f, unsigned((p.n + 63) / 64), unsigned((p.m + 63) / 64), unsigned(p.batch), 256, params, s);
+  if (tmp) {
+    reference_epilogue(p, args, gemm_out, ref, s);
+    // The temporary is freed (cuMemFree synchronizes) only after the epilogue kernel is done with it.
+    GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
+  }
 }
 
 ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s) {
@@ -130,10 +197,10 @@ ErrorStats compare_to_reference(const Problem& p, const void* d, const float* re
   GT_CU(cuMemsetD8Async(acc.ptr(), 0, acc.bytes(), reinterpret_cast<CUstream>(s)));
   double* sums = static_cast<double*>(acc.get());
   auto* counts = reinterpret_cast<unsigned long long*>(static_cast<char*>(acc.get()) + 2 * sizeof(double));
-  long long m = p.m, n = p.n, batch = p.batch, ldd = p.d.ld, bsd = p.d.batch_stride;
+  long long m = p.m, n = p.n_out(), batch = p.batch, ldd = p.d.ld, bsd = p.d.batch_stride;
   int row = p.d.layout == Layout::row;
   void* params[] = {&d, &ref, &m, &n, &batch, &ldd, &bsd, &row, &sums, &counts};
-  const int64_t total = p.m * p.n * p.batch;
+  const int64_t total = p.m * p.n_out() * p.batch;
   launch(f, unsigned(std::min<int64_t>((total + 255) / 256, 132 * 8)), 1, 1, 256, params, s);
   GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
   double host[2];

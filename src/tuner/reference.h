@@ -13,7 +13,8 @@ void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float sca
 // Fills with a NaN bit pattern of the dtype (poison: an unwritten output fails verification).
 void fill_nan(void* ptr, DType dtype, int64_t count, Stream s);
 
-// ref (packed row-major fp32, batch*M*N) = alpha*A*B + beta*C for problem p.
+// ref (packed row-major fp32, batch*M*n_out()) = the epilogue chain of alpha*A*B + beta*C for problem p, reading the
+// epilogue's operands from args (bias, residual, scales).
 void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s);
 
 struct ErrorStats {

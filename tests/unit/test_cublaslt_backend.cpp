@@ -93,8 +93,10 @@ TEST(CublasLtSupports, RejectsOtherThings) {
   const DeviceInfo dev = sm90();
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::bf16);
-    p.epilogue.ops = {"relu"};
-    expect_reason(be->supports(p, dev), "epilogue");
+    p.epilogue = parse_epilogue("relu");
+    p.beta = 1.0f;
+    p.c.dtype = DType::f32;  // C's dtype differs from D's: rejected before the epilogue is looked at
+    expect_reason(be->supports(p, dev), "C must have D's dtype");
   }
   {
     Problem p = make(64, 32, 16, DType::bf16, DType::bf16, Layout::row);

@@ -65,10 +65,14 @@ TEST(Problem, RejectsOverlappingOutputBatches) {
   EXPECT_EQ(q.check(), "");
 }
 
-TEST(Problem, EpilogueNotYetSupported) {
+TEST(Problem, EpilogueChecked) {
   Problem p = tn(8, 8, 8);
   p.epilogue = parse_epilogue("bias,gelu_tanh");
-  expect_reason(p, "fused epilogues are not supported yet");
+  EXPECT_EQ(p.check(), "");
+  p.epilogue = parse_epilogue("silu_glu");
+  p.n = 7;
+  p.resolve();
+  expect_reason(p, "a GLU needs an even N");
   EXPECT_THROW(p.validate(), Error);
   EXPECT_THROW(parse_epilogue("bias,,relu"), Error);
 }

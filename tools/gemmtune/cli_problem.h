@@ -113,7 +113,7 @@ struct ProblemArgs {
     app->add_option("--batch-stride-d", bsd, "elements between batches of D")->group("Problem");
     app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
     app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");
-    app->add_option("--epilogue", epilogue, "fused epilogue chain (none for now)")->group("Problem");
+    app->add_option("--epilogue", epilogue, "fused epilogue chain, e.g. bias,gelu_tanh | silu_glu | bias,residual (see gemmtune/epilogue.h)")->group("Problem");
   }
 
   // Builds, resolves and checks the problem. Throws UsageError with one line naming what is wrong.
@@ -162,7 +162,8 @@ struct ProblemArgs {
       int64_t r, c;
     };
     for (const Ld& x : {Ld{"--lda", 'A', lda, a.layout, "M", "K", m, k}, Ld{"--ldb", 'B', ldb, b.layout, "K", "N", k, n},
-                        Ld{"--ldc", 'C', ldc, c.layout, "M", "N", m, n}, Ld{"--ldd", 'D', ldd, d.layout, "M", "N", m, n}}) {
+                        Ld{"--ldc", 'C', ldc, c.layout, "M", "N", m, n},
+                        Ld{"--ldd", 'D', ldd, d.layout, "M", p.epilogue.has_glu() ? "N/2" : "N", m, p.n_out()}}) {
       if (x.ld == 0) continue;
       bool row = x.layout == Layout::row;
       int64_t need = row ? x.c : x.r;

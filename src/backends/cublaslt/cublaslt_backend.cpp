@@ -2,17 +2,21 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string_view>
 #include <vector>
 
 #include "backends/cublaslt/cublaslt_config.h"
+#include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
+#include "jit/jit.h"
 
 namespace gemmtune {
 
@@ -89,7 +93,81 @@ struct LtProblem {
   LtMatrix a{}, b{}, c{}, d{};
   int32_t batch = 1;
   float alpha = 1, beta = 0;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;  // fused epilogue (bias / relu / gelu), else DEFAULT
+  bool bias = false;                                        // epilogue reads CUBLASLT_MATMUL_DESC_BIAS_POINTER
+  cudaDataType_t bias_type = CUDA_R_32F;
 };
+
+// ---- epilogues ----
+// cuBLASLt fuses bias (one value per row of its column-major D), ReLU and GELU (tanh approximation) and their
+// bias-then-activation combinations. With a row-major D it computes Dᵀ, whose rows are our columns: there our
+// per-column bias (the y = x·Wᵀ + b case) is cuBLASLt's bias; with a column-major D our bias_row is. Every other
+// chain runs as this GEMM into a workspace plus the separate elementwise kernel (kernels/epilogue/elementwise.cuh):
+// the unfused baseline. The config says which: "<algo>,epi=fused" or "<algo>,epi=separate".
+enum class EpiMode { none, fused, separate };
+
+struct SplitConfig {
+  std::string algo;  // "default" or the AlgoConfig string
+  EpiMode mode = EpiMode::none;
+};
+
+SplitConfig split_config(const std::string& cfg) {
+  SplitConfig r{cfg, EpiMode::none};
+  const size_t at = cfg.rfind(",epi=");
+  if (at == std::string::npos) return r;
+  const std::string v = cfg.substr(at + 5);
+  r.algo = cfg.substr(0, at);
+  if (v == "fused") r.mode = EpiMode::fused;
+  else if (v == "separate") r.mode = EpiMode::separate;
+  else throw Error("cublaslt: bad config '" + cfg + "': epi=" + v + " (fused or separate)");
+  return r;
+}
+
+std::string join_config(const std::string& algo, EpiMode m) {
+  return m == EpiMode::none ? algo : algo + (m == EpiMode::fused ? ",epi=fused" : ",epi=separate");
+}
+
+// The cuBLASLt epilogue for the problem's chain, or "" + why not (then only the separate path runs it).
+std::string native_epilogue(const Problem& p, cublasLtEpilogue_t& out) {
+  out = CUBLASLT_EPILOGUE_DEFAULT;
+  const auto& ops = p.epilogue.ops;
+  if (ops.empty()) return "";
+  const EpiOpKind native_bias = p.d.layout == Layout::row ? EpiOpKind::bias_col : EpiOpKind::bias_row;
+  size_t i = 0;
+  bool bias = false;
+  if (i < ops.size() && (ops[i].kind == EpiOpKind::bias_col || ops[i].kind == EpiOpKind::bias_row)) {
+    if (ops[i].kind != native_bias)
+      return std::string("cuBLASLt's bias is per row of its column-major output: with a ") +
+             std::string(layout_name(p.d.layout)) + "-major D only " +
+             (native_bias == EpiOpKind::bias_col ? "bias (per column)" : "bias_row") + " fuses";
+    if (ops[i].dtype && *ops[i].dtype != p.d.dtype) return "a fused bias must have D's dtype";
+    bias = true;
+    ++i;
+  }
+  cublasLtEpilogue_t act = CUBLASLT_EPILOGUE_DEFAULT;
+  if (i < ops.size() && ops[i].kind == EpiOpKind::act) {
+    if (ops[i].act == Activation::relu) act = CUBLASLT_EPILOGUE_RELU;
+    else if (ops[i].act == Activation::gelu_tanh) act = CUBLASLT_EPILOGUE_GELU;
+    else return "cuBLASLt fuses only relu and gelu_tanh";
+    ++i;
+  }
+  if (i != ops.size()) return "cuBLASLt fuses only [bias][,relu|gelu_tanh]";
+  if (bias && act == CUBLASLT_EPILOGUE_RELU) out = CUBLASLT_EPILOGUE_RELU_BIAS;
+  else if (bias && act == CUBLASLT_EPILOGUE_GELU) out = CUBLASLT_EPILOGUE_GELU_BIAS;
+  else if (bias) out = CUBLASLT_EPILOGUE_BIAS;
+  else out = act;
+  return "";
+}
+
+// The plain GEMM of the separate path: D replaced by a packed M x N intermediate of D's dtype and layout.
+Problem intermediate_problem(const Problem& p) {
+  Problem q = p;
+  q.epilogue = {};
+  q.d.ld = 0;
+  q.d.batch_stride = -1;
+  q.resolve();
+  return q;
+}
 
 // A stored operand seen column-major: a row-major R x C matrix is the column-major C x R matrix (its transpose).
 LtMatrix col_view(const Operand& o, int64_t rows, int64_t cols) {
@@ -106,7 +184,6 @@ LtMatrix col_view(const Operand& o, int64_t rows, int64_t cols) {
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   const std::string pre = "cublaslt: ";
   if (dev.cc_major != 0 && dev.cc_major < 8) return pre + "needs sm_80 or newer for bf16/f16 tensor cores, got " + dev.arch();
-  if (!p.epilogue.empty()) return pre + "fused epilogues are not supported yet (got '" + p.epilogue.key() + "')";
   if (p.m < 1 || p.n < 1 || p.k < 1) return pre + "M, N and K must be >= 1";
   if (p.batch < 1 || p.batch > std::numeric_limits<int32_t>::max()) return pre + "batch must be in [1, 2^31)";
   if (p.accum != DType::f32) return pre + "only fp32 accumulation (CUBLAS_COMPUTE_32F) is supported";
@@ -139,8 +216,15 @@ Problem resolved(const Problem& p) {
   return r;
 }
 
-LtProblem map_problem(const Problem& p) {
+// `mode`: fused maps the chain to cuBLASLt's epilogue; separate (or none) maps the plain GEMM into the intermediate.
+LtProblem map_problem(const Problem& p0, EpiMode mode = EpiMode::none) {
+  const Problem p = mode == EpiMode::separate ? intermediate_problem(p0) : p0;
   LtProblem lp;
+  if (mode == EpiMode::fused) {
+    if (std::string why = native_epilogue(p, lp.epilogue); !why.empty()) GT_THROW("cublaslt: " + why);
+    lp.bias = p.epilogue.has(EpiOpKind::bias_col) || p.epilogue.has(EpiOpKind::bias_row);
+    lp.bias_type = lt_type(p.d.dtype);
+  }
   lp.swapped = p.d.layout == Layout::row;
   lp.c_is_d = p.beta == 0.0f;
   lp.batch = static_cast<int32_t>(p.batch);
@@ -176,6 +260,17 @@ struct LtDescs {
       int32_t ta = lp.transa, tb = lp.transb;
       GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
       GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+      if (lp.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+        cublasLtEpilogue_t ep = lp.epilogue;
+        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)));
+      }
+      if (lp.bias) {
+        int32_t bt = lp.bias_type;
+        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+        // The heuristic reads the pointer's alignment, not its data: a 16-byte aligned stand-in until launch.
+        const void* stand_in = reinterpret_cast<const void*>(uintptr_t(1) << 20);
+        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof(stand_in)));
+      }
       a = layout(lp.a, lp.batch);
       b = layout(lp.b, lp.batch);
       c = layout(lp.c, lp.batch);
@@ -328,15 +423,37 @@ std::vector<cublasLtMatmulHeuristicResult_t> heuristic(const LtDescs& ds, int co
 
 // ---- executable ----
 
+// The separate elementwise epilogue kernel: its NVRTC unit, named after the chain (FNV-1a of the source's chain type).
+struct EwUnit {
+  std::string source, name;
+};
+EwUnit elementwise_unit(const Problem& p) {
+  const std::string chain = epi::chain_type(p) + std::string(dtype_name(p.d.dtype));
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : chain) h = (h ^ ch) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  EwUnit u;
+  u.name = std::string("gt_epi_ew_") + hex;
+  u.source = epi::elementwise_source(p, p.d.dtype, u.name);
+  return u;
+}
+
+std::shared_ptr<const jit::Cubin> compile_elementwise(const Problem& p, const Candidate& c) {
+  const EwUnit u = elementwise_unit(p);
+  return jit::compile(u.source, u.name, {}, c.str());
+}
+
 class LtExecutable final : public Executable {
  public:
-  LtExecutable(const Problem& p, const Candidate& c) : cand_(c), lp_(map_problem(p)), descs_(lp_) {
-    if (cublaslt::is_default_config(c.config)) {
+  LtExecutable(const Problem& p, const Candidate& c, std::shared_ptr<const jit::Cubin> ew)
+      : cand_(c), split_(split_config(c.config)), lp_(map_problem(p, split_.mode)), descs_(lp_) {
+    if (cublaslt::is_default_config(split_.algo)) {
       auto res = heuristic(descs_, 1);
       if (res.empty()) GT_THROW("cublaslt: the heuristic returns no algorithm for " + p.str());
       algo_ = res[0].algo;
     } else {
-      const AlgoConfig cfg = AlgoConfig::parse(c.config);
+      const AlgoConfig cfg = AlgoConfig::parse(split_.algo);
       if (std::string why = algo_from_config(cfg, lp_, algo_); !why.empty()) GT_THROW(why + " [" + c.str() + "]");
     }
     Checked ck = check_algo(algo_, descs_);
@@ -346,33 +463,69 @@ class LtExecutable final : public Executable {
     if (ws_size_ > 0) ws_ = cuda::DeviceBuffer(ws_size_);
     c_ld_ = lp_.c.ld, c_stride_ = lp_.c.stride;
     d_ld_ = lp_.d.ld, d_stride_ = lp_.d.stride;
+    if (split_.mode == EpiMode::separate) {
+      const Problem q = intermediate_problem(p);
+      mid_ = cuda::DeviceBuffer(size_t(q.d.batch_stride * (q.batch - 1) + q.m * q.n) * dtype_size(q.d.dtype));
+      if (!ew) ew = compile_elementwise(p, c);
+      ew_cubin_ = ew;
+      ew_fn_ = jit::load(*ew);
+      ew_.in = mid_.get();
+      ew_.in_ld = q.d.ld, ew_.in_bs = q.d.batch_stride, ew_.in_row = q.d.layout == Layout::row;
+      ew_.out_ld = p.d.ld, ew_.out_bs = p.d.batch_stride, ew_.out_row = p.d.layout == Layout::row;
+      ew_.m = p.m, ew_.n_out = p.n_out(), ew_.batch = p.batch;
+      p_ = p;
+    } else if (split_.mode == EpiMode::fused) {
+      p_ = p;
+    }
   }
 
   void launch(const GemmArgs& args, Stream stream) override {
     GT_REQUIRE(args.a && args.b && args.d, "cublaslt: A, B and D pointers must be set");
+    void* d = split_.mode == EpiMode::separate ? mid_.get() : args.d;
     const void* a = lp_.swapped ? args.b : args.a;
     const void* b = lp_.swapped ? args.a : args.b;
-    const void* c = args.d;
+    const void* c = d;
     if (!lp_.c_is_d) {
       GT_REQUIRE(args.c, "cublaslt: C pointer must be set when beta != 0");
       c = args.c;
       // In place (C == D), cuBLASLt needs identical C and D layouts.
-      GT_REQUIRE(c != args.d || (c_ld_ == d_ld_ && c_stride_ == d_stride_),
+      GT_REQUIRE(c != d || (c_ld_ == d_ld_ && c_stride_ == d_stride_),
                  "cublaslt: C == D (in place) needs C and D with the same ld and batch stride");
     }
-    const void* ptrs[4] = {a, b, c, args.d};
+    const void* ptrs[4] = {a, b, c, d};
     for (int i = 0; i < 4; ++i)
       if (reinterpret_cast<uintptr_t>(ptrs[i]) % align_[i] != 0)
         GT_THROW(std::string("cublaslt: ") + "ABCD"[i] + " pointer (cuBLASLt operand order) not " +
                  std::to_string(align_[i]) + "-byte aligned, as " + cand_.str() + " needs");
-    GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, args.d,
+    if (lp_.bias) {
+      GT_REQUIRE(args.bias, "cublaslt: epilogue '" + p_.epilogue.key() + "' needs GemmArgs::bias (null)");
+      GT_REQUIRE(reinterpret_cast<uintptr_t>(args.bias) % kAssumedAlignment == 0,
+                 "cublaslt: a fused bias must be " + std::to_string(kAssumedAlignment) + "-byte aligned");
+      GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
+                                           sizeof(args.bias)));
+    }
+    GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, d,
                          descs_.d, &algo_, ws_.get(), ws_size_, reinterpret_cast<cudaStream_t>(stream)));
+    if (split_.mode == EpiMode::separate) launch_elementwise(args, stream);
   }
 
   const Candidate& candidate() const override { return cand_; }
 
  private:
+  void launch_elementwise(const GemmArgs& args, Stream stream) {
+    epi::EwParams e = ew_;
+    e.out = args.d;
+    epi::EpiParams ep = epi::make_params(p_, args);
+    const int64_t inner = e.out_row ? e.n_out : e.m, outer = e.out_row ? e.m : e.n_out;
+    const unsigned gx = unsigned(std::min<int64_t>((inner + 255) / 256, 1024));
+    const unsigned gy = unsigned(std::min<int64_t>(outer, 65535));
+    const unsigned gz = unsigned(std::min<int64_t>(e.batch, 65535));
+    void* params[] = {&e, &ep};
+    GT_CU(cuLaunchKernel(ew_fn_, gx, gy, gz, 256, 1, 1, 0, reinterpret_cast<CUstream>(stream), params, nullptr));
+  }
+
   Candidate cand_;
+  SplitConfig split_;
   LtProblem lp_;
   LtDescs descs_;
   cublasLtMatmulAlgo_t algo_{};
@@ -380,6 +533,12 @@ class LtExecutable final : public Executable {
   cuda::DeviceBuffer ws_;
   size_t ws_size_ = 0;
   int64_t c_ld_ = 0, c_stride_ = 0, d_ld_ = 0, d_stride_ = 0;
+  Problem p_;
+  // separate epilogue
+  cuda::DeviceBuffer mid_;  // the GEMM's M x N output
+  std::shared_ptr<const jit::Cubin> ew_cubin_;
+  CUfunction ew_fn_ = nullptr;
+  epi::EwParams ew_;
 };
 
 // ---- backend ----
@@ -396,23 +555,11 @@ class CublasLtBackend final : public Backend {
     const Problem p = resolved(p0);
     if (!problem_reason(p, dev).empty()) return {};
     (void)lt_handle();  // throws NoGpuError without a GPU: the heuristic needs the device
-    const LtProblem lp = map_problem(p);
-    LtDescs ds(lp);
-    std::vector<Candidate> out;
-    const auto res = heuristic(ds, kHeuristicCount);
-    if (res.empty()) return out;
-    out.push_back({kName, cublaslt::kDefaultConfig});
-    std::vector<std::string> seen;
-    for (size_t i = 0; i < res.size(); ++i) {
-      std::string cfg = config_of(res[i].algo).str();
-      bool dup = false;
-      for (const auto& s : seen) dup = dup || s == cfg;
-      seen.push_back(cfg);
-      // res[0] is what `default` resolves to: listing it again would time the same kernel twice.
-      if (dup || i == 0) continue;
-      if (!check_algo(res[i].algo, ds).reason.empty()) continue;
-      out.push_back({kName, std::move(cfg)});
-    }
+    if (p.epilogue.empty()) return list_algos(p, EpiMode::none);
+    cublasLtEpilogue_t ep;
+    if (!native_epilogue(p, ep).empty()) return list_algos(p, EpiMode::separate);
+    std::vector<Candidate> out = list_algos(p, EpiMode::fused);
+    out.push_back({kName, join_config(cublaslt::kDefaultConfig, EpiMode::separate)});  // the unfused baseline
     return out;
   }
 
@@ -420,17 +567,24 @@ class CublasLtBackend final : public Backend {
     const Problem p = resolved(p0);
     if (std::string why = problem_reason(p, dev); !why.empty()) return why;
     if (c.backend != kName) return "cublaslt: candidate of backend '" + c.backend + "'";
-    if (cublaslt::is_default_config(c.config)) return "";
+    SplitConfig split;
+    try {
+      split = split_config(c.config);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (std::string why = mode_reason(p, split.mode); !why.empty()) return why;
+    if (cublaslt::is_default_config(split.algo)) return "";
     AlgoConfig cfg;
     try {
-      cfg = AlgoConfig::parse(c.config);
+      cfg = AlgoConfig::parse(split.algo);
     } catch (const Error& e) {
       return e.what();
     }
     // Whether cuBLASLt accepts the algorithm for this problem can only be asked with a GPU; without one the syntax
     // is all we can check (load() checks again).
     if (!gpu_available()) return "";
-    const LtProblem lp = map_problem(p);
+    const LtProblem lp = map_problem(p, split.mode);
     LtDescs ds(lp);
     cublasLtMatmulAlgo_t algo{};
     if (std::string why = algo_from_config(cfg, lp, algo); !why.empty()) return why;
@@ -441,18 +595,68 @@ class CublasLtBackend final : public Backend {
     const auto t0 = std::chrono::steady_clock::now();
     const Problem p = resolved(p0);
     if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
-    if (!cublaslt::is_default_config(c.config)) (void)AlgoConfig::parse(c.config);  // throws on a bad string
-    CompileResult r;  // nothing to compile: cuBLASLt kernels ship with the library
+    const SplitConfig split = split_config(c.config);
+    if (std::string why = mode_reason(p, split.mode); !why.empty()) GT_THROW(why);
+    if (!cublaslt::is_default_config(split.algo)) (void)AlgoConfig::parse(split.algo);  // throws on a bad string
+    CompileResult r;  // cuBLASLt kernels ship with the library; only a separate epilogue is compiled
+    if (split.mode == EpiMode::separate) {
+      auto cubin = compile_elementwise(p, c);
+      r.compiled = true;
+      r.cache_hit = cubin->cache_hit;
+      r.registers = cubin->registers;
+      r.spill_bytes = cubin->spill_bytes;
+      r.smem_bytes = cubin->smem_static;
+      r.log = cubin->log;
+      r.artifact = cubin;
+    }
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }
 
-  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const CompileResult&) const override {
+  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const CompileResult& compiled) const override {
     const Problem p = resolved(p0);
     DeviceInfo dev;  // arch was checked by supports(); only the problem matters here
     if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
     GT_REQUIRE(c.backend == kName, "cublaslt: cannot load a candidate of backend '" + c.backend + "'");
-    return std::make_unique<LtExecutable>(p, c);
+    const SplitConfig split = split_config(c.config);
+    if (std::string why = mode_reason(p, split.mode); !why.empty()) GT_THROW(why);
+    return std::make_unique<LtExecutable>(p, c, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
+  }
+
+ private:
+  // "" when the config's epilogue mode fits the problem's chain.
+  static std::string mode_reason(const Problem& p, EpiMode mode) {
+    if (p.epilogue.empty())
+      return mode == EpiMode::none ? "" : "cublaslt: the config has ',epi=...' but the problem has no epilogue";
+    if (mode == EpiMode::none)
+      return "cublaslt: epilogue '" + p.epilogue.key() + "' needs ',epi=fused' or ',epi=separate' in the config";
+    cublasLtEpilogue_t ep;
+    if (mode == EpiMode::fused)
+      if (std::string why = native_epilogue(p, ep); !why.empty())
+        return "cublaslt: epi=fused cannot run '" + p.epilogue.key() + "': " + why + " (use epi=separate)";
+    return "";
+  }
+
+  // Candidates from the heuristic for the GEMM of `mode`, best first, each config tagged with the mode.
+  static std::vector<Candidate> list_algos(const Problem& p, EpiMode mode) {
+    const LtProblem lp = map_problem(p, mode);
+    LtDescs ds(lp);
+    std::vector<Candidate> out;
+    const auto res = heuristic(ds, kHeuristicCount);
+    if (res.empty()) return out;
+    out.push_back({kName, join_config(cublaslt::kDefaultConfig, mode)});
+    std::vector<std::string> seen;
+    for (size_t i = 0; i < res.size(); ++i) {
+      std::string cfg = config_of(res[i].algo).str();
+      bool dup = false;
+      for (const auto& s : seen) dup = dup || s == cfg;
+      seen.push_back(cfg);
+      // res[0] is what `default` resolves to: listing it again would time the same kernel twice.
+      if (dup || i == 0) continue;
+      if (!check_algo(res[i].algo, ds).reason.empty()) continue;
+      out.push_back({kName, join_config(cfg, mode)});
+    }
+    return out;
   }
 };
 

@@ -8,6 +8,9 @@
 //   cuBLASLt, so when C is read (beta != 0) it must have D's layout and dtype.
 // - The heuristic is asked for algorithms that work with 16-byte aligned pointers; launch() checks each pointer
 //   against the loaded algorithm's own minimum alignment and throws rather than run it misaligned.
+// - Epilogues: bias, relu, gelu_tanh and bias+activation map to cuBLASLt's own epilogue ("<algo>,epi=fused"); any
+//   chain can run as the GEMM into an executable-owned M x N workspace plus a JIT-compiled elementwise kernel
+//   ("<algo>,epi=separate", kernels/epilogue/elementwise.cuh): the unfused baseline.
 // - One cublasLt handle per process (the primary context of GEMMTUNE_DEVICE); descriptors, the algorithm and the
 //   workspace are made once per Executable, in load().
 #include <memory>
