@@ -117,7 +117,7 @@ inline std::vector<uint8_t> poisoned_operand(const Problem& p, char which) {
   return std::vector<uint8_t>(span_bytes(p, which), 0xFF);
 }
 
-// D in double, packed as [batch][M][N]: alpha * A*B + beta * C. `c` may be empty when beta == 0. `p` resolved.
+// The GEMM in double, packed as [batch][M][N]: alpha * A*B + beta * C (before any epilogue: see apply_epilogue). `c` may be empty when beta == 0. `p` resolved.
 inline std::vector<double> reference_d(const Problem& p, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
                                        const std::vector<uint8_t>& c) {
   const int64_t M = p.m, N = p.n, K = p.k;
@@ -142,15 +142,97 @@ inline std::vector<double> reference_d(const Problem& p, const std::vector<uint8
   return out;
 }
 
-// ||out - ref|| / ||ref|| over D's logical elements; NaN when any output is not finite (so `err <= tol` fails).
+// ---- epilogue ----
+
+// The epilogue's operands as uploaded: vectors packed, the residual spanning D's span (D's layout, ld, batch stride).
+struct EpilogueData {
+  std::vector<uint8_t> bias, residual, row_scale, col_scale;
+};
+
+inline std::vector<uint8_t> random_vector(DType t, int64_t n, std::mt19937_64& rng) {
+  std::vector<uint8_t> v(static_cast<size_t>(n) * dtype_size(t));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t i = 0; i < n; ++i) store_elem(t, v.data(), i, dist(rng));
+  return v;
+}
+
+// Random operands for every op of p's chain (empty vectors for ops it lacks).
+inline EpilogueData random_epilogue(const Problem& p, std::mt19937_64& rng) {
+  EpilogueData e;
+  for (EpiOpKind k : {EpiOpKind::bias_col, EpiOpKind::bias_row})
+    if (int64_t n = p.epilogue_vector_len(k)) e.bias = random_vector(p.epilogue_dtype(k), n, rng);
+  if (int64_t n = p.epilogue_vector_len(EpiOpKind::row_scale))
+    e.row_scale = random_vector(p.epilogue_dtype(EpiOpKind::row_scale), n, rng);
+  if (int64_t n = p.epilogue_vector_len(EpiOpKind::col_scale))
+    e.col_scale = random_vector(p.epilogue_dtype(EpiOpKind::col_scale), n, rng);
+  if (p.epilogue.has(EpiOpKind::residual))
+    e.residual = random_vector(p.epilogue_dtype(EpiOpKind::residual), span_elems(p, 'D'), rng);
+  return e;
+}
+
+inline double act_ref(Activation a, double x) {
+  switch (a) {
+    case Activation::relu: return x > 0 ? x : 0;
+    case Activation::gelu_tanh: return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case Activation::gelu_erf: return 0.5 * x * (1 + std::erf(x * 0.7071067811865476));
+    case Activation::silu: return x / (1 + std::exp(-x));
+    case Activation::sigmoid: return 1 / (1 + std::exp(-x));
+  }
+  return x;
+}
+
+// The chain applied in double to `gemm` (packed [batch][M][N], as reference_d returns): packed [batch][M][n_out()].
+inline std::vector<double> apply_epilogue(const Problem& p, const std::vector<double>& gemm, const EpilogueData& e) {
+  const auto& ops = p.epilogue.ops;
+  if (ops.empty()) return gemm;
+  const int64_t M = p.m, N = p.n, NO = p.n_out();
+  const int glu_at = p.epilogue.glu_index();
+  auto run = [&](size_t begin, size_t end, double v, int64_t bi, int64_t r, int64_t c) {
+    for (size_t i = begin; i < end; ++i) {
+      const EpiOp& op = ops[i];
+      const DType t = op.dtype ? *op.dtype : p.d.dtype;
+      switch (op.kind) {
+        case EpiOpKind::bias_col: v += load_elem(t, e.bias.data(), c); break;
+        case EpiOpKind::bias_row: v += load_elem(t, e.bias.data(), r); break;
+        case EpiOpKind::act: v = act_ref(op.act, v); break;
+        case EpiOpKind::row_scale: v *= load_elem(t, e.row_scale.data(), r); break;
+        case EpiOpKind::col_scale: v *= load_elem(t, e.col_scale.data(), c); break;
+        case EpiOpKind::residual: v += load_elem(t, e.residual.data(), elem_offset(p.d, bi, r, c)); break;
+        case EpiOpKind::glu: break;
+      }
+    }
+    return v;
+  };
+  std::vector<double> out(static_cast<size_t>(p.batch * M * NO));
+  for (int64_t bi = 0; bi < p.batch; ++bi)
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t c = 0; c < NO; ++c) {
+        const double* row = &gemm[static_cast<size_t>((bi * M + r) * N)];
+        double v;
+        if (glu_at < 0) {
+          v = run(0, ops.size(), row[c], bi, r, c);
+        } else {
+          const EpiOp& g = ops[static_cast<size_t>(glu_at)];
+          const int64_t b = g.glu == GluLayout::interleaved ? g.glu_block : 0;
+          const int64_t gc = b == 0 ? c : (c / b) * 2 * b + c % b, uc = b == 0 ? c + N / 2 : gc + b;
+          const double gv = run(0, static_cast<size_t>(glu_at), row[gc], bi, r, gc);
+          const double uv = run(0, static_cast<size_t>(glu_at), row[uc], bi, r, uc);
+          v = run(static_cast<size_t>(glu_at) + 1, ops.size(), act_ref(g.act, gv) * uv, bi, r, c);
+        }
+        out[static_cast<size_t>((bi * M + r) * NO + c)] = v;
+      }
+  return out;
+}
+
+// ||out - ref|| / ||ref|| over D's logical elements (M x n_out()); NaN when any output is not finite (so `err <= tol` fails).
 inline double normalized_error(const Problem& p, const std::vector<uint8_t>& d, const std::vector<double>& ref) {
   double num = 0, den = 0;
   for (int64_t bi = 0; bi < p.batch; ++bi)
     for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t j = 0; j < p.n; ++j) {
+      for (int64_t j = 0; j < p.n_out(); ++j) {
         const double o = load_elem(p.d.dtype, d.data(), elem_offset(p.d, bi, i, j));
         if (!std::isfinite(o)) return std::numeric_limits<double>::quiet_NaN();
-        const double r = ref[static_cast<size_t>((bi * p.m + i) * p.n + j)];
+        const double r = ref[static_cast<size_t>((bi * p.m + i) * p.n_out() + j)];
         num += (o - r) * (o - r);
         den += r * r;
       }
@@ -163,7 +245,7 @@ inline int64_t written_outside(const Problem& p, const std::vector<uint8_t>& d) 
   std::vector<uint8_t> logical(d.size(), 0);
   for (int64_t bi = 0; bi < p.batch; ++bi)
     for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t j = 0; j < p.n; ++j)
+      for (int64_t j = 0; j < p.n_out(); ++j)
         std::memset(&logical[static_cast<size_t>(elem_offset(p.d, bi, i, j)) * es], 1, es);
   int64_t bad = 0;
   for (size_t i = 0; i < d.size(); ++i) bad += !logical[i] && d[i] != 0xFF;
