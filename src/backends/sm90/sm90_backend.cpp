@@ -1,0 +1,215 @@
+// The sm90 backend: enumerate/validate via sm90_config, JIT unit generation, NVRTC compile, load and launch.
+#include "backends/sm90/sm90_backend.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+
+#include "backends/sm90/sm90_config.h"
+#include "backends/sm90/sm90_plan.h"
+#include "cuda/driver.h"
+#include "gemmtune/errors.h"
+#include "jit/jit.h"
+
+namespace gemmtune {
+namespace {
+
+using sm90::Config;
+using sm90::KernelView;
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// The compile-time problem class: what the kernel template is specialised on besides the config.
+std::string problem_class(const KernelView& v) {
+  return std::string("amn=") + (v.a_mn ? "1" : "0") + ",bmn=" + (v.b_mn ? "1" : "0") + ",in=" + std::to_string(v.a.type) +
+         ",out=" + std::to_string(v.d.type) + ",ct=" + std::to_string(v.has_c ? v.c.type : 0) +
+         ",c=" + (v.has_c ? "1" : "0");
+}
+
+std::string kernel_name(const Config& c, const KernelView& v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
+                static_cast<unsigned long long>(fnv1a(c.str() + "|" + problem_class(v))));
+  return buf;
+}
+
+std::string jit_source(const Config& c, const KernelView& v, const std::string& name) {
+  auto tf = [](bool x) { return x ? "true" : "false"; };
+  std::string s;
+  s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
+  s += "// " + c.str() + " | " + problem_class(v) + "\n";
+  s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
+       std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
+       ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
+       std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + (c.raster_n ? "1" : "0") + ", " +
+       std::to_string(c.group) + ", " + tf(c.pingpong) + ">;\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
+       "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
+       "    const __grid_constant__ gt_sm90::TmaDesc td, const gt_sm90::GemmParams p) {\n";
+  s += std::string("  gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop") + "<Cfg>(ta, tb, td, p);\n}\n";
+  return s;
+}
+
+class Sm90Executable final : public Executable {
+ public:
+  Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
+      : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p)), alpha_(p.alpha), beta_(p.beta),
+        cubin_(std::move(cubin)) {
+    cuda::ensure_context();
+    fn_ = jit::load(*cubin_);
+    smem_ = sm90::smem_bytes(cfg_, view_.d.type);
+    GT_CU(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_));
+    CUdevice dev;
+    GT_CU(cuCtxGetDevice(&dev));
+    int sms = 0;
+    GT_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+    const int cs = cfg_.cm * cfg_.cn;
+    int max_clusters = sms / cs;
+    if (cs > 1) {
+      CUlaunchConfig lc{};
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr.value.clusterDim.x = cs;
+      attr.value.clusterDim.y = 1;
+      attr.value.clusterDim.z = 1;
+      lc.gridDimX = cs * max_clusters;
+      lc.gridDimY = lc.gridDimZ = 1;
+      lc.blockDimX = 384;
+      lc.blockDimY = lc.blockDimZ = 1;
+      lc.sharedMemBytes = smem_;
+      lc.attrs = &attr;
+      lc.numAttrs = 1;
+      int n = 0;
+      GT_CU(cuOccupancyMaxActiveClusters(&n, fn_, &lc));
+      GT_REQUIRE(n > 0, "sm90: no " + std::to_string(cs) + "-CTA cluster of this kernel fits on the device (" +
+                            cand_.str() + ")");
+      max_clusters = n;
+    }
+    auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+    const int64_t ctiles =
+        cdiv(cdiv(view_.m, cfg_.bm), cfg_.cm) * cdiv(cdiv(view_.n, cfg_.bn), cfg_.cn) * view_.batch;
+    grid_ = static_cast<unsigned>(std::min<int64_t>(ctiles, max_clusters) * cs);
+  }
+
+  const Candidate& candidate() const override { return cand_; }
+
+  void launch(const GemmArgs& args, Stream stream) override {
+    auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
+    GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
+    GT_REQUIRE(aligned(args.a, 16), "sm90: A pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    GT_REQUIRE(aligned(args.b, 16), "sm90: B pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    if (view_.has_c) {
+      GT_REQUIRE(args.c, "sm90: C pointer is null but beta != 0");
+      GT_REQUIRE(aligned(args.c, sm90::elem_size(view_.c.type)), "sm90: C pointer is not element-aligned");
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.
+    if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
+      const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
+      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, args.a, args.b, args.d, maps_);
+      if (r != CUDA_SUCCESS)
+        GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
+      last_a_ = args.a;
+      last_b_ = args.b;
+      last_d_ = args.d;
+    }
+    sm90::HostGemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
+    void* kargs[4] = {&maps_[0], &maps_[1], &maps_[2], &params};
+    CUlaunchConfig lc{};
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cfg_.cm * cfg_.cn;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    lc.gridDimX = grid_;
+    lc.gridDimY = lc.gridDimZ = 1;
+    lc.blockDimX = 384;
+    lc.blockDimY = lc.blockDimZ = 1;
+    lc.sharedMemBytes = smem_;
+    lc.hStream = reinterpret_cast<CUstream>(stream);
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+    GT_CU(cuLaunchKernelEx(&lc, fn_, kargs, nullptr));
+  }
+
+ private:
+  Candidate cand_;
+  Config cfg_;
+  KernelView view_;
+  float alpha_, beta_;
+  std::shared_ptr<const jit::Cubin> cubin_;
+  CUfunction fn_ = nullptr;
+  int smem_ = 0;
+  unsigned grid_ = 1;
+  std::mutex mu_;
+  const void* last_a_ = nullptr;
+  const void* last_b_ = nullptr;
+  const void* last_d_ = nullptr;
+  alignas(64) CUtensorMap maps_[3];
+};
+
+class Sm90Backend final : public Backend {
+ public:
+  std::string name() const override { return "sm90"; }
+
+  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+    return sm90::problem_reason(p, dev);
+  }
+
+  std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
+    std::vector<Candidate> out;
+    for (const Config& c : sm90::enumerate_configs(p, dev)) out.push_back(Candidate{"sm90", c.str()});
+    return out;
+  }
+
+  std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
+    if (c.backend != "sm90") return "sm90: candidate is for backend '" + c.backend + "'";
+    Config cfg;
+    try {
+      cfg = Config::parse(c.config);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (cfg.str() != c.config) return "sm90: config '" + c.config + "' is not canonical (expected '" + cfg.str() + "')";
+    return sm90::config_reason(cfg, p, dev);
+  }
+
+  CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
+    const Config cfg = Config::parse(c.config);
+    const KernelView v = sm90::kernel_view(p);
+    const std::string name = kernel_name(cfg, v);
+    jit::CompileOptions opts;
+    opts.arch = "sm_90a";
+    auto cubin = jit::compile(jit_source(cfg, v, name), name, opts, c.str() + " for " + p.str());
+    CompileResult r;
+    r.compiled = true;
+    r.cache_hit = cubin->cache_hit;
+    r.registers = cubin->registers;
+    r.spill_bytes = cubin->spill_bytes;
+    r.smem_bytes = cubin->smem_static + sm90::smem_bytes(cfg, v.d.type);
+    r.log = cubin->log;
+    r.artifact = std::static_pointer_cast<const void>(cubin);
+    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+
+  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
+    GT_REQUIRE(compiled.artifact, "sm90: load() needs the CompileResult of compile() (" + c.str() + ")");
+    auto cubin = std::static_pointer_cast<const jit::Cubin>(compiled.artifact);
+    return std::make_unique<Sm90Executable>(p, c, std::move(cubin));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_sm90_backend() { return std::make_shared<Sm90Backend>(); }
+
+}  // namespace gemmtune

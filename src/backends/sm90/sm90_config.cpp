@@ -1,0 +1,225 @@
+#include "backends/sm90/sm90_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "gemmtune/errors.h"
+
+namespace gemmtune::sm90 {
+namespace {
+
+int elem_type(DType t) { return t == DType::bf16 ? kBF16 : t == DType::f16 ? kF16 : kF32; }
+
+OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch) {
+  OperandDesc d;
+  d.type = elem_type(o.dtype);
+  d.row_major = o.layout == Layout::row;
+  d.ld = o.ld > 0 ? o.ld : (d.row_major ? cols : rows);
+  // <= 0 means packed (Problem::resolve's convention).
+  d.batch_stride = o.batch_stride > 0 ? o.batch_stride : d.ld * (d.row_major ? rows : cols);
+  if (batch == 1) d.batch_stride = 0;
+  return d;
+}
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string Config::str() const {
+  std::ostringstream os;
+  os << "tile=" << bm << "x" << bn << "x" << bk << ",stages=" << stages << ",cluster=" << cm << "x" << cn
+     << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
+  return os.str();
+}
+
+Config Config::parse(const std::string& s) {
+  Config c;
+  std::istringstream is(s);
+  std::string kv;
+  auto bad = [&](const std::string& why) { GT_THROW("sm90: bad config '" + s + "': " + why); };
+  while (std::getline(is, kv, ',')) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    try {
+      if (k == "tile") {
+        if (std::sscanf(v.c_str(), "%dx%dx%d", &c.bm, &c.bn, &c.bk) != 3) bad("tile must be MxNxK");
+      } else if (k == "stages") {
+        c.stages = std::stoi(v);
+      } else if (k == "cluster") {
+        if (std::sscanf(v.c_str(), "%dx%d", &c.cm, &c.cn) != 2) bad("cluster must be MxN");
+      } else if (k == "sched") {
+        if (v != "coop" && v != "pingpong") bad("sched must be coop or pingpong");
+        c.pingpong = v == "pingpong";
+      } else if (k == "raster") {
+        if (v != "m" && v != "n") bad("raster must be m or n");
+        c.raster_n = v == "n";
+      } else if (k == "group") {
+        c.group = std::stoi(v);
+      } else {
+        bad("unknown key '" + k + "'");
+      }
+    } catch (const std::logic_error&) {
+      bad("bad number in '" + kv + "'");
+    }
+  }
+  return c;
+}
+
+KernelView kernel_view(const Problem& p) {
+  PlanProblem pp;
+  pp.m = p.m;
+  pp.n = p.n;
+  pp.k = p.k;
+  pp.batch = p.batch;
+  pp.a = desc_of(p.a, p.m, p.k, p.batch);
+  pp.b = desc_of(p.b, p.k, p.n, p.batch);
+  pp.c = desc_of(p.c, p.m, p.n, p.batch);
+  pp.d = desc_of(p.d, p.m, p.n, p.batch);
+  pp.has_c = p.beta != 0.0f;
+  return make_kernel_view(pp);
+}
+
+std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+  if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
+    return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
+  if (!p.epilogue.empty()) return "sm90: fused epilogues are not supported yet (epilogue=" + p.epilogue.key() + ")";
+  if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
+    return "sm90: A and B must both be bf16 or both f16";
+  auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
+  if (!out_ok(p.d.dtype)) return "sm90: D must be bf16, f16 or f32";
+  if (p.beta != 0.0f && !out_ok(p.c.dtype)) return "sm90: C must be bf16, f16 or f32";
+  if (p.accum != DType::f32) return "sm90: accumulation must be f32";
+  const KernelView v = kernel_view(p);
+  struct Named { const char* name; const OperandDesc* o; int64_t rows, cols; };
+  const Named ops[] = {{"a", &v.a, v.m, v.k}, {"b", &v.b, v.k, v.n}, {"d", &v.d, v.m, v.n}};
+  for (const auto& n : ops) {
+    const int64_t es = elem_size(n.o->type);
+    const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
+    if ((n.o->ld * es) % 16 != 0)
+      return "sm90: ld" + nm + "=" + std::to_string(n.o->ld) + " (" + std::to_string(n.o->ld * es) +
+             " bytes) is not a multiple of 16 bytes (TMA)";
+    if (v.batch > 1 && n.o->batch_stride <= 0)
+      return "sm90: " + nm + " batch_stride must be > 0 with batch > 1 (broadcast operands are not supported)";
+    if (v.batch > 1 && (n.o->batch_stride * es) % 16 != 0)
+      return "sm90: " + nm + " batch_stride=" + std::to_string(n.o->batch_stride) + " (" +
+             std::to_string(n.o->batch_stride * es) + " bytes) is not a multiple of 16 bytes (TMA)";
+    if (n.o->ld * es >= (int64_t(1) << 40) || n.o->batch_stride * es >= (int64_t(1) << 40))
+      return "sm90: " + nm + " strides must be < 2^40 bytes (TMA)";
+  }
+  return "";
+}
+
+int smem_bytes(const Config& c, int out_type) {
+  const int eb = epi_bytes(c.bn, out_type);
+  return c.stages * (c.bm + c.bn) * 128 + 4 * 64 * eb + 16 * c.stages + 16 + 1024;
+}
+
+std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  if (std::string r = problem_reason(p, dev); !r.empty()) return r;
+  const std::string cs = " (config " + c.str() + ")";
+  if (c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
+  if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
+  if (c.bn < 16 || c.bn > 256 || c.bn % 16 != 0) return "sm90: tile N must be a multiple of 16 in [16, 256]" + cs;
+  if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
+  if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
+  if (c.stages < 2 || c.stages > 7) return "sm90: stages must be in [2, 7]" + cs;
+  if (!((c.cm == 1 && c.cn == 1) || (c.cm == 2 && c.cn == 1) || (c.cm == 1 && c.cn == 2)))
+    return "sm90: cluster must be 1x1, 2x1 or 1x2" + cs;
+  if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
+  const KernelView v = kernel_view(p);
+  if (v.b_mn && c.bn % 64 != 0)
+    return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
+           " (N-major in the kernel) needs tile N a multiple of 64" + cs;
+  const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
+  const int acc = slabs * c.bn / 2;
+  const int acc_max = (c.pingpong && !v.has_c) ? 192 : 128;
+  if (acc > acc_max)
+    return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
+           " (spills)" + cs;
+  const int smem = smem_bytes(c, v.d.type);
+  const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;
+  if (smem > smem_max)
+    return "sm90: needs " + std::to_string(smem) + " bytes of shared memory, the device allows " +
+           std::to_string(smem_max) + cs;
+  if (c.pingpong && !env_on("GEMMTUNE_SM90_PINGPONG_MULTITILE")) {
+    // NOTES: ping-pong with more than one tile per CTA is not verified on a GPU yet (see bench/NOTES.md).
+    const int64_t ctiles = cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
+    const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+    if (ctiles > sms / (c.cm * c.cn) / 2)
+      return "sm90: ping-pong is limited to one tile per CTA until verified (set GEMMTUNE_SM90_PINGPONG_MULTITILE=1)" +
+             cs;
+  }
+  return "";
+}
+
+double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  const KernelView v = kernel_view(p);
+  const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  const int cs = c.cm * c.cn;
+  const int64_t tiles = cdiv(v.m, c.bm) * cdiv(v.n, c.bn) * v.batch;
+  const int64_t ctas = std::min<int64_t>(tiles, sms / cs * cs);
+  // Waves of tiles over the persistent grid (ping-pong: two tiles in flight per CTA, each at half speed).
+  const double rounds = std::ceil(static_cast<double>(tiles) / ctas);
+  const int64_t kpad = cdiv(v.k, 64) * 64;
+  // MMA time of a tile ~ bm*bn*K; loads per k-block ~ (bm + bn): low arithmetic intensity costs when
+  // the tile is small (bandwidth-bound), modelled as max(mma, load) per k-block.
+  const double mma = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0);
+  double load = (c.bm + c.bn) / 384.0 * 0.55;
+  if (cs > 1) load *= 0.8;  // multicast halves the shared operand's L2 traffic
+  double per_k = std::max(mma, load) + 0.04;  // + fixed per-k-block overhead (barriers, issue)
+  if (c.stages < 4) per_k *= 1.0 + 0.05 * (4 - c.stages);
+  if (c.pingpong) per_k *= 1.04;  // measured anchors: coop 128x256 is the large-GEMM winner
+  const double epi = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0) * 2.0;  // epilogue per tile
+  const double cost = rounds * (kpad / 64.0 * per_k + epi * (c.pingpong ? 0.3 : 1.0));
+  // Useful work fraction on ragged edges is already in `rounds`; scale to time units.
+  return cost;
+}
+
+std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
+  std::vector<Config> out;
+  if (!problem_reason(p, dev).empty()) return out;
+  const KernelView v = kernel_view(p);
+  struct Tile { int bm, bn; bool pp; };
+  std::vector<Tile> tiles;
+  for (int bn : {64, 96, 128, 160, 192, 208, 224, 256}) tiles.push_back({128, bn, false});
+  for (int bn : {64, 96, 128}) tiles.push_back({256, bn, false});
+  for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
+  for (int bn : {64, 96, 128, 160, 192}) tiles.push_back({128, bn, true});
+  const bool raster_n = v.n > v.m;
+  for (const Tile& t : tiles)
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
+      Config c;
+      c.bm = t.bm;
+      c.bn = t.bn;
+      c.pingpong = t.pp;
+      c.cm = cm;
+      c.cn = cn;
+      c.raster_n = raster_n;
+      c.group = 8;
+      int max_st = 7;
+      while (max_st >= 2) {
+        c.stages = max_st;
+        if (smem_bytes(c, v.d.type) <= (dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448)) break;
+        --max_st;
+      }
+      for (int st : {max_st, max_st - 1}) {
+        if (st < 2) continue;
+        c.stages = st;
+        if (config_reason(c, p, dev).empty()) out.push_back(c);
+      }
+    }
+  std::stable_sort(out.begin(), out.end(), [&](const Config& a, const Config& b) {
+    return estimate_cost(a, p, dev) < estimate_cost(b, p, dev);
+  });
+  return out;
+}
+
+}  // namespace gemmtune::sm90

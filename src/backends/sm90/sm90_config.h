@@ -1,0 +1,40 @@
+#pragma once
+// The sm90 backend's config: one canonical, parseable line, e.g.
+//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8
+// and the single validity function used by enumerate() (pruning), validate() and error messages.
+#include <string>
+#include <vector>
+
+#include "backends/sm90/sm90_plan.h"
+#include "gemmtune/device.h"
+#include "gemmtune/problem.h"
+
+namespace gemmtune::sm90 {
+
+struct Config {
+  int bm = 128, bn = 256, bk = 64;
+  int stages = 4;
+  int cm = 1, cn = 1;
+  bool pingpong = false;
+  bool raster_n = false;  // false: "m", true: "n"
+  int group = 8;
+
+  std::string str() const;
+  static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
+  bool operator==(const Config&) const = default;
+};
+
+// Kernel view of a problem (col-major D rewritten as the transposed problem). Throws nothing; see problem_reason().
+KernelView kernel_view(const Problem& p);
+// "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
+std::string problem_reason(const Problem& p, const DeviceInfo& dev);
+// "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).
+std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
+// Dynamic shared memory of the config's kernel (mirrors GemmConfig::kSmemBytes).
+int smem_bytes(const Config& c, int out_type);
+// Estimated relative run time (lower is better) for ranking.
+double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);
+// Valid configs for the problem, best first.
+std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev);
+
+}  // namespace gemmtune::sm90
