@@ -1,0 +1,146 @@
+// sm90 backend on the GPU: many shapes (ragged, tiny), every A/B/D layout, bf16/f16 in, bf16/f16/f32 out, batch > 1,
+// beta != 0, several configs per schedule and cluster shape. Fresh random inputs, D poisoned with NaN (padding
+// included: writes outside M x N fail too), normalized error vs a double CPU reference, fail above 1e-2.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/sm90/sm90_backend.h"
+#include "cuda/memory.h"
+#include "gemmtune/device.h"
+#include "gpu_test_util.h"
+
+namespace gemmtune {
+namespace {
+
+using test::load_elem;
+
+struct Case {
+  int64_t m, n, k, batch;
+  DType in, out;
+  Layout a, b, d;
+  bool beta;
+};
+
+int64_t pad8(int64_t x, int64_t extra) { return (x + 7) / 8 * 8 + extra; }
+
+Problem make_problem(const Case& c, int64_t extra) {
+  Problem p = Problem::make(c.m, c.n, c.k, c.in, c.out, c.a, c.b, c.batch);
+  p.d.layout = c.d;
+  p.c = p.d;
+  p.alpha = 0.75f;
+  p.beta = c.beta ? -1.25f : 0.0f;
+  // TMA needs 16-byte row pitches: pad every leading dimension to a multiple of 8 elements (+ extra).
+  p.a.ld = pad8(c.a == Layout::row ? c.k : c.m, extra);
+  p.b.ld = pad8(c.b == Layout::row ? c.n : c.k, extra);
+  p.d.ld = pad8(c.d == Layout::row ? c.n : c.m, extra);
+  p.c.ld = p.d.ld;
+  for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->batch_stride = -1;
+  p.resolve();
+  for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->batch_stride += c.batch > 1 ? 8 * extra : 0;
+  return p;
+}
+
+// Runs one (problem, config); returns "" or a failure description.
+std::string run_one(const Problem& p, const std::string& config, std::mt19937_64& rng) {
+  auto be = make_sm90_backend();
+  const DeviceInfo& dev = current_device();
+  const Candidate cand{"sm90", config};
+  if (std::string r = be->validate(p, cand, dev); !r.empty()) return "SKIP " + r;
+  const CompileResult cr = be->compile(p, cand, dev);
+  if (cr.spill_bytes != 0) return "spills " + std::to_string(cr.spill_bytes);
+  auto exe = be->load(p, cand, cr);
+  auto ha = test::random_operand(p, 'A', rng), hb = test::random_operand(p, 'B', rng);
+  std::vector<uint8_t> hc;
+  if (p.beta != 0.0f) hc = test::random_operand(p, 'C', rng);
+  auto hd = test::poisoned_operand(p, 'D');
+  cuda::DeviceBuffer da(ha.size()), db(hb.size()), dd(hd.size()), dc(hc.size());
+  da.upload(ha.data(), ha.size());
+  db.upload(hb.data(), hb.size());
+  dd.upload(hd.data(), hd.size());
+  if (!hc.empty()) dc.upload(hc.data(), hc.size());
+  cuda::StreamOwner s;
+  exe->launch({da.get(), db.get(), hc.empty() ? nullptr : dc.get(), dd.get()}, s.get());
+  s.sync();
+  dd.download(hd.data(), hd.size());
+  const auto ref = test::reference_d(p, ha, hb, hc);
+  double num = 0, den = 0;
+  int64_t nan = 0, outside = 0;
+  std::vector<char> inside(hd.size() / dtype_size(p.d.dtype), 0);
+  for (int64_t bi = 0; bi < p.batch; ++bi)
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j) {
+        const int64_t off = test::elem_offset(p.d, bi, i, j);
+        inside[off] = 1;
+        const double o = load_elem(p.d.dtype, hd.data(), off), r = ref[(bi * p.m + i) * p.n + j];
+        if (std::isnan(o)) ++nan;
+        num += (o - r) * (o - r);
+        den += r * r;
+      }
+  for (size_t i = 0; i < inside.size(); ++i)
+    if (!inside[i] && !std::isnan(load_elem(p.d.dtype, hd.data(), i))) ++outside;
+  const double err = std::sqrt(num / (den > 0 ? den : 1.0));
+  if (nan || outside || !(err < 1e-2))
+    return "err=" + std::to_string(err) + " nan=" + std::to_string(nan) + " writes-outside=" + std::to_string(outside);
+  return "";
+}
+
+const char* kConfigs[] = {
+    "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+    "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=n,group=4",
+    "tile=256x128x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+    "tile=128x192x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+    "tile=128x208x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+    "tile=128x96x64,stages=6,cluster=1x1,sched=coop,raster=n,group=8",
+    "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8",
+    "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=n,group=8",
+    "tile=128x128x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8",
+    "tile=64x256x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8",
+    "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,group=8",
+    "tile=128x128x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=8",
+};
+
+TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t shapes[][4] = {{1, 1, 1, 1}, {17, 33, 65, 1}, {127, 255, 129, 1}, {256, 512, 192, 1},
+                               {300, 520, 1000, 3}, {64, 64, 64, 2}};
+  const Layout L[2] = {Layout::row, Layout::col};
+  const DType outs[3] = {DType::bf16, DType::f16, DType::f32};
+  int ran = 0, idx = 0;
+  for (const char* cfg : kConfigs)
+    for (const auto& sh : shapes) {
+      // Rotate through layouts, dtypes and beta so every config sees several of each.
+      const int v = idx++;
+      Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16, outs[v % 3], L[v % 2], L[(v / 2) % 2],
+             L[(v / 4) % 2], (v % 3) == 1};
+      const Problem p = make_problem(c, (v % 2) * 8);
+      const std::string r = run_one(p, cfg, rng);
+      if (r.rfind("SKIP", 0) == 0) {
+        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
+        continue;
+      }
+      ++ran;
+      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
+    }
+  EXPECT_GT(ran, 40);
+}
+
+TEST(Sm90Gpu, MisalignedPointerThrows) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  Problem p = Problem::make(128, 128, 128, DType::bf16, DType::bf16);
+  p.resolve();
+  auto be = make_sm90_backend();
+  const Candidate cand{"sm90", "tile=128x128x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"};
+  auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+  cuda::DeviceBuffer a(128 * 128 * 2 + 64), b(128 * 128 * 2), d(128 * 128 * 2);
+  EXPECT_THROW(exe->launch({static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()}, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace gemmtune
