@@ -11,6 +11,7 @@
 #include "backends/sm90/sm90_backend.h"
 #include "cuda/memory.h"
 #include "gemmtune/device.h"
+#include "gemmtune/errors.h"
 #include "gpu_test_util.h"
 
 namespace gemmtune {
@@ -139,7 +140,8 @@ TEST(Sm90Gpu, MisalignedPointerThrows) {
   const Candidate cand{"sm90", "tile=128x128x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"};
   auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
   cuda::DeviceBuffer a(128 * 128 * 2 + 64), b(128 * 128 * 2), d(128 * 128 * 2);
-  EXPECT_THROW(exe->launch({static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()}, nullptr), Error);
+  const GemmArgs bad{static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()};
+  EXPECT_THROW(exe->launch(bad, nullptr), Error);
 }
 
 }  // namespace
