@@ -9,6 +9,8 @@
 #   TUNE_SHAPE    problem of the tune example (default "--m 4096 --n 4096 --k 4096")
 #   BENCH_ARGS    extra arguments for `gemmtune bench` (e.g. "--top-k 4 --in-process")
 #   STEP_TIMEOUT  seconds per step (default 900)
+#   GPU_TEST_FILTERS  gtest filter groups run one after another with a carried build (default "*")
+#   GPU_TEST_TIMEOUT  seconds per filter group (default STEP_TIMEOUT)
 # Everything lands in OUTDIR: logs, JSON/CSV, the result + kernel cache (cache/), dumped kernels (dump/).
 # Steps go on after a failure; the summary at the end lists what failed. Exit status: 2 when nothing could be
 # built, 1 when GPU tests failed, else 0 (other failures are in the summary).
@@ -100,10 +102,16 @@ if [[ "$cached_dir" == "$BUILD" ]]; then
   timeout "$STEP_TIMEOUT" ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$OUT/gpu_tests.log" 2>&1
   tests_rc=$?
 elif [[ -x "$BUILD/tests/gemmtune_gpu_tests" ]]; then
-  # ctest files name the configure-time paths; run the test binary directly instead.
-  timeout "$STEP_TIMEOUT" "$BUILD/tests/gemmtune_gpu_tests" --gtest_output="xml:$OUT/gpu_tests.xml" \
-    >"$OUT/gpu_tests.log" 2>&1
-  tests_rc=$?
+  # ctest files name the configure-time paths; run the test binary directly instead, one gtest filter group at a
+  # time (GPU_TEST_FILTERS, space-separated) so that one hanging group cannot eat the others' time.
+  : >"$OUT/gpu_tests.log"
+  for f in ${GPU_TEST_FILTERS:-*}; do
+    echo "--- gtest_filter=$f" >>"$OUT/gpu_tests.log"
+    timeout "${GPU_TEST_TIMEOUT:-$STEP_TIMEOUT}" "$BUILD/tests/gemmtune_gpu_tests" --gtest_filter="$f" \
+      >>"$OUT/gpu_tests.log" 2>&1
+    rc=$?
+    [[ $rc != 0 ]] && tests_rc=$rc && echo "--- gtest_filter=$f exited $rc" >>"$OUT/gpu_tests.log"
+  done
 else
   echo "no GPU tests found" >"$OUT/gpu_tests.log"
   tests_rc=1
