@@ -9,6 +9,7 @@
 #   TUNE_SHAPE    problem of the tune example (default "--m 4096 --n 4096 --k 4096")
 #   BENCH_ARGS    extra arguments for `gemmtune bench` (e.g. "--top-k 4 --in-process")
 #   STEP_TIMEOUT  seconds per step (default 900)
+#   GPU_RUN_NO_BUILD  set: use a carried BUILD_DIR as it is, even when it was configured at this path
 #   GPU_TEST_FILTERS  gtest filter groups run one after another with a carried build (default "*")
 #   GPU_TEST_TIMEOUT  seconds per filter group (default STEP_TIMEOUT)
 # Everything lands in OUTDIR: logs, JSON/CSV, the result + kernel cache (cache/), dumped kernels (dump/).
@@ -49,7 +50,7 @@ if [[ -n "$BUILD" && -x "$BUILD/gemmtune" ]]; then
   # A build carried from another machine may have been configured at another path: rebuild only when it was
   # configured here, otherwise use its binaries as they are.
   cached_dir=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
-  if [[ "$cached_dir" == "$BUILD" ]] && command -v ninja >/dev/null; then
+  if [[ "$cached_dir" == "$BUILD" ]] && command -v ninja >/dev/null && [[ -z "${GPU_RUN_NO_BUILD:-}" ]]; then
     timeout "$STEP_TIMEOUT" cmake --build "$BUILD" >"$OUT/build.log" 2>&1 || fail "incremental build (see build.log)"
   else
     echo "using carried build in $BUILD as is (configured at ${cached_dir:-unknown})"

@@ -61,7 +61,7 @@ TEST(TunerGpu, SelectRunsCorrectlyAcrossLayouts) {
   for (Layout la : {Layout::row, Layout::col})
     for (Layout lb : {Layout::row, Layout::col}) {
       Problem p = Problem::make(200 + 8 * n, 136, 264, DType::bf16, DType::bf16, la, lb);
-      if (n % 2) p.d.layout = Layout::col, p.resolve();
+      if (n % 2) p.d = {p.d.dtype, Layout::col, 0, -1}, p.resolve();  // col-major D, packed
       ++n;
       Gemm g = t.select(p);
       const double err = run_and_check(g, 1234 + n);

@@ -140,7 +140,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
            " (N-major in the kernel) needs tile N a multiple of 64" + cs;
   const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
   const int acc = slabs * c.bn / 2;
-  const int acc_max = (c.pingpong && !v.has_c) ? 192 : 128;
+  // 192 accumulators leave room for the epilogue only without a C input and with a 16-bit output (f32 out spilled
+  // 20 bytes on the H200 run of 2026-11-21).
+  const int acc_max = (c.pingpong && !v.has_c && v.d.type != kF32) ? 192 : 128;
   if (acc > acc_max)
     return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
            " (spills)" + cs;
