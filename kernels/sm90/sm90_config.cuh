@@ -65,8 +65,8 @@ struct GemmConfig {
   static constexpr int kSmemBytes = kBarOffset + 16 * STAGES + 16 + 1024;  // + slack to align the base to 1024
   static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
 
-  // Arrivals that free a stage: every consumer warp that read it, in every CTA that wrote into it.
-  static constexpr int kEmptyArrivals = (PINGPONG ? 4 : 8) * CS;
+  // Arrivals that free a stage: one per consumer warpgroup that read it, in every CTA of the cluster (release_stage).
+  static constexpr int kEmptyArrivals = (PINGPONG ? 1 : 2) * CS;
 };
 
 // Addresses (shared::cta window) of the pieces of the plan, from a 1024-byte aligned base.

@@ -107,16 +107,20 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2]
   }
 }
 
-// Frees stage s: lane 0 of each consumer warp arrives on empty[s] of every CTA of the cluster (they all wrote into it).
+// Frees stage s on every CTA of the cluster (they all wrote into it): one arrival per consumer warpgroup and
+// destination CTA, lane 0 of warp r of the warpgroup arriving on CTA r's empty[s], so the remote arrivals of a
+// cluster go out from different warps in parallel.
+// NOTES: wgmma is a warpgroup operation; after wgmma.wait_group in one warp the group's reads of the stage are done
+// (CUTLASS's PipelineTmaAsync signals from one thread per warpgroup and destination too). 8 arrivals per CTA and
+// stage (16 remote ones with a cluster) were what the first H200 run used.
 template <class Cfg>
 __device__ __forceinline__ void release_stage(const SmemPlan<Cfg>& sm, int s, int lane) {
-  if (lane == 0) {
-    if (Cfg::CS == 1) {
+  const int w = static_cast<int>(threadIdx.x / 32) % 4;
+  if (lane == 0 && w < Cfg::CS) {
+    if (Cfg::CS == 1)
       mbar_arrive(sm.empty(s));
-    } else {
-#pragma unroll
-      for (int r = 0; r < Cfg::CS; ++r) mbar_arrive_cluster(sm.empty(s), r);
-    }
+    else
+      mbar_arrive_cluster(sm.empty(s), static_cast<unsigned>(w));
   }
 }
 

@@ -131,6 +131,42 @@ TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
   EXPECT_GT(ran, 40);
 }
 
+// Several tiles per CTA (per consumer warpgroup with ping-pong): the ring wraps across tiles, including tiles with
+// fewer k-blocks than stages (k = 64: one k-block per tile) and ragged M/N/K, with and without clusters.
+TEST(Sm90Gpu, ManyTilesPerCta) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  std::mt19937_64 rng(std::random_device{}());
+  const char* configs[] = {
+      "tile=128x128x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8",
+      "tile=64x256x64,stages=4,cluster=1x1,sched=pingpong,raster=n,group=8",
+      "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=4",
+      "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,group=8",
+      "tile=128x128x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=8",
+      "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8",
+      "tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=n,group=8",
+      "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=8",
+  };
+  const int64_t shapes[][4] = {{2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}};
+  const Layout L[2] = {Layout::row, Layout::col};
+  int ran = 0, idx = 0;
+  for (const char* cfg : configs)
+    for (const auto& sh : shapes) {
+      const int v = idx++;
+      Case c{sh[0], sh[1], sh[2], sh[3], DType::bf16, (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2],
+             L[(v / 2) % 2], Layout::row, (v % 4) == 1};
+      const Problem p = make_problem(c, 0);
+      const std::string r = run_one(p, cfg, rng);
+      if (r.rfind("SKIP", 0) == 0) {
+        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
+        continue;
+      }
+      ++ran;
+      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
+    }
+  EXPECT_GT(ran, 16);
+}
+
 TEST(Sm90Gpu, MisalignedPointerThrows) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "backends/sm90/sm90_config.h"
@@ -94,6 +95,9 @@ class Sm90Executable final : public Executable {
     const int64_t ctiles =
         cdiv(cdiv(view_.m, cfg_.bm), cfg_.cm) * cdiv(cdiv(view_.n, cfg_.bn), cfg_.cn) * view_.batch;
     grid_ = static_cast<unsigned>(std::min<int64_t>(ctiles, max_clusters) * cs);
+    if (const char* v = std::getenv("GEMMTUNE_SM90_VERBOSE"); v && *v && *v != '0')
+      std::fprintf(stderr, "sm90: %s: %d SMs, max active %d-CTA clusters %d, %lld cluster tiles, grid %u, smem %d\n",
+                   cand_.str().c_str(), sms, cs, max_clusters, static_cast<long long>(ctiles), grid_, smem_);
   }
 
   const Candidate& candidate() const override { return cand_; }

@@ -23,7 +23,7 @@ OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch)
   return d;
 }
 
-bool env_on(const char* name) {
+[[maybe_unused]] bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0";
 }
@@ -151,13 +151,13 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (smem > smem_max)
     return "sm90: needs " + std::to_string(smem) + " bytes of shared memory, the device allows " +
            std::to_string(smem_max) + cs;
-  if (c.pingpong && !env_on("GEMMTUNE_SM90_PINGPONG_MULTITILE")) {
-    // NOTES: ping-pong with more than one tile per CTA is not verified on a GPU yet (see bench/NOTES.md).
+  // Ping-pong with several tiles per CTA (mainloop ordering barrier) was verified on the H200 (Sm90Gpu.ManyTilesPerCta,
+  // 2026-11-21); GEMMTUNE_SM90_PINGPONG_MULTITILE=0 restores the old one-tile-per-CTA limit for debugging.
+  if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
     const int64_t ctiles = cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
     const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
     if (ctiles > sms / (c.cm * c.cn) / 2)
-      return "sm90: ping-pong is limited to one tile per CTA until verified (set GEMMTUNE_SM90_PINGPONG_MULTITILE=1)" +
-             cs;
+      return "sm90: ping-pong limited to one tile per CTA (GEMMTUNE_SM90_PINGPONG_MULTITILE=0)" + cs;
   }
   return "";
 }
@@ -173,11 +173,17 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int64_t kpad = cdiv(v.k, 64) * 64;
   // MMA time of a tile ~ bm*bn*K; loads per k-block ~ (bm + bn): low arithmetic intensity costs when
   // the tile is small (bandwidth-bound), modelled as max(mma, load) per k-block.
-  const double mma = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0);
+  double mma = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0);
+  // NOTES: measured on the H200 (bench/NOTES.md, run 2026-11-21): per FLOP, only wgmma N = 256, or N = 128 with two
+  // m64 slabs per consumer, run at full rate; N = 128 with one slab and N = 160/192/208/224 lose 15-25% beyond what
+  // their waves predict (128x208 224 us vs 128x256 185 us at 4096^3).
+  const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
+  if (!(c.bn == 256 || (c.bn == 128 && slabs >= 2))) mma *= 1.2;
   double load = (c.bm + c.bn) / 384.0 * 0.55;
-  if (cs > 1) load *= 0.8;  // multicast halves the shared operand's L2 traffic
   double per_k = std::max(mma, load) + 0.04;  // + fixed per-k-block overhead (barriers, issue)
-  if (c.stages < 4) per_k *= 1.0 + 0.05 * (4 - c.stages);
+  // Clusters measured 1.4-1.7x slower than 1x1 on every shape of the first H200 run: rank them after 1x1 until fixed.
+  if (cs > 1) per_k *= 1.5;
+  if (c.stages < 4) per_k *= 1.0 + 0.2 * (4 - c.stages);  // keeps the top-k to one stage count per tile
   if (c.pingpong) per_k *= 1.04;  // measured anchors: coop 128x256 is the large-GEMM winner
   const double epi = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0) * 2.0;  // epilogue per tile
   const double cost = rounds * (kpad / 64.0 * per_k + epi * (c.pingpong ? 0.3 : 1.0));

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# GPU-host probe for the sm90 perf pass: GPU tests, a full sm90 sweep of one shape (every candidate timed), grid sizes.
+#   scripts/sm90_dev/perf_probe.sh OUTDIR BUILD_DIR   (env: SHAPES, TEST_TIMEOUT, SWEEP_TIMEOUT, SKIP_TESTS)
+set -u
+OUT=$1; B=$2; mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GEMMTUNE_CACHE_DIR=/tmp/gtcache
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader | tee "$OUT/smi.txt"
+if [[ -z "${SKIP_TESTS:-}" ]]; then
+  timeout "${TEST_TIMEOUT:-100}" "$B/tests/gemmtune_gpu_tests" --gtest_filter="${TEST_FILTER:-Sm90Gpu.*}" >"$OUT/tests.log" 2>&1
+  echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |OK \]|FAILED|Failure|rc=" "$OUT/tests.log" | head -20
+fi
+i=0
+for s in ${SHAPES:-4096,4096,4096}; do
+  IFS=, read -r m n k <<<"$s"; i=$((i+1))
+  GEMMTUNE_SM90_VERBOSE=1 timeout "${SWEEP_TIMEOUT:-90}" "$B/gemmtune" tune --m "$m" --n "$n" --k "$k" --backends "${BACKENDS:-sm90}" \
+    --top-k "${TOPK:-0}" --no-cache --force --min-time-ms 30 --min-iters 30 >"$OUT/sweep_$s.txt" 2>"$OUT/sweep_$s.log"
+  echo "sweep $s rc=$?"; grep -E "grid" "$OUT/sweep_$s.log" | sort -u | head -6
+  cut -c1-100,108-130 "$OUT/sweep_$s.txt" | head -${ROWS:-40}
+done
