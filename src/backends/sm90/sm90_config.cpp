@@ -180,9 +180,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
   if (!(c.bn == 256 || (c.bn == 128 && slabs >= 2))) mma *= 1.2;
   double load = (c.bm + c.bn) / 384.0 * 0.55;
+  if (cs > 1) load *= 0.8;  // multicast halves the shared operand's L2 traffic
   double per_k = std::max(mma, load) + 0.04;  // + fixed per-k-block overhead (barriers, issue)
-  // Clusters measured 1.4-1.7x slower than 1x1 on every shape of the first H200 run: rank them after 1x1 until fixed.
-  if (cs > 1) per_k *= 1.5;
+  if (c.cn > 1) per_k *= 1.01;  // ties between 2x1 and 1x2 go to 2x1
   if (c.stages < 4) per_k *= 1.0 + 0.2 * (4 - c.stages);  // keeps the top-k to one stage count per tile
   if (c.pingpong) per_k *= 1.04;  // measured anchors: coop 128x256 is the large-GEMM winner
   const double epi = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0) * 2.0;  // epilogue per tile
