@@ -56,6 +56,34 @@ template <> struct Ld<2> {  // f32
   static __device__ __forceinline__ float at(const void* p, long long i) { return static_cast<const float*>(p)[i]; }
 };
 
+// NOTES: D-shaped operands (the residual) are read with asm volatile loads: they stay in program order with a fused
+// epilogue's shared-memory stores, so the compiler does not hoist a whole strip of them next to 128+ accumulators
+// (that spilled in the sm90 kernels, as C reads did: see epilogue_tma_store.cuh).
+template <int T> struct LdV;
+template <> struct LdV<0> {
+  static __device__ __forceinline__ float at(const void* p, long long i) {
+    unsigned short h;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const unsigned short*>(p) + i));
+    return __uint_as_float(((unsigned)h) << 16);
+  }
+};
+template <> struct LdV<1> {
+  static __device__ __forceinline__ float at(const void* p, long long i) {
+    unsigned short h;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const unsigned short*>(p) + i));
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+  }
+};
+template <> struct LdV<2> {
+  static __device__ __forceinline__ float at(const void* p, long long i) {
+    float f;
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(f) : "l"(static_cast<const float*>(p) + i));
+    return f;
+  }
+};
+
 // ---- activations ----
 
 struct Relu {
@@ -106,10 +134,13 @@ struct ColScale {
     return v * Ld<T>::at(p.col_scale, col);
   }
 };
-template <int T>
+// ROW: the residual's layout at compile time (1 row-major, 0 column-major; -1: p.res_row at run time). A run-time
+// layout makes a fused epilogue precompute both offsets of every element (spills).
+template <int T, int ROW = -1>
 struct Residual {
   static __device__ __forceinline__ float apply(float v, long long row, long long col, const EpiParams& p) {
-    return v + Ld<T>::at(p.residual, p.batch * p.res_bs + (p.res_row ? row * p.res_ld + col : col * p.res_ld + row));
+    const bool r = ROW < 0 ? p.res_row != 0 : ROW == 1;
+    return v + LdV<T>::at(p.residual, p.batch * p.res_bs + (r ? row * p.res_ld + col : col * p.res_ld + row));
   }
 };
 
@@ -124,6 +155,7 @@ struct Ops {
 
 struct NoGlu {
   static constexpr bool kGlu = false;
+  static constexpr int kBlock = 0;
 };
 // Gated linear unit: out = Act(gate) * up. Block == 0: halves (gate = [0, N/2), up = [N/2, N)); Block > 0: blocks of
 // Block columns alternate gate, up.
@@ -146,6 +178,7 @@ struct Glu {
 template <class Pre, class G, class Post>
 struct Epi {
   static constexpr bool kGlu = G::kGlu;
+  static constexpr int kGluBlock = G::kBlock;  // 0: halves (or no GLU); B: interleave<B>
 
   static __device__ __forceinline__ float apply(float v, long long row, long long col, const EpiParams& p) {
     static_assert(!G::kGlu, "a GLU chain combines two values: call apply_glu");

@@ -27,6 +27,8 @@ __device__ __forceinline__ float load_c(const GemmParams& p, int row, int col, i
 
 template <class Cfg>
 struct EpilogueTmaStore {
+  struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
+  static constexpr bool kHalves = false;
   static constexpr int kChunks = Cfg::BN * Cfg::kOutSize / Cfg::kEpiBytes;  // strips per 64-row slab
   static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
   static constexpr unsigned kSwizzleMask = Cfg::kEpiBytes / 16 - 1;        // 128B: 7, 64B: 3, 32B: 1
@@ -34,8 +36,8 @@ struct EpilogueTmaStore {
   // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs(i)` = the two strip buffers of this
   // warpgroup; `bar_id` its named barrier; `buf` toggles across calls (persistent).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, unsigned buf0, unsigned buf1, int bar_id, int m0,
-                                               int n0, int b, int tid, unsigned& buf) {
+                                               const GemmParams& p, const Params&, unsigned buf0, unsigned buf1,
+                                               int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
     const int warp = tid / 32, lane = tid % 32;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {

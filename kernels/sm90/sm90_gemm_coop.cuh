@@ -11,9 +11,10 @@
 
 namespace gt_sm90 {
 
-template <class Cfg>
+template <class Cfg, class Epi = EpilogueTmaStore<Cfg>>
 __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
-                                          const GemmParams& p) {
+                                          const GemmParams& p,
+                                          const typename Epi::Params& ep = typename Epi::Params{}) {
   static_assert(!Cfg::PINGPONG, "gemm_coop needs a cooperative config");
   extern __shared__ unsigned char gt_smem[];
   const SmemPlan<Cfg> sm(gt_smem);
@@ -40,7 +41,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
   const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
-    if (tid == 0) producer_loop<Cfg>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
+    if (tid == 0) producer_loop<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
     asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
@@ -53,10 +54,9 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
       consume_tile<Cfg>(acc, sm, pos, k_iters, cw * Cfg::WM, tid % 32);
-      EpilogueTmaStore<Cfg>::store(acc, td, p, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0 + cw * Cfg::WM, n0, b, tid,
-                                   buf);
+      Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
-    EpilogueTmaStore<Cfg>::drain(tid);
+    Epi::drain(tid);
   }
   if (Cfg::CS > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers
 }

@@ -8,9 +8,10 @@
 
 namespace gt_sm90 {
 
-template <class Cfg>
+template <class Cfg, class Epi = EpilogueTmaStore<Cfg>>
 __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
-                                              const GemmParams& p) {
+                                              const GemmParams& p,
+                                              const typename Epi::Params& ep = typename Epi::Params{}) {
   static_assert(Cfg::PINGPONG, "gemm_pingpong needs a ping-pong config");
   extern __shared__ unsigned char gt_smem[];
   const SmemPlan<Cfg> sm(gt_smem);
@@ -39,7 +40,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
   const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
-    if (tid == 0) producer_loop<Cfg>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
+    if (tid == 0) producer_loop<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
     asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
@@ -59,9 +60,9 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       if (j >= 1) mbar_wait(sm.mma_done(1 - cw), static_cast<unsigned>((j - 1) / 2) & 1u);
       consume_tile<Cfg>(acc, sm, pos, k_iters, 0, tid % 32);
       if (tid == 0) mbar_arrive(sm.mma_done(cw));
-      EpilogueTmaStore<Cfg>::store(acc, td, p, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
+      Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
     }
-    EpilogueTmaStore<Cfg>::drain(tid);
+    Epi::drain(tid);
   }
   if (Cfg::CS > 1) cluster_sync();
 }

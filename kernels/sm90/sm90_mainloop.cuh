@@ -12,9 +12,11 @@ namespace gt_sm90 {
 
 // Loads one k-block (A and B tiles) of tile (m0, n0, b) into stage s. `rm`, `rn`: this CTA's place in its cluster
 // (rank = rm + rn * CM). A is shared by the CN CTAs of a cluster row, B by the CM CTAs of a cluster column.
-template <class Cfg>
+// HALVES (a GLU over the halves of N, see epilogue_fused_store.cuh): tile rows [0, BN/2) of B are the gate columns
+// n0/2 + r, rows [BN/2, BN) the up columns n_half + n0/2 + r - BN/2 (the host's B map has boxes of <= BN/2 rows).
+template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm, int s,
-                                           int m0, int n0, int k0, int b, int rm, int rn) {
+                                           int m0, int n0, int k0, int b, int rm, int rn, int n_half = 0) {
   const unsigned bar = sm.full(s);
   {  // A
     const int part = Cfg::kAParts > 1 ? rn : 0;
@@ -45,7 +47,31 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 #pragma unroll
     for (int i = 0; i < Cfg::CM; ++i) mask |= static_cast<unsigned short>(1u << (i + rn * Cfg::CM));
     const int rows = Cfg::kBBoxRows;
-    if (!Cfg::B_MN) {
+    if constexpr (HALVES) {
+      static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0,
+                    "GLU halves with N-major B needs tile N a multiple of 128");
+      auto gcol = [&](int tr) { return tr < Cfg::BN / 2 ? n0 / 2 + tr : n_half + n0 / 2 + tr - Cfg::BN / 2; };
+      if (!Cfg::B_MN) {
+        constexpr int kPiece = rows < Cfg::BN / 2 ? rows : Cfg::BN / 2;
+#pragma unroll
+        for (int pc = 0; pc < rows / kPiece; ++pc) {
+          const int tr = part * rows + pc * kPiece;
+          if (Cfg::kBParts > 1)
+            tma_load_3d_multicast(sm.b(s) + tr * 128, tb, bar, k0, gcol(tr), b, mask);
+          else
+            tma_load_3d(sm.b(s) + tr * 128, tb, bar, k0, gcol(tr), b);
+        }
+      } else {
+#pragma unroll
+        for (int ch = 0; ch < Cfg::BN / 64; ++ch) {
+          const unsigned dst = sm.b(s) + ch * 8192 + part * rows * 128;
+          if (Cfg::kBParts > 1)
+            tma_load_3d_multicast(dst, tb, bar, gcol(64 * ch), k0 + part * rows, b, mask);
+          else
+            tma_load_3d(dst, tb, bar, gcol(64 * ch), k0, b);
+        }
+      }
+    } else if (!Cfg::B_MN) {
       const unsigned dst = sm.b(s) + part * rows * 128;
       if (Cfg::kBParts > 1)
         tma_load_3d_multicast(dst, tb, bar, k0, n0 + part * rows, b, mask);
@@ -65,7 +91,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 }
 
 // The producer: one thread walks this cluster's tiles and fills the ring.
-template <class Cfg>
+template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                               const GemmParams& p, int cluster_id, int num_clusters, int rm, int rn) {
   const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
@@ -79,7 +105,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
       const unsigned ph = (pos / Cfg::STAGES) & 1u;
       mbar_wait(sm.empty(s), ph ^ 1u);
       mbar_arrive_expect_tx(sm.full(s), Cfg::kStageBytes);
-      load_stage<Cfg>(ta, tb, sm, s, m0, n0, kb * Cfg::BK, b, rm, rn);
+      load_stage<Cfg, HALVES>(ta, tb, sm, s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);
     }
   }
 }

@@ -24,7 +24,9 @@ std::string op_type(const Problem& p, const EpiOp& op) {
     case EpiOpKind::bias_row: return "gemmtune_epi::BiasRow<" + t + ">";
     case EpiOpKind::row_scale: return "gemmtune_epi::RowScale<" + t + ">";
     case EpiOpKind::col_scale: return "gemmtune_epi::ColScale<" + t + ">";
-    case EpiOpKind::residual: return "gemmtune_epi::Residual<" + t + ">";
+    case EpiOpKind::residual:
+      return "gemmtune_epi::Residual<" + t + ", " + ((op.layout ? *op.layout : p.d.layout) == Layout::row ? "1" : "0") +
+             ">";
     case EpiOpKind::act: return "gemmtune_epi::Activate<" + act_type(op.act) + ">";
     case EpiOpKind::glu: break;
   }

@@ -144,7 +144,7 @@ TEST(Epilogue, ChainTypes) {
             "gemmtune_epi::Activate<gemmtune_epi::GeluTanh>>, gemmtune_epi::NoGlu, gemmtune_epi::Ops<>>");
   EXPECT_EQ(epi::chain_type(with_epi("silu_glu:interleave64,residual:f32")),
             "gemmtune_epi::Epi<gemmtune_epi::Ops<>, gemmtune_epi::Glu<gemmtune_epi::Silu, 64>, "
-            "gemmtune_epi::Ops<gemmtune_epi::Residual<2>>>");
+            "gemmtune_epi::Ops<gemmtune_epi::Residual<2, 1>>>");
 }
 
 // Every chain's separate elementwise kernel compiles for sm_90a with NVRTC (no GPU needed), for each D dtype.

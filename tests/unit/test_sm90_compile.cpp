@@ -40,7 +40,9 @@ TEST(Sm90Config, Reasons) {
   EXPECT_EQ(be->validate(q, {"sm90", "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, dev), "");
   Problem e = q;
   e.epilogue = parse_epilogue("relu");
-  EXPECT_NE(be->supports(e, dev), "");
+  EXPECT_EQ(be->supports(e, dev), "");  // fused (tests/unit/test_sm90_epilogue.cpp)
+  e.epilogue = parse_epilogue("silu_glu:interleave12");
+  EXPECT_NE(be->supports(e, dev).find("multiple of 8"), std::string::npos) << be->supports(e, dev);
 }
 
 TEST(Sm90Enumerate, BestFirstAndValid) {
@@ -63,7 +65,7 @@ struct Layouts {
   Layout a, b, d;
 };
 
-void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta) {
+void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, const char* chain = "none") {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = Problem::make(m, n, k, l.in, l.out, l.a, l.b);
@@ -71,6 +73,7 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta) {
   p.c.layout = l.d;
   p.c.dtype = l.out;
   if (beta) p.beta = 0.5f;
+  p.epilogue = parse_epilogue(chain);
   p.resolve();
   auto cands = be->enumerate(p, dev);
   ASSERT_FALSE(cands.empty()) << p.str();
@@ -103,6 +106,10 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta) {
 TEST(Sm90Compile, Bf16TN) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 4096, 4096, false); }
 TEST(Sm90Compile, F16NN_F32Out) { compile_all({DType::f16, DType::f32, Layout::col, Layout::row, Layout::row}, 4096, 4096, 4096, false); }
 TEST(Sm90Compile, Bf16NT_ColD_Beta) { compile_all({DType::bf16, DType::f16, Layout::col, Layout::row, Layout::col}, 2048, 1024, 512, true); }
+// Fused epilogue chains: the same zero-spill rule for the configs the enumerator emits with a chain.
+TEST(Sm90Compile, Bf16TN_BiasGelu) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 4096, 4096, false, "bias,gelu_tanh"); }
+TEST(Sm90Compile, Bf16TN_SwiGluHalves) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 8192, 4096, false, "silu_glu"); }
+TEST(Sm90Compile, Bf16NT_ColD_BiasResidual_Beta) { compile_all({DType::bf16, DType::f32, Layout::col, Layout::row, Layout::col}, 2048, 1024, 512, true, "bias,residual"); }
 
 }  // namespace
 }  // namespace gemmtune

@@ -305,6 +305,14 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
     const CandidateResult* cub = nullptr;
     std::vector<CandidateResult> cmp;
     TuneReport rep;
+    // The cuBLAS reference: its heuristic default; with an epilogue, cuBLASLt's fused epilogue where the chain maps
+    // onto one (epi=fused), else its GEMM + separate elementwise kernel (epi=separate).
+    Candidate cub_ref = cublas_default;
+    if (!p.epilogue.empty()) {
+      cub_ref.config = "default,epi=fused";
+      if (auto lt = find_backend("cublaslt"); !lt || !lt->validate(p, cub_ref, dev).empty())
+        cub_ref.config = "default,epi=separate";
+    }
     try {
       rep = Tuner(opts).tune(p);
       row["tune"] = {{"cache_hit", rep.cache_hit}, {"wall_ms", rep.wall_ms}, {"cache_key", rep.cache_key},
@@ -318,7 +326,8 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
       auto add = [&](const Candidate& c) {
         if (std::find(cands.begin(), cands.end(), c) == cands.end()) cands.push_back(c);
       };
-      add(cublas_default);
+      add(cub_ref);
+      if (!p.epilogue.empty()) add({"cublaslt", "default,epi=separate"});
       std::map<std::string, const CandidateResult*> best;
       for (const auto& r : rep.results) {
         if (r.status != "ok" || r.candidate.backend == rep.winner->backend) continue;
@@ -328,7 +337,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
       for (const auto& [name, r] : best) add(r->candidate);
       cmp = compare(p, cands, opts);
       win = find_result(cmp, *rep.winner);
-      cub = find_result(cmp, cublas_default);
+      cub = find_result(cmp, cub_ref);
       if (!win || win->status != "ok")
         status = "winner failed in compare: " + (win ? win->status + " " + first_line(win->reason) : "missing");
     } catch (const NoGpuError&) {

@@ -9,6 +9,7 @@
 
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
+#include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
@@ -32,27 +33,43 @@ std::string problem_class(const KernelView& v) {
          ",c=" + (v.has_c ? "1" : "0");
 }
 
-std::string kernel_name(const Config& c, const KernelView& v) {
+// The fused epilogue's compile-time part: "" for the plain problem (EpilogueTmaStore, the unchanged fast path), else
+// the chain's type and whether kernel rows are D's columns (col-major D solved transposed).
+std::string epilogue_class(const Problem& p, const KernelView& v) {
+  if (p.epilogue.empty()) return "";
+  return epi::chain_type(p) + (v.transposed ? ", true" : ", false");
+}
+
+std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
-                static_cast<unsigned long long>(fnv1a(c.str() + "|" + problem_class(v))));
+                static_cast<unsigned long long>(fnv1a(c.str() + "|" + problem_class(v) +
+                                                      (epi_class.empty() ? "" : "|" + epi_class))));
   return buf;
 }
 
-std::string jit_source(const Config& c, const KernelView& v, const std::string& name) {
+std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const std::string& name) {
   auto tf = [](bool x) { return x ? "true" : "false"; };
   std::string s;
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
+  if (!epi_class.empty()) s += "#include \"epilogue/epilogue_fused_store.cuh\"\n";
   s += "// " + c.str() + " | " + problem_class(v) + "\n";
   s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
        ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
        std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + (c.raster_n ? "1" : "0") + ", " +
        std::to_string(c.group) + ", " + tf(c.pingpong) + ">;\n";
+  const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
-       "    const __grid_constant__ gt_sm90::TmaDesc td, const gt_sm90::GemmParams p) {\n";
-  s += std::string("  gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop") + "<Cfg>(ta, tb, td, p);\n}\n";
+       "    const __grid_constant__ gt_sm90::TmaDesc td, const gt_sm90::GemmParams p";
+  if (epi_class.empty()) {
+    s += ") {\n  " + fn + "<Cfg>(ta, tb, td, p);\n}\n";
+  } else {
+    s += ", const gemmtune_epi::EpiParams ep) {\n";
+    s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ">;\n";
+    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, p, ep);\n}\n";
+  }
   return s;
 }
 
@@ -60,7 +77,7 @@ class Sm90Executable final : public Executable {
  public:
   Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
       : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p)), alpha_(p.alpha), beta_(p.beta),
-        cubin_(std::move(cubin)) {
+        problem_(p), cubin_(std::move(cubin)) {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
     smem_ = sm90::smem_bytes(cfg_, view_.d.type);
@@ -102,6 +119,28 @@ class Sm90Executable final : public Executable {
 
   const Candidate& candidate() const override { return cand_; }
 
+  // A GLU writes D with n_out = N/2 columns in BN/2-column strips; :halves loads B in two boxes of <= BN/2 rows per
+  // tile (gate half, up half). encode_maps() made the plain maps; these replace B's (halves) and D's.
+  void encode_glu_maps(const GemmArgs& args) {
+    const auto enc = cuda::cu().cuTensorMapEncodeTiled;
+    const KernelView& v = view_;
+    const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
+    const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
+    CUresult r = CUDA_SUCCESS;
+    if (g->glu == GluLayout::halves && !v.b_mn)
+      r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
+                          std::min(sm90::b_box_rows(v, t), cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
+    if (r == CUDA_SUCCESS) {
+      const int eb = sm90::epi_bytes(cfg_.bn / 2, v.d.type);
+      const CUtensorMapSwizzle sw =
+          eb == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : eb == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
+      r = sm90::encode_3d(enc, &maps_[2], args.d, v.d.type, v.n / 2, v.m, v.batch, v.d.ld, v.d.batch_stride,
+                          eb / sm90::elem_size(v.d.type), 64, sw);
+    }
+    if (r != CUDA_SUCCESS)
+      GT_THROW("sm90: cuTensorMapEncodeTiled (GLU maps) failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
+  }
+
   void launch(const GemmArgs& args, Stream stream) override {
     auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
     GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
@@ -119,12 +158,23 @@ class Sm90Executable final : public Executable {
       const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
+      if (r == CUDA_SUCCESS && problem_.epilogue.has_glu()) encode_glu_maps(args);
       last_a_ = args.a;
       last_b_ = args.b;
       last_d_ = args.d;
     }
     sm90::HostGemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
-    void* kargs[4] = {&maps_[0], &maps_[1], &maps_[2], &params};
+    epi::EpiParams ep;
+    if (!problem_.epilogue.empty()) {
+      ep = epi::make_params(problem_, args);  // throws naming a missing operand
+      const std::pair<const void*, EpiOpKind> ops[] = {
+          {ep.bias, problem_.epilogue.has(EpiOpKind::bias_row) ? EpiOpKind::bias_row : EpiOpKind::bias_col},
+          {ep.residual, EpiOpKind::residual}, {ep.row_scale, EpiOpKind::row_scale}, {ep.col_scale, EpiOpKind::col_scale}};
+      for (const auto& [q, kind] : ops)
+        GT_REQUIRE(!q || aligned(q, dtype_size(problem_.epilogue_dtype(kind))),
+                   "sm90: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
+    }
+    void* kargs[5] = {&maps_[0], &maps_[1], &maps_[2], &params, &ep};
     CUlaunchConfig lc{};
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -147,6 +197,7 @@ class Sm90Executable final : public Executable {
   Config cfg_;
   KernelView view_;
   float alpha_, beta_;
+  Problem problem_;  // the epilogue's parameters (epi::make_params) come from it
   std::shared_ptr<const jit::Cubin> cubin_;
   CUfunction fn_ = nullptr;
   int smem_ = 0;
@@ -189,10 +240,11 @@ class Sm90Backend final : public Backend {
     if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
     const Config cfg = Config::parse(c.config);
     const KernelView v = sm90::kernel_view(p);
-    const std::string name = kernel_name(cfg, v);
+    const std::string ec = epilogue_class(p, v);
+    const std::string name = kernel_name(cfg, v, ec);
     jit::CompileOptions opts;
     opts.arch = "sm_90a";
-    auto cubin = jit::compile(jit_source(cfg, v, name), name, opts, c.str() + " for " + p.str());
+    auto cubin = jit::compile(jit_source(cfg, v, ec, name), name, opts, c.str() + " for " + p.str());
     CompileResult r;
     r.compiled = true;
     r.cache_hit = cubin->cache_hit;

@@ -30,6 +30,20 @@ OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch)
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Chains the fused epilogue (kernels/epilogue/epilogue_fused_store.cuh) cannot take; the rest is shape/config.
+std::string epilogue_reason(const Problem& p) {
+  const EpiOp* g = p.epilogue.find(EpiOpKind::glu);
+  if (!g) return "";
+  const std::string pre = "sm90: epilogue '" + p.epilogue.key() + "': ";
+  if (p.d.layout != Layout::row)
+    return pre + "a GLU with column-major D is not fused (the kernel computes Dᵀ, so gate and up columns would sit in "
+                 "different threads' rows); use a row-major D or the cuBLASLt epi=separate candidate";
+  if (g->glu == GluLayout::interleaved && (g->glu_block % 8 != 0 || g->glu_block > 128))
+    return pre + "GLU interleave" + std::to_string(g->glu_block) +
+           ": the block must be a multiple of 8 columns and at most 128 (gate and up in one thread's wgmma fragment)";
+  return "";
+}
+
 }  // namespace
 
 std::string Config::str() const {
@@ -82,7 +96,7 @@ KernelView kernel_view(const Problem& p) {
   pp.a = desc_of(p.a, p.m, p.k, p.batch);
   pp.b = desc_of(p.b, p.k, p.n, p.batch);
   pp.c = desc_of(p.c, p.m, p.n, p.batch);
-  pp.d = desc_of(p.d, p.m, p.n, p.batch);
+  pp.d = desc_of(p.d, p.m, p.n_out(), p.batch);
   pp.has_c = p.beta != 0.0f;
   return make_kernel_view(pp);
 }
@@ -90,7 +104,7 @@ KernelView kernel_view(const Problem& p) {
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
     return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
-  if (!p.epilogue.empty()) return "sm90: fused epilogues are not supported yet (epilogue=" + p.epilogue.key() + ")";
+  if (std::string r = epilogue_reason(p); !r.empty()) return r;
   if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
     return "sm90: A and B must both be bf16 or both f16";
   auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
@@ -138,11 +152,25 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (v.b_mn && c.bn % 64 != 0)
     return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
            " (N-major in the kernel) needs tile N a multiple of 64" + cs;
+  if (const EpiOp* g = p.epilogue.find(EpiOpKind::glu)) {
+    const int blk = g->glu == GluLayout::interleaved ? static_cast<int>(g->glu_block) : c.bn / 2;
+    if (c.bn % (2 * blk) != 0 || blk % 8 != 0)
+      return "sm90: GLU " + std::string(g->glu == GluLayout::interleaved ? "interleave" + std::to_string(blk) : "halves") +
+             " needs tile N a multiple of " + std::to_string(2 * blk) + " with a block of 8k columns" + cs;
+    if ((c.bn / 2 * elem_size(v.d.type)) % 32 != 0)
+      return "sm90: GLU output tile N/2=" + std::to_string(c.bn / 2) + " must be a multiple of 32 bytes of D" + cs;
+    if (g->glu == GluLayout::halves && v.b_mn && c.bn % 128 != 0)
+      return "sm90: GLU halves with N-major B needs tile N a multiple of 128" + cs;
+  }
   const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
   const int acc = slabs * c.bn / 2;
   // 192 accumulators leave room for the epilogue only without a C input and with a 16-bit output (f32 out spilled
   // 20 bytes on the H200 run of 2026-11-21).
-  const int acc_max = (c.pingpong && !v.has_c && v.d.type != kF32) ? 192 : 128;
+  // A fused epilogue needs registers of its own: 128 then too.
+  const int acc_max = (c.pingpong && !v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
+  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
+    return "sm90: ping-pong with a fused residual is limited to 96 accumulator registers per thread (" +
+           std::to_string(acc) + " spilled)" + cs;
   if (acc > acc_max)
     return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
            " (spills)" + cs;

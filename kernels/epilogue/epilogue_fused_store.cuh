@@ -1,0 +1,146 @@
+#pragma once
+// Fused epilogue: fp32 accumulators -> alpha * acc (+ beta * C) -> the problem's op chain (gemmtune_epi::Epi<...>,
+// compile-time: no branching on the op list) -> D dtype -> shared-memory strips -> TMA store. The plain problem keeps
+// EpilogueTmaStore (epilogue_tma_store.cuh); this one is instantiated only for a non-empty chain.
+//
+// Coordinates. The kernel computes a row-major D; with a column-major D the host solves Dᵀ = Bᵀ·Aᵀ, so kernel rows
+// are D's columns: TRANS swaps (row, col) before the chain sees them (a per-column bias becomes per kernel row).
+// Rows/cols past the edges are clamped for the chain's loads (those values are clipped by the store anyway), so
+// the chain never reads out of bounds and needs no per-element branches.
+//
+// GLU. The tile's BN GEMM columns hold BN/2 output columns: gate and up of output column o sit kBlock columns apart
+// inside the tile (interleave<B>: kBlock = B and BN a multiple of 2B; halves: the producer loads the tile's gate
+// columns [n0/2, n0/2 + BN/2) and up columns N/2 + [n0/2, n0/2 + BN/2) side by side, kBlock = BN/2). In the wgmma
+// fragment (acc[4c + 2i + j] = tile (16w + l/4 + 8i, 8c + 2(l%4) + j)) a block that is a multiple of 8 columns puts
+// both values in the same thread, kBlock/8 register groups apart. D's tensor map is n_out = N/2 columns wide and the
+// strips are BN/2 columns; no TRANS (a column-major D would put gate and up in different kernel rows).
+#include "epilogue/epilogue_ops.cuh"
+#include "epilogue/epilogue_tma_store.cuh"
+
+namespace gt_sm90 {
+
+template <class Cfg, class Chain, bool TRANS>
+struct EpilogueFused {
+  using Params = gemmtune_epi::EpiParams;
+  static constexpr bool kGlu = Chain::kGlu;
+  static constexpr bool kHalves = kGlu && Chain::kGluBlock == 0;  // the producer loads gate/up halves per tile
+  static constexpr int kBlock = !kGlu ? 0 : kHalves ? Cfg::BN / 2 : Chain::kGluBlock;
+  static constexpr int BNO = kGlu ? Cfg::BN / 2 : Cfg::BN;  // output columns per tile
+  static constexpr int kOutSize = Cfg::kOutSize;
+  static constexpr int kEpiBytes = (BNO * kOutSize) % 128 == 0 ? 128 : (BNO * kOutSize) % 64 == 0 ? 64 : 32;
+  static constexpr int kEpiCols = kEpiBytes / kOutSize;
+  static constexpr int kChunks = BNO / kEpiCols;           // strips per 64-row slab
+  static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
+  static constexpr unsigned kSwizzleMask = kEpiBytes / 16 - 1;
+
+  static_assert((BNO * kOutSize) % kEpiBytes == 0, "output tile must split into 32/64/128-byte epilogue strips");
+  static_assert(kEpiBytes <= Cfg::kEpiBytes, "strip buffers are sized for the GEMM tile");
+  static_assert(!kGlu || (kBlock % 8 == 0 && Cfg::BN % (2 * kBlock) == 0),
+                "GLU: block must be a multiple of 8 columns and tile N a multiple of 2 * block");
+  static_assert(!(kGlu && TRANS), "GLU with a column-major D is not fused");
+  static_assert(!(kGlu && Cfg::HAS_C), "a GLU needs beta == 0");
+
+  // Fragment groups (8 GEMM columns each) holding the gate / up values of output group co.
+  __host__ __device__ static constexpr int gate_group(int co) {
+    return kGlu ? (co / (kBlock / 8)) * (kBlock / 4) + co % (kBlock / 8) : co;
+  }
+  __host__ __device__ static constexpr int up_group(int co) { return gate_group(co) + kBlock / 8; }
+
+  // Final value of output element (group co, half i, column j) at kernel row `row`, output column `col`.
+  __device__ __forceinline__ static float value(const float (&a)[Cfg::BN / 2], const GemmParams& p, const Params& ep,
+                                                int co, int i, int j, int row, int col, int n_out, int b) {
+    const int rc = row < p.m ? row : p.m - 1;
+    const int cc = col < n_out ? col : n_out - 1;
+    if constexpr (kGlu) {
+      const float g = p.alpha * a[4 * gate_group(co) + 2 * i + j];
+      const float u = p.alpha * a[4 * up_group(co) + 2 * i + j];
+      return Chain::apply_glu(g, u, rc, cc, ep);
+    } else {
+      float v = p.alpha * a[4 * co + 2 * i + j];
+      if (Cfg::HAS_C && row < p.m && col < p.n) v += p.beta * load_c<Cfg::CT>(p, row, col, b);
+      return TRANS ? Chain::apply(v, cc, rc, ep) : Chain::apply(v, rc, cc, ep);
+    }
+  }
+
+  // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU).
+  __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
+                                               const GemmParams& p, const Params& ep0, unsigned buf0, unsigned buf1,
+                                               int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
+    const Params ep = ep0.at_batch(b);
+    const int warp = tid / 32, lane = tid % 32;
+    const int n_out = kGlu ? p.n / 2 : p.n;
+    const int o0 = kGlu ? n0 / 2 : n0;
+#pragma unroll
+    for (int si = 0; si < Cfg::kSlabs; ++si) {
+#pragma unroll
+      for (int q = 0; q < kChunks; ++q) {
+        // As EpilogueTmaStore: 16-byte-ragged edge strips go straight from registers with bounds checks.
+        if ((n_out * kOutSize) % 16 != 0 && o0 + (q + 1) * kEpiCols > n_out) {
+          store_direct(acc[si], p, ep, q, m0 + si * 64, o0, n_out, b, warp, lane);
+          continue;
+        }
+        const unsigned dst = buf ? buf1 : buf0;
+        if (tid == 0) bulk_wait_read<1>();
+        named_bar_sync(bar_id, 128);
+#pragma unroll
+        for (int g = 0; g < kGroupsPerChunk; ++g) {
+          const int co = q * kGroupsPerChunk + g;
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int r = warp * 16 + lane / 4 + 8 * i;
+            const int row = m0 + si * 64 + r, col = o0 + 8 * co + 2 * (lane % 4);
+            const float v0 = value(acc[si], p, ep, co, i, 0, row, col, n_out, b);
+            const float v1 = value(acc[si], p, ep, co, i, 1, row, col + 1, n_out, b);
+            const unsigned off = r * kEpiBytes + (g * 8 + 2 * (lane % 4)) * kOutSize;
+            const unsigned sw = off ^ (((off >> 7) & kSwizzleMask) << 4);
+            if (Cfg::OUT == kF32)
+              st_shared_f32x2(dst + sw, v0, v1);
+            else
+              st_shared_u32(dst + sw, Cfg::OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
+          }
+        }
+        fence_proxy_async();
+        named_bar_sync(bar_id, 128);
+        if (tid == 0) {
+          tma_store_3d(td, dst, o0 + q * kEpiCols, m0 + si * 64, b);
+          bulk_commit();
+        }
+        buf ^= 1u;
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void store_direct(const float (&a)[Cfg::BN / 2], const GemmParams& p,
+                                                      const Params& ep, int q, int row0, int o0, int n_out, int b,
+                                                      int warp, int lane) {
+#pragma unroll
+    for (int g = 0; g < kGroupsPerChunk; ++g) {
+      const int co = q * kGroupsPerChunk + g;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = row0 + warp * 16 + lane / 4 + 8 * i;
+        if (row >= p.m) continue;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int col = o0 + 8 * co + 2 * (lane % 4) + j;
+          if (col >= n_out) continue;
+          const float v = value(a, p, ep, co, i, j, row, col, n_out, b);
+          const long long off = static_cast<long long>(b) * p.d_batch + static_cast<long long>(row) * p.ldd + col;
+          if (Cfg::OUT == kF32) {
+            asm volatile("st.global.f32 [%0], %1;" ::"l"(static_cast<float*>(p.d) + off), "f"(v) : "memory");
+          } else {
+            const unsigned short h = static_cast<unsigned short>(
+                (Cfg::OUT == kBF16 ? pack_bf16x2(v, 0.f) : pack_f16x2(v, 0.f)) & 0xFFFFu);
+            asm volatile("st.global.u16 [%0], %1;" ::"l"(static_cast<unsigned short*>(p.d) + off), "h"(h) : "memory");
+          }
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void drain(int tid) {
+    if (tid == 0) bulk_wait<0>();
+  }
+};
+
+}  // namespace gt_sm90
