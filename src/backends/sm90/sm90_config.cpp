@@ -211,8 +211,12 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   if (cs > 1) load *= 0.8;  // multicast halves the shared operand's L2 traffic
   double per_k = std::max(mma, load) + 0.04;  // + fixed per-k-block overhead (barriers, issue)
   if (c.cn > 1) per_k *= 1.01;  // ties between 2x1 and 1x2 go to 2x1
+  // 2026-11-21 H200 sweep after the cluster-arrival fix: 2x1/1x2 still 0-12% behind 1x1 at 4096^3.
+  if (cs > 1) per_k *= 1.06;
   if (c.stages < 4) per_k *= 1.0 + 0.2 * (4 - c.stages);  // keeps the top-k to one stage count per tile
-  if (c.pingpong) per_k *= 1.04;  // measured anchors: coop 128x256 is the large-GEMM winner
+  // Measured anchors: coop 128x256 is the large-GEMM winner; the best ping-pong (128x128, 64x256) was 1.2-1.5x
+  // behind it at 4096^3 and 8192^3 with several tiles per CTA (2026-11-21 sweeps).
+  if (c.pingpong) per_k *= 1.15;
   const double epi = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0) * 2.0;  // epilogue per tile
   const double cost = rounds * (kpad / 64.0 * per_k + epi * (c.pingpong ? 0.3 : 1.0));
   // Useful work fraction on ragged edges is already in `rounds`; scale to time units.
