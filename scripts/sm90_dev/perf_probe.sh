@@ -13,7 +13,12 @@ i=0
 for s in ${SHAPES:-4096,4096,4096}; do
   IFS=, read -r m n k <<<"$s"; i=$((i+1))
   GEMMTUNE_SM90_VERBOSE=1 timeout "${SWEEP_TIMEOUT:-90}" "$B/gemmtune" tune --m "$m" --n "$n" --k "$k" --backends "${BACKENDS:-sm90}" \
-    --top-k "${TOPK:-0}" --no-cache --force --min-time-ms 30 --min-iters 30 >"$OUT/sweep_$s.txt" 2>"$OUT/sweep_$s.log"
-  echo "sweep $s rc=$?"; grep -E "grid" "$OUT/sweep_$s.log" | sort -u | head -6
-  cut -c1-100,108-130 "$OUT/sweep_$s.txt" | head -${ROWS:-40}
+    --top-k "${TOPK:-200}" --no-cache --force --min-time-ms 30 --min-iters 30 >"$OUT/sweep_${m}x${n}x${k}.txt" 2>"$OUT/sweep_${m}x${n}x${k}.log"
+  echo "sweep $s rc=$?"; grep -E "grid" "$OUT/sweep_${m}x${n}x${k}.log" | sort -u | head -6
+  cut -c1-100,108-130 "$OUT/sweep_${m}x${n}x${k}.txt" | head -${ROWS:-40}
 done
+if [[ -n "${SUITE:-}" ]]; then
+  timeout "${SUITE_TIMEOUT:-200}" "$B/gemmtune" bench --suite "bench/suites/$SUITE.json" --json "$OUT/bench_$SUITE.json" \
+    ${BENCH_ARGS:-} >"$OUT/bench_$SUITE.txt" 2>"$OUT/bench_$SUITE.log"
+  echo "bench $SUITE rc=$?"; cut -c1-150 "$OUT/bench_$SUITE.txt"
+fi
