@@ -80,6 +80,15 @@ TEST(TunerGpu, BatchedBetaAndF32Output) {
   EXPECT_LE(run_and_check(g, 99), 1e-2) << g.candidate().str();
 }
 
+TEST(TunerGpu, Fp32InputsRunOnCublasLt) {
+  FreshCache cache;
+  Tuner t(quick());
+  Problem p = Problem::make(100, 90, 70, DType::f32, DType::f32, Layout::col, Layout::row, 2);
+  Gemm g = t.select(p);
+  EXPECT_EQ(g.candidate().backend, "cublaslt");  // sm90 takes 16-bit inputs only
+  EXPECT_LE(run_and_check(g, 7), 1e-5) << g.candidate().str();  // full fp32, not TF32
+}
+
 TEST(TunerGpu, SecondTuneIsACacheHit) {
   FreshCache cache;
   Tuner t(quick());

@@ -66,7 +66,8 @@ TEST(CublasLtSupports, RejectsDtypeCombosWithReasons) {
   expect_reason(be->supports(make(64, 64, 64, DType::f16, DType::bf16), dev), "D must be f16 or f32");
   expect_reason(be->supports(make(64, 64, 64, DType::e4m3, DType::bf16), dev), "fp8");
   expect_reason(be->supports(make(64, 64, 64, DType::e5m2, DType::f32), dev), "fp8");
-  expect_reason(be->supports(make(64, 64, 64, DType::f32, DType::f32), dev), "bf16 or f16");
+  EXPECT_EQ(be->supports(make(64, 64, 64, DType::f32, DType::f32), dev), "");  // SGEMM, CUBLAS_COMPUTE_32F
+  expect_reason(be->supports(make(64, 64, 64, DType::f32, DType::bf16), dev), "with f32 inputs D must be f32");
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::f32);
     p.beta = 1.0f;

@@ -190,9 +190,12 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   const DType in = p.a.dtype;
   if (in == DType::e4m3 || in == DType::e5m2 || p.b.dtype == DType::e4m3 || p.b.dtype == DType::e5m2)
     return pre + "fp8 inputs are not supported yet";
-  if (in != DType::bf16 && in != DType::f16)
-    return pre + "A must be bf16 or f16, got " + dn(in) + " (TF32/FP32 GEMM not offered)";
+  if (in != DType::bf16 && in != DType::f16 && in != DType::f32)
+    return pre + "A must be bf16, f16 or f32, got " + dn(in);
   if (p.b.dtype != in) return pre + "A and B must have the same dtype, got A=" + dn(in) + " B=" + dn(p.b.dtype);
+  // f32 inputs: full-precision SGEMM (CUBLAS_COMPUTE_32F, not TF32), D must be f32.
+  if (in == DType::f32 && p.d.dtype != DType::f32)
+    return pre + "with f32 inputs D must be f32 (CUBLAS_COMPUTE_32F), got " + dn(p.d.dtype);
   if (p.d.dtype != in && p.d.dtype != DType::f32)
     return pre + "with " + dn(in) + " inputs D must be " + dn(in) + " or f32 (cuBLASLt CUBLAS_COMPUTE_32F types), got " +
            dn(p.d.dtype);
