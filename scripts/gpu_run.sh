@@ -9,6 +9,8 @@
 #   TUNE_SHAPE    problem of the tune example (default "--m 4096 --n 4096 --k 4096")
 #   BENCH_ARGS    extra arguments for `gemmtune bench` (e.g. "--top-k 4 --in-process")
 #   STEP_TIMEOUT  seconds per step (default 900)
+#   CUBLAS_SUITES     suites also benched with --backends cublaslt (tuned cuBLASLt vs its default; default none)
+#   SANITIZE          set: compute-sanitizer memcheck + racecheck on one coop and one ping-pong config
 #   GPU_RUN_NO_BUILD  set: use a carried BUILD_DIR as it is, even when it was configured at this path
 #   GPU_TEST_FILTERS  gtest filter groups run one after another with a carried build (default "*")
 #   GPU_TEST_TIMEOUT  seconds per filter group (default STEP_TIMEOUT)
@@ -167,6 +169,41 @@ for s in $SUITES; do
   [[ $rc != 0 ]] && fail "bench $s (rc=$rc, see bench_$s.log)" && tail -5 "$OUT/bench_$s.log"
   say "bench $s: $(grep '^geomean' "$OUT/bench_$s.txt" || echo 'no result')"
 done
+
+# ---- cuBLASLt-only tuning vs cuBLASLt's default ---------------------------------------------------------------------
+for s in ${CUBLAS_SUITES:-}; do
+  step "bench $s (--backends cublaslt)"
+  suite="$ROOT/bench/suites/$s.json"
+  # shellcheck disable=SC2086
+  timeout "$STEP_TIMEOUT" "$GT" bench --suite "$suite" --backends cublaslt --json "$OUT/bench_${s}_cublaslt.json" \
+    --csv "$OUT/bench_${s}_cublaslt.csv" $BENCH_ARGS >"$OUT/bench_${s}_cublaslt.txt" 2>"$OUT/bench_${s}_cublaslt.log"
+  rc=$?
+  cat "$OUT/bench_${s}_cublaslt.txt"
+  [[ $rc != 0 ]] && fail "bench $s cublaslt (rc=$rc)" && tail -5 "$OUT/bench_${s}_cublaslt.log"
+  say "bench $s cublaslt-only: $(grep '^geomean' "$OUT/bench_${s}_cublaslt.txt" || echo 'no result')"
+done
+
+# ---- compute-sanitizer on one config of each schedule -----------------------------------------------------------------
+if [[ -n "${SANITIZE:-}" ]]; then
+  step "compute-sanitizer"
+  SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for cfg in "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8" \
+             "tile=128x128x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=8"; do
+    for tool in memcheck racecheck; do
+      # Ragged, several tiles per CTA (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
+      timeout "$STEP_TIMEOUT" "$SAN" --tool "$tool" --error-exitcode 9 "$GT" tune --config "sm90:$cfg" --m 1000 \
+        --n 1100 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 \
+        >"$OUT/sanitize.log.tmp" 2>&1
+      rc=$?
+      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$OUT/sanitize.log.tmp" | tail -1)
+      cat "$OUT/sanitize.log.tmp" >>"$OUT/sanitize.log"
+      echo "$tool $cfg: rc=$rc $summary"
+      say "sanitize:   $tool ${cfg%%,raster*}: rc=$rc ${summary}"
+      [[ $rc != 0 ]] && fail "compute-sanitizer $tool on $cfg (rc=$rc)"
+    done
+  done
+  rm -f "$OUT/sanitize.log.tmp"
+fi
 
 # ---- SASS of an sm90 kernel ----------------------------------------------------------------------------------------
 step "SASS"
