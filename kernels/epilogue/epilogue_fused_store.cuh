@@ -19,7 +19,7 @@
 
 namespace gt_sm90 {
 
-template <class Cfg, class Chain, bool TRANS>
+template <class Cfg, class Chain, bool TRANS, int FLAGS = kEpiDirect>
 struct EpilogueFused {
   using Params = gemmtune_epi::EpiParams;
   static constexpr bool kGlu = Chain::kGlu;
@@ -62,6 +62,47 @@ struct EpilogueFused {
     }
   }
 
+  // The output pair (col, col + 1) of fragment group co, half i (col even). With kEpiVecOps (kernel n_out even) the
+  // chain reads its operands along the kernel's columns pairwise (Chain::apply2: one 4/8-byte load per operand and
+  // pair; the pair is along D's columns, or D's rows with TRANS); the pair start is clamped to n_out - 2 so both
+  // stay in bounds. Otherwise each element goes through value().
+  __device__ __forceinline__ static void value2(const float (&a)[Cfg::BN / 2], const GemmParams& p, const Params& ep,
+                                                int co, int i, int row, int col, int n_out, int b, float& v0,
+                                                float& v1) {
+    if constexpr ((FLAGS & kEpiVecOps) == 0) {
+      v0 = value(a, p, ep, co, i, 0, row, col, n_out, b);
+      v1 = value(a, p, ep, co, i, 1, row, col + 1, n_out, b);
+    } else {
+      const int rc = row < p.m ? row : p.m - 1;
+      const int cc = col < n_out ? col : n_out - 2;
+      if constexpr (kGlu) {
+        float g0 = p.alpha * a[4 * gate_group(co) + 2 * i], g1 = p.alpha * a[4 * gate_group(co) + 2 * i + 1];
+        float u0 = p.alpha * a[4 * up_group(co) + 2 * i], u1 = p.alpha * a[4 * up_group(co) + 2 * i + 1];
+        Chain::apply_glu2(g0, g1, u0, u1, rc, cc, ep);
+        v0 = g0;
+        v1 = g1;
+      } else {
+        v0 = p.alpha * a[4 * co + 2 * i];
+        v1 = p.alpha * a[4 * co + 2 * i + 1];
+        if (Cfg::HAS_C && row < p.m && col < p.n) {
+          if (FLAGS & kEpiVecC) {
+            float c0, c1;
+            load_c2<Cfg::CT>(p, row, col, b, c0, c1);
+            v0 += p.beta * c0;
+            v1 += p.beta * c1;
+          } else {
+            v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
+            if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
+          }
+        }
+        if constexpr (TRANS)
+          Chain::template apply2<0>(v0, v1, cc, rc, ep);
+        else
+          Chain::template apply2<1>(v0, v1, rc, cc, ep);
+      }
+    }
+  }
+
   // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
                                                const GemmParams& p, const Params& ep0, unsigned buf0, unsigned buf1,
@@ -70,17 +111,20 @@ struct EpilogueFused {
     const int warp = tid / 32, lane = tid % 32;
     const int n_out = kGlu ? p.n / 2 : p.n;
     const int o0 = kGlu ? n0 / 2 : n0;
+    // As EpilogueTmaStore: 16-byte-ragged edge strips are staged, then copied out with bounds checks.
+    const bool edge_tile = (FLAGS & kEpiDirect) && (n_out * kOutSize) % 16 != 0 && o0 + BNO > n_out;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
-        // As EpilogueTmaStore: 16-byte-ragged edge strips go straight from registers with bounds checks.
-        if ((n_out * kOutSize) % 16 != 0 && o0 + (q + 1) * kEpiCols > n_out) {
-          store_direct(acc[si], p, ep, q, m0 + si * 64, o0, n_out, b, warp, lane);
-          continue;
-        }
+        const bool direct = edge_tile && o0 + (q + 1) * kEpiCols > n_out;
         const unsigned dst = buf ? buf1 : buf0;
-        if (tid == 0) bulk_wait_read<1>();
+        if (tid == 0) {
+          if (edge_tile)
+            bulk_wait_read<0>();
+          else
+            bulk_wait_read<1>();
+        }
         named_bar_sync(bar_id, 128);
 #pragma unroll
         for (int g = 0; g < kGroupsPerChunk; ++g) {
@@ -89,8 +133,8 @@ struct EpilogueFused {
           for (int i = 0; i < 2; ++i) {
             const int r = warp * 16 + lane / 4 + 8 * i;
             const int row = m0 + si * 64 + r, col = o0 + 8 * co + 2 * (lane % 4);
-            const float v0 = value(acc[si], p, ep, co, i, 0, row, col, n_out, b);
-            const float v1 = value(acc[si], p, ep, co, i, 1, row, col + 1, n_out, b);
+            float v0, v1;
+            value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
             const unsigned off = r * kEpiBytes + (g * 8 + 2 * (lane % 4)) * kOutSize;
             const unsigned sw = off ^ (((off >> 7) & kSwizzleMask) << 4);
             if (Cfg::OUT == kF32)
@@ -101,39 +145,14 @@ struct EpilogueFused {
         }
         fence_proxy_async();
         named_bar_sync(bar_id, 128);
-        if (tid == 0) {
+        if (direct) {
+          copy_strip_direct<kOutSize, kEpiBytes>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out,
+                                                 m0 + si * 64, o0 + q * kEpiCols, tid);
+        } else if (tid == 0) {
           tma_store_3d(td, dst, o0 + q * kEpiCols, m0 + si * 64, b);
           bulk_commit();
         }
         buf ^= 1u;
-      }
-    }
-  }
-
-  __device__ __forceinline__ static void store_direct(const float (&a)[Cfg::BN / 2], const GemmParams& p,
-                                                      const Params& ep, int q, int row0, int o0, int n_out, int b,
-                                                      int warp, int lane) {
-#pragma unroll
-    for (int g = 0; g < kGroupsPerChunk; ++g) {
-      const int co = q * kGroupsPerChunk + g;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = row0 + warp * 16 + lane / 4 + 8 * i;
-        if (row >= p.m) continue;
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int col = o0 + 8 * co + 2 * (lane % 4) + j;
-          if (col >= n_out) continue;
-          const float v = value(a, p, ep, co, i, j, row, col, n_out, b);
-          const long long off = static_cast<long long>(b) * p.d_batch + static_cast<long long>(row) * p.ldd + col;
-          if (Cfg::OUT == kF32) {
-            asm volatile("st.global.f32 [%0], %1;" ::"l"(static_cast<float*>(p.d) + off), "f"(v) : "memory");
-          } else {
-            const unsigned short h = static_cast<unsigned short>(
-                (Cfg::OUT == kBF16 ? pack_bf16x2(v, 0.f) : pack_f16x2(v, 0.f)) & 0xFFFFu);
-            asm volatile("st.global.u16 [%0], %1;" ::"l"(static_cast<unsigned short*>(p.d) + off), "h"(h) : "memory");
-          }
-        }
       }
     }
   }

@@ -14,6 +14,10 @@
 //                          starting at a multiple of 2B, gate and up of one output sit in the same tile, B columns
 //                          apart: in a WGMMA accumulator fragment they are held by the same thread.
 // Coordinates are within one batch: p.at_batch(b) (once per tile) selects the residual's batch.
+// Pairs: apply2<AX>(v0, v1, row, col, p) applies the chain to (row, col) and the next element along D's columns
+// (AX = 1: (row, col + 1)) or rows (AX = 0: (row + 1, col)), reading an operand that is contiguous along that axis
+// with one 4/8-byte load. The caller guarantees the pair is in bounds, the index of its first element is even and
+// the operand pointers are aligned to two elements (sm90: kEpiVecOps).
 // dtype codes: 0 = bf16, 1 = f16, 2 = f32 (as the reference kernels).
 #pragma once
 
@@ -55,6 +59,39 @@ template <> struct Ld<1> {  // f16
 template <> struct Ld<2> {  // f32
   static __device__ __forceinline__ float at(const void* p, long long i) { return static_cast<const float*>(p)[i]; }
 };
+
+// Two adjacent elements [i, i + 1] with one load (i even, pointer aligned to two elements). VOLATILE: see LdV.
+__device__ __forceinline__ float lo_bf16(unsigned u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float hi_bf16(unsigned u) { return __uint_as_float(u & 0xFFFF0000u); }
+__device__ __forceinline__ float f16_at(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+template <int T, bool VOLATILE = false>
+__device__ __forceinline__ void ld2(const void* p, long long i, float& a, float& b) {
+  if constexpr (T == 2) {
+    const float* q = static_cast<const float*>(p) + i;
+    if constexpr (VOLATILE)
+      asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "l"(q));
+    else
+      asm("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "l"(q));
+  } else {
+    const unsigned short* q = static_cast<const unsigned short*>(p) + i;
+    unsigned u;
+    if constexpr (VOLATILE)
+      asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(u) : "l"(q));
+    else
+      asm("ld.global.nc.b32 %0, [%1];" : "=r"(u) : "l"(q));
+    if constexpr (T == 0) {
+      a = lo_bf16(u);
+      b = hi_bf16(u);
+    } else {
+      a = f16_at(static_cast<unsigned short>(u & 0xFFFFu));
+      b = f16_at(static_cast<unsigned short>(u >> 16));
+    }
+  }
+}
 
 // NOTES: D-shaped operands (the residual) are read with asm volatile loads: they stay in program order with a fused
 // epilogue's shared-memory stores, so the compiler does not hoist a whole strip of them next to 128+ accumulators
@@ -109,11 +146,35 @@ struct Silu {
 template <class Act>
 struct Activate {
   static __device__ __forceinline__ float apply(float v, long long, long long, const EpiParams&) { return Act::f(v); }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long, long long, const EpiParams&) {
+    v0 = Act::f(v0);
+    v1 = Act::f(v1);
+  }
 };
+// A per-column (IDX_AX = 1) or per-row (IDX_AX = 0) vector operand of a pair along AX: a pair load when the pair
+// runs along the vector, else one load for both.
+template <int T, int IDX_AX, int AX>
+__device__ __forceinline__ void vec_operand2(const void* p, long long row, long long col, float& a, float& b) {
+  const long long i = IDX_AX == 1 ? col : row;
+  if constexpr (IDX_AX == AX) {
+    ld2<T>(p, i, a, b);
+  } else {
+    a = Ld<T>::at(p, i);
+    b = a;
+  }
+}
 template <int T>
 struct BiasCol {
   static __device__ __forceinline__ float apply(float v, long long, long long col, const EpiParams& p) {
     return v + Ld<T>::at(p.bias, col);
+  }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    float a, b;
+    vec_operand2<T, 1, AX>(p.bias, row, col, a, b);
+    v0 = v0 + a;
+    v1 = v1 + b;
   }
 };
 template <int T>
@@ -121,17 +182,38 @@ struct BiasRow {
   static __device__ __forceinline__ float apply(float v, long long row, long long, const EpiParams& p) {
     return v + Ld<T>::at(p.bias, row);
   }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    float a, b;
+    vec_operand2<T, 0, AX>(p.bias, row, col, a, b);
+    v0 = v0 + a;
+    v1 = v1 + b;
+  }
 };
 template <int T>
 struct RowScale {
   static __device__ __forceinline__ float apply(float v, long long row, long long, const EpiParams& p) {
     return v * Ld<T>::at(p.row_scale, row);
   }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    float a, b;
+    vec_operand2<T, 0, AX>(p.row_scale, row, col, a, b);
+    v0 = v0 * a;
+    v1 = v1 * b;
+  }
 };
 template <int T>
 struct ColScale {
   static __device__ __forceinline__ float apply(float v, long long, long long col, const EpiParams& p) {
     return v * Ld<T>::at(p.col_scale, col);
+  }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    float a, b;
+    vec_operand2<T, 1, AX>(p.col_scale, row, col, a, b);
+    v0 = v0 * a;
+    v1 = v1 * b;
   }
 };
 // ROW: the residual's layout at compile time (1 row-major, 0 column-major; -1: p.res_row at run time). A run-time
@@ -142,6 +224,22 @@ struct Residual {
     const bool r = ROW < 0 ? p.res_row != 0 : ROW == 1;
     return v + LdV<T>::at(p.residual, p.batch * p.res_bs + (r ? row * p.res_ld + col : col * p.res_ld + row));
   }
+  // Contiguous along AX (row-major and AX = 1, or column-major and AX = 0): one load for the pair (the residual
+  // shares D's layout, ld and batch stride, which TMA keeps 16-byte multiples). Otherwise two loads.
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    const bool r = ROW < 0 ? p.res_row != 0 : ROW == 1;
+    const long long i = p.batch * p.res_bs + (r ? row * p.res_ld + col : col * p.res_ld + row);
+    if (ROW >= 0 && (ROW == 1) == (AX == 1)) {
+      float a, b;
+      ld2<T, true>(p.residual, i, a, b);
+      v0 += a;
+      v1 += b;
+    } else {
+      v0 += LdV<T>::at(p.residual, i);
+      v1 += LdV<T>::at(p.residual, i + ((AX == 1) == r ? 1 : p.res_ld));
+    }
+  }
 };
 
 // A list of ops applied left to right.
@@ -150,6 +248,10 @@ struct Ops {
   static __device__ __forceinline__ float apply(float v, long long row, long long col, const EpiParams& p) {
     ((v = Op::apply(v, row, col, p)), ...);
     return v;
+  }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    (Op::template apply2<AX>(v0, v1, row, col, p), ...);
   }
 };
 
@@ -183,6 +285,23 @@ struct Epi {
   static __device__ __forceinline__ float apply(float v, long long row, long long col, const EpiParams& p) {
     static_assert(!G::kGlu, "a GLU chain combines two values: call apply_glu");
     return Post::apply(Pre::apply(v, row, col, p), row, col, p);
+  }
+  template <int AX>
+  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
+    static_assert(!G::kGlu, "a GLU chain combines two values: call apply_glu2");
+    Pre::template apply2<AX>(v0, v1, row, col, p);
+    Post::template apply2<AX>(v0, v1, row, col, p);
+  }
+  // Output columns (out_col, out_col + 1), out_col even: gate and up columns are pairs too (block a multiple of 8).
+  // Results in (g0, g1).
+  static __device__ __forceinline__ void apply_glu2(float& g0, float& g1, float& u0, float& u1, long long row,
+                                                    long long out_col, const EpiParams& p) {
+    static_assert(G::kGlu, "apply_glu2 needs a chain with a GLU");
+    Pre::template apply2<1>(g0, g1, row, G::gate_col(out_col, p), p);
+    Pre::template apply2<1>(u0, u1, row, G::up_col(out_col, p), p);
+    g0 = G::act::f(g0) * u0;
+    g1 = G::act::f(g1) * u1;
+    Post::template apply2<1>(g0, g1, row, out_col, p);
   }
   static __device__ __forceinline__ long long gate_col(long long out_col, const EpiParams& p) {
     return G::gate_col(out_col, p);

@@ -25,7 +25,67 @@ __device__ __forceinline__ float load_c(const GemmParams& p, int row, int col, i
   return CT == kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
-template <class Cfg>
+// C at (row, col) and (row, col + 1) with one 4-byte (16-bit C) or 8-byte (f32 C) load: only with kEpiVecC.
+// `ptr`: the element's address; callers pass a per-row base plus a constant column offset, so the compiler keeps
+// one 64-bit base per row instead of precomputing every element's address next to the accumulators (that spilled).
+template <int CT>
+__device__ __forceinline__ void load_c2_at(const void* ptr, float& c0, float& c1) {
+  if (CT == kF32) {
+    asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(c0), "=f"(c1) : "l"(ptr));
+    return;
+  }
+  unsigned u;
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(u) : "l"(ptr));
+  c0 = CT == kBF16 ? bf16_to_f32(static_cast<unsigned short>(u & 0xFFFFu)) : f16_to_f32(static_cast<unsigned short>(u & 0xFFFFu));
+  c1 = CT == kBF16 ? bf16_to_f32(static_cast<unsigned short>(u >> 16)) : f16_to_f32(static_cast<unsigned short>(u >> 16));
+}
+template <int CT>
+__device__ __forceinline__ void load_c2(const GemmParams& p, int row, int col, int b, float& c0, float& c1) {
+  const long long off = static_cast<long long>(b) * p.c_batch + static_cast<long long>(row) * p.ldc_m + col;
+  load_c2_at<CT>(static_cast<const char*>(p.c) + off * (CT == kF32 ? 4 : 2), c0, c1);
+}
+
+// Compile-time epilogue flags, chosen by the backend from the problem (src/backends/sm90/sm90_backend.cpp) and so
+// part of the generated source and of the kernel cache key:
+//   kEpiDirect: n_out * sizeof(D) % 16 != 0 — the last column tile's edge strips cannot be TMA-stored (TMA clips the
+//               inner dimension at 16 bytes) and are copied out of the staging buffer with bounds checks instead.
+//               Without it that path is not instantiated at all (it was ~60% of a candidate's compile time).
+//   kEpiVecC:   C is row-major in the kernel view with even ld, batch stride and n: the fragment's column pairs
+//               (col even, col + 1) are read with one 4/8-byte load (the launch checks C's pointer alignment).
+//   kEpiVecOps: kernel n_out is even: fused-chain operands indexed along the kernel's columns (bias, scales,
+//               residual) are read in pairs with one 4/8-byte load (the launch checks their pointers' alignment).
+enum : int { kEpiDirect = 1, kEpiVecC = 2, kEpiVecOps = 4 };
+
+// Copies one staged 64-row x EPI_BYTES strip (swizzled as written by the epilogues) to D with per-element bounds
+// checks: rows [row0, row0 + 64), columns [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out. One rolled loop
+// (it runs only for the edge strips of the last column tile) so that it costs little code per strip.
+template <int OUT_SIZE, int EPI_BYTES>
+__device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
+                                                  int n_out, int row0, int col0, int tid) {
+  constexpr int kCols = EPI_BYTES / OUT_SIZE;
+  constexpr unsigned kMask = EPI_BYTES / 16 - 1;
+#pragma unroll 1
+  for (int idx = tid; idx < 64 * kCols; idx += 128) {
+    const int r = idx / kCols, c = idx % kCols;
+    const int row = row0 + r, col = col0 + c;
+    if (row < m && col < n_out) {
+      const unsigned off = r * EPI_BYTES + c * OUT_SIZE;
+      const unsigned sw = src + (off ^ (((off >> 7) & kMask) << 4));
+      const long long g = d_off + static_cast<long long>(row) * ldd + col;
+      if (OUT_SIZE == 4) {
+        float v;
+        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(sw) : "memory");
+        asm volatile("st.global.f32 [%0], %1;" ::"l"(static_cast<float*>(d) + g), "f"(v) : "memory");
+      } else {
+        unsigned short h;
+        asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(sw) : "memory");
+        asm volatile("st.global.u16 [%0], %1;" ::"l"(static_cast<unsigned short*>(d) + g), "h"(h) : "memory");
+      }
+    }
+  }
+}
+
+template <class Cfg, int FLAGS = kEpiDirect>
 struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
   static constexpr bool kHalves = false;
@@ -39,20 +99,35 @@ struct EpilogueTmaStore {
                                                const GemmParams& p, const Params&, unsigned buf0, unsigned buf1,
                                                int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
     const int warp = tid / 32, lane = tid % 32;
+    // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of 16 it
+    // would write up to 15 bytes past column n (into the caller's ld padding). The strips of such an edge tile that
+    // reach past n are staged as usual and copied out with bounds checks (copy_strip_direct). Those strips commit no
+    // bulk group, so inside an edge tile every strip waits for all earlier stores to finish reading (wait_read 0).
+    const bool edge_tile = (FLAGS & kEpiDirect) && (p.n * Cfg::kOutSize) % 16 != 0 && n0 + Cfg::BN > p.n;
+    constexpr int kCSize = Cfg::CT == kF32 ? 4 : 2;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
+      // kEpiVecC: this thread's two C rows of the slab, at its first column (see load_c2_at).
+      const char* crow[2];
+      if ((FLAGS & kEpiVecC) && Cfg::HAS_C) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          crow[i] = static_cast<const char*>(p.c) +
+                    (static_cast<long long>(b) * p.c_batch +
+                     static_cast<long long>(m0 + si * 64 + warp * 16 + lane / 4 + 8 * i) * p.ldc_m + n0 +
+                     2 * (lane % 4)) * kCSize;
+      }
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
-        // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of
-        // 16 it would write up to 15 bytes past column n (into the caller's ld padding). Such edge strips are
-        // stored directly from registers with per-element bounds checks instead.
-        if ((p.n * Cfg::kOutSize) % 16 != 0 && n0 + (q + 1) * Cfg::kEpiCols > p.n) {
-          store_direct(acc[si], p, q, m0 + si * 64, n0, b, warp, lane);
-          continue;
-        }
+        const bool direct = edge_tile && n0 + (q + 1) * Cfg::kEpiCols > p.n;
         const unsigned dst = buf ? buf1 : buf0;
         // The store issued from this buffer two strips ago must have finished reading it.
-        if (tid == 0) bulk_wait_read<1>();
+        if (tid == 0) {
+          if (edge_tile)
+            bulk_wait_read<0>();
+          else
+            bulk_wait_read<1>();
+        }
         named_bar_sync(bar_id, 128);
 #pragma unroll
         for (int g = 0; g < kGroupsPerChunk; ++g) {
@@ -65,8 +140,17 @@ struct EpilogueTmaStore {
             if (Cfg::HAS_C) {
               const int row = m0 + si * 64 + r, col = n0 + 8 * c + 2 * (lane % 4);
               if (row < p.m) {
-                if (col < p.n) v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
-                if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
+                if (FLAGS & kEpiVecC) {
+                  if (col < p.n) {  // n even: col + 1 < n too
+                    float c0, c1;
+                    load_c2_at<Cfg::CT>(crow[i] + 8 * c * kCSize, c0, c1);
+                    v0 += p.beta * c0;
+                    v1 += p.beta * c1;
+                  }
+                } else {
+                  if (col < p.n) v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
+                  if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
+                }
               }
             }
             const unsigned off = r * Cfg::kEpiBytes + (g * 8 + 2 * (lane % 4)) * Cfg::kOutSize;
@@ -79,39 +163,14 @@ struct EpilogueTmaStore {
         }
         fence_proxy_async();
         named_bar_sync(bar_id, 128);
-        if (tid == 0) {
+        if (direct) {
+          copy_strip_direct<Cfg::kOutSize, Cfg::kEpiBytes>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch,
+                                                           p.m, p.n, m0 + si * 64, n0 + q * Cfg::kEpiCols, tid);
+        } else if (tid == 0) {
           tma_store_3d(td, dst, n0 + q * Cfg::kEpiCols, m0 + si * 64, b);
           bulk_commit();
         }
         buf ^= 1u;
-      }
-    }
-  }
-
-  __device__ __forceinline__ static void store_direct(const float (&a)[Cfg::BN / 2], const GemmParams& p, int q,
-                                                      int row0, int n0, int b, int warp, int lane) {
-#pragma unroll
-    for (int g = 0; g < kGroupsPerChunk; ++g) {
-      const int c = q * kGroupsPerChunk + g;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = row0 + warp * 16 + lane / 4 + 8 * i;
-        if (row >= p.m) continue;
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int col = n0 + 8 * c + 2 * (lane % 4) + j;
-          if (col >= p.n) continue;
-          float v = p.alpha * a[4 * c + 2 * i + j];
-          if (Cfg::HAS_C) v += p.beta * load_c<Cfg::CT>(p, row, col, b);
-          const long long off = static_cast<long long>(b) * p.d_batch + static_cast<long long>(row) * p.ldd + col;
-          if (Cfg::OUT == kF32) {
-            asm volatile("st.global.f32 [%0], %1;" ::"l"(static_cast<float*>(p.d) + off), "f"(v) : "memory");
-          } else {
-            const unsigned short h = static_cast<unsigned short>(
-                (Cfg::OUT == kBF16 ? pack_bf16x2(v, 0.f) : pack_f16x2(v, 0.f)) & 0xFFFFu);
-            asm volatile("st.global.u16 [%0], %1;" ::"l"(static_cast<unsigned short*>(p.d) + off), "h"(h) : "memory");
-          }
-        }
       }
     }
   }

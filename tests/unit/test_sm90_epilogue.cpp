@@ -70,6 +70,28 @@ TEST(Sm90Epilogue, GluCompiles) {
   compile_best(make("silu_glu", Layout::row, DType::f16, 512, 4096, 256, Layout::row));  // N-major B halves
 }
 
+// Compile-time epilogue flags: n_out * sizeof(D) % 16 != 0 instantiates the staged bounds-checked edge copy
+// (kEpiDirect), an odd n_out the scalar operand loads; the aligned tests above cover the pair loads. Zero spills each.
+TEST(Sm90Epilogue, RaggedNCompiles) {
+  auto ragged = [](const std::string& chain, Layout ld, DType out, int64_t m, int64_t n) {
+    Problem p = Problem::make(m, n, 256, DType::bf16, out, Layout::row, Layout::col);
+    p.d.layout = ld;
+    p.beta = chain == "none" ? 0.5f : 0.0f;
+    p.epilogue = parse_epilogue(chain);
+    const int64_t no = p.n_out();
+    p.d.ld = ((ld == Layout::row ? no : m) + 7) / 8 * 8;
+    p.c = p.d;
+    p.resolve();
+    return p;
+  };
+  compile_best(ragged("none", Layout::row, DType::bf16, 1000, 1001));          // odd n: direct edge, scalar C
+  compile_best(ragged("none", Layout::row, DType::f32, 1000, 1002));           // even n, 8-byte rows: direct, pair C
+  compile_best(ragged("bias,gelu_tanh,residual", Layout::row, DType::bf16, 1000, 1001));
+  compile_best(ragged("bias,residual", Layout::row, DType::bf16, 1000, 1002));  // direct + pair loads
+  compile_best(ragged("bias_row,col_scale,residual", Layout::col, DType::f32, 1002, 1000));  // transposed, pairs
+  compile_best(ragged("silu_glu", Layout::row, DType::bf16, 1000, 2 * 1001));  // GLU halves, n_out odd
+}
+
 TEST(Sm90Epilogue, Reasons) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();

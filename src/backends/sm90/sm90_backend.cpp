@@ -40,6 +40,32 @@ std::string epilogue_class(const Problem& p, const KernelView& v) {
   return epi::chain_type(p) + (v.transposed ? ", true" : ", false");
 }
 
+// Compile-time epilogue flags (kernels/epilogue/epilogue_tma_store.cuh: kEpiDirect, kEpiVecC, kEpiVecOps), from the
+// kernel view: the edge path exists only where TMA stores cannot clip exactly, pair loads only where the pairs are
+// contiguous and even. Emitted into the unit (so part of the kernel cache key) as an expression of the flag names.
+struct EpiFlags {
+  bool direct = false, vec_c = false, vec_ops = false;
+  std::string expr() const {
+    std::string s;
+    auto add = [&](bool on, const char* n) {
+      if (on) s += (s.empty() ? "" : " | ") + std::string("gt_sm90::") + n;
+    };
+    add(direct, "kEpiDirect");
+    add(vec_c, "kEpiVecC");
+    add(vec_ops, "kEpiVecOps");
+    return s.empty() ? "0" : s;
+  }
+};
+
+EpiFlags epi_flags(const Problem& p, const KernelView& v) {
+  EpiFlags f;
+  const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
+  f.direct = (n_out * sm90::elem_size(v.d.type)) % 16 != 0;
+  f.vec_c = v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
+  f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
+  return f;
+}
+
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
@@ -48,7 +74,8 @@ std::string kernel_name(const Config& c, const KernelView& v, const std::string&
   return buf;
 }
 
-std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const std::string& name) {
+std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const EpiFlags& flags,
+                       const std::string& name) {
   auto tf = [](bool x) { return x ? "true" : "false"; };
   std::string s;
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
@@ -64,10 +91,12 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
        "    const __grid_constant__ gt_sm90::TmaDesc td, const gt_sm90::GemmParams p";
   if (epi_class.empty()) {
-    s += ") {\n  " + fn + "<Cfg>(ta, tb, td, p);\n}\n";
+    s += ") {\n";
+    s += "  using Epi = gt_sm90::EpilogueTmaStore<Cfg, " + flags.expr() + ">;\n";
+    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, p);\n}\n";
   } else {
     s += ", const gemmtune_epi::EpiParams ep) {\n";
-    s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ">;\n";
+    s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ", " + flags.expr() + ">;\n";
     s += "  " + fn + "<Cfg, Epi>(ta, tb, td, p, ep);\n}\n";
   }
   return s;
@@ -76,8 +105,8 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
 class Sm90Executable final : public Executable {
  public:
   Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
-      : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p)), alpha_(p.alpha), beta_(p.beta),
-        problem_(p), cubin_(std::move(cubin)) {
+      : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p)), flags_(epi_flags(p, view_)),
+        alpha_(p.alpha), beta_(p.beta), problem_(p), cubin_(std::move(cubin)) {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
     smem_ = sm90::smem_bytes(cfg_, view_.d.type);
@@ -149,7 +178,9 @@ class Sm90Executable final : public Executable {
     GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
     if (view_.has_c) {
       GT_REQUIRE(args.c, "sm90: C pointer is null but beta != 0");
-      GT_REQUIRE(aligned(args.c, sm90::elem_size(view_.c.type)), "sm90: C pointer is not element-aligned");
+      GT_REQUIRE(aligned(args.c, sm90::elem_size(view_.c.type) * (flags_.vec_c ? 2 : 1)),
+                 flags_.vec_c ? "sm90: C pointer is not aligned to two elements (this kernel reads C in pairs)"
+                              : "sm90: C pointer is not element-aligned");
     }
     std::lock_guard<std::mutex> lk(mu_);
     // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.
@@ -171,8 +202,10 @@ class Sm90Executable final : public Executable {
           {ep.bias, problem_.epilogue.has(EpiOpKind::bias_row) ? EpiOpKind::bias_row : EpiOpKind::bias_col},
           {ep.residual, EpiOpKind::residual}, {ep.row_scale, EpiOpKind::row_scale}, {ep.col_scale, EpiOpKind::col_scale}};
       for (const auto& [q, kind] : ops)
-        GT_REQUIRE(!q || aligned(q, dtype_size(problem_.epilogue_dtype(kind))),
-                   "sm90: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
+        GT_REQUIRE(!q || aligned(q, dtype_size(problem_.epilogue_dtype(kind)) * (flags_.vec_ops ? 2 : 1)),
+                   std::string("sm90: an epilogue operand pointer is not ") +
+                       (flags_.vec_ops ? "aligned to two elements (this kernel reads operands in pairs)"
+                                       : "element-aligned") + " (" + cand_.str() + ")");
     }
     void* kargs[5] = {&maps_[0], &maps_[1], &maps_[2], &params, &ep};
     CUlaunchConfig lc{};
@@ -196,6 +229,7 @@ class Sm90Executable final : public Executable {
   Candidate cand_;
   Config cfg_;
   KernelView view_;
+  EpiFlags flags_;
   float alpha_, beta_;
   Problem problem_;  // the epilogue's parameters (epi::make_params) come from it
   std::shared_ptr<const jit::Cubin> cubin_;
@@ -241,10 +275,11 @@ class Sm90Backend final : public Backend {
     const Config cfg = Config::parse(c.config);
     const KernelView v = sm90::kernel_view(p);
     const std::string ec = epilogue_class(p, v);
-    const std::string name = kernel_name(cfg, v, ec);
+    const EpiFlags flags = epi_flags(p, v);
+    const std::string name = kernel_name(cfg, v, ec + "|" + flags.expr());
     jit::CompileOptions opts;
     opts.arch = "sm_90a";
-    auto cubin = jit::compile(jit_source(cfg, v, ec, name), name, opts, c.str() + " for " + p.str());
+    auto cubin = jit::compile(jit_source(cfg, v, ec, flags, name), name, opts, c.str() + " for " + p.str());
     CompileResult r;
     r.compiled = true;
     r.cache_hit = cubin->cache_hit;
