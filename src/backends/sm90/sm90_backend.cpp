@@ -60,7 +60,7 @@ struct EpiFlags {
 EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   EpiFlags f;
   const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
-  f.direct = (n_out * sm90::elem_size(v.d.type)) % 16 != 0;
+  f.direct = sm90::epi_direct(p, v);
   f.vec_c = v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
   f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
   return f;

@@ -26,6 +26,10 @@ struct Config {
 
 // Kernel view of a problem (col-major D rewritten as the transposed problem). Throws nothing; see problem_reason().
 KernelView kernel_view(const Problem& p);
+// True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
+// bounds-checked edge copy (TMA stores clip at 16-byte granularity). Decides the kEpiDirect flag and the register
+// budget of a config.
+bool epi_direct(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).
