@@ -101,7 +101,7 @@ fi
 step "GPU tests (ctest -L gpu)"
 tests_rc=0
 cached_dir=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
-if [[ "$cached_dir" == "$BUILD" ]]; then
+if [[ "$cached_dir" == "$BUILD" && -z "${GPU_TEST_FILTERS:-}" ]]; then
   timeout "$STEP_TIMEOUT" ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$OUT/gpu_tests.log" 2>&1
   tests_rc=$?
 elif [[ -x "$BUILD/tests/gemmtune_gpu_tests" ]]; then
