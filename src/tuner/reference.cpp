@@ -26,18 +26,20 @@ int type_code(DType t) {
   }
 }
 
-// One translation unit with every helper kernel for all dtype combinations (27 GEMMs + 3 fills + 3 compares):
-// compiled once, cached on disk like any kernel.
-std::string reference_source() {
+// Two kinds of units, compiled on first use and cached like any kernel: "util" (fills, compares, the epilogue, the
+// spin kernel) and one unit per GEMM dtype combination "gemm_<abc>". One unit with all 27 GEMM instantiations took
+// ~7 s to compile, paid by the first tune on a machine; a single instantiation takes well under a second.
+}  // namespace
+
+std::string reference_unit_source(const std::string& unit) {
   std::string s = "#include \"reference/gemm_ref.cuh\"\nusing namespace gemmtune_ref;\n";
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b)
-      for (int c = 0; c < 3; ++c) {
-        const std::string t = std::to_string(a) + std::to_string(b) + std::to_string(c);
-        s += "extern \"C\" __global__ void __launch_bounds__(256) gt_ref_gemm_" + t +
-             "(const void* a, const void* b, const void* c, float* d, RefParams p) { gemm_ref<" + std::to_string(a) +
-             "," + std::to_string(b) + "," + std::to_string(c) + ">(a, b, c, d, p); }\n";
-      }
+  if (unit.rfind("gemm_", 0) == 0) {
+    const std::string t = unit.substr(5);
+    s += "extern \"C\" __global__ void __launch_bounds__(256) gt_ref_gemm_" + t +
+         "(const void* a, const void* b, const void* c, float* d, RefParams p) { gemm_ref<" + t.substr(0, 1) + "," +
+         t.substr(1, 1) + "," + t.substr(2, 1) + ">(a, b, c, d, p); }\n";
+    return s;
+  }
   for (int t = 0; t < 3; ++t) {
     const std::string ts = std::to_string(t);
     s += "extern \"C\" __global__ void gt_ref_fill_" + ts +
@@ -52,17 +54,21 @@ std::string reference_source() {
   return s;
 }
 
+namespace {
+
+// The kernel `name` (gt_ref_gemm_<abc> lives in unit gemm_<abc>, everything else in util) in the current context.
 CUfunction get(const std::string& name) {
-  static std::once_flag once;
-  static std::shared_ptr<const jit::Cubin> cubin;
-  std::call_once(once, [] { cubin = jit::compile(reference_source(), "gt_ref_gemm_000", {}, "reference kernels"); });
-  CUfunction module_fn = jit::load(*cubin);
-  CUmodule mod = nullptr;
-  // All kernels live in one module: look the others up by name from it.
+  const std::string gemm_prefix = "gt_ref_gemm_";
+  const std::string unit = name.rfind(gemm_prefix, 0) == 0 ? "gemm_" + name.substr(gemm_prefix.size()) : "util";
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
+  static std::map<std::string, std::shared_ptr<const jit::Cubin>> cubins;
+  auto& cubin = cubins[unit];
+  // The unit's first kernel names the cubin; jit::load gives it in this context, its module holds the others.
+  if (!cubin) cubin = jit::compile(reference_unit_source(unit), unit == "util" ? "gt_ref_fill_0" : name, {}, "reference kernels");
+  CUmodule mod = nullptr;
+  GT_CU(cuFuncGetModule(&mod, jit::load(*cubin)));
   static std::map<std::pair<CUmodule, std::string>, CUfunction> fns;
-  GT_CU(cuFuncGetModule(&mod, module_fn));
   auto it = fns.find({mod, name});
   if (it != fns.end()) return it->second;
   CUfunction f;

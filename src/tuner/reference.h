@@ -27,6 +27,10 @@ ErrorStats compare_to_reference(const Problem& p, const void* d, const float* re
 // Busy-waits the GPU for about `ns` nanoseconds on stream s.
 void gpu_spin(uint64_t ns, Stream s);
 
+// Source of a reference JIT unit: "util" (fills, compares, epilogue, spin) or "gemm_<abc>" (a, b, c in 0=bf16,
+// 1=f16, 2=f32). Exposed for the compile test.
+std::string reference_unit_source(const std::string& unit);
+
 // Elements an operand spans in memory, batches included (for allocation).
 int64_t operand_span(const Problem& p, char which);
 

@@ -1,6 +1,8 @@
 // Epilogue model (parse/print, validation, keys) and its device code (every chain's elementwise kernel compiles).
 #include <gtest/gtest.h>
 
+#include "tuner/reference.h"
+
 #include <set>
 #include <string>
 #include <vector>
@@ -170,4 +172,16 @@ TEST(Epilogue, ReferenceEpilogueCompiles) {
       "#include \"reference/gemm_ref.cuh\"\nusing namespace gemmtune_ref;\n"
       "extern \"C\" __global__ void gt_ref_epilogue_test(const float* in, float* out, RefEpi e) { epilogue_ref(in, out, e); }\n";
   EXPECT_FALSE(jit::compile(src, "gt_ref_epilogue_test", {}, "reference epilogue")->image.empty());
+}
+
+// The tuner's reference units (src/tuner/reference.cpp) compile, each in well under the ~7 s that one unit of all 27
+// GEMM dtype combinations took (the first tune on a machine pays it).
+TEST(ReferenceUnits, CompileWithoutGpu) {
+  for (const std::string unit : {"util", "gemm_000", "gemm_112", "gemm_222"}) {
+    const std::string name = unit == "util" ? "gt_ref_fill_0" : "gt_ref_" + unit;
+    auto cubin = jit::compile(reference_unit_source(unit), name, {}, "reference " + unit);
+    EXPECT_FALSE(cubin->image.empty()) << unit;
+    EXPECT_EQ(cubin->spill_bytes, 0) << unit;
+    std::printf("reference unit %s: %.0f ms%s\n", unit.c_str(), cubin->compile_ms, cubin->cache_hit ? " (cached)" : "");
+  }
 }
