@@ -19,29 +19,14 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
   const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
 
-  if (threadIdx.x == 0) {
-    prefetch_tma_desc(ta);
-    prefetch_tma_desc(tb);
-    prefetch_tma_desc(td);
-#pragma unroll
-    for (int s = 0; s < Cfg::STAGES; ++s) {
-      mbar_init(sm.full(s), 1);
-      mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
-    }
+  init_pipeline<Cfg>(sm, ta, tb, td, [&] {
     mbar_init(sm.mma_done(0), 1);
     mbar_init(sm.mma_done(1), 1);
-    fence_mbar_init();
-  }
-  if (Cfg::CS > 1)
-    cluster_sync();
-  else
-    cta_sync();
+  });
 
   const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
   if (wg == 0) {
-    setmaxnreg_dec<Cfg::kProducerRegs>();
-    if (tid == 0) producer_loop<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
-    asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
+    run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn, tid);
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = wg - 1;

@@ -178,4 +178,37 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
   release_stage<Cfg>(sm, prev, lane);
 }
 
+// Block start shared by both schedules: thread 0 prefetches the tensor maps and initialises the ring's barriers plus
+// the schedule's own (`init_more`), then the cluster (or the CTA) syncs so that no one uses a barrier before it exists.
+template <class Cfg, class InitMore>
+__device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const TmaDesc& ta, const TmaDesc& tb,
+                                              const TmaDesc& td, InitMore init_more) {
+  if (threadIdx.x == 0) {
+    prefetch_tma_desc(ta);
+    prefetch_tma_desc(tb);
+    prefetch_tma_desc(td);
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES; ++s) {
+      mbar_init(sm.full(s), 1);
+      mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
+    }
+    init_more();
+    fence_mbar_init();
+  }
+  if (Cfg::CS > 1)
+    cluster_sync();
+  else
+    cta_sync();
+}
+
+// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring.
+template <class Cfg, bool HALVES>
+__device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
+                                             const GemmParams& p, int cluster_id, int num_clusters, int rm, int rn,
+                                             int tid) {
+  setmaxnreg_dec<Cfg::kProducerRegs>();
+  if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
+  asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
+}
+
 }  // namespace gt_sm90
