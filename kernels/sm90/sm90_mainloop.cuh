@@ -10,6 +10,31 @@
 
 namespace gt_sm90 {
 
+// One operand tile of a stage, TILE rows (M or N) x 64 K: this CTA's part of `rows` tile rows, the whole tile when
+// the operand is not shared in the cluster. K-major: boxes of PIECE rows (PIECE = rows but for the GLU halves);
+// MN-major: one box per 64-row chunk. `row_of(tile_row)` is the global row of a tile row. With MULTICAST each box
+// lands in every CTA of `mask`.
+template <bool MN, int TILE, int PIECE, bool MULTICAST, class RowOf>
+__device__ __forceinline__ void load_operand(unsigned base, const TmaDesc& t, unsigned bar, int k0, int b, int part,
+                                             int rows, unsigned short mask, RowOf row_of) {
+  auto box = [&](unsigned dst, int c0, int c1) {
+    if (MULTICAST)
+      tma_load_3d_multicast(dst, t, bar, c0, c1, b, mask);
+    else
+      tma_load_3d(dst, t, bar, c0, c1, b);
+  };
+  if (!MN) {
+#pragma unroll
+    for (int pc = 0; pc < rows / PIECE; ++pc) {
+      const int tr = part * rows + pc * PIECE;
+      box(base + tr * 128, k0, row_of(tr));
+    }
+  } else {
+#pragma unroll
+    for (int ch = 0; ch < TILE / 64; ++ch) box(base + ch * 8192 + part * rows * 128, row_of(64 * ch), k0 + part * rows);
+  }
+}
+
 // Loads one k-block (A and B tiles) of tile (m0, n0, b) into stage s. `rm`, `rn`: this CTA's place in its cluster
 // (rank = rm + rn * CM). A is shared by the CN CTAs of a cluster row, B by the CM CTAs of a cluster column.
 // HALVES (a GLU over the halves of N, see epilogue_fused_store.cuh): tile rows [0, BN/2) of B are the gate columns
@@ -17,77 +42,22 @@ namespace gt_sm90 {
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm, int s,
                                            int m0, int n0, int k0, int b, int rm, int rn, int n_half = 0) {
+  static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0, "GLU halves with N-major B needs tile N a multiple of 128");
   const unsigned bar = sm.full(s);
-  {  // A
-    const int part = Cfg::kAParts > 1 ? rn : 0;
-    unsigned short mask = 0;
+  unsigned short a_mask = 0, b_mask = 0;
 #pragma unroll
-    for (int j = 0; j < Cfg::CN; ++j) mask |= static_cast<unsigned short>(1u << (rm + j * Cfg::CM));
-    const int rows = Cfg::kABoxRows;
-    if (!Cfg::A_MN) {
-      const unsigned dst = sm.a(s) + part * rows * 128;
-      if (Cfg::kAParts > 1)
-        tma_load_3d_multicast(dst, ta, bar, k0, m0 + part * rows, b, mask);
-      else
-        tma_load_3d(dst, ta, bar, k0, m0, b);
-    } else {
+  for (int j = 0; j < Cfg::CN; ++j) a_mask |= static_cast<unsigned short>(1u << (rm + j * Cfg::CM));
 #pragma unroll
-      for (int ch = 0; ch < Cfg::BM / 64; ++ch) {
-        const unsigned dst = sm.a(s) + ch * 8192 + part * rows * 128;
-        if (Cfg::kAParts > 1)
-          tma_load_3d_multicast(dst, ta, bar, m0 + 64 * ch, k0 + part * rows, b, mask);
-        else
-          tma_load_3d(dst, ta, bar, m0 + 64 * ch, k0, b);
-      }
-    }
-  }
-  {  // B
-    const int part = Cfg::kBParts > 1 ? rm : 0;
-    unsigned short mask = 0;
-#pragma unroll
-    for (int i = 0; i < Cfg::CM; ++i) mask |= static_cast<unsigned short>(1u << (i + rn * Cfg::CM));
-    const int rows = Cfg::kBBoxRows;
-    if constexpr (HALVES) {
-      static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0,
-                    "GLU halves with N-major B needs tile N a multiple of 128");
-      auto gcol = [&](int tr) { return tr < Cfg::BN / 2 ? n0 / 2 + tr : n_half + n0 / 2 + tr - Cfg::BN / 2; };
-      if (!Cfg::B_MN) {
-        constexpr int kPiece = rows < Cfg::BN / 2 ? rows : Cfg::BN / 2;
-#pragma unroll
-        for (int pc = 0; pc < rows / kPiece; ++pc) {
-          const int tr = part * rows + pc * kPiece;
-          if (Cfg::kBParts > 1)
-            tma_load_3d_multicast(sm.b(s) + tr * 128, tb, bar, k0, gcol(tr), b, mask);
-          else
-            tma_load_3d(sm.b(s) + tr * 128, tb, bar, k0, gcol(tr), b);
-        }
-      } else {
-#pragma unroll
-        for (int ch = 0; ch < Cfg::BN / 64; ++ch) {
-          const unsigned dst = sm.b(s) + ch * 8192 + part * rows * 128;
-          if (Cfg::kBParts > 1)
-            tma_load_3d_multicast(dst, tb, bar, gcol(64 * ch), k0 + part * rows, b, mask);
-          else
-            tma_load_3d(dst, tb, bar, gcol(64 * ch), k0, b);
-        }
-      }
-    } else if (!Cfg::B_MN) {
-      const unsigned dst = sm.b(s) + part * rows * 128;
-      if (Cfg::kBParts > 1)
-        tma_load_3d_multicast(dst, tb, bar, k0, n0 + part * rows, b, mask);
-      else
-        tma_load_3d(dst, tb, bar, k0, n0, b);
-    } else {
-#pragma unroll
-      for (int ch = 0; ch < Cfg::BN / 64; ++ch) {
-        const unsigned dst = sm.b(s) + ch * 8192 + part * rows * 128;
-        if (Cfg::kBParts > 1)
-          tma_load_3d_multicast(dst, tb, bar, n0 + 64 * ch, k0 + part * rows, b, mask);
-        else
-          tma_load_3d(dst, tb, bar, n0 + 64 * ch, k0, b);
-      }
-    }
-  }
+  for (int i = 0; i < Cfg::CM; ++i) b_mask |= static_cast<unsigned short>(1u << (i + rn * Cfg::CM));
+  constexpr int kARows = Cfg::kABoxRows, kBRows = Cfg::kBBoxRows;
+  load_operand<Cfg::A_MN, Cfg::BM, kARows, (Cfg::kAParts > 1)>(sm.a(s), ta, bar, k0, b, Cfg::kAParts > 1 ? rn : 0,
+                                                                kARows, a_mask, [&](int tr) { return m0 + tr; });
+  constexpr int kBPiece = HALVES && kBRows > Cfg::BN / 2 ? Cfg::BN / 2 : kBRows;
+  load_operand<Cfg::B_MN, Cfg::BN, kBPiece, (Cfg::kBParts > 1)>(
+      sm.b(s), tb, bar, k0, b, Cfg::kBParts > 1 ? rm : 0, kBRows, b_mask, [&](int tr) {
+        if (HALVES) return tr < Cfg::BN / 2 ? n0 / 2 + tr : n_half + n0 / 2 + tr - Cfg::BN / 2;
+        return n0 + tr;
+      });
 }
 
 // The producer: one thread walks this cluster's tiles and fills the ring.
