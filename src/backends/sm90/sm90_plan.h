@@ -136,20 +136,12 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
 inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, const void* a,
                             const void* b, void* d, CUtensorMap maps[3]) {
   if (v.transposed) std::swap(a, b);
-  CUresult r;
-  if (!v.a_mn)
-    r = encode_3d(enc, &maps[0], a, v.a.type, v.k, v.m, v.batch, v.a.ld, v.a.batch_stride, 64, a_box_rows(v, t),
-                  CU_TENSOR_MAP_SWIZZLE_128B);
-  else
-    r = encode_3d(enc, &maps[0], a, v.a.type, v.m, v.k, v.batch, v.a.ld, v.a.batch_stride, 64, a_box_rows(v, t),
-                  CU_TENSOR_MAP_SWIZZLE_128B);
+  // K-major boxes are {64 K, rows}, MN-major ones {64 M or N, 64 K}: only the order of the two inner dims differs.
+  CUresult r = encode_3d(enc, &maps[0], a, v.a.type, v.a_mn ? v.m : v.k, v.a_mn ? v.k : v.m, v.batch, v.a.ld,
+                         v.a.batch_stride, 64, a_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
-  if (!v.b_mn)
-    r = encode_3d(enc, &maps[1], b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64, b_box_rows(v, t),
-                  CU_TENSOR_MAP_SWIZZLE_128B);
-  else
-    r = encode_3d(enc, &maps[1], b, v.b.type, v.n, v.k, v.batch, v.b.ld, v.b.batch_stride, 64, b_box_rows(v, t),
-                  CU_TENSOR_MAP_SWIZZLE_128B);
+  r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
+                64, b_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
   const int eb = epi_bytes(t.bn, v.d.type);
   const CUtensorMapSwizzle sw =
