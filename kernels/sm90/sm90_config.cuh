@@ -39,7 +39,7 @@ struct GemmConfig {
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 16 in [16, 256]");
   static_assert(!B_MN || BN % 64 == 0, "N-major B needs tile N a multiple of 64 (128-byte swizzle atoms)");
   static_assert(STAGES >= 2 && STAGES <= 8, "stages must be in [2, 8]");
-  static_assert(CS == 1 || CS == 2, "cluster must be 1x1, 2x1 or 1x2");
+  static_assert(CS == 1 || CS == 2 || (CM == 2 && CN == 2), "cluster must be 1x1, 2x1, 1x2 or 2x2");
   static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
   static_assert(OUT >= 0 && OUT <= 2 && CT >= 0 && CT <= 2, "bad output / C dtype");
 
@@ -65,8 +65,10 @@ struct GemmConfig {
   static constexpr int kSmemBytes = kBarOffset + 16 * STAGES + 16 + 1024;  // + slack to align the base to 1024
   static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
 
-  // Arrivals that free a stage: one per consumer warpgroup that read it, in every CTA of the cluster (release_stage).
-  static constexpr int kEmptyArrivals = (PINGPONG ? 1 : 2) * CS;
+  // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its
+  // cluster row and column, itself included: CM + CN - 1 CTAs). See release_stage.
+  static constexpr int kLoadPeers = CM + CN - 1;
+  static constexpr int kEmptyArrivals = (PINGPONG ? 1 : 2) * kLoadPeers;
 };
 
 // Addresses (shared::cta window) of the pieces of the plan, from a 1024-byte aligned base.

@@ -103,19 +103,23 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2]
   }
 }
 
-// Frees stage s on every CTA of the cluster (they all wrote into it): one arrival per consumer warpgroup and
-// destination CTA, lane 0 of warp r of the warpgroup arriving on CTA r's empty[s], so the remote arrivals of a
-// cluster go out from different warps in parallel.
+// Frees stage s on every CTA whose TMA loads write into this CTA's stages: the CTAs of its cluster row (A is multicast
+// along it) and column (B along it), itself included; their producers wait for this CTA's consumers. That is the whole
+// cluster but for 2x2, whose diagonal peer (rank 3 - own rank, rank = rm + rn * CM) shares nothing. One arrival per
+// consumer warpgroup and destination CTA, lane 0 of warp r of the warpgroup arriving on CTA r's empty[s], so the
+// remote arrivals of a cluster go out from different warps in parallel.
 // NOTES: wgmma is a warpgroup operation; after wgmma.wait_group in one warp the group's reads of the stage are done
 // (CUTLASS's PipelineTmaAsync signals from one thread per warpgroup and destination too). 8 arrivals per CTA and
-// stage (16 remote ones with a cluster) were what the first H200 run used.
+// stage (16 remote ones with a cluster) were what the first H200 run used. The rank is read here rather than kept
+// in a register: a register live across the epilogue made a fused ping-pong 2x2 kernel spill.
 template <class Cfg>
 __device__ __forceinline__ void release_stage(const SmemPlan<Cfg>& sm, int s, int lane) {
+  static_assert(Cfg::CS <= 4, "one warp of the consumer warpgroup per destination CTA");
   const int w = static_cast<int>(threadIdx.x / 32) % 4;
   if (lane == 0 && w < Cfg::CS) {
     if (Cfg::CS == 1)
       mbar_arrive(sm.empty(s));
-    else
+    else if (Cfg::CS == 2 || w != 3 - static_cast<int>(cluster_ctarank()))
       mbar_arrive_cluster(sm.empty(s), static_cast<unsigned>(w));
   }
 }

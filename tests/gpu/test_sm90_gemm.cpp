@@ -102,6 +102,12 @@ const char* kConfigs[] = {
     "tile=64x256x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8",
     "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,group=8",
     "tile=128x128x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=8",
+    // 2x2 clusters (A and B both multicast), 192 accumulators in the cooperative schedule, 32-byte epilogue strips.
+    "tile=128x256x64,stages=4,cluster=2x2,sched=coop,raster=m,group=8",
+    "tile=64x128x64,stages=7,cluster=2x2,sched=pingpong,raster=n,group=4",
+    "tile=256x192x64,stages=3,cluster=1x1,sched=coop,raster=m,group=8",
+    "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7",
+    "tile=128x240x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4",
 };
 
 TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
@@ -146,6 +152,9 @@ TEST(Sm90Gpu, ManyTilesPerCta) {
       "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8",
       "tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=n,group=8",
       "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=8",
+      "tile=128x256x64,stages=4,cluster=2x2,sched=coop,raster=n,group=4",
+      "tile=128x176x64,stages=5,cluster=2x2,sched=pingpong,raster=m,group=8",
+      "tile=256x192x64,stages=3,cluster=1x2,sched=coop,raster=m,group=8",
   };
   const int64_t shapes[][4] = {{2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}};
   const Layout L[2] = {Layout::row, Layout::col};

@@ -150,8 +150,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
   if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
   if (c.stages < 2 || c.stages > 7) return "sm90: stages must be in [2, 7]" + cs;
-  if (!((c.cm == 1 && c.cn == 1) || (c.cm == 2 && c.cn == 1) || (c.cm == 1 && c.cn == 2)))
-    return "sm90: cluster must be 1x1, 2x1 or 1x2" + cs;
+  if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
+    return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
   const KernelView v = kernel_view(p);
   if (v.b_mn && c.bn % 64 != 0)
@@ -174,7 +174,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // A fused epilogue needs registers of its own: 128 then too.
   // The edge copy for rows that are not a multiple of 16 bytes needs registers too: with it, 128 accumulators and a C
   // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
-  int acc_max = (c.pingpong && !v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
+  int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
   if (epi_direct(p, v)) acc_max = v.has_c ? 64 : 128;
   if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
     return "sm90: ping-pong with a fused residual is limited to 96 accumulator registers per thread (" +
@@ -198,37 +198,48 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   return "";
 }
 
+// Ranking model, in SM clock cycles. Per k-block (64 of K) a CTA is bound by the larger of
+//   - its MMAs: BM * BN * 64 multiply-adds at 2048 per clock (dense 16-bit wgmma, both consumers or the one whose
+//     turn it is in ping-pong), and
+//   - its L2 reads: (BM / CN + BN / CM) * 128 bytes (each CTA loads its share of the operand its cluster row / column
+//     multicasts) at kL2BytesPerClk per SM.
+// NOTES: measured on the H200 (bench/NOTES.md, 2026-11-21): coop 128x256 1x1 pulls 13.2 GB from L2 at 8192^3 in
+// 1.41 ms at 1.54 GHz, i.e. ~46 bytes per clock per SM with the tensor pipe 97.7% busy, while tiles needing more
+// bytes per MMA clock (128x208 1x1: 52, 128x128 1x1: 64, ping-pong 64x256: 80) ran 15-40% slower per FLOP and the
+// ones needing as much or less (256x128, 128x256) at full rate: the ceiling is L2 bandwidth, ~46 bytes/clock/SM.
+// Waves: a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  constexpr double kMacPerClk = 2048.0, kL2BytesPerClk = 46.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 64.0;
   const KernelView v = kernel_view(p);
   const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int cs = c.cm * c.cn;
-  const int64_t tiles = cdiv(v.m, c.bm) * cdiv(v.n, c.bn) * v.batch;
-  const int64_t ctas = std::min<int64_t>(tiles, sms / cs * cs);
-  // Waves of tiles over the persistent grid (ping-pong: two tiles in flight per CTA, each at half speed).
-  const double rounds = std::ceil(static_cast<double>(tiles) / ctas);
-  const int64_t kpad = cdiv(v.k, 64) * 64;
-  // MMA time of a tile ~ bm*bn*K; loads per k-block ~ (bm + bn): low arithmetic intensity costs when
-  // the tile is small (bandwidth-bound), modelled as max(mma, load) per k-block.
-  double mma = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0);
-  // NOTES: measured on the H200 (bench/NOTES.md, run 2026-11-21): per FLOP, only wgmma N = 256, or N = 128 with two
-  // m64 slabs per consumer, run at full rate; N = 128 with one slab and N = 160/192/208/224 lose 15-25% beyond what
-  // their waves predict (128x208 224 us vs 128x256 185 us at 4096^3).
-  const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
-  if (!(c.bn == 256 || (c.bn == 128 && slabs >= 2))) mma *= 1.2;
-  double load = (c.bm + c.bn) / 384.0 * 0.55;
-  if (cs > 1) load *= 0.8;  // multicast halves the shared operand's L2 traffic
-  double per_k = std::max(mma, load) + 0.04;  // + fixed per-k-block overhead (barriers, issue)
-  if (c.cn > 1) per_k *= 1.01;  // ties between 2x1 and 1x2 go to 2x1
-  // 2026-11-21 H200 sweep after the cluster-arrival fix: 2x1/1x2 still 0-12% behind 1x1 at 4096^3.
-  if (cs > 1) per_k *= 1.06;
-  if (c.stages < 4) per_k *= 1.0 + 0.2 * (4 - c.stages);  // keeps the top-k to one stage count per tile
-  // Measured anchors: coop 128x256 is the large-GEMM winner; the best ping-pong (128x128, 64x256) was 1.2-1.5x
-  // behind it at 4096^3 and 8192^3 with several tiles per CTA (2026-11-21 sweeps).
-  if (c.pingpong) per_k *= 1.15;
-  const double epi = static_cast<double>(c.bm) * c.bn / (128.0 * 256.0) * 2.0;  // epilogue per tile
-  const double cost = rounds * (kpad / 64.0 * per_k + epi * (c.pingpong ? 0.3 : 1.0));
-  // Useful work fraction on ragged edges is already in `rounds`; scale to time units.
-  return cost;
+  const int64_t ctiles = cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
+  const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
+  const double kblocks = static_cast<double>(cdiv(v.k, 64));
+  const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
+  const double l2 = (static_cast<double>(c.bm) / c.cn + static_cast<double>(c.bn) / c.cm) * 128.0 / kL2BytesPerClk;
+  double per_k = std::max(mma, l2) + kPerKOverhead;
+  // Clusters step in lock-step (a stage is refilled when every peer has freed it): 2x1 / 1x2 measured at or slightly
+  // behind 1x1 where neither is bandwidth-bound (H200 sweeps of 2026-11-21).
+  if (cs > 1) per_k *= 1.0 + 0.015 * (cs - 1);
+  if (c.cn > 1 && c.cm == 1) per_k *= 1.005;  // ties between 2x1 and 1x2 go to 2x1
+  // Fewer stages than fit: shallower prefetch (enumerate() only emits the deepest ring; explicit configs may differ).
+  const int deepest = max_stages(c, v.d.type, dev);
+  if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
+  // Epilogue: registers -> shared memory -> TMA store, not overlapped with the next tile's MMAs in the cooperative
+  // schedule; ping-pong hides most of it behind the other consumer's mainloop.
+  const double osz = elem_size(v.d.type);
+  double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk + 500.0;
+  if (v.has_c) epi *= 2.0;
+  if (c.pingpong) epi *= 0.25;
+  const double compute = rounds * (kblocks * per_k + epi);
+  // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
+  // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
+  const double bytes = (static_cast<double>(v.m) * v.k + static_cast<double>(v.k) * v.n) * elem_size(v.a.type) +
+                       static_cast<double>(v.m) * v.n * osz * (v.has_c ? 2.0 : 1.0);
+  const double dram = bytes * v.batch / 2800.0;
+  return std::max(compute, dram) + 0.1 * compute;
 }
 
 // Tiles per band of the grouped raster: the clusters in flight at once cover G cluster tiles along the grouped
@@ -246,38 +257,41 @@ static int band_group(const Config& c, const KernelView& v, const DeviceInfo& de
   return g;
 }
 
+int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
+  const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;
+  Config t = c;
+  for (t.stages = 7; t.stages > 2; --t.stages)
+    if (smem_bytes(t, out_type) <= limit) break;
+  return t.stages;
+}
+
 std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Config> out;
   if (!problem_reason(p, dev).empty()) return out;
   const KernelView v = kernel_view(p);
   struct Tile { int bm, bn; bool pp; };
   std::vector<Tile> tiles;
-  for (int bn : {64, 96, 128, 160, 192, 208, 224, 256}) tiles.push_back({128, bn, false});
-  for (int bn : {64, 96, 128}) tiles.push_back({256, bn, false});
+  // Non-powers of two let a tile count fill whole waves of the 132 SMs (e.g. N = 6144 in 176-wide tiles).
+  for (int bn : {64, 96, 128, 160, 176, 192, 208, 224, 240, 256}) tiles.push_back({128, bn, false});
+  for (int bn : {64, 96, 128, 160, 192}) tiles.push_back({256, bn, false});
   for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
-  for (int bn : {64, 96, 128, 160, 192}) tiles.push_back({128, bn, true});
+  for (int bn : {64, 96, 128, 160, 176, 192}) tiles.push_back({128, bn, true});
   const bool raster_n = v.n > v.m;
   for (const Tile& t : tiles)
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
       Config c;
       c.bm = t.bm;
       c.bn = t.bn;
       c.pingpong = t.pp;
       c.cm = cm;
       c.cn = cn;
+      // A cluster wider than the tile grid only adds CTAs that compute zeros.
+      if (cdiv(v.m, c.bm) < cm || cdiv(v.n, c.bn) < cn) continue;
       c.raster_n = raster_n;
       c.group = band_group(c, v, dev);
-      int max_st = 7;
-      while (max_st >= 2) {
-        c.stages = max_st;
-        if (smem_bytes(c, v.d.type) <= (dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448)) break;
-        --max_st;
-      }
-      for (int st : {max_st, max_st - 1}) {
-        if (st < 2) continue;
-        c.stages = st;
-        if (config_reason(c, p, dev).empty()) out.push_back(c);
-      }
+      // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
+      c.stages = max_stages(c, v.d.type, dev);
+      if (config_reason(c, p, dev).empty()) out.push_back(c);
     }
   std::stable_sort(out.begin(), out.end(), [&](const Config& a, const Config& b) {
     return estimate_cost(a, p, dev) < estimate_cost(b, p, dev);

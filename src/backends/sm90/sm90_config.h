@@ -36,6 +36,8 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Dynamic shared memory of the config's kernel (mirrors GemmConfig::kSmemBytes).
 int smem_bytes(const Config& c, int out_type);
+// The most ring stages (<= 7) whose shared memory fits on the device.
+int max_stages(const Config& c, int out_type, const DeviceInfo& dev);
 // Estimated relative run time (lower is better) for ranking.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Valid configs for the problem, best first.
