@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # GPU-host probe for the sm90 perf pass: GPU tests, a full sm90 sweep of one shape (every candidate timed), grid sizes.
-#   scripts/sm90_dev/perf_probe.sh OUTDIR BUILD_DIR   (env: SHAPES, TEST_TIMEOUT, SWEEP_TIMEOUT, SKIP_TESTS)
+#   scripts/sm90_dev/perf_probe.sh OUTDIR BUILD_DIR
+# env: SHAPES ("m,n,k ..."), TEST_FILTER, TEST_TIMEOUT, SKIP_TESTS, SWEEP_TIMEOUT, TOPK, ROWS, BACKENDS,
+#      SANITIZE_CFGS (sm90 configs run under compute-sanitizer memcheck + racecheck), SUITE, SUITE_TIMEOUT, BENCH_ARGS
 set -u
 OUT=$1; B=$2; mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GEMMTUNE_CACHE_DIR=/tmp/gtcache
@@ -9,6 +11,14 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   timeout "${TEST_TIMEOUT:-100}" "$B/tests/gemmtune_gpu_tests" --gtest_filter="${TEST_FILTER:-Sm90Gpu.*}" >"$OUT/tests.log" 2>&1
   echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |OK \]|FAILED|Failure|rc=" "$OUT/tests.log" | head -20
 fi
+for cfg in ${SANITIZE_CFGS:-}; do
+  for tool in memcheck racecheck; do
+    # Ragged, several tiles per CTA (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
+    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/gemmtune" tune --config "sm90:$cfg" --m 1000 \
+      --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 >>"$OUT/sanitize.log" 2>&1
+    echo "sanitize $tool $cfg rc=$? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize.log" | tail -1)"
+  done
+done
 i=0
 for s in ${SHAPES:-4096,4096,4096}; do
   IFS=, read -r m n k <<<"$s"; i=$((i+1))
