@@ -192,7 +192,7 @@ if [[ -n "${SANITIZE:-}" ]]; then
     for tool in memcheck racecheck; do
       # Ragged, several tiles per CTA (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
       timeout "$STEP_TIMEOUT" "$SAN" --tool "$tool" --error-exitcode 9 "$GT" tune --config "sm90:$cfg" --m 1000 \
-        --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 \
+        --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 --settle-ms 0 \
         >"$OUT/sanitize.log.tmp" 2>&1
       rc=$?
       summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$OUT/sanitize.log.tmp" | tail -1)

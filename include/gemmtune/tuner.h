@@ -20,7 +20,8 @@ enum class Isolation {
 struct TuneOptions {
   std::vector<std::string> backends;        // empty = all compiled-in backends
   int top_k = 8;                            // per backend, after ranking (cuBLASLt: heuristic results asked for)
-  std::optional<Candidate> only;            // tune exactly this candidate (CLI --config)
+  std::vector<Candidate> only;              // tune exactly these candidates (CLI --config, repeatable); with
+                                            // several, all of them are also timed side by side (interleaved)
   bool use_cache = true;                    // read and write the result cache
   bool force = false;                       // ignore a cached result (still writes it)
   Isolation isolation = Isolation::process;
@@ -28,6 +29,8 @@ struct TuneOptions {
   double min_time_ms = 100;                 // timing: at least this long ...
   int min_iters = 100;                      // ... and at least this many timed runs (median reported)
   int warmup_iters = 10;
+  double settle_ms = 300;                   // run the first timed candidate this long before timing anything, so
+                                            // the power-limited GPU reaches its steady clocks (0 = off)
   double max_candidate_s = 30;              // a candidate whose verification + timing exceeds this is a timeout
   double tolerance = 1e-2;                  // normalized error above this fails verification
   std::function<void(const std::string&)> progress;  // progress lines (the CLI prints them on stderr)

@@ -15,7 +15,7 @@ for cfg in ${SANITIZE_CFGS:-}; do
   for tool in memcheck racecheck; do
     # Ragged, several tiles per CTA (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
     timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/gemmtune" tune --config "sm90:$cfg" --m 1000 \
-      --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 >>"$OUT/sanitize.log" 2>&1
+      --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 --settle-ms 0 >>"$OUT/sanitize.log" 2>&1
     echo "sanitize $tool $cfg rc=$? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize.log" | tail -1)"
   done
 done

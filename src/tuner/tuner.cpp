@@ -107,13 +107,16 @@ CandidateResult pending_result(const Candidate& c) {
 }
 
 // Candidates timed one after another see the GPU in different power/thermal states: on the H200, one kernel's median
-// moved by up to 5% between positions in a tuning run, more than the gap between the best candidates. So the
+// moved by up to 5% between positions in a tuning run, and the first candidate timed after an idle spell up to 10%
+// (before the settle run, see TuneOptions::settle_ms), more than the gap between the best candidates. So the
 // contenders within `kRunoffBand` of the fastest (at most kRunoffMax) are timed again side by side, interleaved on the
-// same buffers, and their numbers are replaced by that runoff's. They all passed verification already; the runoff runs
-// in this process (a failure there only keeps the first timings).
+// same buffers, and their numbers are replaced by that runoff's; an explicit list of candidates (several --config) is
+// timed side by side whole. They all passed verification already; the runoff runs in this process (a failure there
+// only keeps the first timings).
 void runoff(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {
-  constexpr double kRunoffBand = 1.05;
-  constexpr size_t kRunoffMax = 4;
+  const bool all = o.only.size() > 1;
+  const double kRunoffBand = all ? 1e30 : 1.08;
+  const size_t kRunoffMax = all ? results.size() : 6;
   std::vector<size_t> ok;
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].status == "ok") ok.push_back(i);
@@ -182,7 +185,7 @@ TuneReport Tuner::tune(const Problem& p0) {
   rep.cache_key = cache_key(p, dev, backends);
   ResultCache cache;
 
-  if (opts_.use_cache && !opts_.force && !opts_.only) {
+  if (opts_.use_cache && !opts_.force && opts_.only.empty()) {
     if (auto e = cache.get(rep.cache_key)) {
       try {
         rep.winner = Candidate::parse(e->record.at("winner").get<std::string>());
@@ -201,10 +204,11 @@ TuneReport Tuner::tune(const Problem& p0) {
 
   // Enumerate: top_k per backend, best first by each backend's heuristic.
   std::vector<CandidateResult>& results = rep.results;
-  if (opts_.only) {
-    auto b = find_backend(opts_.only->backend);
-    if (!b) enabled_backends({opts_.only->backend});  // throws the "unknown backend" message
-    results.push_back(pending_result(*opts_.only));
+  if (!opts_.only.empty()) {
+    for (const Candidate& c : opts_.only) {
+      if (!find_backend(c.backend)) enabled_backends({c.backend});  // throws the "unknown backend" message
+      results.push_back(pending_result(c));
+    }
   } else {
     for (const auto& b : backends) {
       const std::string why = b->supports(p, dev);
@@ -263,7 +267,7 @@ TuneReport Tuner::tune(const Problem& p0) {
   if (best) {
     best->winner = true;
     rep.winner = best->candidate;
-    if (opts_.use_cache && !opts_.only) {
+    if (opts_.use_cache && opts_.only.empty()) {
       nlohmann::json rec = {{"problem", to_json(p)}, {"problem_str", p.str()}, {"device", to_json(dev)},
                             {"winner", best->candidate.str()}, {"us", best->us_median},
                             {"gemmtune", version()}, {"results", nlohmann::json::array()}};

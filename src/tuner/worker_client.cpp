@@ -133,7 +133,7 @@ class Worker {
 
 nlohmann::json options_json(const TuneOptions& o) {
   return {{"min_time_ms", o.min_time_ms}, {"min_iters", o.min_iters}, {"warmup_iters", o.warmup_iters},
-          {"max_candidate_s", o.max_candidate_s}, {"tolerance", o.tolerance}};
+          {"settle_ms", o.settle_ms}, {"max_candidate_s", o.max_candidate_s}, {"tolerance", o.tolerance}};
 }
 
 }  // namespace
@@ -225,6 +225,7 @@ int worker_main() {
     o.min_time_ms = oj.at("min_time_ms").get<double>();
     o.min_iters = oj.at("min_iters").get<int>();
     o.warmup_iters = oj.at("warmup_iters").get<int>();
+    o.settle_ms = oj.value("settle_ms", 0.0);
     o.max_candidate_s = oj.at("max_candidate_s").get<double>();
     o.tolerance = oj.at("tolerance").get<double>();
     std::vector<CandidateResult> results;

@@ -62,13 +62,14 @@ void add_json_option(CLI::App* app, JsonOut& out, const std::string& help) {
 // Options of the tuner, shared by `tune` and `bench`.
 struct TuneArgs {
   std::string backends;
-  std::string config;
+  std::vector<std::string> configs;
   int top_k = 8;
   bool no_cache = false, force = false, in_process = false, quiet = false;
   int threads = 0;
   double min_time_ms = 100;
   int min_iters = 100;
   int warmup = 10;
+  double settle_ms = 300;
   double max_candidate_s = 30;
   double tolerance = 1e-2;
 
@@ -76,7 +77,9 @@ struct TuneArgs {
     app->add_option("--backends", backends, "comma-separated backends (default: all), e.g. sm90,cublaslt");
     app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8)");
     if (with_config)
-      app->add_option("--config", config, "run exactly this candidate: a 'backend:config' line from list/tune");
+      app->add_option("--config", configs,
+                      "run exactly this candidate: a 'backend:config' line from list/tune; repeat it to time several "
+                      "side by side (interleaved)");
     app->add_flag("--no-cache", no_cache, "neither read nor write the result cache");
     app->add_flag("--force", force, "ignore a cached result (the new one is still written)");
     app->add_flag("--in-process", in_process, "verify and time in this process instead of a worker process");
@@ -86,6 +89,9 @@ struct TuneArgs {
         ->group("Timing");
     app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")->group("Timing");
     app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")->group("Timing");
+    app->add_option("--settle-ms", settle_ms,
+                    "run the first candidate this long before timing, so the GPU's clocks settle (default 300, 0 = off)")
+        ->group("Timing");
     app->add_option("--max-candidate-s", max_candidate_s, "timeout per candidate (default 30)")->group("Timing");
     app->add_option("--tolerance", tolerance, "max normalized error vs the reference (default 1e-2)")
         ->group("Timing");
@@ -97,18 +103,19 @@ struct TuneArgs {
     if (min_iters <= 0) throw UsageError(fmt::format("--min-iters must be positive (got {})", min_iters));
     if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0 (got {})", warmup));
     if (!(min_time_ms >= 0)) throw UsageError(fmt::format("--min-time-ms must be >= 0 (got {})", min_time_ms));
+    if (!(settle_ms >= 0)) throw UsageError(fmt::format("--settle-ms must be >= 0 (got {})", settle_ms));
     if (!(max_candidate_s > 0))
       throw UsageError(fmt::format("--max-candidate-s must be positive (got {})", max_candidate_s));
     if (!(tolerance > 0)) throw UsageError(fmt::format("--tolerance must be positive (got {})", tolerance));
     TuneOptions o;
     o.backends = parse_backends(backends);
     o.top_k = top_k;
-    if (!config.empty()) {
-      o.only = parse_config_arg(config);
+    for (const std::string& config : configs) {
+      o.only.push_back(parse_config_arg(config));
       if (!o.backends.empty() &&
-          std::find(o.backends.begin(), o.backends.end(), o.only->backend) == o.backends.end())
+          std::find(o.backends.begin(), o.backends.end(), o.only.back().backend) == o.backends.end())
         throw UsageError(fmt::format("--config '{}' names backend '{}', which --backends leaves out", config,
-                                     o.only->backend));
+                                     o.only.back().backend));
     }
     o.use_cache = !no_cache;
     o.force = force;
@@ -117,6 +124,7 @@ struct TuneArgs {
     o.min_time_ms = min_time_ms;
     o.min_iters = min_iters;
     o.warmup_iters = warmup;
+    o.settle_ms = settle_ms;
     o.max_candidate_s = max_candidate_s;
     o.tolerance = tolerance;
     if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
@@ -149,7 +157,8 @@ void check_config(const Problem& p, const Candidate& c, const DeviceInfo& dev) {
 int cmd_tune(const ProblemArgs& pa, const TuneArgs& ta, const JsonOut& jo) {
   Problem p = pa.build();
   TuneOptions opts = ta.options();
-  if (opts.only) check_config(p, *opts.only, gpu_available() ? current_device() : DeviceInfo::assumed_sm90());
+  for (const Candidate& c : opts.only)
+    check_config(p, c, gpu_available() ? current_device() : DeviceInfo::assumed_sm90());
   auto t0 = Clock::now();
   TuneReport rep = Tuner(opts).tune(p);
   double wall = ms_since(t0);
@@ -262,7 +271,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
     if (shapes.empty()) throw UsageError(fmt::format("--filter '{}' matches no shape of {}", filter, suite_path));
   }
   TuneOptions opts = ta.options();
-  if (opts.only) throw UsageError("bench does not take --config (it tunes every shape)");
+  if (!opts.only.empty()) throw UsageError("bench does not take --config (it tunes every shape)");
   const DeviceInfo& dev = current_device();  // NoGpuError here: exit 3 before anything runs
   const Candidate cublas_default{"cublaslt", "default"};
 
