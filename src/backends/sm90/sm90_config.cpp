@@ -198,18 +198,19 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   return "";
 }
 
-// Ranking model, in SM clock cycles. Per k-block (64 of K) a CTA is bound by the larger of
-//   - its MMAs: BM * BN * 64 multiply-adds at 2048 per clock (dense 16-bit wgmma, both consumers or the one whose
-//     turn it is in ping-pong), and
-//   - its L2 reads: (BM / CN + BN / CM) * 128 bytes (each CTA loads its share of the operand its cluster row / column
-//     multicasts) at kL2BytesPerClk per SM.
-// NOTES: measured on the H200 (bench/NOTES.md, 2026-11-21): coop 128x256 1x1 pulls 13.2 GB from L2 at 8192^3 in
-// 1.41 ms at 1.54 GHz, i.e. ~46 bytes per clock per SM with the tensor pipe 97.7% busy, while tiles needing more
-// bytes per MMA clock (128x208 1x1: 52, 128x128 1x1: 64, ping-pong 64x256: 80) ran 15-40% slower per FLOP and the
-// ones needing as much or less (256x128, 128x256) at full rate: the ceiling is L2 bandwidth, ~46 bytes/clock/SM.
-// Waves: a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another.
+// Ranking model, in SM clock cycles: waves of tiles x k-blocks x MMA clocks per k-block, times a per-config
+// efficiency measured on the H200 (bench/NOTES.md, side-by-side runs of 2026-11-21, 6 large shapes, 14 configs each,
+// interleaved). What the data says:
+//   - a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another; this wave count explains
+//     most differences between good configs (4096^3: ping-pong 128x192 needs 6 waves of 0.75 the work = 4.5 against
+//     coop 128x256's 4, and ran 17% slower; at 8192^3 21 x 0.75 = 15.75 against 16, and ran 3% faster);
+//   - per MMA clock, wgmma N = 256 / 224 / 192 and N = 128 with two m64 slabs per consumer run at the same rate
+//     (within ~2%); N = 160 / 176 / 208 / 240 ~6% slower; one slab with N <= 128 ~20% slower (2026-11-21 sweeps);
+//   - the coop epilogue is not overlapped (~2.5% of a K = 4096 tile); ping-pong hides it;
+//   - 2x1 / 1x2 clusters: within 1% of 1x1 (ping-pong 2x1 0-4% ahead); 2x2: 10-40% behind (not enumerated).
+// A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  constexpr double kMacPerClk = 2048.0, kL2BytesPerClk = 46.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 64.0;
+  constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 64.0;
   const KernelView v = kernel_view(p);
   const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int cs = c.cm * c.cn;
@@ -217,22 +218,35 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
   const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
   const double kblocks = static_cast<double>(cdiv(v.k, 64));
+  const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
+  double eff = 1.0;
+  if (c.bn == 256 || c.bn == 224 || c.bn == 192)
+    eff = 1.0;
+  else if (c.bn > 128)
+    eff = 1.06;
+  else
+    eff = 1.03;
+  if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
-  const double l2 = (static_cast<double>(c.bm) / c.cn + static_cast<double>(c.bn) / c.cm) * 128.0 / kL2BytesPerClk;
-  double per_k = std::max(mma, l2) + kPerKOverhead;
-  // Clusters step in lock-step (a stage is refilled when every peer has freed it): 2x1 / 1x2 measured at or slightly
-  // behind 1x1 where neither is bandwidth-bound (H200 sweeps of 2026-11-21).
-  if (cs > 1) per_k *= 1.0 + 0.015 * (cs - 1);
-  if (c.cn > 1 && c.cm == 1) per_k *= 1.005;  // ties between 2x1 and 1x2 go to 2x1
+  // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
+  // 96: +60%; multicast halves the shared operand's share).
+  const double l2_per_clk = (static_cast<double>(c.bm) / c.cn + static_cast<double>(c.bn) / c.cm) * 128.0 / mma;
+  eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
+  double per_k = mma * eff + kPerKOverhead;
+  if (cs == 4)
+    per_k *= 1.15;
+  else if (c.cn > 1)
+    per_k *= 1.01;  // 1x2 measured 0-2% behind 1x1 / 2x1
   // Fewer stages than fit: shallower prefetch (enumerate() only emits the deepest ring; explicit configs may differ).
   const int deepest = max_stages(c, v.d.type, dev);
   if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
+  if (c.stages < 4) per_k *= 1.03;  // 256x192 with 3 stages: ~3% behind at the same wave count
   // Epilogue: registers -> shared memory -> TMA store, not overlapped with the next tile's MMAs in the cooperative
   // schedule; ping-pong hides most of it behind the other consumer's mainloop.
   const double osz = elem_size(v.d.type);
   double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk + 500.0;
   if (v.has_c) epi *= 2.0;
-  if (c.pingpong) epi *= 0.25;
+  if (c.pingpong) epi *= 0.1;
   const double compute = rounds * (kblocks * per_k + epi);
   // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
   // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
@@ -278,7 +292,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   for (int bn : {64, 96, 128, 160, 176, 192}) tiles.push_back({128, bn, true});
   const bool raster_n = v.n > v.m;
   for (const Tile& t : tiles)
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+    // 2x2 clusters are valid (--config) but were 10-40% behind 1x1 on every large shape measured: not enumerated.
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
       Config c;
       c.bm = t.bm;
       c.bn = t.bn;
