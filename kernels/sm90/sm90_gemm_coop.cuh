@@ -33,11 +33,12 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
-    unsigned pos = 0, buf = 0;
+    RingPos<Cfg::STAGES> rp;
+    unsigned buf = 0;
     for (int t = cluster_id; t < sched.total; t += num_clusters) {
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      consume_tile<Cfg>(acc, sm, pos, k_iters, cw * Cfg::WM, tid % 32);
+      consume_tile<Cfg>(acc, sm, rp, k_iters, cw * Cfg::WM, tid % 32);
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
     Epi::drain(tid);

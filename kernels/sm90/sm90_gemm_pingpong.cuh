@@ -38,12 +38,12 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     for (int t = cluster_id + cw * num_clusters; t < sched.total; t += 2 * num_clusters, j += 2) {
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      unsigned pos = static_cast<unsigned>(j) * static_cast<unsigned>(k_iters);
+      auto rp = RingPos<Cfg::STAGES>::at(static_cast<unsigned>(j) * static_cast<unsigned>(k_iters));
       // NOTES: mainloops run in tile order. Without this a consumer jumping k_iters ring positions ahead could
       // wait on a full barrier two phases behind and see the parity of an old phase as complete (stale data /
       // hang). Tile j waits for the other consumer's tile j - 1: that consumer's (j-1)/2-th mainloop completion.
       if (j >= 1) mbar_wait(sm.mma_done(1 - cw), static_cast<unsigned>((j - 1) / 2) & 1u);
-      consume_tile<Cfg>(acc, sm, pos, k_iters, 0, tid % 32);
+      consume_tile<Cfg>(acc, sm, rp, k_iters, 0, tid % 32);
       if (tid == 0) mbar_arrive(sm.mma_done(cw));
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
     }

@@ -176,6 +176,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
   int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
   if (epi_direct(p, v)) acc_max = v.has_c ? 64 : 128;
+  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v))
+    return "sm90: ping-pong with a fused residual and a ragged D row (edge copy) spills; the cooperative schedule "
+           "takes it" + cs;
   if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
     return "sm90: ping-pong with a fused residual is limited to 96 accumulator registers per thread (" +
            std::to_string(acc) + " spilled)" + cs;
@@ -204,13 +207,12 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
 //   - a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another; this wave count explains
 //     most differences between good configs (4096^3: ping-pong 128x192 needs 6 waves of 0.75 the work = 4.5 against
 //     coop 128x256's 4, and ran 17% slower; at 8192^3 21 x 0.75 = 15.75 against 16, and ran 3% faster);
-//   - per MMA clock, wgmma N = 256 / 224 / 192 and N = 128 with two m64 slabs per consumer run at the same rate
-//     (within ~2%); N = 160 / 176 / 208 / 240 ~6% slower; one slab with N <= 128 ~20% slower (2026-11-21 sweeps);
-//   - the coop epilogue is not overlapped (~2.5% of a K = 4096 tile); ping-pong hides it;
+//   - per MMA clock, every wgmma N >= 128 runs at the same rate (within ~2%); thin tiles lose through L2 bytes;
+//   - the coop epilogue is not overlapped (2-7% of a K = 4096 tile, by strip count); ping-pong hides it;
 //   - 2x1 / 1x2 clusters: within 1% of 1x1 (ping-pong 2x1 0-4% ahead); 2x2: 10-40% behind (not enumerated).
 // A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 64.0;
+  constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
   const KernelView v = kernel_view(p);
   const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int cs = c.cm * c.cn;
@@ -219,13 +221,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
   const double kblocks = static_cast<double>(cdiv(v.k, 64));
   const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
-  double eff = 1.0;
-  if (c.bn == 256 || c.bn == 224 || c.bn == 192)
-    eff = 1.0;
-  else if (c.bn > 128)
-    eff = 1.06;
-  else
-    eff = 1.03;
+  // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
+  // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
+  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong) ? 1.03 : 1.0;
   if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
@@ -241,11 +239,13 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int deepest = max_stages(c, v.d.type, dev);
   if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
   if (c.stages < 4) per_k *= 1.03;  // 256x192 with 3 stages: ~3% behind at the same wave count
-  // Epilogue: registers -> shared memory -> TMA store, not overlapped with the next tile's MMAs in the cooperative
-  // schedule; ping-pong hides most of it behind the other consumer's mainloop.
+  // Epilogue: registers -> shared memory -> TMA store in 64-row strips of 32/64/128 bytes, each strip a barrier round
+  // trip: not overlapped with the next tile's MMAs in the cooperative schedule (coop 128x176 2x1, eleven 32-byte strips,
+  // ran 7% behind ping-pong 128x176 2x1 at 8192x6144x4096: ~4000 clocks per tile); ping-pong hides most of it.
   const double osz = elem_size(v.d.type);
-  double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk + 500.0;
-  if (v.has_c) epi *= 2.0;
+  const int strips = slabs * static_cast<int>(c.bn * osz / epi_bytes(c.bn, v.d.type));
+  double epi = 400.0 * strips + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
+  if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   const double compute = rounds * (kblocks * per_k + epi);
   // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
