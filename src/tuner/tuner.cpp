@@ -109,21 +109,27 @@ CandidateResult pending_result(const Candidate& c) {
 // Candidates timed one after another see the GPU in different power/thermal states: on the H200, one kernel's median
 // moved by up to 5% between positions in a tuning run, and the first candidate timed after an idle spell up to 10%
 // (before the settle run, see TuneOptions::settle_ms), more than the gap between the best candidates. So the
-// contenders within `kRunoffBand` of the fastest (at most kRunoffMax) are timed again side by side, interleaved on the
-// same buffers, and their numbers are replaced by that runoff's; an explicit list of candidates (several --config) is
-// timed side by side whole. They all passed verification already; the runoff runs in this process (a failure there
-// only keeps the first timings).
+// kRunoffMin fastest and the contenders within `kRunoffBand` of the fastest (at most kRunoffMax) are timed again side
+// by side, interleaved on the same buffers, and their numbers are replaced by that runoff's; an explicit list of
+// candidates (several --config) is timed side by side whole. They all passed verification already; the runoff runs
+// in this process (a failure there only keeps the first timings).
 void runoff(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {
   const bool all = o.only.size() > 1;
   const double kRunoffBand = all ? 1e30 : 1.08;
   const size_t kRunoffMax = all ? results.size() : 6;
+  // The fastest few take part whatever their gap: one-at-a-time timings can be optimistic for a kernel (cuBLASLt's
+  // default algorithm timed 10-18% faster back to back than interleaved on the H200, 2026-11-21), and an outlier
+  // alone in the band would otherwise win on that number.
+  constexpr size_t kRunoffMin = 4;
   std::vector<size_t> ok;
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].status == "ok") ok.push_back(i);
   std::sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return results[a].us_median < results[b].us_median; });
   std::vector<size_t> top;
   for (size_t i : ok)
-    if (top.size() < kRunoffMax && results[i].us_median <= kRunoffBand * results[ok.front()].us_median) top.push_back(i);
+    if (top.size() < kRunoffMin ||
+        (top.size() < kRunoffMax && results[i].us_median <= kRunoffBand * results[ok.front()].us_median))
+      top.push_back(i);
   if (top.size() < 2) return;
   std::vector<CandidateResult> rr;
   for (size_t i : top) {
