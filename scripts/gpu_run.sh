@@ -186,23 +186,11 @@ done
 # ---- compute-sanitizer on one config of each schedule -----------------------------------------------------------------
 if [[ -n "${SANITIZE:-}" ]]; then
   step "compute-sanitizer"
-  SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for cfg in "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8" \
-             "tile=128x128x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=8"; do
-    for tool in memcheck racecheck; do
-      # Ragged, several tiles per CTA (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
-      timeout "$STEP_TIMEOUT" "$SAN" --tool "$tool" --error-exitcode 9 "$GT" tune --config "sm90:$cfg" --m 1000 \
-        --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 --settle-ms 0 \
-        >"$OUT/sanitize.log.tmp" 2>&1
-      rc=$?
-      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$OUT/sanitize.log.tmp" | tail -1)
-      cat "$OUT/sanitize.log.tmp" >>"$OUT/sanitize.log"
-      echo "$tool $cfg: rc=$rc $summary"
-      say "sanitize:   $tool ${cfg%%,raster*}: rc=$rc ${summary}"
-      [[ $rc != 0 ]] && fail "compute-sanitizer $tool on $cfg (rc=$rc)"
-    done
-  done
-  rm -f "$OUT/sanitize.log.tmp"
+  out=$("$ROOT/scripts/sanitize_sm90.sh" "$OUT/sanitize.log" "$GT" "$STEP_TIMEOUT" \
+    "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8" \
+    "tile=128x128x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=8") || fail "compute-sanitizer (see sanitize.log)"
+  echo "$out"
+  while IFS= read -r line; do say "sanitize:   $line"; done <<<"$out"
 fi
 
 # ---- SASS of an sm90 kernel ----------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ set -u
 OUT=$1; B=$2; SH=$3; shift 3; mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-/tmp/gtcache}
 args=()
-for c in "$@"; do [[ $c == *:* ]] && args+=(--config "$c") || args+=(--config "sm90:$c"); done
+for c in "$@"; do
+  if [[ $c == sm90:* || $c == cublaslt:* ]]; then args+=(--config "$c"); else args+=(--config "sm90:$c"); fi
+done
 for s in $SH; do
   IFS=, read -r m n k <<<"$s"
   timeout "${TIMEOUT:-150}" "$B/gemmtune" tune --m "$m" --n "$n" --k "$k" "${args[@]}" --no-cache \

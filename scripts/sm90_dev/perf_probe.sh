@@ -11,14 +11,8 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   timeout "${TEST_TIMEOUT:-100}" "$B/tests/gemmtune_gpu_tests" --gtest_filter="${TEST_FILTER:-Sm90Gpu.*}" >"$OUT/tests.log" 2>&1
   echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED) |OK \]|FAILED|Failure|rc=" "$OUT/tests.log" | head -20
 fi
-for cfg in ${SANITIZE_CFGS:-}; do
-  for tool in memcheck racecheck; do
-    # Ragged, several tiles per CTA (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
-    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/gemmtune" tune --config "sm90:$cfg" --m 1000 \
-      --n 1096 --k 520 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 --settle-ms 0 >>"$OUT/sanitize.log" 2>&1
-    echo "sanitize $tool $cfg rc=$? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize.log" | tail -1)"
-  done
-done
+# shellcheck disable=SC2086
+[[ -n "${SANITIZE_CFGS:-}" ]] && "$(dirname "$0")/../sanitize_sm90.sh" "$OUT/sanitize.log" "$B/gemmtune" 120 $SANITIZE_CFGS
 i=0
 for s in ${SHAPES:-4096,4096,4096}; do
   IFS=, read -r m n k <<<"$s"; i=$((i+1))

@@ -308,10 +308,13 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       c.stages = max_stages(c, v.d.type, dev);
       if (config_reason(c, p, dev).empty()) out.push_back(c);
     }
-  std::stable_sort(out.begin(), out.end(), [&](const Config& a, const Config& b) {
-    return estimate_cost(a, p, dev) < estimate_cost(b, p, dev);
-  });
-  return out;
+  // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
+  std::vector<std::pair<double, size_t>> order;
+  for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], p, dev), i});
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Config> ranked;
+  for (const auto& o : order) ranked.push_back(out[o.second]);
+  return ranked;
 }
 
 }  // namespace gemmtune::sm90
