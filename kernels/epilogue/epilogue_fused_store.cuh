@@ -23,6 +23,7 @@ template <class Cfg, class Chain, bool TRANS, int FLAGS = kEpiDirect>
 struct EpilogueFused {
   using Params = gemmtune_epi::EpiParams;
   static constexpr bool kGlu = Chain::kGlu;
+  static constexpr bool kFused = true;
   static constexpr bool kHalves = kGlu && Chain::kGluBlock == 0;  // the producer loads gate/up halves per tile
   static constexpr int kBlock = !kGlu ? 0 : kHalves ? Cfg::BN / 2 : Chain::kGluBlock;
   static constexpr int BNO = kGlu ? Cfg::BN / 2 : Cfg::BN;  // output columns per tile

@@ -89,6 +89,7 @@ template <class Cfg, int FLAGS = kEpiDirect>
 struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
   static constexpr bool kHalves = false;
+  static constexpr bool kFused = false;
   static constexpr int kChunks = Cfg::BN * Cfg::kOutSize / Cfg::kEpiBytes;  // strips per 64-row slab
   static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
   static constexpr unsigned kSwizzleMask = Cfg::kEpiBytes / 16 - 1;        // 128B: 7, 64B: 3, 32B: 1

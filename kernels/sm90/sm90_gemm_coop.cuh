@@ -29,7 +29,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn, tid);
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
-    const int cw = wg - 1;
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);  // warp-uniform tile loop (see gemm_pingpong)
     const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
@@ -38,7 +38,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     for (int t = cluster_id; t < sched.total; t += num_clusters) {
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      consume_tile<Cfg>(acc, sm, rp, k_iters, cw * Cfg::WM, tid % 32);
+      consume_tile<Cfg>(acc, sm, rp, k_iters, cw * Cfg::WM, tid % 32, [] {});
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
     Epi::drain(tid);

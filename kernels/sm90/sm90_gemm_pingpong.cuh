@@ -20,8 +20,8 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
   const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
 
   init_pipeline<Cfg>(sm, ta, tb, td, [&] {
-    mbar_init(sm.mma_done(0), 1);
-    mbar_init(sm.mma_done(1), 1);
+    mbar_init(sm.mma_done(0), 4);  // lane 0 of each warp of the consumer warpgroup
+    mbar_init(sm.mma_done(1), 4);
   });
 
   const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
@@ -29,7 +29,11 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn, tid);
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
-    const int cw = wg - 1;
+    // The consumer index from lane 0: the compiler then treats the tile loop, the ring position and the wgmma
+    // descriptors as warp-uniform and keeps them in uniform registers (108 -> 67 instructions per k-block and warp
+    // for 128x176; before, each wgmma took a vector computation plus four register moves). Not with a fused
+    // epilogue: there it made a ping-pong gelu_erf kernel spill 32-40 bytes.
+    const int cw = Epi::kFused ? wg - 1 : __shfl_sync(0xffffffffu, wg - 1, 0);
     const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
@@ -41,10 +45,13 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       auto rp = RingPos<Cfg::STAGES>::at(static_cast<unsigned>(j) * static_cast<unsigned>(k_iters));
       // NOTES: mainloops run in tile order. Without this a consumer jumping k_iters ring positions ahead could
       // wait on a full barrier two phases behind and see the parity of an old phase as complete (stale data /
-      // hang). Tile j waits for the other consumer's tile j - 1: that consumer's (j-1)/2-th mainloop completion.
+      // hang). Tile j waits for the other consumer's tile j - 1: the (j-1)/2-th phase of its mma_done, which every
+      // warp of it arrives on once it has passed its last full barrier and issued its last wgmma (not after they
+      // complete: the next tile's wgmmas queue behind them and the tensor pipe does not drain between tiles).
       if (j >= 1) mbar_wait(sm.mma_done(1 - cw), static_cast<unsigned>((j - 1) / 2) & 1u);
-      consume_tile<Cfg>(acc, sm, rp, k_iters, 0, tid % 32);
-      if (tid == 0) mbar_arrive(sm.mma_done(cw));
+      consume_tile<Cfg>(acc, sm, rp, k_iters, 0, tid % 32, [&] {
+        if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
+      });
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
     }
     Epi::drain(tid);

@@ -98,26 +98,46 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
   }
 }
 
-// Issues the 4 k16 steps of one stage for a consumer owning tile rows [row0, row0 + WM) (row0 a multiple of 64).
-// `accumulate` = false zero-initialises the accumulators on the first k16 step.
+// Shared-memory matrix descriptors of one consumer's operands in stage 0; stage s, slab si and k16 step kk are
+// constant offsets from them (mma_stage). The 14-bit start-address field holds address >> 4 and every shared address
+// is < 228 KB (< 2^14 * 16), so adding an offset to the 64-bit descriptor never carries into the next field.
+//   K-major: 8-row x 128-byte swizzle atoms stacked at 1024 bytes (SBO); a k16 step moves 32 bytes inside the row.
+//   MN-major: 64-element x 8-k atoms; 8-k groups at 1024 bytes (SBO), 64-wide MN chunks at 8192 bytes (LBO);
+//   a k16 step moves 16 rows = 2048 bytes.
+// Both kinds put the 64-row slab si at si * 8192 bytes from the consumer's first row.
+// NOTES: computing each descriptor from its address inside the k loop (mask, shift, or) cost ~130 instructions per
+// k-block and consumer warp where the wgmmas themselves are 8 (ncu, 2026-11-21: 2.3x cuBLAS's instruction count).
 template <class Cfg>
-__device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], unsigned sa, unsigned sb, int row0,
+struct StageDescs {
+  // Low words (start address >> 4 | LBO >> 4 << 16) of the stage-0 descriptors; the high word (SBO 1024 bytes,
+  // 128-byte swizzle) is the same constant for every operand.
+  unsigned a0, b0;
+  static constexpr unsigned long long kHi = static_cast<unsigned long long>((1024u >> 4) | (1u << 30)) << 32;
+  static constexpr unsigned kStage = Cfg::kStageBytes >> 4;  // offsets in descriptor units (16 bytes)
+  static constexpr unsigned kSlab = 8192 >> 4;
+  static constexpr unsigned kKA = (Cfg::A_MN ? 2048 : 32) >> 4, kKB = (Cfg::B_MN ? 2048 : 32) >> 4;
+  static constexpr unsigned kLboA = ((Cfg::A_MN ? 8192u : 16u) >> 4) << 16, kLboB = ((Cfg::B_MN ? 8192u : 16u) >> 4) << 16;
+  __device__ __forceinline__ StageDescs(const SmemPlan<Cfg>& sm, int row0) {
+    a0 = (((sm.a(0) + row0 * 128) & 0x3FFFFu) >> 4) | kLboA;  // row0 * 128 = (row0 / 64) * 8192: both layouts
+    b0 = ((sm.b(0) & 0x3FFFFu) >> 4) | kLboB;
+  }
+  __device__ __forceinline__ static unsigned long long desc(unsigned lo) { return kHi | lo; }
+};
+
+// Issues the 4 k16 steps of stage s for one consumer. `accumulate` = false zero-initialises the accumulators on the
+// first k16 step.
+template <class Cfg>
+__device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const StageDescs<Cfg>& d, int s,
                                           bool accumulate) {
   using Mma = Wgmma<Cfg::BN, Cfg::F16>;
+  using D = StageDescs<Cfg>;
+  const unsigned la = d.a0 + static_cast<unsigned>(s) * D::kStage, lb = d.b0 + static_cast<unsigned>(s) * D::kStage;
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
-    // K-major: 8-row x 128-byte swizzle atoms stacked at 1024 bytes (SBO); a k16 step moves 32 bytes inside the row.
-    // MN-major: 64-element x 8-k atoms; 8-k groups at 1024 bytes (SBO), 64-wide MN chunks at 8192 bytes (LBO);
-    // a k16 step moves 16 rows = 2048 bytes.
-    const unsigned long long db =
-        Cfg::B_MN ? smem_desc_sw128(sb + kk * 2048, 8192, 1024) : smem_desc_sw128(sb + kk * 32, 16, 1024);
 #pragma unroll
-    for (int si = 0; si < Cfg::kSlabs; ++si) {
-      const int r = row0 + si * 64;
-      const unsigned long long da = Cfg::A_MN ? smem_desc_sw128(sa + (r / 64) * 8192 + kk * 2048, 8192, 1024)
-                                              : smem_desc_sw128(sa + r * 128 + kk * 32, 16, 1024);
-      Mma::template mma<Cfg::A_MN ? 1 : 0, Cfg::B_MN ? 1 : 0>(acc[si], da, db, (accumulate || kk > 0) ? 1 : 0);
-    }
+    for (int si = 0; si < Cfg::kSlabs; ++si)
+      Mma::template mma<Cfg::A_MN ? 1 : 0, Cfg::B_MN ? 1 : 0>(acc[si], D::desc(la + si * D::kSlab + kk * D::kKA),
+                                                             D::desc(lb + kk * D::kKB), (accumulate || kk > 0) ? 1 : 0);
   }
 }
 
@@ -129,23 +149,38 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2]
 // NOTES: wgmma is a warpgroup operation; after wgmma.wait_group in one warp the group's reads of the stage are done
 // (CUTLASS's PipelineTmaAsync signals from one thread per warpgroup and destination too). 8 arrivals per CTA and
 // stage (16 remote ones with a cluster) were what the first H200 run used. The rank is read here rather than kept
-// in a register: a register live across the epilogue made a fused ping-pong 2x2 kernel spill.
+// in a register: a register live across the epilogue made a fused ping-pong 2x2 kernel spill. So a StageRelease lives
+// in consume_tile only (built once per tile, not per k-block).
 template <class Cfg>
-__device__ __forceinline__ void release_stage(const SmemPlan<Cfg>& sm, int s, int lane) {
-  static_assert(Cfg::CS <= 4, "one warp of the consumer warpgroup per destination CTA");
-  const int w = static_cast<int>(threadIdx.x / 32) % 4;
-  if (lane == 0 && w < Cfg::CS) {
+struct StageRelease {
+  bool arrives;     // lane 0 of warp w < CS, but not toward a 2x2 cluster's diagonal peer
+  unsigned target;  // the CTA whose empty barrier it arrives on (cluster rank w)
+  __device__ __forceinline__ explicit StageRelease(int lane) {
+    static_assert(Cfg::CS <= 4, "one warp of the consumer warpgroup per destination CTA");
+    const int w = static_cast<int>(threadIdx.x / 32) % 4;
+    target = static_cast<unsigned>(w);
+    arrives = lane == 0 && w < Cfg::CS;
+    if (Cfg::CS == 4) arrives = arrives && w != 3 - static_cast<int>(cluster_ctarank());
+  }
+  __device__ __forceinline__ void operator()(const SmemPlan<Cfg>& sm, int s) const {
+    if (!arrives) return;
     if (Cfg::CS == 1)
       mbar_arrive(sm.empty(s));
-    else if (Cfg::CS == 2 || w != 3 - static_cast<int>(cluster_ctarank()))
-      mbar_arrive_cluster(sm.empty(s), static_cast<unsigned>(w));
+    else
+      mbar_arrive_cluster(sm.empty(s), target);
   }
-}
+};
 
 // The k loop of one tile for one consumer warpgroup, starting at ring position `rp` (advanced by k_iters).
-template <class Cfg>
+// `issued()` runs in every thread once this warpgroup has waited on its last full barrier and issued its last wgmma,
+// before the wait for them to complete: the ping-pong schedule hands the tensor pipe to the other consumer there, so
+// that its first wgmmas queue behind this one's last instead of starting after the pipe drained.
+template <class Cfg, class Issued>
 __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const SmemPlan<Cfg>& sm,
-                                             RingPos<Cfg::STAGES>& rp, int k_iters, int row0, int lane) {
+                                             RingPos<Cfg::STAGES>& rp, int k_iters, int row0, int lane,
+                                             Issued issued) {
+  const StageDescs<Cfg> descs(sm, __shfl_sync(0xffffffffu, row0, 0));
+  const StageRelease<Cfg> release(lane);
   int prev = -1;
   for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
     const int s = rp.s;
@@ -155,19 +190,20 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
 #pragma unroll
       for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(acc[si][i]);
     wgmma_fence();
-    mma_stage<Cfg>(acc, sm.a(s), sm.b(s), row0, kb > 0);
+    mma_stage<Cfg>(acc, descs, s, kb > 0);
     wgmma_commit();
     // Keep one stage of wgmmas in flight; the one before it is done reading and can be refilled.
     wgmma_wait<1>();
-    if (prev >= 0) release_stage<Cfg>(sm, prev, lane);
+    if (prev >= 0) release(sm, prev);
     prev = s;
   }
+  issued();
   wgmma_wait<0>();
 #pragma unroll
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(acc[si][i]);
-  release_stage<Cfg>(sm, prev, lane);
+  release(sm, prev);
 }
 
 // Block start shared by both schedules: thread 0 prefetches the tensor maps and initialises the ring's barriers plus
