@@ -105,8 +105,9 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
 //   MN-major: 64-element x 8-k atoms; 8-k groups at 1024 bytes (SBO), 64-wide MN chunks at 8192 bytes (LBO);
 //   a k16 step moves 16 rows = 2048 bytes.
 // Both kinds put the 64-row slab si at si * 8192 bytes from the consumer's first row.
-// NOTES: computing each descriptor from its address inside the k loop (mask, shift, or) cost ~130 instructions per
-// k-block and consumer warp where the wgmmas themselves are 8 (ncu, 2026-11-21: 2.3x cuBLAS's instruction count).
+// NOTES: computing each descriptor from its address inside the k loop (mask, shift, or) cost ~108 instructions per
+// k-block and consumer warp around 8 wgmmas (ncu, 2026-11-21: 2.3x cuBLAS's instruction count); now ~67, with the
+// descriptors in uniform registers when the caller's tile loop is warp-uniform (see gemm_pingpong).
 template <class Cfg>
 struct StageDescs {
   // Low words (start address >> 4 | LBO >> 4 << 16) of the stage-0 descriptors; the high word (SBO 1024 bytes,

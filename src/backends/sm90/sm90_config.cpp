@@ -286,9 +286,9 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   struct Tile { int bm, bn; bool pp; };
   std::vector<Tile> tiles;
   // Every tile N in steps of 16 (the wgmma N, 16-byte TMA boxes and 32-byte epilogue strips allow it) lets a tile
-  // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 4096 in 112-wide ones (37 x 32 tiles of
-  // 128 x 112 = 8.97 waves, where 128 x 256 leaves 3% of the last wave idle). cuBLASLt's winners on the large
-  // suite are of that kind (128 x 112/144/168/176 with a 2-CTA cluster).
+  // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
+  // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200 2026-11-21);
+  // estimate_cost charges that, so they rank below the wide tiles on large problems.
   for (int bn = 64; bn <= 256; bn += 16) tiles.push_back({128, bn, false});
   for (int bn = 64; bn <= 192; bn += 16) tiles.push_back({256, bn, false});
   for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
