@@ -112,11 +112,14 @@ __device__ __forceinline__ void wgmma_wait() {
 // Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait points.
 __device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
-// Shared-memory matrix descriptor (sm_90 wgmma), 128-byte swizzle. Byte offsets; the 4 LSBs are dropped.
-__device__ __forceinline__ unsigned long long smem_desc_sw128(unsigned addr, unsigned lbo, unsigned sbo) {
-  return static_cast<unsigned long long>((addr & 0x3FFFFu) >> 4) |
-         (static_cast<unsigned long long>((lbo & 0x3FFFFu) >> 4) << 16) |
-         (static_cast<unsigned long long>((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+// Shared-memory matrix descriptor (sm_90 wgmma), 128-byte swizzle, in two words. Byte offsets; the 4 LSBs are
+// dropped. Low word: start address | leading byte offset (LBO); high word: stride byte offset (SBO) | swizzle mode.
+// Kept apart so a kernel can build the low word once and step it with integer adds (see sm90_mainloop.cuh).
+__device__ __forceinline__ unsigned smem_desc_sw128_lo(unsigned addr, unsigned lbo) {
+  return ((addr & 0x3FFFFu) >> 4) | (((lbo & 0x3FFFFu) >> 4) << 16);
+}
+__host__ __device__ constexpr unsigned long long smem_desc_sw128_hi(unsigned sbo) {
+  return (static_cast<unsigned long long>((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
 }
 
 // ---- registers ----

@@ -110,17 +110,17 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
 // descriptors in uniform registers when the caller's tile loop is warp-uniform (see gemm_pingpong).
 template <class Cfg>
 struct StageDescs {
-  // Low words (start address >> 4 | LBO >> 4 << 16) of the stage-0 descriptors; the high word (SBO 1024 bytes,
-  // 128-byte swizzle) is the same constant for every operand.
+  // Low words (smem_desc_sw128_lo) of the stage-0 descriptors; the high word (SBO 1024 bytes, 128-byte swizzle) is
+  // the same for every operand.
   unsigned a0, b0;
-  static constexpr unsigned long long kHi = static_cast<unsigned long long>((1024u >> 4) | (1u << 30)) << 32;
+  static constexpr unsigned long long kHi = smem_desc_sw128_hi(1024);
   static constexpr unsigned kStage = Cfg::kStageBytes >> 4;  // offsets in descriptor units (16 bytes)
   static constexpr unsigned kSlab = 8192 >> 4;
   static constexpr unsigned kKA = (Cfg::A_MN ? 2048 : 32) >> 4, kKB = (Cfg::B_MN ? 2048 : 32) >> 4;
-  static constexpr unsigned kLboA = ((Cfg::A_MN ? 8192u : 16u) >> 4) << 16, kLboB = ((Cfg::B_MN ? 8192u : 16u) >> 4) << 16;
   __device__ __forceinline__ StageDescs(const SmemPlan<Cfg>& sm, int row0) {
-    a0 = (((sm.a(0) + row0 * 128) & 0x3FFFFu) >> 4) | kLboA;  // row0 * 128 = (row0 / 64) * 8192: both layouts
-    b0 = ((sm.b(0) & 0x3FFFFu) >> 4) | kLboB;
+    // row0 * 128 = (row0 / 64) * 8192: the slab offset of both layouts.
+    a0 = smem_desc_sw128_lo(sm.a(0) + row0 * 128, Cfg::A_MN ? 8192 : 16);
+    b0 = smem_desc_sw128_lo(sm.b(0), Cfg::B_MN ? 8192 : 16);
   }
   __device__ __forceinline__ static unsigned long long desc(unsigned lo) { return kHi | lo; }
 };
