@@ -57,6 +57,42 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   }
 }
 
+// Cluster-scope handshakes for plain shared-memory data (the dynamic tile order, sm90/sm90_tile_stream.cuh): a writer
+// stores into a peer CTA's shared memory (st_shared_cluster) and then release-arrives on the peer's barrier at cluster
+// scope; a reader's acquire-wait at cluster scope then sees the store. Used once per tile, not per k-block (see the
+// cost note on mbar_arrive_cluster).
+__device__ __forceinline__ void mbar_arrive_release_cluster(unsigned bar, unsigned cta) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned parity) {
+  unsigned ok = 0;
+  while (!ok) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+// Stores `v` at `addr`'s offset in the shared memory of CTA `cta` of this cluster.
+__device__ __forceinline__ void st_shared_cluster(unsigned addr, unsigned cta, int v) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "st.shared::cluster.s32 [ra], %2;\n}\n" ::"r"(addr),
+      "r"(cta), "r"(v)
+      : "memory");
+}
+__device__ __forceinline__ int ld_shared_s32(unsigned addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 // ---- TMA ----
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDesc& desc, unsigned bar, int c0, int c1, int c2) {
   asm volatile(

@@ -3,6 +3,8 @@
 // the tiles in flight at once share rows of A and columns of B in L2.
 //   RASTER 0 ("m"): bands of GROUP tile rows; inside a band the M index moves fastest, then N.
 //   RASTER 1 ("n"): bands of GROUP tile columns; inside a band the N index moves fastest, then M.
+// Odd bands walk the slow dimension backwards (serpentine), so the tiles in flight across a band boundary keep
+// sharing the slow dimension's operand instead of jumping back to its first tiles.
 // Work items are cluster tiles: a CM x CN cluster computes CM x CN neighbouring tiles at once; a CTA whose tile lies
 // past the edge computes zeros (TMA zero-fills the loads and clips the stores), keeping the cluster in lock step.
 
@@ -34,7 +36,9 @@ struct TileScheduler {
     const int first = band * GROUP;
     const int width = (major - first) < GROUP ? (major - first) : GROUP;
     const int within = r - band * GROUP * (RASTER == 0 ? ctn : ctm);
-    const int fast = first + within % width, slow = within / width;
+    const int slow_extent = RASTER == 0 ? ctn : ctm;
+    const int fast = first + within % width, fwd = within / width;
+    const int slow = (band & 1) ? slow_extent - 1 - fwd : fwd;
     if (RASTER == 0) {
       cm = fast;
       cn = slow;

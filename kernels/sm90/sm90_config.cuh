@@ -17,15 +17,19 @@ struct GemmParams {
   long long ldc_m, ldc_n, c_batch;
   void* d;              // D (m, n) of batch b at d + (b * d_batch + m * ldd + n) elements (edge strips only)
   long long ldd, d_batch;
+  int* tiles;           // dynamic tile order: {next, done} counters, zero between launches (sm90/sm90_tile_stream.cuh)
 };
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
-          bool HAS_C_, int RASTER_, int GROUP_, bool PINGPONG_>
+          bool HAS_C_, int RASTER_, int GROUP_, bool PINGPONG_, bool DYNAMIC_ = false>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
   static constexpr int CM = CM_, CN = CN_, CS = CM_ * CN_;
   static constexpr bool A_MN = A_MN_, B_MN = B_MN_, F16 = F16_, HAS_C = HAS_C_, PINGPONG = PINGPONG_;
   static constexpr int OUT = OUT_, CT = CT_, RASTER = RASTER_, GROUP = GROUP_;
+  // Tile order: static (cluster c takes tiles c, c + clusters, ...) or dynamic (taken from a global counter as the
+  // clusters need them; see sm90/sm90_tile_stream.cuh).
+  static constexpr bool DYNAMIC = DYNAMIC_;
 
   static constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -62,7 +66,10 @@ struct GemmConfig {
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
   static constexpr int kBarOffset = kEpiOffset + 2 * 2 * kEpiBufBytes;
-  static constexpr int kSmemBytes = kBarOffset + 16 * STAGES + 16 + 1024;  // + slack to align the base to 1024
+  // Dynamic tile order: a ring of kTileSlots tile indices with full/empty barriers (8 + 8 + 4 bytes per slot).
+  static constexpr int kTileSlots = 4;  // mirrored by gemmtune::sm90::kTileSlots
+  static constexpr int kTileOffset = kBarOffset + 16 * STAGES + 16;
+  static constexpr int kSmemBytes = kTileOffset + (DYNAMIC ? 20 * kTileSlots : 0) + 1024;  // + slack for the 1024 base
   static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
 
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its
@@ -85,6 +92,14 @@ struct SmemPlan {
   __device__ __forceinline__ unsigned empty(int s) const { return base + Cfg::kBarOffset + 8 * (Cfg::STAGES + s); }
   // Ping-pong only: consumer c finished the mainloop of its latest tile.
   __device__ __forceinline__ unsigned mma_done(int c) const { return base + Cfg::kBarOffset + 8 * (2 * Cfg::STAGES + c); }
+  // Dynamic tile order only: slot i of the tile ring.
+  __device__ __forceinline__ unsigned tile_full(int i) const { return base + Cfg::kTileOffset + 8 * i; }
+  __device__ __forceinline__ unsigned tile_empty(int i) const {
+    return base + Cfg::kTileOffset + 8 * (Cfg::kTileSlots + i);
+  }
+  __device__ __forceinline__ unsigned tile_slot(int i) const {
+    return base + Cfg::kTileOffset + 16 * Cfg::kTileSlots + 4 * i;
+  }
 };
 
 }  // namespace gt_sm90

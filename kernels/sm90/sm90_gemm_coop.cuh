@@ -24,9 +24,9 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
 
   init_pipeline<Cfg>(sm, ta, tb, td, [] {});
 
-  const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
+  const TileStream<Cfg> tiles(blockIdx.x / Cfg::CS, gridDim.x / Cfg::CS);
   if (wg == 0) {
-    run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn, tid);
+    run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, tiles, rm, rn, tid);
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);  // warp-uniform tile loop (see gemm_pingpong)
@@ -35,7 +35,9 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     float acc[Cfg::kSlabs][Cfg::BN / 2];
     RingPos<Cfg::STAGES> rp;
     unsigned buf = 0;
-    for (int t = cluster_id; t < sched.total; t += num_clusters) {
+    for (int j = 0;; ++j) {
+      const int t = tiles.read_warp(sm, j, tid % 32);
+      if (t >= sched.total) break;
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
       consume_tile<Cfg>(acc, sm, rp, k_iters, cw * Cfg::WM, tid % 32, [] {});

@@ -24,9 +24,9 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     mbar_init(sm.mma_done(1), 4);
   });
 
-  const int cluster_id = blockIdx.x / Cfg::CS, num_clusters = gridDim.x / Cfg::CS;
+  const TileStream<Cfg> tiles(blockIdx.x / Cfg::CS, gridDim.x / Cfg::CS);
   if (wg == 0) {
-    run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn, tid);
+    run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, tiles, rm, rn, tid);
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
     // The consumer index from lane 0: the compiler then treats the tile loop, the ring position and the wgmma
@@ -38,8 +38,9 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
     unsigned buf = 0;
-    int j = cw;
-    for (int t = cluster_id + cw * num_clusters; t < sched.total; t += 2 * num_clusters, j += 2) {
+    for (int j = cw;; j += 2) {
+      const int t = tiles.read_warp(sm, j, tid % 32);
+      if (t >= sched.total) break;
       int m0, n0, b;
       sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
       auto rp = RingPos<Cfg::STAGES>::at(static_cast<unsigned>(j) * static_cast<unsigned>(k_iters));

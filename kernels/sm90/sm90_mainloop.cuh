@@ -8,6 +8,7 @@
 #include "ptx/wgmma.cuh"
 #include "scheduler/tile_scheduler.cuh"
 #include "sm90/sm90_config.cuh"
+#include "sm90/sm90_tile_stream.cuh"
 
 namespace gt_sm90 {
 
@@ -83,11 +84,13 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 // The producer: one thread walks this cluster's tiles and fills the ring.
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
-                                              const GemmParams& p, int cluster_id, int num_clusters, int rm, int rn) {
+                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn) {
   const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
-  for (int t = cluster_id; t < sched.total; t += num_clusters) {
+  for (int j = 0;; ++j) {
+    const int t = tiles.read_thread(sm, j);
+    if (t >= sched.total) break;
     int m0, n0, b;
     sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
     for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
@@ -221,6 +224,7 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
       mbar_init(sm.full(s), 1);
       mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
     }
+    TileStream<Cfg>::init(sm);
     init_more();
     fence_mbar_init();
   }
@@ -230,13 +234,18 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
     cta_sync();
 }
 
-// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring.
+// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring;
+// with the dynamic tile order one thread of cluster rank 0 (warp 1) takes the tiles.
 template <class Cfg, bool HALVES>
 __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
-                                             const GemmParams& p, int cluster_id, int num_clusters, int rm, int rn,
+                                             const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
-  if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, cluster_id, num_clusters, rm, rn);
+  if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn);
+  if (Cfg::DYNAMIC && tid == 32 && rm == 0 && rn == 0) {
+    const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+    tiles.schedule(sm, p.tiles, sched.total);
+  }
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }
 

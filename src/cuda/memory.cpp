@@ -26,6 +26,10 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
   GT_CU(cuMemcpyHtoD(ptr_ + offset, host, bytes));
+  // From pageable memory cuMemcpyHtoD may return once the data is staged, before the DMA into the buffer is done; a
+  // kernel launched next on a non-blocking stream does not wait for it. Seen on the H200: a poisoned D uploaded right
+  // before a launch landed after the kernel had written parts of it. Wait for the legacy stream's copy.
+  GT_CU(cuStreamSynchronize(CU_STREAM_LEGACY));
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {

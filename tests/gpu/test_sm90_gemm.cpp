@@ -45,8 +45,10 @@ Problem make_problem(const Case& c, int64_t extra) {
   return p;
 }
 
-// Runs one (problem, config); returns "" or a failure description.
-std::string run_one(const Problem& p, const std::string& config, std::mt19937_64& rng) {
+// Runs one (problem, config) `launches` times, D poisoned again before each launch, alternating two streams (the
+// dynamic tile order keeps a counter pair per stream that each launch must leave at zero); returns "" or a failure
+// description of the last launch's D.
+std::string run_one(const Problem& p, const std::string& config, std::mt19937_64& rng, int launches = 1) {
   auto be = make_sm90_backend();
   const DeviceInfo& dev = current_device();
   const Candidate cand{"sm90", config};
@@ -61,11 +63,13 @@ std::string run_one(const Problem& p, const std::string& config, std::mt19937_64
   cuda::DeviceBuffer da(ha.size()), db(hb.size()), dd(hd.size()), dc(hc.size());
   da.upload(ha.data(), ha.size());
   db.upload(hb.data(), hb.size());
-  dd.upload(hd.data(), hd.size());
   if (!hc.empty()) dc.upload(hc.data(), hc.size());
-  cuda::StreamOwner s;
-  exe->launch({da.get(), db.get(), hc.empty() ? nullptr : dc.get(), dd.get()}, s.get());
-  s.sync();
+  cuda::StreamOwner s[2];
+  for (int i = 0; i < launches; ++i) {
+    dd.upload(hd.data(), hd.size());
+    exe->launch({da.get(), db.get(), hc.empty() ? nullptr : dc.get(), dd.get()}, s[(i / 2) % 2].get());
+    s[(i / 2) % 2].sync();
+  }
   dd.download(hd.data(), hd.size());
   const auto ref = test::reference_d(p, ha, hb, hc);
   double num = 0, den = 0;
@@ -108,6 +112,8 @@ const char* kConfigs[] = {
     "tile=256x192x64,stages=3,cluster=1x1,sched=coop,raster=m,group=8",
     "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7",
     "tile=128x240x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4",
+    "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic",
+    "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tiles=dynamic",
 };
 
 TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
@@ -174,6 +180,47 @@ TEST(Sm90Gpu, ManyTilesPerCta) {
       EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
     }
   EXPECT_GT(ran, 16);
+}
+
+// Both tile orders over five launches per case on two streams (D poisoned before each): the dynamic order (tiles
+// taken from a global counter, published through the cluster's tile ring) in every schedule and cluster shape, with
+// several tiles per CTA and tiny / ragged problems (fewer tiles than clusters); a counter pair not reset to zero by
+// the previous launch on its stream shows as unwritten tiles. The static order is the control.
+TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  std::mt19937_64 rng(std::random_device{}());
+  const char* configs[] = {
+      "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic",
+      "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4,tiles=dynamic",
+      "tile=64x256x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8,tiles=dynamic",
+      "tile=128x176x64,stages=5,cluster=2x2,sched=pingpong,raster=n,group=8,tiles=dynamic",
+      "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,tiles=dynamic",
+      "tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tiles=dynamic",
+      "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=2,tiles=dynamic",
+      "tile=128x256x64,stages=4,cluster=2x2,sched=coop,raster=n,group=4,tiles=dynamic",
+      "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4",
+      "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8",
+  };
+  const int64_t shapes[][4] = {{1, 1, 1, 1},      {17, 33, 65, 1},       {300, 520, 1000, 3},
+                               {2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}};
+  const Layout L[2] = {Layout::row, Layout::col};
+  int ran = 0, idx = 0;
+  for (const char* cfg : configs)
+    for (const auto& sh : shapes) {
+      const int v = idx++;
+      Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16, (v % 3) == 2 ? DType::f32 : DType::bf16,
+             L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
+      const Problem p = make_problem(c, 0);
+      const std::string r = run_one(p, cfg, rng, 5);
+      if (r.rfind("SKIP", 0) == 0) {
+        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
+        continue;
+      }
+      ++ran;
+      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
+    }
+  EXPECT_GT(ran, 40);
 }
 
 TEST(Sm90Gpu, MisalignedPointerThrows) {

@@ -25,6 +25,15 @@ TEST(Sm90Config, RoundTrip) {
   EXPECT_EQ(sm90::Config::parse(p).str(), p);
   EXPECT_THROW(sm90::Config::parse("tile=128x256,stages=4"), Error);
   EXPECT_THROW(sm90::Config::parse("bogus=1"), Error);
+  // The tile order: static is the default and is not printed; dynamic is.
+  const std::string d = "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic";
+  EXPECT_TRUE(sm90::Config::parse(d).dynamic);
+  EXPECT_EQ(sm90::Config::parse(d).str(), d);
+  EXPECT_EQ(sm90::Config::parse(s + ",tiles=static").str(), s);
+  EXPECT_THROW(sm90::Config::parse(s + ",tiles=random"), Error);
+  // Its tile ring takes shared memory (mirrors GemmConfig::kSmemBytes).
+  EXPECT_EQ(sm90::smem_bytes(sm90::Config::parse(d), 0),
+            sm90::smem_bytes(sm90::Config::parse(d.substr(0, d.size() - 14)), 0) + 20 * sm90::kTileSlots);
 }
 
 TEST(Sm90Config, Reasons) {

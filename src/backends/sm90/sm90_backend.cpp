@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
+#include "cuda/memory.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
@@ -85,7 +87,7 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
        ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
        std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + (c.raster_n ? "1" : "0") + ", " +
-       std::to_string(c.group) + ", " + tf(c.pingpong) + ">;\n";
+       std::to_string(c.group) + ", " + tf(c.pingpong) + ", " + tf(c.dynamic) + ">;\n";
   const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
@@ -141,6 +143,13 @@ class Sm90Executable final : public Executable {
     const int64_t ctiles =
         cdiv(cdiv(view_.m, cfg_.bm), cfg_.cm) * cdiv(cdiv(view_.n, cfg_.bn), cfg_.cn) * view_.batch;
     grid_ = static_cast<unsigned>(std::min<int64_t>(ctiles, max_clusters) * cs);
+    if (cfg_.dynamic) {
+      // One {next, done} counter pair per stream (kernels/sm90/sm90_tile_stream.cuh): zero now, reset to zero by
+      // each launch's last cluster. Allocated here so that launch() never allocates (it may be graph-captured).
+      counters_ = cuda::DeviceBuffer(kCounterStreams * 2 * sizeof(int));
+      const std::vector<int> zeros(kCounterStreams * 2, 0);
+      counters_.upload(zeros.data(), zeros.size() * sizeof(int));
+    }
     if (const char* v = std::getenv("GEMMTUNE_SM90_VERBOSE"); v && *v && *v != '0')
       std::fprintf(stderr, "sm90: %s: %d SMs, max active %d-CTA clusters %d, %lld cluster tiles, grid %u, smem %d\n",
                    cand_.str().c_str(), sms, cs, max_clusters, static_cast<long long>(ctiles), grid_, smem_);
@@ -195,6 +204,7 @@ class Sm90Executable final : public Executable {
       last_d_ = args.d;
     }
     sm90::HostGemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
+    if (cfg_.dynamic) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
       ep = epi::make_params(problem_, args);  // throws naming a missing operand
@@ -226,6 +236,21 @@ class Sm90Executable final : public Executable {
   }
 
  private:
+  static constexpr int kCounterStreams = 64;
+
+  // The dynamic tile order's counters for `s` (mu_ held). Launches on one stream run one after another, so each
+  // stream needs its own pair; launches of this executable on different streams may then overlap.
+  int* counters_for(CUstream s) {
+    size_t i = 0;
+    while (i < counter_streams_.size() && counter_streams_[i] != s) ++i;
+    if (i == counter_streams_.size()) {
+      GT_REQUIRE(i < kCounterStreams, "sm90: a tiles=dynamic executable runs on at most " +
+                                          std::to_string(kCounterStreams) + " distinct streams (" + cand_.str() + ")");
+      counter_streams_.push_back(s);
+    }
+    return static_cast<int*>(counters_.get()) + 2 * i;
+  }
+
   Candidate cand_;
   Config cfg_;
   KernelView view_;
@@ -241,6 +266,8 @@ class Sm90Executable final : public Executable {
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
   alignas(64) CUtensorMap maps_[3];
+  cuda::DeviceBuffer counters_;          // tiles=dynamic only
+  std::vector<CUstream> counter_streams_;
 };
 
 class Sm90Backend final : public Backend {

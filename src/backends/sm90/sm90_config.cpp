@@ -50,6 +50,7 @@ std::string Config::str() const {
   std::ostringstream os;
   os << "tile=" << bm << "x" << bn << "x" << bk << ",stages=" << stages << ",cluster=" << cm << "x" << cn
      << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
+  if (dynamic) os << ",tiles=dynamic";
   return os.str();
 }
 
@@ -77,6 +78,9 @@ Config Config::parse(const std::string& s) {
         c.raster_n = v == "n";
       } else if (k == "group") {
         c.group = std::stoi(v);
+      } else if (k == "tiles") {
+        if (v != "static" && v != "dynamic") bad("tiles must be static or dynamic");
+        c.dynamic = v == "dynamic";
       } else {
         bad("unknown key '" + k + "'");
       }
@@ -138,7 +142,8 @@ bool epi_direct(const Problem& p, const KernelView& v) {
 
 int smem_bytes(const Config& c, int out_type) {
   const int eb = epi_bytes(c.bn, out_type);
-  return c.stages * (c.bm + c.bn) * 128 + 4 * 64 * eb + 16 * c.stages + 16 + 1024;
+  return c.stages * (c.bm + c.bn) * 128 + 4 * 64 * eb + 16 * c.stages + 16 + (c.dynamic ? 20 * kTileSlots : 0) +
+         1024;
 }
 
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {

@@ -88,8 +88,12 @@ struct HostGemmParams {
   long long ldc_m, ldc_n, c_batch;
   void* d;
   long long ldd, d_batch;
+  int* tiles;  // dynamic tile order: {next, done}, zero between launches
 };
-static_assert(sizeof(HostGemmParams) == 80, "HostGemmParams must mirror gt_sm90::GemmParams");
+static_assert(sizeof(HostGemmParams) == 88, "HostGemmParams must mirror gt_sm90::GemmParams");
+
+// Slots of the dynamic tile order's ring (mirror of GemmConfig::kTileSlots).
+constexpr int kTileSlots = 4;
 
 inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, const void* c, void* d) {
   HostGemmParams p{};
