@@ -30,17 +30,27 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned byt
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Arrive on the barrier at the same offset in the shared memory of CTA `cta` of this cluster.
-// NOTES: default .release.cta semantics, as CUTLASS's ClusterBarrier::arrive. The arrival only frees a stage for TMA
-// (async proxy) writes; nothing the arriving thread wrote needs to be visible cluster-wide. `.release.cluster` cost
-// a fixed ~0.3-0.4 us per k-block on the H200 (2x1/1x2 clusters 1.4x slower than 1x1 with 128x256 tiles, 2.2x with
-// 128x64, independent of the stage count), as if each arrival waited for the wgmmas in flight.
+// Arrive on the barrier at the same offset in the shared memory of CTA `cta` of this cluster. RELEASE_CLUSTER:
+// release at cluster scope, for an arrival that publishes plain shared-memory stores to a peer CTA (the tile ring of
+// sm90/sm90_tile_stream.cuh, once per tile); otherwise the default .release.cta.
+// NOTES: .release.cta as CUTLASS's ClusterBarrier::arrive. A stage-ring arrival only frees a stage for TMA
+// (async proxy) writes; nothing the arriving thread wrote needs to be visible cluster-wide. `.release.cluster` there
+// cost a fixed ~0.3-0.4 us per k-block on the H200 (2x1/1x2 clusters 1.4x slower than 1x1 with 128x256 tiles, 2.2x
+// with 128x64, independent of the stage count), as if each arrival waited for the wgmmas in flight.
+template <bool RELEASE_CLUSTER = false>
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
+  if (RELEASE_CLUSTER)
+    asm volatile(
+        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+        "r"(cta)
+        : "memory");
+  else
+    asm volatile(
+        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+        "r"(cta)
+        : "memory");
 }
 __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
   unsigned ok;
@@ -58,16 +68,9 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 }
 
 // Cluster-scope handshakes for plain shared-memory data (the dynamic tile order, sm90/sm90_tile_stream.cuh): a writer
-// stores into a peer CTA's shared memory (st_shared_cluster) and then release-arrives on the peer's barrier at cluster
-// scope; a reader's acquire-wait at cluster scope then sees the store. Used once per tile, not per k-block (see the
-// cost note on mbar_arrive_cluster).
-__device__ __forceinline__ void mbar_arrive_release_cluster(unsigned bar, unsigned cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
+// stores into a peer CTA's shared memory (st_shared_cluster) and then release-arrives on the peer's barrier at
+// cluster scope (mbar_arrive_cluster<true>); a reader's acquire-wait at cluster scope then sees the store. Used once
+// per tile, not per k-block (see the cost note on mbar_arrive_cluster).
 __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned parity) {
   unsigned ok = 0;
   while (!ok) {

@@ -242,9 +242,11 @@ __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& t
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
   if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn);
-  if (Cfg::DYNAMIC && tid == 32 && rm == 0 && rn == 0) {
-    const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
-    tiles.schedule(sm, p.tiles, sched.total);
+  if constexpr (Cfg::DYNAMIC) {
+    if (tid == 32 && rm == 0 && rn == 0) {
+      const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+      tiles.schedule(sm, p.tiles, sched.total);
+    }
   }
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }

@@ -34,7 +34,7 @@ struct TileStream {
 
   // Thread 0 of the block, before the cluster sync of init_pipeline.
   __device__ __forceinline__ static void init(const SmemPlan<Cfg>& sm) {
-    if (!Cfg::DYNAMIC) return;
+    if constexpr (!Cfg::DYNAMIC) return;
 #pragma unroll
     for (int i = 0; i < kSlots; ++i) {
       mbar_init(sm.tile_full(i), 1);
@@ -44,20 +44,26 @@ struct TileStream {
 
   // Position j, read by one thread (the producer).
   __device__ __forceinline__ int read_thread(const SmemPlan<Cfg>& sm, int j) const {
-    if (!Cfg::DYNAMIC) return first + j * stride;
-    const int i = j % kSlots;
-    mbar_wait_acquire_cluster(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
-    const int t = ld_shared_s32(sm.tile_slot(i));
-    mbar_arrive_release_cluster(sm.tile_empty(i), 0);
-    return t;
+    if constexpr (!Cfg::DYNAMIC) {
+      return first + j * stride;
+    } else {  // discarded in static kernels (NVRTC time)
+      const int i = j % kSlots;
+      mbar_wait_acquire_cluster(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
+      const int t = ld_shared_s32(sm.tile_slot(i));
+      mbar_arrive_cluster<true>(sm.tile_empty(i), 0);
+      return t;
+    }
   }
 
   // Position j, read by a whole warp (lane 0 reads, the warp gets it by shuffle: warp-uniform).
   __device__ __forceinline__ int read_warp(const SmemPlan<Cfg>& sm, int j, int lane) const {
-    if (!Cfg::DYNAMIC) return first + j * stride;
-    int t = 0;
-    if (lane == 0) t = read_thread(sm, j);
-    return __shfl_sync(0xffffffffu, t, 0);
+    if constexpr (!Cfg::DYNAMIC) {
+      return first + j * stride;
+    } else {
+      int t = 0;
+      if (lane == 0) t = read_thread(sm, j);
+      return __shfl_sync(0xffffffffu, t, 0);
+    }
   }
 
   // The scheduler thread of cluster rank 0 (dynamic order only): takes tiles and publishes them to every CTA of the
@@ -72,7 +78,7 @@ struct TileStream {
 #pragma unroll
       for (int r = 0; r < Cfg::CS; ++r) {
         st_shared_cluster(sm.tile_slot(i), static_cast<unsigned>(r), t);
-        mbar_arrive_release_cluster(sm.tile_full(i), static_cast<unsigned>(r));
+        mbar_arrive_cluster<true>(sm.tile_full(i), static_cast<unsigned>(r));
       }
       if (t >= total) ++ends;
     }

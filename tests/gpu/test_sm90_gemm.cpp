@@ -3,6 +3,7 @@
 // included: writes outside M x N fail too), normalized error vs a double CPU reference, fail above 1e-2.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -93,7 +94,28 @@ std::string run_one(const Problem& p, const std::string& config, std::mt19937_64
   return "";
 }
 
-const char* kConfigs[] = {
+// Runs every (config, shape) pair, the problem built by `problem_of(v, shape)` from a running index v (which rotates
+// layouts, dtypes and beta); prints the pairs the config cannot run; returns how many ran.
+template <class ProblemOf>
+int run_matrix(const std::vector<const char*>& configs, const std::vector<std::array<int64_t, 4>>& shapes,
+               ProblemOf problem_of, int launches = 1) {
+  std::mt19937_64 rng(std::random_device{}());
+  int ran = 0, v = 0;
+  for (const char* cfg : configs)
+    for (const auto& sh : shapes) {
+      const Problem p = problem_of(v++, sh);
+      const std::string r = run_one(p, cfg, rng, launches);
+      if (r.rfind("SKIP", 0) == 0) {
+        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
+        continue;
+      }
+      ++ran;
+      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
+    }
+  return ran;
+}
+
+const std::vector<const char*> kConfigs = {
     "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
     "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=n,group=4",
     "tile=256x128x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
@@ -119,27 +141,17 @@ const char* kConfigs[] = {
 TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
-  std::mt19937_64 rng(std::random_device{}());
-  const int64_t shapes[][4] = {{1, 1, 1, 1}, {17, 33, 65, 1}, {127, 255, 129, 1}, {256, 512, 192, 1},
-                               {300, 520, 1000, 3}, {64, 64, 64, 2}};
   const Layout L[2] = {Layout::row, Layout::col};
   const DType outs[3] = {DType::bf16, DType::f16, DType::f32};
-  int ran = 0, idx = 0;
-  for (const char* cfg : kConfigs)
-    for (const auto& sh : shapes) {
-      // Rotate through layouts, dtypes and beta so every config sees several of each.
-      const int v = idx++;
-      Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16, outs[v % 3], L[v % 2], L[(v / 2) % 2],
-             L[(v / 4) % 2], (v % 3) == 1};
-      const Problem p = make_problem(c, (v % 2) * 8);
-      const std::string r = run_one(p, cfg, rng);
-      if (r.rfind("SKIP", 0) == 0) {
-        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
-        continue;
-      }
-      ++ran;
-      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
-    }
+  const int ran = run_matrix(
+      kConfigs,
+      {{1, 1, 1, 1}, {17, 33, 65, 1}, {127, 255, 129, 1}, {256, 512, 192, 1}, {300, 520, 1000, 3}, {64, 64, 64, 2}},
+      [&](int v, const std::array<int64_t, 4>& sh) {
+        // Rotate through layouts, dtypes and beta so every config sees several of each.
+        const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16, outs[v % 3], L[v % 2],
+                     L[(v / 2) % 2], L[(v / 4) % 2], (v % 3) == 1};
+        return make_problem(c, (v % 2) * 8);
+      });
   EXPECT_GT(ran, 40);
 }
 
@@ -148,8 +160,7 @@ TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
 TEST(Sm90Gpu, ManyTilesPerCta) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
-  std::mt19937_64 rng(std::random_device{}());
-  const char* configs[] = {
+  const std::vector<const char*> configs = {
       "tile=128x128x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8",
       "tile=64x256x64,stages=4,cluster=1x1,sched=pingpong,raster=n,group=8",
       "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=4",
@@ -162,23 +173,14 @@ TEST(Sm90Gpu, ManyTilesPerCta) {
       "tile=128x176x64,stages=5,cluster=2x2,sched=pingpong,raster=m,group=8",
       "tile=256x192x64,stages=3,cluster=1x2,sched=coop,raster=m,group=8",
   };
-  const int64_t shapes[][4] = {{2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}};
   const Layout L[2] = {Layout::row, Layout::col};
-  int ran = 0, idx = 0;
-  for (const char* cfg : configs)
-    for (const auto& sh : shapes) {
-      const int v = idx++;
-      Case c{sh[0], sh[1], sh[2], sh[3], DType::bf16, (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2],
-             L[(v / 2) % 2], Layout::row, (v % 4) == 1};
-      const Problem p = make_problem(c, 0);
-      const std::string r = run_one(p, cfg, rng);
-      if (r.rfind("SKIP", 0) == 0) {
-        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
-        continue;
-      }
-      ++ran;
-      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
-    }
+  const int ran = run_matrix(configs, {{2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}},
+                             [&](int v, const std::array<int64_t, 4>& sh) {
+                               const Case c{sh[0], sh[1], sh[2], sh[3], DType::bf16,
+                                            (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2], L[(v / 2) % 2],
+                                            Layout::row, (v % 4) == 1};
+                               return make_problem(c, 0);
+                             });
   EXPECT_GT(ran, 16);
 }
 
@@ -189,8 +191,7 @@ TEST(Sm90Gpu, ManyTilesPerCta) {
 TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
-  std::mt19937_64 rng(std::random_device{}());
-  const char* configs[] = {
+  const std::vector<const char*> configs = {
       "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic",
       "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4,tiles=dynamic",
       "tile=64x256x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8,tiles=dynamic",
@@ -202,24 +203,17 @@ TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
       "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4",
       "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8",
   };
-  const int64_t shapes[][4] = {{1, 1, 1, 1},      {17, 33, 65, 1},       {300, 520, 1000, 3},
-                               {2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}};
   const Layout L[2] = {Layout::row, Layout::col};
-  int ran = 0, idx = 0;
-  for (const char* cfg : configs)
-    for (const auto& sh : shapes) {
-      const int v = idx++;
-      Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16, (v % 3) == 2 ? DType::f32 : DType::bf16,
-             L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
-      const Problem p = make_problem(c, 0);
-      const std::string r = run_one(p, cfg, rng, 5);
-      if (r.rfind("SKIP", 0) == 0) {
-        std::printf("skip %s | %s: %s\n", p.str().c_str(), cfg, r.c_str());
-        continue;
-      }
-      ++ran;
-      EXPECT_EQ(r, "") << "sm90:" << cfg << " on " << p.str();
-    }
+  const int ran = run_matrix(
+      configs,
+      {{1, 1, 1, 1}, {17, 33, 65, 1}, {300, 520, 1000, 3}, {2048, 2048, 64, 2}, {1920, 2000, 200, 2},
+       {4096, 1024, 136, 1}},
+      [&](int v, const std::array<int64_t, 4>& sh) {
+        const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16,
+                     (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
+        return make_problem(c, 0);
+      },
+      5);
   EXPECT_GT(ran, 40);
 }
 
