@@ -30,27 +30,18 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned byt
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Arrive on the barrier at the same offset in the shared memory of CTA `cta` of this cluster. RELEASE_CLUSTER:
-// release at cluster scope, for an arrival that publishes plain shared-memory stores to a peer CTA (the tile ring of
-// sm90/sm90_tile_stream.cuh, once per tile); otherwise the default .release.cta.
+// Arrive on the barrier at the same offset in the shared memory of CTA `cta` of this cluster (.release.cta, the
+// default).
 // NOTES: .release.cta as CUTLASS's ClusterBarrier::arrive. A stage-ring arrival only frees a stage for TMA
 // (async proxy) writes; nothing the arriving thread wrote needs to be visible cluster-wide. `.release.cluster` there
 // cost a fixed ~0.3-0.4 us per k-block on the H200 (2x1/1x2 clusters 1.4x slower than 1x1 with 128x256 tiles, 2.2x
 // with 128x64, independent of the stage count), as if each arrival waited for the wgmmas in flight.
-template <bool RELEASE_CLUSTER = false>
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
-  if (RELEASE_CLUSTER)
-    asm volatile(
-        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-        "r"(cta)
-        : "memory");
-  else
-    asm volatile(
-        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-        "r"(cta)
-        : "memory");
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
 }
 __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
   unsigned ok;
@@ -67,27 +58,19 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   }
 }
 
-// Cluster-scope handshakes for plain shared-memory data (the dynamic tile order, sm90/sm90_tile_stream.cuh): a writer
-// stores into a peer CTA's shared memory (st_shared_cluster) and then release-arrives on the peer's barrier at
-// cluster scope (mbar_arrive_cluster<true>); a reader's acquire-wait at cluster scope then sees the store. Used once
-// per tile, not per k-block (see the cost note on mbar_arrive_cluster).
-__device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned parity) {
-  unsigned ok = 0;
-  while (!ok) {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
-}
-// Stores `v` at `addr`'s offset in the shared memory of CTA `cta` of this cluster.
-__device__ __forceinline__ void st_shared_cluster(unsigned addr, unsigned cta, int v) {
+// Sends one 32-bit value into the shared memory of CTA `cta` of this cluster, at `addr`'s offset, through that CTA's
+// mbarrier at `bar`'s offset: an arrival that expects 4 bytes, and an st.async that completes them. A thread that
+// then waits on the barrier's phase reads the value with a plain ld.shared: the data travels like a TMA load's, and
+// no cluster-scope fence is needed (the dynamic tile order, sm90/sm90_tile_stream.cuh).
+// NOTES: the first version stored with st.shared::cluster and published with mbarrier.arrive.release.cluster, its
+// readers waiting with .acquire.cluster: 3-4% slower at 8192x6144x4096 than the static order, against 1.2% with
+// st.async (bench/NOTES.md step 7).
+__device__ __forceinline__ void send_s32_cluster(unsigned addr, unsigned bar, unsigned cta, int v) {
   asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "st.shared::cluster.s32 [ra], %2;\n}\n" ::"r"(addr),
-      "r"(cta), "r"(v)
+      "{\n.reg .b32 ra, rb;\nmapa.shared::cluster.u32 ra, %0, %2;\nmapa.shared::cluster.u32 rb, %1, %2;\n"
+      "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [rb], 4;\n"
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.s32 [ra], %3, [rb];\n}\n" ::"r"(addr),
+      "r"(bar), "r"(cta), "r"(v)
       : "memory");
 }
 __device__ __forceinline__ int ld_shared_s32(unsigned addr) {

@@ -81,15 +81,35 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
       });
 }
 
-// The producer: one thread walks this cluster's tiles and fills the ring.
+// The producer: one thread walks this cluster's tiles and fills the ring. With the dynamic tile order the producer of
+// cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it publishes that tile and
+// fetches the next index (the atomic's latency hides behind the tile's loads).
+// NOTES: fetching 2 k-blocks before the end of the tile instead measured the same (bench/NOTES.md step 7) and kept
+// the counter's address live through the k loop, which made the 40-register producer spill in coop 128x256 kernels.
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                               const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn) {
   const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
+  [[maybe_unused]] int fetched = 0;
   for (int j = 0;; ++j) {
-    const int t = tiles.read_thread(sm, j);
+    int t;
+    if constexpr (Cfg::DYNAMIC) {
+      if (rm == 0 && rn == 0) {  // the taker
+        t = j == 0 ? tiles.first : fetched + tiles.stride;
+        TileStream<Cfg>::publish(sm, j, t);
+        if (t >= sched.total) {
+          tiles.finish(sm, j, p.tiles, sched.total);
+          break;
+        }
+        fetched = atomicAdd(p.tiles, 1);
+      } else {
+        t = tiles.read_thread(sm, j);
+      }
+    } else {
+      t = tiles.read_thread(sm, j);
+    }
     if (t >= sched.total) break;
     int m0, n0, b;
     sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
@@ -234,20 +254,13 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
     cta_sync();
 }
 
-// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring;
-// with the dynamic tile order one thread of cluster rank 0 (warp 1) takes the tiles.
+// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring.
 template <class Cfg, bool HALVES>
 __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
   if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn);
-  if constexpr (Cfg::DYNAMIC) {
-    if (tid == 32 && rm == 0 && rn == 0) {
-      const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
-      tiles.schedule(sm, p.tiles, sched.total);
-    }
-  }
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }
 

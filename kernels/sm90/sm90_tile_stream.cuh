@@ -3,15 +3,18 @@
 // >= `total` once the work is done. The producer thread reads every position; a consumer warp reads the positions of
 // the tiles it computes (ping-pong: j % 2 == its index; cooperative: all).
 //   Static:  tile(j) = cluster_id + j * num_clusters.
-//   Dynamic: position 0 is cluster_id, the rest come from a global counter (p.tiles[0]) as the cluster needs them,
-//            so clusters that free up at the same time take neighbouring tiles. One thread (warp 1 of the producer
-//            warpgroup of cluster rank 0) takes each index and writes it into a ring of kTileSlots slots in the
-//            shared memory of every CTA of the cluster; the readers free a slot on rank 0's empty barrier.
-// NOTES: why dynamic (bench/NOTES.md, step 6): the L2 request coalescer merges reads of the same sectors by different
-// SMs that arrive close together. cuBLAS's kernels take tiles this way and got 40M of their 74M coalescable non-
-// multicast sectors merged at 8192x6144x4096 against 15M for the static walk, reading 23% fewer L2 sectors, which
-// shows up as SM clock under the power cap. Tiles taken at the same moment start their k loops together; a static
-// walk assigns neighbours once and lets them drift apart.
+//   Dynamic: position 0 is cluster_id, the rest come from a global counter (p.tiles[0]) at the moment the cluster
+//            needs them, so clusters that free up at the same time take neighbouring tiles and start them together.
+//            The producer thread of cluster rank 0 (the taker) fetches the next index near the end of each tile's
+//            loads (producer_loop) and writes it into a ring of kTileSlots slots in the shared memory of every CTA of
+//            the cluster; the other producers and the consumer warps read it there and free the slot on rank 0's
+//            empty barrier.
+// NOTES: why dynamic (bench/NOTES.md, steps 6-7): the L2 request coalescer merges reads of the same sectors by
+// different SMs that arrive close together. cuBLAS's kernels take tiles from a counter and got 40M of their 74M
+// coalescable non-multicast sectors merged at 8192x6144x4096 against 15M for the static walk, reading 23% fewer L2
+// sectors, which shows up as SM clock under the power cap. A static walk assigns neighbours once and lets them drift
+// apart. The first dynamic version took each index as soon as a ring slot was free, up to 4 tiles before its loads
+// began: that decorrelated the clusters further (3.7M merged) and ran 1-3% slower.
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
@@ -24,33 +27,34 @@ namespace gt_sm90 {
 template <class Cfg>
 struct TileStream {
   static constexpr int kSlots = Cfg::kTileSlots;
-  // Readers per CTA and tile: the producer thread plus each warp of the consumer warpgroup(s) computing it.
-  static constexpr int kReaders = 1 + 4 * (Cfg::PINGPONG ? 1 : 2);
-  static constexpr int kEmptyArrivals = Cfg::CS * kReaders;
+  // Readers per tile of the cluster: the warps of the consumer warpgroup(s) computing it in every CTA, and the
+  // producer thread of every CTA but rank 0 (the taker, which wrote it).
+  static constexpr int kEmptyArrivals = Cfg::CS * 4 * (Cfg::PINGPONG ? 1 : 2) + Cfg::CS - 1;
 
-  int first, stride;  // static order
+  int first, stride;  // position 0 of this cluster; the number of clusters
 
   __device__ __forceinline__ TileStream(int cluster_id, int num_clusters) : first(cluster_id), stride(num_clusters) {}
 
   // Thread 0 of the block, before the cluster sync of init_pipeline.
   __device__ __forceinline__ static void init(const SmemPlan<Cfg>& sm) {
-    if constexpr (!Cfg::DYNAMIC) return;
+    if constexpr (Cfg::DYNAMIC) {
 #pragma unroll
-    for (int i = 0; i < kSlots; ++i) {
-      mbar_init(sm.tile_full(i), 1);
-      mbar_init(sm.tile_empty(i), kEmptyArrivals);
+      for (int i = 0; i < kSlots; ++i) {
+        mbar_init(sm.tile_full(i), 1);
+        mbar_init(sm.tile_empty(i), kEmptyArrivals);
+      }
     }
   }
 
-  // Position j, read by one thread (the producer).
+  // Position j, read by one thread (a producer other than the taker, or lane 0 of a consumer warp).
   __device__ __forceinline__ int read_thread(const SmemPlan<Cfg>& sm, int j) const {
     if constexpr (!Cfg::DYNAMIC) {
       return first + j * stride;
     } else {  // discarded in static kernels (NVRTC time)
       const int i = j % kSlots;
-      mbar_wait_acquire_cluster(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
+      mbar_wait(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
       const int t = ld_shared_s32(sm.tile_slot(i));
-      mbar_arrive_cluster<true>(sm.tile_empty(i), 0);
+      mbar_arrive_cluster(sm.tile_empty(i), 0);
       return t;
     }
   }
@@ -66,22 +70,19 @@ struct TileStream {
     }
   }
 
-  // The scheduler thread of cluster rank 0 (dynamic order only): takes tiles and publishes them to every CTA of the
-  // cluster until it has published two past-the-end positions (a ping-pong consumer stops at the first one of its
-  // parity), then takes part in resetting the counters.
-  __device__ __forceinline__ void schedule(const SmemPlan<Cfg>& sm, int* counters, int total) const {
-    int t = first, ends = 0;
-    for (int j = 0; ends < 2; ++j) {
-      const int i = j % kSlots;
-      mbar_wait_acquire_cluster(sm.tile_empty(i), (static_cast<unsigned>(j / kSlots) & 1u) ^ 1u);
-      if (j > 0 && t < total) t = atomicAdd(counters, 1) + stride;  // taken when the slot is needed, not earlier
+  // Dynamic order, the taker: writes tile t as position j into every CTA of the cluster (after the slot's readers of
+  // position j - kSlots are done with it).
+  __device__ __forceinline__ static void publish(const SmemPlan<Cfg>& sm, int j, int t) {
+    const int i = j % kSlots;
+    mbar_wait(sm.tile_empty(i), (static_cast<unsigned>(j / kSlots) & 1u) ^ 1u);
 #pragma unroll
-      for (int r = 0; r < Cfg::CS; ++r) {
-        st_shared_cluster(sm.tile_slot(i), static_cast<unsigned>(r), t);
-        mbar_arrive_cluster<true>(sm.tile_full(i), static_cast<unsigned>(r));
-      }
-      if (t >= total) ++ends;
-    }
+    for (int r = 0; r < Cfg::CS; ++r) send_s32_cluster(sm.tile_slot(i), sm.tile_full(i), static_cast<unsigned>(r), t);
+  }
+
+  // Dynamic order, the taker, once it has published past-the-end position j: a second past-the-end position (a
+  // ping-pong consumer stops at the first one of its parity), then its part in resetting the counters.
+  __device__ __forceinline__ void finish(const SmemPlan<Cfg>& sm, int j, int* counters, int total) const {
+    publish(sm, j + 1, total);
     if (atomicAdd(counters + 1, 1) == stride - 1) {
       atomicExch(counters, 0);
       atomicExch(counters + 1, 0);
