@@ -99,18 +99,19 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
       if (rm == 0 && rn == 0) {  // the taker
         t = j == 0 ? tiles.first : fetched + tiles.stride;
         TileStream<Cfg>::publish(sm, j, t);
-        if (t >= sched.total) {
-          tiles.finish(sm, j, p.tiles, sched.total);
-          break;
-        }
-        fetched = atomicAdd(p.tiles, 1);
+        if (t < sched.total) fetched = atomicAdd(p.tiles, 1);
       } else {
         t = tiles.read_thread(sm, j);
       }
     } else {
       t = tiles.read_thread(sm, j);
     }
-    if (t >= sched.total) break;
+    if (t >= sched.total) {
+      if constexpr (Cfg::DYNAMIC) {
+        if (rm == 0 && rn == 0) tiles.finish(sm, j, p.tiles, sched.total);
+      }
+      break;
+    }
     int m0, n0, b;
     sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
     for (int kb = 0; kb < k_iters; ++kb, rp.next()) {

@@ -64,9 +64,12 @@ struct TileStream {
     if constexpr (!Cfg::DYNAMIC) {
       return first + j * stride;
     } else {
-      int t = 0;
-      if (lane == 0) t = read_thread(sm, j);
-      return __shfl_sync(0xffffffffu, t, 0);
+      const int i = j % kSlots;
+      mbar_wait(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
+      const int t = ld_shared_s32(sm.tile_slot(i));  // every lane: one broadcast read
+      __syncwarp();
+      if (lane == 0) mbar_arrive_cluster(sm.tile_empty(i), 0);
+      return t;
     }
   }
 
