@@ -3,18 +3,18 @@
 // >= `total` once the work is done. The producer thread reads every position; a consumer warp reads the positions of
 // the tiles it computes (ping-pong: j % 2 == its index; cooperative: all).
 //   Static:  tile(j) = cluster_id + j * num_clusters.
-//   Dynamic: position 0 is cluster_id, the rest come from a global counter (p.tiles[0]) at the moment the cluster
-//            needs them, so clusters that free up at the same time take neighbouring tiles and start them together.
-//            The producer thread of cluster rank 0 (the taker) fetches the next index near the end of each tile's
-//            loads (producer_loop) and writes it into a ring of kTileSlots slots in the shared memory of every CTA of
-//            the cluster; the other producers and the consumer warps read it there and free the slot on rank 0's
-//            empty barrier.
+//   Dynamic: position 0 is cluster_id, the rest come from a global counter (p.tiles[0]), so clusters that free up at
+//            the same time take neighbouring tiles. The producer thread of cluster rank 0 (the taker) publishes each
+//            tile when it starts loading it and fetches the next index right then (producer_loop); it sends the index
+//            into a ring of kTileSlots slots in the shared memory of every CTA of the cluster (send_s32_cluster: an
+//            st.async completing a transaction on the slot's full barrier); the other producers and the consumer
+//            warps read it there and free the slot on rank 0's empty barrier.
 // NOTES: why dynamic (bench/NOTES.md, steps 6-7): the L2 request coalescer merges reads of the same sectors by
-// different SMs that arrive close together. cuBLAS's kernels take tiles from a counter and got 40M of their 74M
-// coalescable non-multicast sectors merged at 8192x6144x4096 against 15M for the static walk, reading 23% fewer L2
-// sectors, which shows up as SM clock under the power cap. A static walk assigns neighbours once and lets them drift
-// apart. The first dynamic version took each index as soon as a ring slot was free, up to 4 tiles before its loads
-// began: that decorrelated the clusters further (3.7M merged) and ran 1-3% slower.
+// different SMs that arrive close together; cuBLAS's kernels take tiles from a counter and got 40M of their 74M
+// coalescable non-multicast sectors merged at 8192x6144x4096 against 12-15M for our static walk. Ours did not get
+// that merging from the dynamic order, whenever the index is taken (4 tiles ahead, 1 tile ahead, or 2 k-blocks before
+// it is needed), and runs 0.5-2% behind the static order, so it is a --config knob, not enumerated. The first version
+// published with .release.cluster / .acquire.cluster and was 2-7% behind.
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
@@ -46,7 +46,7 @@ struct TileStream {
     }
   }
 
-  // Position j, read by one thread (a producer other than the taker, or lane 0 of a consumer warp).
+  // Position j, read by one thread (a producer other than the taker).
   __device__ __forceinline__ int read_thread(const SmemPlan<Cfg>& sm, int j) const {
     if constexpr (!Cfg::DYNAMIC) {
       return first + j * stride;
@@ -59,7 +59,8 @@ struct TileStream {
     }
   }
 
-  // Position j, read by a whole warp (lane 0 reads, the warp gets it by shuffle: warp-uniform).
+  // Position j, read by a whole warp: every lane reads the slot (one broadcast load), lane 0 frees it once all have.
+  // NOTES: lane 0 reading and a shuffle cost a register that made a coop 128x256 2x1 kernel with an f32 C spill.
   __device__ __forceinline__ int read_warp(const SmemPlan<Cfg>& sm, int j, int lane) const {
     if constexpr (!Cfg::DYNAMIC) {
       return first + j * stride;
