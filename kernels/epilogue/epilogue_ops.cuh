@@ -164,58 +164,30 @@ __device__ __forceinline__ void vec_operand2(const void* p, long long row, long 
     b = a;
   }
 }
-template <int T>
-struct BiasCol {
-  static __device__ __forceinline__ float apply(float v, long long, long long col, const EpiParams& p) {
-    return v + Ld<T>::at(p.bias, col);
+// A per-column (IDX_AX = 1) or per-row (IDX_AX = 0) vector operand F (bias, scales) added (MUL = false) or
+// multiplied in.
+template <int T, int IDX_AX, bool MUL, const void* EpiParams::*F>
+struct VecOp {
+  static __device__ __forceinline__ float apply(float v, long long row, long long col, const EpiParams& p) {
+    const float a = Ld<T>::at(p.*F, IDX_AX == 1 ? col : row);
+    return MUL ? v * a : v + a;
   }
   template <int AX>
   static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
     float a, b;
-    vec_operand2<T, 1, AX>(p.bias, row, col, a, b);
-    v0 = v0 + a;
-    v1 = v1 + b;
+    vec_operand2<T, IDX_AX, AX>(p.*F, row, col, a, b);
+    v0 = MUL ? v0 * a : v0 + a;
+    v1 = MUL ? v1 * b : v1 + b;
   }
 };
 template <int T>
-struct BiasRow {
-  static __device__ __forceinline__ float apply(float v, long long row, long long, const EpiParams& p) {
-    return v + Ld<T>::at(p.bias, row);
-  }
-  template <int AX>
-  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
-    float a, b;
-    vec_operand2<T, 0, AX>(p.bias, row, col, a, b);
-    v0 = v0 + a;
-    v1 = v1 + b;
-  }
-};
+using BiasCol = VecOp<T, 1, false, &EpiParams::bias>;
 template <int T>
-struct RowScale {
-  static __device__ __forceinline__ float apply(float v, long long row, long long, const EpiParams& p) {
-    return v * Ld<T>::at(p.row_scale, row);
-  }
-  template <int AX>
-  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
-    float a, b;
-    vec_operand2<T, 0, AX>(p.row_scale, row, col, a, b);
-    v0 = v0 * a;
-    v1 = v1 * b;
-  }
-};
+using BiasRow = VecOp<T, 0, false, &EpiParams::bias>;
 template <int T>
-struct ColScale {
-  static __device__ __forceinline__ float apply(float v, long long, long long col, const EpiParams& p) {
-    return v * Ld<T>::at(p.col_scale, col);
-  }
-  template <int AX>
-  static __device__ __forceinline__ void apply2(float& v0, float& v1, long long row, long long col, const EpiParams& p) {
-    float a, b;
-    vec_operand2<T, 1, AX>(p.col_scale, row, col, a, b);
-    v0 = v0 * a;
-    v1 = v1 * b;
-  }
-};
+using RowScale = VecOp<T, 0, true, &EpiParams::row_scale>;
+template <int T>
+using ColScale = VecOp<T, 1, true, &EpiParams::col_scale>;
 // ROW: the residual's layout at compile time (1 row-major, 0 column-major; -1: p.res_row at run time). A run-time
 // layout makes a fused epilogue precompute both offsets of every element (spills).
 template <int T, int ROW = -1>
