@@ -105,7 +105,8 @@ const std::vector<std::string>& toolkit_include_flags() {
 // Flags that define the output (hashed into the key).
 std::vector<std::string> key_flags(const CompileOptions& opts) {
   // -minimal: NVRTC skips its builtin declarations for textures, surfaces and device-side runtime calls, which no
-  // kernel here uses: ~6-9 ms less front end per candidate, byte-identical SASS (bench/NOTES.md step 8).
+  // kernel in kernels/ uses (a unit that does fails to compile, naming the missing symbol): byte-identical SASS and a
+  // median 286 -> 276 ms per candidate over the 4096³ list (bench/NOTES.md step 8).
   std::vector<std::string> f = {"--gpu-architecture=" + opts.arch, "-default-device", "-minimal",
                                 "--ptxas-options=-v"};
   bool has_std = false;
