@@ -18,6 +18,7 @@ struct GemmParams {
   void* d;              // D (m, n) of batch b at d + (b * d_batch + m * ldd + n) elements (edge strips only)
   long long ldd, d_batch;
   int* tiles;           // dynamic tile order: {next, done} counters, zero between launches (sm90/sm90_tile_stream.cuh)
+  const int* order;     // static order, optional: cluster blockIdx.x / CS walks as cluster order[blockIdx.x / CS]
 };
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,

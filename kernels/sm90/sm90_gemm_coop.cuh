@@ -24,7 +24,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
 
   init_pipeline<Cfg>(sm, ta, tb, td, [] {});
 
-  const TileStream<Cfg> tiles(blockIdx.x / Cfg::CS, gridDim.x / Cfg::CS);
+  const TileStream<Cfg> tiles(p);
   if (wg == 0) {
     run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, tiles, rm, rn, tid);
   } else {

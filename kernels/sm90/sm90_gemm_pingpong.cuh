@@ -24,7 +24,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     mbar_init(sm.mma_done(1), 4);
   });
 
-  const TileStream<Cfg> tiles(blockIdx.x / Cfg::CS, gridDim.x / Cfg::CS);
+  const TileStream<Cfg> tiles(p);
   if (wg == 0) {
     run_producer<Cfg, Epi::kHalves>(ta, tb, sm, p, tiles, rm, rn, tid);
   } else {

@@ -2,7 +2,11 @@
 // The sequence of cluster tiles a CTA computes: position j = 0, 1, 2, ... -> a linear tile index for TileScheduler,
 // >= `total` once the work is done. The producer thread reads every position; a consumer warp reads the positions of
 // the tiles it computes (ping-pong: j % 2 == its index; cooperative: all).
-//   Static:  tile(j) = cluster_id + j * num_clusters.
+//   Static:  tile(j) = cluster_id + j * num_clusters, cluster_id = blockIdx.x / CS or, with a host table p.order (a
+//            permutation of the cluster ids), p.order[blockIdx.x / CS]: the "gpc" order gives the clusters of one GPC
+//            consecutive ids, so neighbouring tiles (which share an operand) run in one GPC, where the L2 request
+//            coalescer merges their identical reads (bench/NOTES.md step 8). Any permutation is correct: where the
+//            grid lands only decides how much merges.
 //   Dynamic: position 0 is cluster_id, the rest come from a global counter (p.tiles[0]), so clusters that free up at
 //            the same time take neighbouring tiles. The producer thread of cluster rank 0 (the taker) publishes each
 //            tile when it starts loading it and fetches the next index right then (producer_loop); it sends the index
@@ -33,7 +37,10 @@ struct TileStream {
 
   int first, stride;  // position 0 of this cluster; the number of clusters
 
-  __device__ __forceinline__ TileStream(int cluster_id, int num_clusters) : first(cluster_id), stride(num_clusters) {}
+  __device__ __forceinline__ explicit TileStream(const GemmParams& p)
+      : first(static_cast<int>(blockIdx.x) / Cfg::CS), stride(static_cast<int>(gridDim.x) / Cfg::CS) {
+    if (!Cfg::DYNAMIC && p.order != nullptr) first = p.order[first];
+  }
 
   // Thread 0 of the block, before the cluster sync of init_pipeline.
   __device__ __forceinline__ static void init(const SmemPlan<Cfg>& sm) {

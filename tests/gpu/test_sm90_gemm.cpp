@@ -202,6 +202,11 @@ TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
       "tile=128x256x64,stages=4,cluster=2x2,sched=coop,raster=n,group=4,tiles=dynamic",
       "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4",
       "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8",
+      // GPC-major cluster ids: full grids (the large shapes) and partial ones (the small).
+      "tile=128x112x64,stages=7,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc",
+      "tile=128x176x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8,tiles=gpc",
+      "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=16,tiles=gpc",
+      "tile=256x128x64,stages=4,cluster=2x1,sched=coop,raster=n,group=4,tiles=gpc",
   };
   const Layout L[2] = {Layout::row, Layout::col};
   const int ran = run_matrix(

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/sm90_cluster_order.h"
 #include "backends/sm90/sm90_config.h"
 #include "gemmtune/epilogue.h"
 #include "gemmtune/errors.h"
@@ -34,6 +35,55 @@ TEST(Sm90Config, RoundTrip) {
   // Its tile ring takes shared memory (mirrors GemmConfig::kSmemBytes).
   EXPECT_EQ(sm90::smem_bytes(sm90::Config::parse(d), 0),
             sm90::smem_bytes(sm90::Config::parse(d.substr(0, d.size() - 14)), 0) + 20 * sm90::kTileSlots);
+}
+
+TEST(Sm90Config, GpcOrder) {
+  const std::string s = "tile=128x112x64,stages=7,cluster=2x1,sched=pingpong,raster=n,group=8";
+  const sm90::Config g = sm90::Config::parse(s + ",tiles=gpc");
+  EXPECT_TRUE(g.gpc);
+  EXPECT_FALSE(g.dynamic);
+  EXPECT_EQ(g.str(), s + ",tiles=gpc");
+  EXPECT_EQ(sm90::smem_bytes(g, 0), sm90::smem_bytes(sm90::Config::parse(s), 0));  // the static kernel
+  sm90::Config both = g;
+  both.dynamic = true;
+  Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
+  q.resolve();
+  EXPECT_NE(sm90::config_reason(both, q, DeviceInfo::assumed_sm90()).find("not two of them"), std::string::npos);
+  // The gpc twin runs the static kernel: same source, so its compile is a cache hit.
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  const CompileResult a = be->compile(q, {"sm90", s}, dev);
+  const CompileResult b = be->compile(q, {"sm90", s + ",tiles=gpc"}, dev);
+  EXPECT_TRUE(a.compiled && b.compiled);
+  EXPECT_TRUE(b.cache_hit);
+}
+
+TEST(Sm90ClusterOrder, GroupsAndPermutation) {
+  // SMs 0-3 and 4-5 were seen in clusters together; 6 and 7 never: four groups.
+  const std::vector<int> group = sm90::group_sms(8, {{0, 1}, {2, 3}, {1, 2}, {4, 5}, {9, -1}});
+  EXPECT_EQ(group, (std::vector<int>{0, 0, 0, 0, 1, 1, 2, 3}));
+  // A grid whose clusters landed on SMs 4, 0, 6, 2, 5: GPC-major ranks, blockIdx order inside a group.
+  const std::vector<int> order = sm90::gpc_major_order({4, 0, 6, 2, 5}, group);
+  EXPECT_EQ(order, (std::vector<int>{2, 0, 4, 1, 3}));
+  // Always a permutation of [0, n), whatever the placement (repeated SMs, SMs outside the map).
+  for (const auto& placement : {std::vector<int>{7, 7, 7}, std::vector<int>{40, 3, 1, 100, 3}, std::vector<int>{}}) {
+    std::vector<int> o = sm90::gpc_major_order(placement, group);
+    std::sort(o.begin(), o.end());
+    for (size_t i = 0; i < o.size(); ++i) EXPECT_EQ(o[i], static_cast<int>(i));
+  }
+}
+
+TEST(Sm90Enumerate, GpcTwinsWalkTheNonMulticastOperand) {
+  Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
+  p.resolve();
+  int twins = 0;
+  for (const sm90::Config& c : sm90::enumerate_configs(p, DeviceInfo::assumed_sm90())) {
+    if (!c.gpc) continue;
+    ++twins;
+    if (c.cm == 2 && c.cn == 1) EXPECT_TRUE(c.raster_n) << c.str();
+    if (c.cm == 1 && c.cn == 2) EXPECT_FALSE(c.raster_n) << c.str();
+  }
+  EXPECT_GT(twins, 50);
 }
 
 TEST(Sm90Config, Reasons) {

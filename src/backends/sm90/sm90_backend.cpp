@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/sm90/sm90_cluster_order.h"
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
 #include "core/epilogue_codegen.h"
@@ -150,6 +151,14 @@ class Sm90Executable final : public Executable {
       const std::vector<int> zeros(kCounterStreams * 2, 0);
       counters_.upload(zeros.data(), zeros.size() * sizeof(int));
     }
+    if (cfg_.gpc) {
+      // GPC-major cluster ids for this grid (sm90_cluster_order.h): where the grid lands (one probe launch, cached
+      // per grid shape) and which SMs share a GPC (probe launches once per device).
+      const std::vector<int> order = sm90::gpc_major_order(
+          sm90::probe_placement(cs, static_cast<int>(grid_) / cs, smem_), sm90::device_sm_groups());
+      order_ = cuda::DeviceBuffer(order.size() * sizeof(int));
+      order_.upload(order.data(), order.size() * sizeof(int));
+    }
     if (const char* v = std::getenv("GEMMTUNE_SM90_VERBOSE"); v && *v && *v != '0')
       std::fprintf(stderr, "sm90: %s: %d SMs, max active %d-CTA clusters %d, %lld cluster tiles, grid %u, smem %d\n",
                    cand_.str().c_str(), sms, cs, max_clusters, static_cast<long long>(ctiles), grid_, smem_);
@@ -205,6 +214,7 @@ class Sm90Executable final : public Executable {
     }
     sm90::HostGemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
     if (cfg_.dynamic) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
+    if (cfg_.gpc) params.order = static_cast<const int*>(order_.get());
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
       ep = epi::make_params(problem_, args);  // throws naming a missing operand
@@ -267,6 +277,7 @@ class Sm90Executable final : public Executable {
   const void* last_d_ = nullptr;
   alignas(64) CUtensorMap maps_[3];
   cuda::DeviceBuffer counters_;          // tiles=dynamic only
+  cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
   std::vector<CUstream> counter_streams_;
 };
 
@@ -299,7 +310,10 @@ class Sm90Backend final : public Backend {
   CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
-    const Config cfg = Config::parse(c.config);
+    // tiles=gpc runs the static kernel (its order is a host table, GemmParams::order): the kernel is named and
+    // generated from the static config, so both candidates share one compile.
+    Config cfg = Config::parse(c.config);
+    cfg.gpc = false;
     const KernelView v = sm90::kernel_view(p);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);

@@ -51,6 +51,7 @@ std::string Config::str() const {
   os << "tile=" << bm << "x" << bn << "x" << bk << ",stages=" << stages << ",cluster=" << cm << "x" << cn
      << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
   if (dynamic) os << ",tiles=dynamic";
+  if (gpc) os << ",tiles=gpc";
   return os.str();
 }
 
@@ -79,8 +80,9 @@ Config Config::parse(const std::string& s) {
       } else if (k == "group") {
         c.group = std::stoi(v);
       } else if (k == "tiles") {
-        if (v != "static" && v != "dynamic") bad("tiles must be static or dynamic");
+        if (v != "static" && v != "dynamic" && v != "gpc") bad("tiles must be static, dynamic or gpc");
         c.dynamic = v == "dynamic";
+        c.gpc = v == "gpc";
       } else {
         bad("unknown key '" + k + "'");
       }
@@ -158,6 +160,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
     return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
+  if (c.dynamic && c.gpc) return "sm90: a tile order is static, dynamic or gpc, not two of them" + cs;
   const KernelView v = kernel_view(p);
   if (v.b_mn && c.bn % 64 != 0)
     return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
@@ -233,7 +236,14 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
   // 96: +60%; multicast halves the shared operand's share).
-  const double l2_per_clk = (static_cast<double>(c.bm) / c.cn + static_cast<double>(c.bn) / c.cm) * 128.0 / mma;
+  // tiles=gpc: the clusters of a GPC take neighbouring tiles, and the operand they share without multicast (A when
+  // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (bench/NOTES.md step 8);
+  // charged as a quarter less of that operand's bytes. A multicast operand is not merged further (a 2x1 walking M
+  // merged less than the static order).
+  const double a_share = c.gpc && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
+  const double b_share = c.gpc && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
+  const double l2_per_clk =
+      (a_share * static_cast<double>(c.bm) / c.cn + b_share * static_cast<double>(c.bn) / c.cm) * 128.0 / mma;
   eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
   double per_k = mma * eff + kPerKOverhead;
   if (cs == 4)
@@ -314,7 +324,17 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       c.group = band_group(c, v, dev);
       // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
       c.stages = max_stages(c, v.d.type, dev);
-      if (config_reason(c, p, dev).empty()) out.push_back(c);
+      if (!config_reason(c, p, dev).empty()) continue;
+      out.push_back(c);
+      // Its GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in which neighbouring tiles share
+      // the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2: raster m shares B), which is the
+      // read the L2 coalescer merges between the clusters of a GPC (bench/NOTES.md step 8). The same kernel as a
+      // static config of that raster: at most one extra compile.
+      Config g = c;
+      g.gpc = true;
+      if (cm != cn) g.raster_n = cm == 2;
+      g.group = band_group(g, v, dev);
+      if (config_reason(g, p, dev).empty()) out.push_back(g);
     }
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
   std::vector<std::pair<double, size_t>> order;

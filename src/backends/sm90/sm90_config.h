@@ -1,6 +1,6 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
-//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic]
+//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc]
 // and the single validity function used by enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
@@ -18,7 +18,8 @@ struct Config {
   bool pingpong = false;
   bool raster_n = false;  // false: "m", true: "n"
   int group = 8;
-  bool dynamic = false;   // tile order: static (omitted from the string) or "tiles=dynamic"
+  bool dynamic = false;   // tile order: static (omitted from the string), "tiles=dynamic" or "tiles=gpc"
+  bool gpc = false;       // static order with GPC-major cluster ids (sm90_cluster_order.h); same kernel as static
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field

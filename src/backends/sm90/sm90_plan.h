@@ -88,9 +88,10 @@ struct HostGemmParams {
   long long ldc_m, ldc_n, c_batch;
   void* d;
   long long ldd, d_batch;
-  int* tiles;  // dynamic tile order: {next, done}, zero between launches
+  int* tiles;        // dynamic tile order: {next, done}, zero between launches
+  const int* order;  // static order: cluster id permutation (tiles=gpc), or null
 };
-static_assert(sizeof(HostGemmParams) == 88, "HostGemmParams must mirror gt_sm90::GemmParams");
+static_assert(sizeof(HostGemmParams) == 96, "HostGemmParams must mirror gt_sm90::GemmParams");
 
 // Slots of the dynamic tile order's ring (mirror of GemmConfig::kTileSlots).
 constexpr int kTileSlots = 4;
