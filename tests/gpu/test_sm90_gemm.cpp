@@ -3,13 +3,17 @@
 // included: writes outside M x N fail too), normalized error vs a double CPU reference, fail above 1e-2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/sm90_cluster_order.h"
 #include "cuda/memory.h"
 #include "gemmtune/device.h"
 #include "gemmtune/errors.h"
@@ -220,6 +224,35 @@ TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
       },
       5);
   EXPECT_GT(ran, 40);
+}
+
+// The probes behind tiles=gpc: every SM in some group, no group larger than a GPC can be (18 SMs on the H100/H200),
+// and a full grid of 2-CTA clusters placed on distinct, real SMs; the order built from them is a permutation.
+TEST(Sm90Gpu, GpcProbe) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  const int sms = current_device().sm_count;
+  const std::vector<int>& group = sm90::device_sm_groups();
+  ASSERT_EQ(static_cast<int>(group.size()), sms);
+  std::map<int, int> size;
+  for (int g : group) {
+    ASSERT_GE(g, 0);
+    ++size[g];
+  }
+  for (const auto& [g, n] : size) EXPECT_LE(n, 18) << "group " << g;
+  EXPECT_LT(size.size(), static_cast<size_t>(sms)) << "no SMs were joined: the cluster probes found nothing";
+  const std::vector<int> placement = sm90::probe_placement(2, sms / 2, 200 * 1024);
+  ASSERT_EQ(static_cast<int>(placement.size()), sms / 2);
+  std::set<int> distinct;
+  for (int s : placement) {
+    EXPECT_GE(s, 0);
+    EXPECT_LT(s, sms);
+    distinct.insert(s);
+  }
+  EXPECT_EQ(static_cast<int>(distinct.size()), sms / 2) << "a full grid of 2-CTA clusters shares an SM";
+  std::vector<int> order = sm90::gpc_major_order(placement, group);
+  std::sort(order.begin(), order.end());
+  for (int i = 0; i < sms / 2; ++i) EXPECT_EQ(order[i], i);
 }
 
 TEST(Sm90Gpu, MisalignedPointerThrows) {

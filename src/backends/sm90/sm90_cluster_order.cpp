@@ -59,9 +59,13 @@ std::vector<int> gpc_major_order(const std::vector<int>& placement, const std::v
 
 namespace {
 
-CUfunction probe_kernel() {
+// Probe launches change the probe function's attributes (shared memory, cluster size): one at a time.
+std::mutex& probe_mutex() {
   static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+  return mu;
+}
+
+CUfunction probe_kernel() {  // probe_mutex() held
   static std::shared_ptr<const jit::Cubin> cubin;
   if (!cubin)
     cubin = jit::compile(
@@ -71,10 +75,15 @@ CUfunction probe_kernel() {
   return jit::load(*cubin);  // per context
 }
 
-// One launch of `clusters` clusters of `cs` CTAs; the SM of every CTA in blockIdx order.
-std::vector<int> launch_probe(CUfunction f, int cs, int clusters, int threads, int smem, long long hold) {
+// One launch of `clusters` clusters of `cs` CTAs: the SM of every CTA in blockIdx order (-1 where none was written).
+// The launch's own result is returned in *launch (a cluster shape the device refuses is not an error here); errors
+// after a successful launch throw.
+std::vector<int> launch_probe(CUfunction f, int cs, int clusters, int threads, int smem, long long hold,
+                              CUresult* launch) {
   const int n = cs * clusters;
-  cuda::DeviceBuffer out(static_cast<size_t>(n) * sizeof(int));
+  std::vector<int> s(static_cast<size_t>(n), -1);
+  cuda::DeviceBuffer out(s.size() * sizeof(int));
+  out.upload(s.data(), s.size() * sizeof(int));
   void* ptr = out.get();
   void* args[2] = {&ptr, &hold};
   CUlaunchConfig lc{};
@@ -89,9 +98,9 @@ std::vector<int> launch_probe(CUfunction f, int cs, int clusters, int threads, i
   lc.sharedMemBytes = static_cast<unsigned>(smem);
   lc.attrs = &attr;
   lc.numAttrs = 1;
-  GT_CU(cuLaunchKernelEx(&lc, f, args, nullptr));
+  *launch = cuda::cu().cuLaunchKernelEx(&lc, f, args, nullptr);
+  if (*launch != CUDA_SUCCESS) return {};
   GT_CU(cuCtxSynchronize());
-  std::vector<int> s(static_cast<size_t>(n));
   out.download(s.data(), s.size() * sizeof(int));
   return s;
 }
@@ -109,9 +118,8 @@ int current_device(int* sms) {
 const std::vector<int>& device_sm_groups() {
   int sms = 0;
   const int dev = current_device(&sms);
-  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(probe_mutex());
   static std::map<int, std::vector<int>> cache;
-  std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(dev); it != cache.end()) return it->second;
   const CUfunction f = probe_kernel();
   GT_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0));
@@ -119,12 +127,16 @@ const std::vector<int>& device_sm_groups() {
   const bool large =
       cuda::cu().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1) == CUDA_SUCCESS;
   // Every cluster count from 1 to a full GPU, for each size: the block scheduler places different counts
-  // differently, and each cluster seen joins its SMs (~120 short launches, tens of ms once per device).
+  // differently, and each cluster seen joins its SMs (~120 short launches, tens of ms once per device). A size the
+  // device refuses (a MIG slice, a smaller part) is skipped; with none left every SM is its own group and the gpc
+  // order degenerates to an SM-ordered one, still a valid permutation.
   std::vector<std::vector<int>> seen;
   for (int cs : {16, 12, 10, 9, 8, 6, 4}) {
     if (cs > 8 && !large) continue;
     for (int clusters = 1; clusters * cs <= sms; ++clusters) {
-      const std::vector<int> s = launch_probe(f, cs, clusters, 128, 0, 20000);
+      CUresult r = CUDA_SUCCESS;
+      const std::vector<int> s = launch_probe(f, cs, clusters, 128, 0, 20000, &r);
+      if (r != CUDA_SUCCESS) break;
       for (int c = 0; c < clusters; ++c) seen.emplace_back(s.begin() + c * cs, s.begin() + (c + 1) * cs);
     }
   }
@@ -135,15 +147,18 @@ std::vector<int> probe_placement(int cs, int clusters, int smem) {
   GT_REQUIRE(cs >= 1 && clusters >= 1, "sm90: probe_placement needs at least one cluster of at least one CTA");
   int sms = 0;
   const int dev = current_device(&sms);
-  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(probe_mutex());
   static std::map<std::tuple<int, int, int, int>, std::vector<int>> cache;
-  std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_tuple(dev, cs, clusters, smem);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const CUfunction f = probe_kernel();
   GT_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
   // ~1 ms per CTA: the whole grid is resident at once, as a persistent kernel's is.
-  const std::vector<int> s = launch_probe(f, cs, clusters, 384, smem, 2000000);
+  CUresult r = CUDA_SUCCESS;
+  const std::vector<int> s = launch_probe(f, cs, clusters, 384, smem, 2000000, &r);
+  if (r != CUDA_SUCCESS)
+    GT_THROW("sm90: placement probe launch (" + std::to_string(clusters) + " clusters of " + std::to_string(cs) +
+             " CTAs, " + std::to_string(smem) + " bytes of shared memory) failed: " + cuda::error_string(r));
   std::vector<int> first(static_cast<size_t>(clusters));
   for (int c = 0; c < clusters; ++c) first[c] = s[static_cast<size_t>(c) * cs];
   return cache.emplace(key, first).first->second;
