@@ -336,7 +336,11 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       Config g = c;
       g.gpc = true;
       g.raster_n = cm == 2;
-      g.group = band_group(g, v, dev);
+      // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
+      // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
+      // 208.3 with band_group's 12 (and group 4 was worse too, bench/NOTES.md step 8).
+      const int64_t tiles_g = g.raster_n ? cdiv(cdiv(v.n, g.bn), g.cn) : cdiv(cdiv(v.m, g.bm), g.cm);
+      g.group = static_cast<int>(std::clamp<int64_t>(16 / (cm * cn), 1, std::min<int64_t>(tiles_g, 64)));
       if (config_reason(g, p, dev).empty()) out.push_back(g);
     }
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
