@@ -98,6 +98,8 @@ std::vector<int> launch_probe(CUfunction f, int cs, int clusters, int threads, i
   lc.sharedMemBytes = static_cast<unsigned>(smem);
   lc.attrs = &attr;
   lc.numAttrs = 1;
+  // Whatever this process still has running would hold SMs and move the grid: measure an idle device.
+  GT_CU(cuCtxSynchronize());
   *launch = cuda::cu().cuLaunchKernelEx(&lc, f, args, nullptr);
   if (*launch != CUDA_SUCCESS) return {};
   GT_CU(cuCtxSynchronize());
