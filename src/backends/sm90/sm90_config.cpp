@@ -331,7 +331,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // raster m shares B), which is the read the L2 coalescer merges between the clusters of a GPC. Measured
       // (bench/NOTES.md step 8): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
       // within 1%; but cooperative 128x256 2x1 10-12% slower and 1x1 configs unchanged, so those get none (a twin
-      // takes a timing slot of the tuner's top k). The same kernel as a static config of that raster.
+      // takes a timing slot of the tuner's top k). It runs the static kernel of its raster and band (the order is a
+      // host table), so it shares the compile with that static config where both are listed.
       if (!c.pingpong || cm == cn) continue;
       Config g = c;
       g.gpc = true;
