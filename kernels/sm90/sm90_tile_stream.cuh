@@ -18,7 +18,8 @@
 // coalescable non-multicast sectors merged at 8192x6144x4096 against 12-15M for our static walk. Ours did not get
 // that merging from the dynamic order, whenever the index is taken (4 tiles ahead, 1 tile ahead, or 2 k-blocks before
 // it is needed), and runs 0.5-2% behind the static order, so it is a --config knob, not enumerated. The first version
-// published with .release.cluster / .acquire.cluster and was 2-7% behind.
+// published with .release.cluster / .acquire.cluster and was 2-7% behind. The merging turned out to need the clusters
+// that share a non-multicast operand to sit in one GPC (step 8): that is the gpc order above, not the timing.
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
