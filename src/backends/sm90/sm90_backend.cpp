@@ -121,19 +121,8 @@ class Sm90Executable final : public Executable {
     const int cs = cfg_.cm * cfg_.cn;
     int max_clusters = sms / cs;
     if (cs > 1) {
-      CUlaunchConfig lc{};
-      CUlaunchAttribute attr{};
-      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attr.value.clusterDim.x = cs;
-      attr.value.clusterDim.y = 1;
-      attr.value.clusterDim.z = 1;
-      lc.gridDimX = cs * max_clusters;
-      lc.gridDimY = lc.gridDimZ = 1;
-      lc.blockDimX = 384;
-      lc.blockDimY = lc.blockDimZ = 1;
-      lc.sharedMemBytes = smem_;
-      lc.attrs = &attr;
-      lc.numAttrs = 1;
+      CUlaunchAttribute attr;
+      const CUlaunchConfig lc = sm90::cluster_launch(attr, cs * max_clusters, cs, 384, smem_);
       int n = 0;
       GT_CU(cuOccupancyMaxActiveClusters(&n, fn_, &lc));
       GT_REQUIRE(n > 0, "sm90: no " + std::to_string(cs) + "-CTA cluster of this kernel fits on the device (" +
@@ -228,20 +217,9 @@ class Sm90Executable final : public Executable {
                                        : "element-aligned") + " (" + cand_.str() + ")");
     }
     void* kargs[5] = {&maps_[0], &maps_[1], &maps_[2], &params, &ep};
-    CUlaunchConfig lc{};
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = cfg_.cm * cfg_.cn;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    lc.gridDimX = grid_;
-    lc.gridDimY = lc.gridDimZ = 1;
-    lc.blockDimX = 384;
-    lc.blockDimY = lc.blockDimZ = 1;
-    lc.sharedMemBytes = smem_;
-    lc.hStream = reinterpret_cast<CUstream>(stream);
-    lc.attrs = &attr;
-    lc.numAttrs = 1;
+    CUlaunchAttribute attr;
+    const CUlaunchConfig lc =
+        sm90::cluster_launch(attr, grid_, cfg_.cm * cfg_.cn, 384, smem_, reinterpret_cast<CUstream>(stream));
     GT_CU(cuLaunchKernelEx(&lc, fn_, kargs, nullptr));
   }
 

@@ -1,4 +1,5 @@
 #include "backends/sm90/sm90_cluster_order.h"
+#include "backends/sm90/sm90_plan.h"
 
 #include <cuda.h>
 
@@ -70,7 +71,8 @@ CUfunction probe_kernel() {  // probe_mutex() held
   if (!cubin)
     cubin = jit::compile(
         "#include \"sm90/sm90_smid_probe.cuh\"\n"
-        "extern \"C\" __global__ void gt_sm90_smid_probe(int* out, long long hold) { gt_sm90::smid_probe(out, hold); }\n",
+        "extern \"C\" __global__ void gt_sm90_smid_probe(int* out, long long hold) {\n"
+        "  gt_sm90::smid_probe(out, hold);\n}\n",
         "gt_sm90_smid_probe", {}, "sm90 placement probe");
   return jit::load(*cubin);  // per context
 }
@@ -78,26 +80,16 @@ CUfunction probe_kernel() {  // probe_mutex() held
 // One launch of `clusters` clusters of `cs` CTAs: the SM of every CTA in blockIdx order (-1 where none was written).
 // The launch's own result is returned in *launch (a cluster shape the device refuses is not an error here); errors
 // after a successful launch throw.
-std::vector<int> launch_probe(CUfunction f, int cs, int clusters, int threads, int smem, long long hold,
-                              CUresult* launch) {
+// `out` holds at least cs * clusters ints.
+std::vector<int> launch_probe(CUfunction f, cuda::DeviceBuffer& out, int cs, int clusters, int threads, int smem,
+                              long long hold, CUresult* launch) {
   const int n = cs * clusters;
   std::vector<int> s(static_cast<size_t>(n), -1);
-  cuda::DeviceBuffer out(s.size() * sizeof(int));
   out.upload(s.data(), s.size() * sizeof(int));
   void* ptr = out.get();
   void* args[2] = {&ptr, &hold};
-  CUlaunchConfig lc{};
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = static_cast<unsigned>(cs);
-  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-  lc.gridDimX = static_cast<unsigned>(n);
-  lc.gridDimY = lc.gridDimZ = 1;
-  lc.blockDimX = static_cast<unsigned>(threads);
-  lc.blockDimY = lc.blockDimZ = 1;
-  lc.sharedMemBytes = static_cast<unsigned>(smem);
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
+  CUlaunchAttribute attr;
+  const CUlaunchConfig lc = cluster_launch(attr, static_cast<unsigned>(n), cs, static_cast<unsigned>(threads), smem);
   // Whatever this process still has running would hold SMs and move the grid: measure an idle device.
   GT_CU(cuCtxSynchronize());
   *launch = cuda::cu().cuLaunchKernelEx(&lc, f, args, nullptr);
@@ -133,11 +125,12 @@ const std::vector<int>& device_sm_groups() {
   // device refuses (a MIG slice, a smaller part) is skipped; with none left every SM is its own group and the gpc
   // order degenerates to an SM-ordered one, still a valid permutation.
   std::vector<std::vector<int>> seen;
+  cuda::DeviceBuffer out(static_cast<size_t>(sms) * sizeof(int));
   for (int cs : {16, 12, 10, 9, 8, 6, 4}) {
     if (cs > 8 && !large) continue;
     for (int clusters = 1; clusters * cs <= sms; ++clusters) {
       CUresult r = CUDA_SUCCESS;
-      const std::vector<int> s = launch_probe(f, cs, clusters, 128, 0, 20000, &r);
+      const std::vector<int> s = launch_probe(f, out, cs, clusters, 128, 0, 20000, &r);
       if (r != CUDA_SUCCESS) break;
       for (int c = 0; c < clusters; ++c) seen.emplace_back(s.begin() + c * cs, s.begin() + (c + 1) * cs);
     }
@@ -157,7 +150,8 @@ std::vector<int> probe_placement(int cs, int clusters, int smem) {
   GT_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
   // ~1 ms per CTA: the whole grid is resident at once, as a persistent kernel's is.
   CUresult r = CUDA_SUCCESS;
-  const std::vector<int> s = launch_probe(f, cs, clusters, 384, smem, 2000000, &r);
+  cuda::DeviceBuffer out(static_cast<size_t>(cs) * clusters * sizeof(int));
+  const std::vector<int> s = launch_probe(f, out, cs, clusters, 384, smem, 2000000, &r);
   if (r != CUDA_SUCCESS)
     GT_THROW("sm90: placement probe launch (" + std::to_string(clusters) + " clusters of " + std::to_string(cs) +
              " CTAs, " + std::to_string(smem) + " bytes of shared memory) failed: " + cuda::error_string(r));

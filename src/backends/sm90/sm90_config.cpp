@@ -275,15 +275,19 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
 // dimension and P/G along the other, so a wave touches G*ext_g + (P/G)*ext_o rows of A and B; minimal at
 // G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (was 8: 8 x 16.5 tiles read 26% more
 // operand rows per wave than 16 x 8) and 8 for raster n.
+// The largest useful band width: the cluster tiles along the grouped dimension (at most 64).
+static int max_group(const Config& c, const KernelView& v) {
+  const int64_t tiles_g = c.raster_n ? cdiv(cdiv(v.n, c.bn), c.cn) : cdiv(cdiv(v.m, c.bm), c.cm);
+  return static_cast<int>(std::min<int64_t>(tiles_g, 64));
+}
+
 static int band_group(const Config& c, const KernelView& v, const DeviceInfo& dev) {
   const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int cs = c.cm * c.cn;
   const double inflight = sms / cs;
   const double ext_g = c.raster_n ? c.bn * c.cn : c.bm * c.cm, ext_o = c.raster_n ? c.bm * c.cm : c.bn * c.cn;
-  const int64_t tiles_g = c.raster_n ? cdiv(cdiv(v.n, c.bn), c.cn) : cdiv(cdiv(v.m, c.bm), c.cm);
-  int g = static_cast<int>(std::lround(std::sqrt(inflight * ext_o / ext_g)));
-  g = std::clamp<int>(g, 1, static_cast<int>(std::min<int64_t>(tiles_g, 64)));
-  return g;
+  const int g = static_cast<int>(std::lround(std::sqrt(inflight * ext_o / ext_g)));
+  return std::clamp<int>(g, 1, max_group(c, v));
 }
 
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
@@ -340,8 +344,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
       // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
       // 208.3 with band_group's 12 (and group 4 was worse too, bench/NOTES.md step 8).
-      const int64_t tiles_g = g.raster_n ? cdiv(cdiv(v.n, g.bn), g.cn) : cdiv(cdiv(v.m, g.bm), g.cm);
-      g.group = static_cast<int>(std::clamp<int64_t>(16 / (cm * cn), 1, std::min<int64_t>(tiles_g, 64)));
+      g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
       if (config_reason(g, p, dev).empty()) out.push_back(g);
     }
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).

@@ -114,6 +114,27 @@ inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, 
   return p;
 }
 
+// A 1-D launch of `grid` CTAs of `threads` threads in clusters of `cs` CTAs along x, with `smem` bytes of dynamic
+// shared memory: the kernels, the occupancy query and the placement probe all launch this way. `attr` receives the
+// cluster dimension and must outlive the returned config.
+inline CUlaunchConfig cluster_launch(CUlaunchAttribute& attr, unsigned grid, int cs, unsigned threads, int smem,
+                                     CUstream stream = nullptr) {
+  attr = CUlaunchAttribute{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(cs);
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig lc{};
+  lc.gridDimX = grid;
+  lc.gridDimY = lc.gridDimZ = 1;
+  lc.blockDimX = threads;
+  lc.blockDimY = lc.blockDimZ = 1;
+  lc.sharedMemBytes = static_cast<unsigned>(smem);
+  lc.hStream = stream;
+  lc.attrs = &attr;
+  lc.numAttrs = 1;
+  return lc;
+}
+
 using EncodeTiledFn = decltype(&::cuTensorMapEncodeTiled);
 
 inline CUtensorMapDataType tma_type(int t) {

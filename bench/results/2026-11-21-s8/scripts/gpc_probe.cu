@@ -1,3 +1,5 @@
+// Session-8 experiment tool, kept with the call that ran it; the library's probe is
+// src/backends/sm90/sm90_cluster_order.cpp.
 // gpc_probe: which SMs share a GPC, learned from thread-block clusters (a cluster always runs inside one GPC).
 // Launches clusters of several sizes that fill the GPU, records %smid per CTA and joins the SMs that ever shared a
 // cluster (union-find). Prints one line per SM: "smid gpc" (gpc = a dense group index), then the groups, then where
