@@ -19,15 +19,16 @@ struct GemmParams {
   long long ldd, d_batch;
   int* tiles;           // dynamic tile order: {next, done} counters, zero between launches (sm90/sm90_tile_stream.cuh)
   const int* order;     // static order, optional: cluster blockIdx.x / CS walks as cluster order[blockIdx.x / CS]
+  int raster_n, group;  // the tile walk (scheduler/tile_scheduler.cuh): bands of tile rows (0) or columns (1)
 };
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
-          bool HAS_C_, int RASTER_, int GROUP_, bool PINGPONG_, bool DYNAMIC_ = false>
+          bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
   static constexpr int CM = CM_, CN = CN_, CS = CM_ * CN_;
   static constexpr bool A_MN = A_MN_, B_MN = B_MN_, F16 = F16_, HAS_C = HAS_C_, PINGPONG = PINGPONG_;
-  static constexpr int OUT = OUT_, CT = CT_, RASTER = RASTER_, GROUP = GROUP_;
+  static constexpr int OUT = OUT_, CT = CT_;
   // Tile order: static (cluster c takes tiles c, c + clusters, ...) or dynamic (taken from a global counter as the
   // clusters need them; see sm90/sm90_tile_stream.cuh).
   static constexpr bool DYNAMIC = DYNAMIC_;

@@ -30,7 +30,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);  // warp-uniform tile loop (see gemm_pingpong)
-    const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+    const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
     RingPos<Cfg::STAGES> rp;

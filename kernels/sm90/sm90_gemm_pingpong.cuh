@@ -34,7 +34,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     // for 128x176; before, each wgmma took a vector computation plus four register moves). Not with a fused
     // epilogue: there it made a ping-pong gelu_erf kernel spill 32-40 bytes.
     const int cw = Epi::kFused ? wg - 1 : __shfl_sync(0xffffffffu, wg - 1, 0);
-    const TileScheduler<Cfg::CM, Cfg::CN, Cfg::RASTER, Cfg::GROUP> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN);
+    const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
     unsigned buf = 0;

@@ -1,6 +1,6 @@
 // nvrtc_ab: interleaved NVRTC compile timing of several variants (the 2-core host's timing drifts by +-10% over
 // minutes, so variants are compared round-robin in one process, never in separate runs).
-//   nvrtc_ab ROUNDS SRC INCDIR FLAG [SRC INCDIR FLAG ...]     FLAG: one extra NVRTC option, or "-" for none
+//   nvrtc_ab ROUNDS SRC INCDIR FLAGS [SRC INCDIR FLAGS ...]    FLAGS: extra NVRTC options separated by spaces, or "-"
 // Prints per variant the median and minimum wall and CPU milliseconds over the rounds.
 // Build: g++ -O2 -o nvrtc_ab nvrtc_ab.cpp -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lnvrtc
 // Sources: GEMMTUNE_DUMP_DIR=dir gemmtune compile ... writes each candidate's generated .cu there.
@@ -53,7 +53,12 @@ int main(int argc, char** argv) {
       std::vector<const char*> opts = {"--gpu-architecture=sm_90a", "-default-device", "--ptxas-options=-v",
                                        "-std=c++17", "--no-cache", "-I/usr/local/cuda/include",
                                        "-I/usr/local/cuda/include/cccl", v.include.c_str()};
-      if (v.flag != "-") opts.push_back(v.flag.c_str());
+      std::vector<std::string> extra;
+      if (v.flag != "-") {
+        std::istringstream fs(v.flag);
+        for (std::string f; fs >> f;) extra.push_back(f);
+      }
+      for (const auto& f : extra) opts.push_back(f.c_str());
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_ms();
       nvrtcProgram prog;

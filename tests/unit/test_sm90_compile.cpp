@@ -13,6 +13,7 @@
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/sm90_cluster_order.h"
 #include "backends/sm90/sm90_config.h"
+#include "jit/jit.h"
 #include "gemmtune/epilogue.h"
 #include "gemmtune/errors.h"
 
@@ -49,13 +50,21 @@ TEST(Sm90Config, GpcOrder) {
   Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
   q.resolve();
   EXPECT_NE(sm90::config_reason(both, q, DeviceInfo::assumed_sm90()).find("not two of them"), std::string::npos);
-  // The gpc twin runs the static kernel: same source, so its compile is a cache hit.
+  // The gpc twin runs the static kernel, and the walk (raster, group) is a launch parameter: configs that differ
+  // only there compile one source (same cache key: the second and third compiles are cache hits); another tile not.
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   const CompileResult a = be->compile(q, {"sm90", s}, dev);
   const CompileResult b = be->compile(q, {"sm90", s + ",tiles=gpc"}, dev);
-  EXPECT_TRUE(a.compiled && b.compiled);
+  const CompileResult c = be->compile(q, {"sm90", "tile=128x112x64,stages=7,cluster=2x1,sched=pingpong,raster=m,group=3"}, dev);
+  const CompileResult d = be->compile(q, {"sm90", "tile=128x96x64,stages=7,cluster=2x1,sched=pingpong,raster=n,group=8"}, dev);
+  EXPECT_TRUE(a.compiled && b.compiled && c.compiled && d.compiled);
   EXPECT_TRUE(b.cache_hit);
+  EXPECT_TRUE(c.cache_hit);
+  auto key = [](const CompileResult& r) { return std::static_pointer_cast<const jit::Cubin>(r.artifact)->key; };
+  EXPECT_EQ(key(a), key(b));
+  EXPECT_EQ(key(a), key(c));
+  EXPECT_NE(key(a), key(d));
 }
 
 TEST(Sm90ClusterOrder, GroupsAndPermutation) {

@@ -69,6 +69,14 @@ EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   return f;
 }
 
+// The part of a config its kernel is compiled from: the tile walk (raster, group, tiles=gpc) is a launch parameter.
+Config kernel_config(Config c) {
+  c.gpc = false;
+  c.raster_n = false;
+  c.group = 1;
+  return c;
+}
+
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
@@ -83,12 +91,12 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
   std::string s;
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
   if (!epi_class.empty()) s += "#include \"epilogue/epilogue_fused_store.cuh\"\n";
-  s += "// " + c.str() + " | " + problem_class(v) + "\n";
+  s += "// " + c.str() + " | " + problem_class(v) + " (the tile walk is a launch parameter)\n";
   s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
        ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
-       std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + (c.raster_n ? "1" : "0") + ", " +
-       std::to_string(c.group) + ", " + tf(c.pingpong) + ", " + tf(c.dynamic) + ">;\n";
+       std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + tf(c.pingpong) + ", " + tf(c.dynamic) +
+       ">;\n";
   const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
@@ -204,6 +212,8 @@ class Sm90Executable final : public Executable {
     sm90::HostGemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
     if (cfg_.dynamic) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
     if (cfg_.gpc) params.order = static_cast<const int*>(order_.get());
+    params.raster_n = cfg_.raster_n ? 1 : 0;
+    params.group = cfg_.group;
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
       ep = epi::make_params(problem_, args);  // throws naming a missing operand
@@ -288,10 +298,10 @@ class Sm90Backend final : public Backend {
   CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
-    // tiles=gpc runs the static kernel (its order is a host table, GemmParams::order): the kernel is named and
-    // generated from the static config, so both candidates share one compile.
-    Config cfg = Config::parse(c.config);
-    cfg.gpc = false;
+    // The kernel is named and generated from the config without its walk: tiles=gpc is a host table
+    // (GemmParams::order) and raster / group are run-time parameters (GemmParams::raster_n, group), so configs that
+    // differ only in those share one compile (a gpc twin and its static sibling, the band widths of one tile).
+    Config cfg = kernel_config(Config::parse(c.config));
     const KernelView v = sm90::kernel_view(p);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);

@@ -90,8 +90,9 @@ struct HostGemmParams {
   long long ldd, d_batch;
   int* tiles;        // dynamic tile order: {next, done}, zero between launches
   const int* order;  // static order: cluster id permutation (tiles=gpc), or null
+  int raster_n, group;  // the tile walk: raster n (1) or m (0), band width
 };
-static_assert(sizeof(HostGemmParams) == 96, "HostGemmParams must mirror gt_sm90::GemmParams");
+static_assert(sizeof(HostGemmParams) == 104, "HostGemmParams must mirror gt_sm90::GemmParams");
 
 // Slots of the dynamic tile order's ring (mirror of GemmConfig::kTileSlots).
 constexpr int kTileSlots = 4;
