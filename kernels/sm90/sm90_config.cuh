@@ -20,10 +20,12 @@ struct GemmParams {
   int* tiles;           // dynamic tile order: {next, done} counters, zero between launches (sm90/sm90_tile_stream.cuh)
   const int* order;     // static order, optional: cluster blockIdx.x / CS walks as cluster order[blockIdx.x / CS]
   int raster_n, group;  // the tile walk (scheduler/tile_scheduler.cuh): bands of tile rows (0) or columns (1)
+  float* sk_ws;         // stream-K tail (Cfg::SK): partial accumulators, one slot per cluster boundary, or null (off)
+  int* sk_flags;        // one per slot and part: 1 = partial written, 0 = consumed (zero between launches)
 };
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
-          bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false>
+          bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false, bool SK_ = false>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
   static constexpr int CM = CM_, CN = CN_, CS = CM_ * CN_;
@@ -32,6 +34,10 @@ struct GemmConfig {
   // Tile order: static (cluster c takes tiles c, c + clusters, ...) or dynamic (taken from a global counter as the
   // clusters need them; see sm90/sm90_tile_stream.cuh).
   static constexpr bool DYNAMIC = DYNAMIC_;
+  // Static order with a stream-K tail: the last round and a half of tiles is shared out evenly by k-blocks (see
+  // sm90/sm90_tile_stream.cuh).
+  static constexpr bool SK = SK_;
+  static_assert(!(SK && DYNAMIC), "the stream-K tail needs the static tile order");
 
   static constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;

@@ -8,6 +8,7 @@
 // launched with Cfg::kThreads threads, Cfg::kSmemBytes dynamic shared memory and a (CM*CN, 1, 1) cluster.
 #include "epilogue/epilogue_tma_store.cuh"
 #include "sm90/sm90_mainloop.cuh"
+#include "sm90/sm90_sk_partials.cuh"
 
 namespace gt_sm90 {
 
@@ -36,11 +37,18 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     RingPos<Cfg::STAGES> rp;
     unsigned buf = 0;
     for (int j = 0;; ++j) {
-      const int t = tiles.read_warp(sm, j, tid % 32);
-      if (t >= sched.total) break;
+      const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
+      if (u.t >= sched.total) break;
       int m0, n0, b;
-      sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      consume_tile<Cfg>(acc, sm, rp, k_iters, cw * Cfg::WM, tid % 32, [] {});
+      sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+      consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
+      if constexpr (Cfg::SK) {
+        if (u.kind == kHead) {
+          SkPartials<Cfg>::write(acc, p, u.slot, rank * 2 + cw, tid, 1 + cw);
+          continue;
+        }
+        if (u.kind == kTail) SkPartials<Cfg>::add(acc, p, u.slot, rank * 2 + cw, tid, 1 + cw);
+      }
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
     Epi::drain(tid);

@@ -5,6 +5,7 @@
 // Instantiate like gemm_coop (see sm90_gemm_coop.cuh) with a ping-pong Cfg and call gemm_pingpong<Cfg>.
 #include "epilogue/epilogue_tma_store.cuh"
 #include "sm90/sm90_mainloop.cuh"
+#include "sm90/sm90_sk_partials.cuh"
 
 namespace gt_sm90 {
 
@@ -39,20 +40,27 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     float acc[Cfg::kSlabs][Cfg::BN / 2];
     unsigned buf = 0;
     for (int j = cw;; j += 2) {
-      const int t = tiles.read_warp(sm, j, tid % 32);
-      if (t >= sched.total) break;
+      const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
+      if (u.t >= sched.total) break;
       int m0, n0, b;
-      sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      auto rp = RingPos<Cfg::STAGES>::at(static_cast<unsigned>(j) * static_cast<unsigned>(k_iters));
+      sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+      auto rp = RingPos<Cfg::STAGES>::at(u.pos);
       // NOTES: mainloops run in tile order. Without this a consumer jumping k_iters ring positions ahead could
       // wait on a full barrier two phases behind and see the parity of an old phase as complete (stale data /
       // hang). Tile j waits for the other consumer's tile j - 1: the (j-1)/2-th phase of its mma_done, which every
       // warp of it arrives on once it has passed its last full barrier and issued its last wgmma (not after they
       // complete: the next tile's wgmmas queue behind them and the tensor pipe does not drain between tiles).
       if (j >= 1) mbar_wait(sm.mma_done(1 - cw), static_cast<unsigned>((j - 1) / 2) & 1u);
-      consume_tile<Cfg>(acc, sm, rp, k_iters, 0, tid % 32, [&] {
+      consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, tid % 32, [&] {
         if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
       });
+      if constexpr (Cfg::SK) {
+        if (u.kind == kHead) {
+          SkPartials<Cfg>::write(acc, p, u.slot, rank, tid, 1 + cw);
+          continue;
+        }
+        if (u.kind == kTail) SkPartials<Cfg>::add(acc, p, u.slot, rank, tid, 1 + cw);
+      }
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
     }
     Epi::drain(tid);

@@ -94,7 +94,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
   RingPos<Cfg::STAGES> rp;
   [[maybe_unused]] int fetched = 0;
   for (int j = 0;; ++j) {
-    int t;
+    int t, k0 = 0, k1 = k_iters;
     if constexpr (Cfg::DYNAMIC) {
       if (rm == 0 && rn == 0) {  // the taker
         t = j == 0 ? tiles.first : fetched + tiles.stride;
@@ -104,7 +104,10 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
         t = tiles.read_thread(sm, j);
       }
     } else {
-      t = tiles.read_thread(sm, j);
+      const Unit u = tiles.unit(p, j, sched.total, k_iters);
+      t = u.t;
+      k0 = u.k0;
+      k1 = u.k1;
     }
     if (t >= sched.total) {
       if constexpr (Cfg::DYNAMIC) {
@@ -114,7 +117,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
     }
     int m0, n0, b;
     sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-    for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
+    for (int kb = k0; kb < k1; ++kb, rp.next()) {
       mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
       mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
       load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);

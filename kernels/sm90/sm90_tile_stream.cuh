@@ -20,6 +20,16 @@
 // it is needed), and runs 0.5-2% behind the static order, so it is a --config knob, not enumerated. The first version
 // published with .release.cluster / .acquire.cluster and was 2-7% behind. The merging turned out to need the clusters
 // that share a non-multicast operand to sit in one GPC (step 8): that is the gpc order above, not the timing.
+// Stream-K tail (Cfg::SK, static orders, p.sk_ws set): with T = R * C + r cluster tiles on C clusters (0 < r < C,
+// R >= 1), round R + 1 would run r tiles on C clusters. Instead the first R - 1 rounds run whole tiles as above and
+// the last C + r tiles are shared out by k-blocks: cluster c takes the k-blocks [c * W / C, (c + 1) * W / C) of
+// those tiles laid end to end (W = (C + r) * K), so the kernel ends after R + r / C rounds of work instead of R + 1.
+// Each share is >= K k-blocks, so a tile is split between at most two neighbouring clusters: its head [0, y) in
+// cluster c, which writes its partial accumulators to slot c of p.sk_ws and raises flag c, and its tail [y, K) in
+// cluster c + 1, which waits for the flag, adds the partial and runs the epilogue. A cluster runs its head unit
+// first and its tail unit last, so a tail finds its head long done (the clusters reach the tail at about the same
+// time); waiting needs every cluster of the grid resident, which the persistent grid is (at most the clusters that
+// fit). The reader sets the flag back to 0, so the next launch on the stream starts clean (graph replays too).
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
@@ -28,6 +38,16 @@
 #include "sm90/sm90_config.cuh"
 
 namespace gt_sm90 {
+
+// One piece of work: k-blocks [k0, k1) of cluster tile t (t >= total: past the end), starting at running ring
+// position `pos` of this cluster (the k-blocks of its earlier units). kind: kWhole, kHead (writes its partial to slot
+// `slot`) or kTail (adds the partial of slot `slot`, then stores).
+enum : int { kWhole = 0, kHead = 1, kTail = 2 };
+struct Unit {
+  int t, k0, k1;
+  unsigned pos;
+  int kind, slot;
+};
 
 template <class Cfg>
 struct TileStream {
@@ -43,6 +63,40 @@ struct TileStream {
     if (!Cfg::DYNAMIC && p.order != nullptr) first = p.order[first];
   }
 
+  // Unit j of this cluster in a static order (the whole-tile walk, or with a stream-K tail when p.sk_ws is set).
+  // Integer math only: the same sequence in the producer and the consumers.
+  __device__ __forceinline__ Unit unit(const GemmParams& p, int j, int total, int k_iters) const {
+    if constexpr (Cfg::SK) {
+      const int rounds = total / stride, r = total - rounds * stride;
+      if (p.sk_ws != nullptr && r != 0 && rounds >= 1 && j >= rounds - 1) {
+        const int n_dp = rounds - 1, base = n_dp * stride;
+        // Share boundaries c * W / C in 32-bit math: W = q * C + rem with q = K + r * K / C, rem = r * K % C, so
+        // c * W / C = c * q + c * rem / C (c * rem < C^2; the shares fit 32 bits for any K this side of 2^30).
+        const unsigned kk = static_cast<unsigned>(k_iters), cc = static_cast<unsigned>(stride);
+        const unsigned rk = static_cast<unsigned>(r) * kk, q = kk + rk / cc, rem = rk % cc;
+        const unsigned c0 = static_cast<unsigned>(first);
+        const unsigned s = c0 * q + c0 * rem / cc, e = (c0 + 1) * q + (c0 + 1) * rem / cc;
+        const int ta = static_cast<int>(s / kk), x = static_cast<int>(s % kk);
+        const int tb = static_cast<int>((e - 1) / kk), y = static_cast<int>(e - static_cast<unsigned>(tb) * kk);
+        int i = j - n_dp;
+        unsigned pos = static_cast<unsigned>(n_dp) * static_cast<unsigned>(k_iters);
+        if (y < k_iters) {  // head of tile tb: first
+          if (i == 0) return {base + tb, 0, y, pos, kHead, first};
+          --i;
+          pos += static_cast<unsigned>(y);
+        }
+        const int f0 = x > 0 ? ta + 1 : ta, nf = (y < k_iters ? tb - 1 : tb) - f0 + 1;  // whole tiles [f0, f0 + nf)
+        if (i < nf) return {base + f0 + i, 0, k_iters, pos + static_cast<unsigned>(i) * k_iters, kWhole, 0};
+        i -= nf;
+        pos += static_cast<unsigned>(nf) * k_iters;
+        if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, first - 1};  // tail of tile ta: last
+        return {total, 0, 0, pos, kWhole, 0};
+      }
+    }
+    const int t = first + j * stride;
+    return {t, 0, k_iters, static_cast<unsigned>(j) * static_cast<unsigned>(k_iters), kWhole, 0};
+  }
+
   // Thread 0 of the block, before the cluster sync of init_pipeline.
   __device__ __forceinline__ static void init(const SmemPlan<Cfg>& sm) {
     if constexpr (Cfg::DYNAMIC) {
@@ -54,31 +108,29 @@ struct TileStream {
     }
   }
 
-  // Position j, read by one thread (a producer other than the taker).
+  // Dynamic order: position j, read by one thread (a producer other than the taker).
   __device__ __forceinline__ int read_thread(const SmemPlan<Cfg>& sm, int j) const {
-    if constexpr (!Cfg::DYNAMIC) {
-      return first + j * stride;
-    } else {  // discarded in static kernels (NVRTC time)
-      const int i = j % kSlots;
-      mbar_wait(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
-      const int t = ld_shared_s32(sm.tile_slot(i));
-      mbar_arrive_cluster(sm.tile_empty(i), 0);
-      return t;
-    }
+    const int i = j % kSlots;
+    mbar_wait(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
+    const int t = ld_shared_s32(sm.tile_slot(i));
+    mbar_arrive_cluster(sm.tile_empty(i), 0);
+    return t;
   }
 
-  // Position j, read by a whole warp: every lane reads the slot (one broadcast load), lane 0 frees it once all have.
+  // Unit j, read by a whole consumer warp. Dynamic order: every lane reads the slot (one broadcast load), lane 0
+  // frees it once all have; the unit is the whole tile.
   // NOTES: lane 0 reading and a shuffle cost a register that made a coop 128x256 2x1 kernel with an f32 C spill.
-  __device__ __forceinline__ int read_warp(const SmemPlan<Cfg>& sm, int j, int lane) const {
+  __device__ __forceinline__ Unit unit_warp(const SmemPlan<Cfg>& sm, const GemmParams& p, int j, int lane, int total,
+                                            int k_iters) const {
     if constexpr (!Cfg::DYNAMIC) {
-      return first + j * stride;
-    } else {
+      return unit(p, j, total, k_iters);
+    } else {  // discarded in static kernels (NVRTC time)
       const int i = j % kSlots;
       mbar_wait(sm.tile_full(i), static_cast<unsigned>(j / kSlots) & 1u);
       const int t = ld_shared_s32(sm.tile_slot(i));  // every lane: one broadcast read
       __syncwarp();
       if (lane == 0) mbar_arrive_cluster(sm.tile_empty(i), 0);
-      return t;
+      return {t, 0, k_iters, static_cast<unsigned>(j) * static_cast<unsigned>(k_iters), kWhole, 0};
     }
   }
 

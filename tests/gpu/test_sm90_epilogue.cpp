@@ -193,6 +193,43 @@ TEST_F(Sm90EpilogueGpu, ChainsLayoutsShapesConfigs) {
   EXPECT_GT(jobs.size(), 60u);
 }
 
+// Fused chains on the stream-K tail: the tail cluster adds the head's partial before the chain runs (a chain applied
+// to a partial sum would be wrong). Shapes with a partial last round on 66 / 132 clusters, ragged K.
+TEST_F(Sm90EpilogueGpu, StreamKTailChains) {
+  const char* const chains[] = {"bias,gelu_tanh", "row_scale,col_scale,gelu_erf,residual:f32", "silu_glu", "relu"};
+  const char* const configs[] = {"tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc,tail=sk",
+                                 "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk"};
+  const Shape shapes[] = {{1536, 1536, 520, 1}, {1280, 1792, 200, 2}};
+  std::vector<Job> jobs;
+  int v = 0;
+  for (const char* chain : chains)
+    for (const char* cfg : configs)
+      for (const Shape& s : shapes) {
+        ++v;
+        const bool glu = parse_epilogue(chain).has_glu();
+        const Problem p = make(s, chain, glu ? Layout::row : (v % 2 ? Layout::col : Layout::row),
+                               v % 3 == 0 ? DType::f32 : DType::bf16, Layout::row, Layout::col, !glu && v % 4 == 1, 0);
+        jobs.push_back({p, {"sm90", cfg}, {}, {}});
+      }
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = current_device();
+  std::mt19937_64 rng(std::random_device{}());
+  for (Job& j : jobs) {
+    if (std::string why = be->validate(j.p, j.cand, dev); !why.empty()) {
+      std::printf("skip %s on %s: %s\n", j.cand.str().c_str(), j.p.str().c_str(), why.c_str());
+      continue;
+    }
+    std::string r;
+    try {
+      j.cr = be->compile(j.p, j.cand, dev);
+      r = run_job(j, rng);
+    } catch (const std::exception& e) {
+      r = std::string("threw: ") + e.what();
+    }
+    EXPECT_EQ(r, "") << j.cand.str() << " on " << j.p.str();
+  }
+}
+
 // An epilogue operand the chain needs but the call lacks is a clear error, not a fault.
 TEST_F(Sm90EpilogueGpu, MissingOperandThrows) {
   const Problem p = make({128, 128, 64, 1}, "bias,relu", Layout::row, DType::bf16, Layout::row, Layout::col, false, 0);

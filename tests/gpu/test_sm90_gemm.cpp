@@ -226,6 +226,34 @@ TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
   EXPECT_GT(ran, 40);
 }
 
+// The stream-K tail (tail=sk): shapes whose last round of cluster tiles is partial on 66 / 132 clusters, so the last
+// round and a half is split by k-blocks between neighbouring clusters (heads write partials, tails add them). Ragged
+// K (200, 520), one k-block (64: whole tiles only), batches, every layout, f32 out and beta, repeated launches on two
+// streams (each stream has its own scratch; the flags must be back to zero after every launch). Small shapes (one
+// round) run the plain walk of the same kernel.
+TEST(Sm90Gpu, StreamKTail) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  const std::vector<const char*> configs = {
+      "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk",
+      "tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc,tail=sk",
+      "tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tail=sk",
+      "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=8,tail=sk",
+      "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk",
+      "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,tail=sk",
+  };
+  const Layout L[2] = {Layout::row, Layout::col};
+  const int ran = run_matrix(
+      configs, {{1536, 1536, 520, 1}, {2048, 2304, 200, 1}, {640, 1792, 64, 3}, {300, 520, 1000, 3}},
+      [&](int v, const std::array<int64_t, 4>& sh) {
+        const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16,
+                     (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
+        return make_problem(c, 0);
+      },
+      5);
+  EXPECT_GT(ran, 16);
+}
+
 // The probes behind tiles=gpc: every SM in some group, no group larger than a GPC can be (18 SMs on the H100/H200),
 // and a full grid of 2-CTA clusters placed on distinct, real SMs; the order built from them is a permutation.
 TEST(Sm90Gpu, GpcProbe) {

@@ -67,6 +67,64 @@ TEST(Sm90Config, GpcOrder) {
   EXPECT_NE(key(a), key(d));
 }
 
+TEST(Sm90Config, StreamKTail) {
+  const std::string s = "tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc";
+  const sm90::Config c = sm90::Config::parse(s + ",tail=sk");
+  EXPECT_TRUE(c.sk && c.gpc);
+  EXPECT_EQ(c.str(), s + ",tail=sk");
+  EXPECT_EQ(sm90::Config::parse(s + ",tail=dp").str(), s);
+  EXPECT_THROW(sm90::Config::parse(s + ",tail=splitk"), Error);
+  Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
+  q.resolve();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  sm90::Config d = sm90::Config::parse("tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk");
+  EXPECT_EQ(sm90::config_reason(d, q, dev), "");
+  d.dynamic = true;
+  EXPECT_NE(sm90::config_reason(d, q, dev).find("stream-K tail"), std::string::npos);
+  // When the tail runs: a partial last round after at least one full one.
+  EXPECT_TRUE(sm90::sk_tail(512, 66));    // 7 rounds + 50
+  EXPECT_FALSE(sm90::sk_tail(528, 66));   // 8 whole rounds
+  EXPECT_FALSE(sm90::sk_tail(40, 66));    // one partial round: the grid is 40 clusters
+  EXPECT_TRUE(sm90::sk_tail(67, 66));
+  // The stream-K kernel is its own compile (a template flag), unlike the walk knobs.
+  auto be = make_sm90_backend();
+  const CompileResult a = be->compile(q, {"sm90", s}, dev);
+  const CompileResult b = be->compile(q, {"sm90", s + ",tail=sk"}, dev);
+  EXPECT_EQ(b.spill_bytes, 0);
+  EXPECT_NE(std::static_pointer_cast<const jit::Cubin>(a.artifact)->key,
+            std::static_pointer_cast<const jit::Cubin>(b.artifact)->key);
+}
+
+TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  // 4096^3 in 128x128 tiles: 512 cluster tiles of 2x1 on 66 clusters = 7 rounds + 50 tiles: tail twins, ranked by the
+  // shorter estimate; at most 12 of them.
+  Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
+  p.resolve();
+  const auto all = sm90::enumerate_configs(p, dev);
+  int sk = 0;
+  for (const sm90::Config& c : all)
+    if (c.sk) {
+      ++sk;
+      sm90::Config plain = c;
+      plain.sk = false;
+      EXPECT_LT(sm90::estimate_cost(c, p, dev), 0.98 * sm90::estimate_cost(plain, p, dev)) << c.str();
+      EXPECT_NE(std::find(all.begin(), all.end(), plain), all.end()) << c.str();
+    }
+  EXPECT_GT(sk, 0);
+  EXPECT_LE(sk, 12);
+  // 4096 x 4224 x 4096: 128x128 1x1 tiles make 32 x 33 = 1056 = 8 whole rounds on 132 SMs; twins only where the
+  // config has a tail.
+  Problem e = Problem::make(4096, 4224, 4096, DType::bf16, DType::bf16);
+  e.resolve();
+  for (const sm90::Config& c : sm90::enumerate_configs(e, dev)) {
+    if (!c.sk) continue;
+    const sm90::KernelView v = sm90::kernel_view(e);
+    const int64_t ct = ((v.m + c.bm - 1) / c.bm + c.cm - 1) / c.cm * (((v.n + c.bn - 1) / c.bn + c.cn - 1) / c.cn);
+    EXPECT_TRUE(sm90::sk_tail(ct, 132 / (c.cm * c.cn))) << c.str();
+  }
+}
+
 TEST(Sm90ClusterOrder, GroupsAndPermutation) {
   // SMs 0-3 and 4-5 were seen in clusters together; 6 and 7 never: four groups.
   const std::vector<int> group = sm90::group_sms(8, {{0, 1}, {2, 3}, {1, 2}, {4, 5}, {9, -1}});

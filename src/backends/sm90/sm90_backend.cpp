@@ -96,7 +96,7 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
        ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
        std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + tf(c.pingpong) + ", " + tf(c.dynamic) +
-       ">;\n";
+       ", " + tf(c.sk) + ">;\n";
   const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
@@ -147,6 +147,16 @@ class Sm90Executable final : public Executable {
       counters_ = cuda::DeviceBuffer(kCounterStreams * 2 * sizeof(int));
       const std::vector<int> zeros(kCounterStreams * 2, 0);
       counters_.upload(zeros.data(), zeros.size() * sizeof(int));
+    }
+    if (cfg_.sk && sm90::sk_tail(ctiles, grid_ / cs)) {
+      // The stream-K tail's partials and flags, per stream like the counters (flags zero between launches; two
+      // launches on different streams may overlap). The first stream's scratch is allocated here, so that the usual
+      // single-stream use never allocates in launch(); another stream's first launch allocates its own.
+      const int slabs = (cfg_.pingpong ? cfg_.bm : cfg_.bm / 2) / 64;
+      sk_parts_ = sm90::sk_parts(cs, cfg_.pingpong);
+      sk_slots_ = static_cast<int>(grid_) / cs;
+      sk_floats_ = sm90::sk_ws_floats(sk_slots_, sk_parts_, slabs * cfg_.bn / 2);
+      sk_.push_back(make_sk_scratch());
     }
     if (cfg_.gpc) {
       // GPC-major cluster ids for this grid (sm90_cluster_order.h): where the grid lands (one probe launch, cached
@@ -214,6 +224,11 @@ class Sm90Executable final : public Executable {
     if (cfg_.gpc) params.order = static_cast<const int*>(order_.get());
     params.raster_n = cfg_.raster_n ? 1 : 0;
     params.group = cfg_.group;
+    if (sk_floats_ > 0) {
+      const SkScratch& s = sk_for(reinterpret_cast<CUstream>(stream));
+      params.sk_ws = static_cast<float*>(s.ws.get());
+      params.sk_flags = static_cast<int*>(s.flags.get());
+    }
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
       ep = epi::make_params(problem_, args);  // throws naming a missing operand
@@ -236,17 +251,38 @@ class Sm90Executable final : public Executable {
  private:
   static constexpr int kCounterStreams = 64;
 
-  // The dynamic tile order's counters for `s` (mu_ held). Launches on one stream run one after another, so each
-  // stream needs its own pair; launches of this executable on different streams may then overlap.
-  int* counters_for(CUstream s) {
+  // The index of stream `s` among the streams this executable has run on (mu_ held). Launches on one stream run one
+  // after another, so per-launch device state (the dynamic order's counters, the stream-K scratch) is kept per
+  // stream; launches of this executable on different streams may then overlap.
+  size_t stream_index(CUstream s) {
     size_t i = 0;
-    while (i < counter_streams_.size() && counter_streams_[i] != s) ++i;
-    if (i == counter_streams_.size()) {
-      GT_REQUIRE(i < kCounterStreams, "sm90: a tiles=dynamic executable runs on at most " +
+    while (i < streams_.size() && streams_[i] != s) ++i;
+    if (i == streams_.size()) {
+      GT_REQUIRE(i < kCounterStreams, "sm90: a tiles=dynamic or tail=sk executable runs on at most " +
                                           std::to_string(kCounterStreams) + " distinct streams (" + cand_.str() + ")");
-      counter_streams_.push_back(s);
+      streams_.push_back(s);
     }
-    return static_cast<int*>(counters_.get()) + 2 * i;
+    return i;
+  }
+
+  // The dynamic tile order's counters for `s` (mu_ held).
+  int* counters_for(CUstream s) { return static_cast<int*>(counters_.get()) + 2 * stream_index(s); }
+
+  struct SkScratch {
+    cuda::DeviceBuffer ws, flags;
+  };
+  SkScratch make_sk_scratch() const {
+    SkScratch s{cuda::DeviceBuffer(sk_floats_ * sizeof(float)),
+                cuda::DeviceBuffer(static_cast<size_t>(sk_slots_) * sk_parts_ * sizeof(int))};
+    const std::vector<int> zeros(static_cast<size_t>(sk_slots_) * sk_parts_, 0);
+    s.flags.upload(zeros.data(), zeros.size() * sizeof(int));
+    return s;
+  }
+  // The stream-K scratch for `s` (mu_ held): the one made at load for the first stream, a new one for each other.
+  const SkScratch& sk_for(CUstream s) {
+    const size_t i = stream_index(s);
+    while (sk_.size() <= i) sk_.push_back(make_sk_scratch());
+    return sk_[i];
   }
 
   Candidate cand_;
@@ -266,7 +302,10 @@ class Sm90Executable final : public Executable {
   alignas(64) CUtensorMap maps_[3];
   cuda::DeviceBuffer counters_;          // tiles=dynamic only
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
-  std::vector<CUstream> counter_streams_;
+  std::vector<CUstream> streams_;        // the streams launched on (counters_ pairs, sk_ scratch by index)
+  std::vector<SkScratch> sk_;            // tail=sk with a tail on this grid only
+  size_t sk_floats_ = 0;                 // > 0: the stream-K tail runs
+  int sk_slots_ = 0, sk_parts_ = 0;
 };
 
 class Sm90Backend final : public Backend {

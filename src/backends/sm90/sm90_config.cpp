@@ -52,6 +52,7 @@ std::string Config::str() const {
      << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
   if (dynamic) os << ",tiles=dynamic";
   if (gpc) os << ",tiles=gpc";
+  if (sk) os << ",tail=sk";
   return os.str();
 }
 
@@ -83,6 +84,9 @@ Config Config::parse(const std::string& s) {
         if (v != "static" && v != "dynamic" && v != "gpc") bad("tiles must be static, dynamic or gpc");
         c.dynamic = v == "dynamic";
         c.gpc = v == "gpc";
+      } else if (k == "tail") {
+        if (v != "dp" && v != "sk") bad("tail must be dp or sk");
+        c.sk = v == "sk";
       } else {
         bad("unknown key '" + k + "'");
       }
@@ -161,6 +165,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
   if (c.dynamic && c.gpc) return "sm90: a tile order is static, dynamic or gpc, not two of them" + cs;
+  if (c.dynamic && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
   const KernelView v = kernel_view(p);
   if (v.b_mn && c.bn % 64 != 0)
     return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
@@ -262,7 +267,14 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   double epi = 400.0 * strips + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
-  const double compute = rounds * (kblocks * per_k + epi);
+  double compute = rounds * (kblocks * per_k + epi);
+  // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, plus
+  // one partial tile written and read back through L2 per split (BM x BN x 4 bytes each way at ~64 bytes per clock).
+  if (c.sk && sk_tail(ctiles, clusters)) {
+    const double sk_rounds = std::floor(static_cast<double>(ctiles) / clusters) +
+                             static_cast<double>(ctiles % clusters) / static_cast<double>(clusters);
+    compute = sk_rounds * (kblocks * per_k + epi) + 2.0 * c.bm * c.bn * 4.0 / 64.0;
+  }
   // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
   // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
   const double bytes = (static_cast<double>(v.m) * v.k + static_cast<double>(v.k) * v.n) * elem_size(v.a.type) +
@@ -350,6 +362,20 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], p, dev), i});
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Stream-K tails (tail=sk) for the best-ranked configs whose last round is partial enough that the estimate gains
+  // 2% or more: each is its own kernel (a compile), so only the top of the ranking gets one.
+  constexpr size_t kSkTwins = 12;
+  const size_t n_static = order.size();
+  for (size_t i = 0; i < std::min(kSkTwins, n_static); ++i) {
+    Config s = out[order[i].second];
+    s.sk = true;
+    if (!config_reason(s, p, dev).empty()) continue;
+    const double cost = estimate_cost(s, p, dev);
+    if (cost > 0.98 * order[i].first) continue;
+    out.push_back(s);
+    order.push_back({cost, out.size() - 1});
+  }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Config> ranked;
   for (const auto& o : order) ranked.push_back(out[o.second]);

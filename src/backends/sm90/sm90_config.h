@@ -20,6 +20,7 @@ struct Config {
   int group = 8;
   bool dynamic = false;   // tile order: static (omitted from the string), "tiles=dynamic" or "tiles=gpc"
   bool gpc = false;       // static order with GPC-major cluster ids (sm90_cluster_order.h); same kernel as static
+  bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail)
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field

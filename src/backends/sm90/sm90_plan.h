@@ -91,11 +91,25 @@ struct HostGemmParams {
   int* tiles;        // dynamic tile order: {next, done}, zero between launches
   const int* order;  // static order: cluster id permutation (tiles=gpc), or null
   int raster_n, group;  // the tile walk: raster n (1) or m (0), band width
+  float* sk_ws;         // stream-K tail (tail=sk): partial accumulators, or null (no tail this launch)
+  int* sk_flags;        // one per slot and part, zero between launches
 };
-static_assert(sizeof(HostGemmParams) == 104, "HostGemmParams must mirror gt_sm90::GemmParams");
+static_assert(sizeof(HostGemmParams) == 120, "HostGemmParams must mirror gt_sm90::GemmParams");
 
 // Slots of the dynamic tile order's ring (mirror of GemmConfig::kTileSlots).
 constexpr int kTileSlots = 4;
+
+// The stream-K tail (mirror of kernels/sm90/sm90_tile_stream.cuh): it runs when the last round of cluster tiles is
+// partial (r = tiles % clusters != 0) and there is at least one full round.
+inline bool sk_tail(int64_t ctiles, int64_t clusters) {
+  return clusters > 0 && ctiles % clusters != 0 && ctiles / clusters >= 1;
+}
+// Its scratch (mirror of kernels/sm90/sm90_sk_partials.cuh): one slot per cluster, `parts` = cluster size (x 2
+// consumer warpgroups in the cooperative schedule) of 128 threads x `acc_regs` floats; one flag per slot and part.
+inline int sk_parts(int cluster_size, bool pingpong) { return cluster_size * (pingpong ? 1 : 2); }
+inline size_t sk_ws_floats(int64_t clusters, int parts, int acc_regs) {
+  return static_cast<size_t>(clusters) * parts * 128 * acc_regs;
+}
 
 inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, const void* c, void* d) {
   HostGemmParams p{};
