@@ -166,6 +166,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
   if (c.dynamic && c.gpc) return "sm90: a tile order is static, dynamic or gpc, not two of them" + cs;
   if (c.dynamic && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
+  if (c.sk && c.pingpong && !p.epilogue.empty())
+    return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
+           "the cooperative schedule takes it" + cs;
   const KernelView v = kernel_view(p);
   if (v.b_mn && c.bn % 64 != 0)
     return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
@@ -268,12 +271,17 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
-  // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, plus
-  // one partial tile written and read back through L2 per split (BM x BN x 4 bytes each way at ~64 bytes per clock).
+  // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, less
+  // a penalty measured on the H200 (bench/NOTES.md step 9): after their uneven head units the clusters no longer walk
+  // K in step, so neighbouring tiles stop sharing their operand reads in L2, and the partials go through L2 twice.
+  // Interleaved against the plain walk: 8192^3 ping-pong 128x128 2x1 (R = 31, r / C = 0.03) -2.6%; 4096^3 (R = 7,
+  // 0.76) -0.1%; 2048x4096x4096 (R = 3, 0.88) +3.2%; 2048x4096x14336 +10% (ping-pong) and +27% (coop 128x256, R = 1):
+  // about a quarter of a round up to K = 8192, growing beyond (~0.55 at K = 14336).
   if (c.sk && sk_tail(ctiles, clusters)) {
     const double sk_rounds = std::floor(static_cast<double>(ctiles) / clusters) +
-                             static_cast<double>(ctiles % clusters) / static_cast<double>(clusters);
-    compute = sk_rounds * (kblocks * per_k + epi) + 2.0 * c.bm * c.bn * 4.0 / 64.0;
+                             static_cast<double>(ctiles % clusters) / static_cast<double>(clusters) +
+                             0.25 * std::pow(std::max(1.0, kblocks / 128.0), 1.5);
+    compute = sk_rounds * (kblocks * per_k + epi);
   }
   // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
   // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
