@@ -1,10 +1,13 @@
 // The tuner's behaviour on a machine without a GPU (CI): clear errors, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 #include <string>
 
 #include "gemmtune/gemm.h"
+#include "tuner/select.h"
 #include "tuner/worker_client.h"
 
 using namespace gemmtune;
@@ -66,4 +69,48 @@ TEST(TunerNoGpu, WorkerIsFoundAndRejectsEmptyInput) {
   setenv("GEMMTUNE_WORKER", "/nonexistent/gemmtune-worker", 1);
   EXPECT_FALSE(find_worker());
   unsetenv("GEMMTUNE_WORKER");
+}
+
+namespace {
+CandidateResult timed(const char* cfg, double us, const char* status = "ok") {
+  CandidateResult r;
+  r.candidate = Candidate::parse(cfg);
+  r.status = status;
+  r.us_median = us;
+  return r;
+}
+}  // namespace
+
+// The runoff and the pick, on the numbers of gate_up_m2048 from the H200 run of 2026-11-21 (session 9, call 3): an
+// optimistic one-at-a-time outlier (cuBLASLt's default, 628 us) at the top must not push a 691 us contender out of
+// the runoff, and a candidate outside the runoff must not win on its one-at-a-time number.
+TEST(TunerSelect, RunoffBandFromTheFourthFastestAndPickAmongTheRaced) {
+  std::vector<CandidateResult> rs = {
+      timed("sm90:tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc,tail=sk", 664.35),
+      timed("sm90:tile=128x160x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=10", 704.32),
+      timed("cublaslt:default", 628.35),
+      timed("cublaslt:algo=66,tile=128x256,stages=64xAUTO,splitk=1,red=0,swizzle=0,custom=4,cluster=2x1x1,inner=0",
+            691.10),
+      timed("cublaslt:algo=66,tile=176x128,stages=64xAUTO,splitk=1,red=0,swizzle=0,custom=2,cluster=1x2x1,inner=0",
+            672.00),
+      timed("cublaslt:algo=66,tile=168x128,stages=64xAUTO,splitk=1,red=0,swizzle=0,custom=2,cluster=1x2x1,inner=0",
+            673.60),
+      timed("cublaslt:algo=66,tile=128x192,stages=64xAUTO,splitk=1,red=0,swizzle=0,custom=4,cluster=2x1x1,inner=0",
+            826.24),
+      timed("sm90:tile=128x192x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=8,tiles=gpc,tail=sk", 0,
+            "wrong_result"),
+  };
+  std::vector<size_t> m = runoff_members(rs, false);
+  std::sort(m.begin(), m.end());
+  // The 4 fastest (2, 0, 4, 5) and, within 8% of the 4th (673.6 -> 727.5), 691.1 and 704.3; never the failed one.
+  EXPECT_EQ(m, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  // Side-by-side numbers replace the raced ones; a candidate left out keeps its first number but cannot win on it.
+  std::vector<CandidateResult> after = rs;
+  after[0].us_median = 699.68, after[2].us_median = 726.16, after[4].us_median = 692.93, after[5].us_median = 695.20;
+  EXPECT_EQ(pick_winner(after, {0, 2, 4, 5}), 4);
+  EXPECT_EQ(pick_winner(after, {}), 3);  // no runoff: the fastest of all, 691.1 on its first number
+  // An explicit list races everything that ran; fewer than two: no runoff.
+  EXPECT_EQ(runoff_members(rs, true).size(), 7u);
+  EXPECT_TRUE(runoff_members({rs[0], rs[7]}, false).empty());
+  EXPECT_EQ(pick_winner({rs[7]}, {}), -1);
 }
