@@ -98,7 +98,7 @@ TEST(Sm90Config, StreamKTail) {
 TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   // 2048 x 28672 x 4096 in 128x192 2x1 tiles: 1200 cluster tiles on 66 clusters = 18 rounds + 12 tiles: a nearly empty
-  // last round, so tail twins, ranked by their shorter estimate, each better than the 24th plain config.
+  // last round, so tail twins, ranked by their shorter estimate, each better than the 8th plain config.
   Problem p = Problem::make(2048, 28672, 4096, DType::bf16, DType::bf16);
   p.resolve();
   const auto all = sm90::enumerate_configs(p, dev);
@@ -112,7 +112,7 @@ TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
       EXPECT_NE(std::find(all.begin(), all.end(), plain), all.end()) << c.str();
     }
   EXPECT_GT(sk, 0);
-  EXPECT_LE(sk, 40);
+  EXPECT_LE(sk, 16);
   // 4096^3 in 128x128 2x1: 7 rounds + 50 of 66: the tail round is mostly full, the estimate keeps the plain walk (the
   // H200 measured the two within 0.1%).
   Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);

@@ -1,6 +1,6 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
-//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc]
+//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk]
 // and the single validity function used by enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
