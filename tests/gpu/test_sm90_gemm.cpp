@@ -119,6 +119,15 @@ int run_matrix(const std::vector<const char*>& configs, const std::vector<std::a
   return ran;
 }
 
+// The problem of run v on shape sh for the tile-order tests: input and output dtypes, the three layouts and beta
+// rotate with v; leading dimensions padded to 16 bytes only.
+Problem rotating_problem(int v, const std::array<int64_t, 4>& sh) {
+  const Layout L[2] = {Layout::row, Layout::col};
+  const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16, (v % 3) == 2 ? DType::f32 : DType::bf16,
+               L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
+  return make_problem(c, 0);
+}
+
 const std::vector<const char*> kConfigs = {
     "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
     "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=n,group=4",
@@ -212,16 +221,11 @@ TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
       "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=16,tiles=gpc",
       "tile=256x128x64,stages=4,cluster=2x1,sched=coop,raster=n,group=4,tiles=gpc",
   };
-  const Layout L[2] = {Layout::row, Layout::col};
   const int ran = run_matrix(
       configs,
       {{1, 1, 1, 1}, {17, 33, 65, 1}, {300, 520, 1000, 3}, {2048, 2048, 64, 2}, {1920, 2000, 200, 2},
        {4096, 1024, 136, 1}},
-      [&](int v, const std::array<int64_t, 4>& sh) {
-        const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16,
-                     (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
-        return make_problem(c, 0);
-      },
+      rotating_problem,
       5);
   EXPECT_GT(ran, 40);
 }
@@ -242,14 +246,9 @@ TEST(Sm90Gpu, StreamKTail) {
       "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk",
       "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,tail=sk",
   };
-  const Layout L[2] = {Layout::row, Layout::col};
   const int ran = run_matrix(
       configs, {{1536, 1536, 520, 1}, {2048, 2304, 200, 1}, {640, 1792, 64, 3}, {300, 520, 1000, 3}},
-      [&](int v, const std::array<int64_t, 4>& sh) {
-        const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16,
-                     (v % 3) == 2 ? DType::f32 : DType::bf16, L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
-        return make_problem(c, 0);
-      },
+      rotating_problem,
       5);
   EXPECT_GT(ran, 16);
 }
