@@ -28,8 +28,9 @@
 // cluster c, which writes its partial accumulators to slot c of p.sk_ws and raises flag c, and its tail [y, K) in
 // cluster c + 1, which waits for the flag, adds the partial and runs the epilogue. A cluster runs its head unit
 // first and its tail unit last, so a tail finds its head long done (the clusters reach the tail at about the same
-// time); waiting needs every cluster of the grid resident, which the persistent grid is (at most the clusters that
-// fit). The reader sets the flag back to 0, so the next launch on the stream starts clean (graph replays too).
+// time). Shares are laid out in blockIdx order, so a tail waits only for a cluster dispatched before it (in practice):
+// the grid need not be all resident at once (it is, on a device of its own: the grid is the clusters that fit). The reader sets the flag back to 0, so the next launch on the stream
+// starts clean (graph replays too).
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
@@ -74,14 +75,17 @@ struct TileStream {
         // c * W / C = c * q + c * rem / C (c * rem < C^2; the shares fit 32 bits for any K this side of 2^30).
         const unsigned kk = static_cast<unsigned>(k_iters), cc = static_cast<unsigned>(stride);
         const unsigned rk = static_cast<unsigned>(r) * kk, q = kk + rk / cc, rem = rk % cc;
-        const unsigned c0 = static_cast<unsigned>(first);
+        // Shares go by blockIdx order, not by `first` (a gpc permutation): a tail then only ever waits for a cluster
+        // with a lower blockIdx, which the hardware dispatches first in practice, so the wait does not depend on the
+        // whole grid being resident at once (a smaller green context, SMs held by another stream).
+        const unsigned c0 = blockIdx.x / Cfg::CS;
         const unsigned s = c0 * q + c0 * rem / cc, e = (c0 + 1) * q + (c0 + 1) * rem / cc;
         const int ta = static_cast<int>(s / kk), x = static_cast<int>(s % kk);
         const int tb = static_cast<int>((e - 1) / kk), y = static_cast<int>(e - static_cast<unsigned>(tb) * kk);
         int i = j - n_dp;
         unsigned pos = static_cast<unsigned>(n_dp) * static_cast<unsigned>(k_iters);
         if (y < k_iters) {  // head of tile tb: first
-          if (i == 0) return {base + tb, 0, y, pos, kHead, first};
+          if (i == 0) return {base + tb, 0, y, pos, kHead, static_cast<int>(c0)};
           --i;
           pos += static_cast<unsigned>(y);
         }
@@ -89,7 +93,7 @@ struct TileStream {
         if (i < nf) return {base + f0 + i, 0, k_iters, pos + static_cast<unsigned>(i) * k_iters, kWhole, 0};
         i -= nf;
         pos += static_cast<unsigned>(nf) * k_iters;
-        if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, first - 1};  // tail of tile ta: last
+        if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1};  // tail: last
         return {total, 0, 0, pos, kWhole, 0};
       }
     }
