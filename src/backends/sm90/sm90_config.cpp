@@ -239,7 +239,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
   // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
   // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
-  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong) ? 1.03 : 1.0;
+  // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
+  // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3 (step 9).
+  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc) ? 1.03 : 1.0;
   if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
