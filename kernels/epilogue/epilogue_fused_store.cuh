@@ -53,11 +53,11 @@ struct EpilogueFused {
     const int rc = row < p.m ? row : p.m - 1;
     const int cc = col < n_out ? col : n_out - 1;
     if constexpr (kGlu) {
-      const float g = p.alpha * a[4 * gate_group(co) + 2 * i + j];
-      const float u = p.alpha * a[4 * up_group(co) + 2 * i + j];
+      const float g = scale_alpha<FLAGS>(p, a[4 * gate_group(co) + 2 * i + j]);
+      const float u = scale_alpha<FLAGS>(p, a[4 * up_group(co) + 2 * i + j]);
       return Chain::apply_glu(g, u, rc, cc, ep);
     } else {
-      float v = p.alpha * a[4 * co + 2 * i + j];
+      float v = scale_alpha<FLAGS>(p, a[4 * co + 2 * i + j]);
       if (Cfg::HAS_C && row < p.m && col < p.n) v += p.beta * load_c<Cfg::CT>(p, row, col, b);
       return TRANS ? Chain::apply(v, cc, rc, ep) : Chain::apply(v, rc, cc, ep);
     }
@@ -77,14 +77,16 @@ struct EpilogueFused {
       const int rc = row < p.m ? row : p.m - 1;
       const int cc = col < n_out ? col : n_out - 2;
       if constexpr (kGlu) {
-        float g0 = p.alpha * a[4 * gate_group(co) + 2 * i], g1 = p.alpha * a[4 * gate_group(co) + 2 * i + 1];
-        float u0 = p.alpha * a[4 * up_group(co) + 2 * i], u1 = p.alpha * a[4 * up_group(co) + 2 * i + 1];
+        float g0 = scale_alpha<FLAGS>(p, a[4 * gate_group(co) + 2 * i]);
+        float g1 = scale_alpha<FLAGS>(p, a[4 * gate_group(co) + 2 * i + 1]);
+        float u0 = scale_alpha<FLAGS>(p, a[4 * up_group(co) + 2 * i]);
+        float u1 = scale_alpha<FLAGS>(p, a[4 * up_group(co) + 2 * i + 1]);
         Chain::apply_glu2(g0, g1, u0, u1, rc, cc, ep);
         v0 = g0;
         v1 = g1;
       } else {
-        v0 = p.alpha * a[4 * co + 2 * i];
-        v1 = p.alpha * a[4 * co + 2 * i + 1];
+        v0 = scale_alpha<FLAGS>(p, a[4 * co + 2 * i]);
+        v1 = scale_alpha<FLAGS>(p, a[4 * co + 2 * i + 1]);
         if (Cfg::HAS_C && row < p.m && col < p.n) {
           if (FLAGS & kEpiVecC) {
             float c0, c1;

@@ -133,6 +133,23 @@ TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
   }
 }
 
+// alpha == 1 is specialised at compile time (no multiply, a cheaper compile): another kernel than alpha = 0.75, both
+// without spills.
+TEST(Sm90Config, AlphaOneIsItsOwnKernel) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto be = make_sm90_backend();
+  const Candidate c{"sm90", "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7"};
+  Problem one = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
+  one.resolve();
+  Problem other = one;
+  other.alpha = 0.75f;
+  const CompileResult a = be->compile(one, c, dev), b = be->compile(other, c, dev);
+  EXPECT_EQ(a.spill_bytes, 0);
+  EXPECT_EQ(b.spill_bytes, 0);
+  EXPECT_NE(std::static_pointer_cast<const jit::Cubin>(a.artifact)->key,
+            std::static_pointer_cast<const jit::Cubin>(b.artifact)->key);
+}
+
 TEST(Sm90ClusterOrder, GroupsAndPermutation) {
   // SMs 0-3 and 4-5 were seen in clusters together; 6 and 7 never: four groups.
   const std::vector<int> group = sm90::group_sms(8, {{0, 1}, {2, 3}, {1, 2}, {4, 5}, {9, -1}});

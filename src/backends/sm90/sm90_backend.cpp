@@ -47,7 +47,7 @@ std::string epilogue_class(const Problem& p, const KernelView& v) {
 // kernel view: the edge path exists only where TMA stores cannot clip exactly, pair loads only where the pairs are
 // contiguous and even. Emitted into the unit (so part of the kernel cache key) as an expression of the flag names.
 struct EpiFlags {
-  bool direct = false, vec_c = false, vec_ops = false;
+  bool direct = false, vec_c = false, vec_ops = false, alpha_one = false;
   std::string expr() const {
     std::string s;
     auto add = [&](bool on, const char* n) {
@@ -56,6 +56,7 @@ struct EpiFlags {
     add(direct, "kEpiDirect");
     add(vec_c, "kEpiVecC");
     add(vec_ops, "kEpiVecOps");
+    add(alpha_one, "kEpiAlphaOne");
     return s.empty() ? "0" : s;
   }
 };
@@ -66,6 +67,7 @@ EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   f.direct = sm90::epi_direct(p, v);
   f.vec_c = v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
   f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
+  f.alpha_one = p.alpha == 1.0f;
   return f;
 }
 
