@@ -29,8 +29,8 @@
 // cluster c + 1, which waits for the flag, adds the partial and runs the epilogue. A cluster runs its head unit
 // first and its tail unit last, so a tail finds its head long done (the clusters reach the tail at about the same
 // time). Shares are laid out in blockIdx order, so a tail waits only for a cluster dispatched before it (in practice):
-// the grid need not be all resident at once (it is, on a device of its own: the grid is the clusters that fit). The reader sets the flag back to 0, so the next launch on the stream
-// starts clean (graph replays too).
+// the grid need not be all resident at once (it is, on a device of its own: the grid is the clusters that fit). The
+// reader sets the flag back to 0, so the next launch on the stream starts clean (graph replays too).
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
@@ -72,7 +72,8 @@ struct TileStream {
       if (p.sk_ws != nullptr && r != 0 && rounds >= 1 && j >= rounds - 1) {
         const int n_dp = rounds - 1, base = n_dp * stride;
         // Share boundaries c * W / C in 32-bit math: W = q * C + rem with q = K + r * K / C, rem = r * K % C, so
-        // c * W / C = c * q + c * rem / C (c * rem < C^2; the shares fit 32 bits for any K this side of 2^30).
+        // c * W / C = c * q + c * rem / C (c * rem < C^2; shares < 2 * C * K k-blocks: the host passes no scratch,
+        // so the plain walk runs, when that does not fit 32 bits).
         const unsigned kk = static_cast<unsigned>(k_iters), cc = static_cast<unsigned>(stride);
         const unsigned rk = static_cast<unsigned>(r) * kk, q = kk + rk / cc, rem = rk % cc;
         // Shares go by blockIdx order, not by `first` (a gpc permutation): a tail then only ever waits for a cluster

@@ -150,7 +150,9 @@ class Sm90Executable final : public Executable {
       const std::vector<int> zeros(kCounterStreams * 2, 0);
       counters_.upload(zeros.data(), zeros.size() * sizeof(int));
     }
-    if (cfg_.sk && sm90::sk_tail(ctiles, grid_ / cs)) {
+    // The tail's share arithmetic is 32-bit (kernels/sm90/sm90_tile_stream.cuh): beyond that K the plain walk runs.
+    const bool sk_fits = static_cast<uint64_t>(cdiv(view_.k, 64)) * 2 * (grid_ / cs) < (uint64_t(1) << 32);
+    if (cfg_.sk && sm90::sk_tail(ctiles, grid_ / cs) && sk_fits) {
       // The stream-K tail's partials and flags, per stream like the counters (flags zero between launches; two
       // launches on different streams may overlap). The first stream's scratch is allocated here, so that the usual
       // single-stream use never allocates in launch(); another stream's first launch allocates its own.
