@@ -20,6 +20,9 @@
 namespace gemmtune {
 namespace {
 
+// The kernel cache key of a compile (same key = same unit).
+std::string key(const CompileResult& r) { return std::static_pointer_cast<const jit::Cubin>(r.artifact)->key; }
+
 TEST(Sm90Config, RoundTrip) {
   const std::string s = "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8";
   EXPECT_EQ(sm90::Config::parse(s).str(), s);
@@ -61,7 +64,6 @@ TEST(Sm90Config, GpcOrder) {
   EXPECT_TRUE(a.compiled && b.compiled && c.compiled && d.compiled);
   EXPECT_TRUE(b.cache_hit);
   EXPECT_TRUE(c.cache_hit);
-  auto key = [](const CompileResult& r) { return std::static_pointer_cast<const jit::Cubin>(r.artifact)->key; };
   EXPECT_EQ(key(a), key(b));
   EXPECT_EQ(key(a), key(c));
   EXPECT_NE(key(a), key(d));
@@ -91,8 +93,7 @@ TEST(Sm90Config, StreamKTail) {
   const CompileResult a = be->compile(q, {"sm90", s}, dev);
   const CompileResult b = be->compile(q, {"sm90", s + ",tail=sk"}, dev);
   EXPECT_EQ(b.spill_bytes, 0);
-  EXPECT_NE(std::static_pointer_cast<const jit::Cubin>(a.artifact)->key,
-            std::static_pointer_cast<const jit::Cubin>(b.artifact)->key);
+  EXPECT_NE(key(a), key(b));
 }
 
 TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
@@ -127,9 +128,7 @@ TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
   e.resolve();
   for (const sm90::Config& c : sm90::enumerate_configs(e, dev)) {
     if (!c.sk) continue;
-    const sm90::KernelView v = sm90::kernel_view(e);
-    const int64_t ct = ((v.m + c.bm - 1) / c.bm + c.cm - 1) / c.cm * (((v.n + c.bn - 1) / c.bn + c.cn - 1) / c.cn);
-    EXPECT_TRUE(sm90::sk_tail(ct, 132 / (c.cm * c.cn))) << c.str();
+    EXPECT_TRUE(sm90::sk_tail(sm90::cluster_tiles(c, sm90::kernel_view(e)), 132 / (c.cm * c.cn))) << c.str();
   }
 }
 
@@ -146,8 +145,7 @@ TEST(Sm90Config, AlphaOneIsItsOwnKernel) {
   const CompileResult a = be->compile(one, c, dev), b = be->compile(other, c, dev);
   EXPECT_EQ(a.spill_bytes, 0);
   EXPECT_EQ(b.spill_bytes, 0);
-  EXPECT_NE(std::static_pointer_cast<const jit::Cubin>(a.artifact)->key,
-            std::static_pointer_cast<const jit::Cubin>(b.artifact)->key);
+  EXPECT_NE(key(a), key(b));
 }
 
 TEST(Sm90ClusterOrder, GroupsAndPermutation) {

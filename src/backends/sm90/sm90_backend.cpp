@@ -139,27 +139,22 @@ class Sm90Executable final : public Executable {
                             cand_.str() + ")");
       max_clusters = n;
     }
-    auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-    const int64_t ctiles =
-        cdiv(cdiv(view_.m, cfg_.bm), cfg_.cm) * cdiv(cdiv(view_.n, cfg_.bn), cfg_.cn) * view_.batch;
+    const int64_t ctiles = sm90::cluster_tiles(cfg_, view_);
     grid_ = static_cast<unsigned>(std::min<int64_t>(ctiles, max_clusters) * cs);
     if (cfg_.dynamic) {
       // One {next, done} counter pair per stream (kernels/sm90/sm90_tile_stream.cuh): zero now, reset to zero by
       // each launch's last cluster. Allocated here so that launch() never allocates (it may be graph-captured).
-      counters_ = cuda::DeviceBuffer(kCounterStreams * 2 * sizeof(int));
-      const std::vector<int> zeros(kCounterStreams * 2, 0);
-      counters_.upload(zeros.data(), zeros.size() * sizeof(int));
+      counters_ = zeroed_ints(kCounterStreams * 2);
     }
     // The tail's share arithmetic is 32-bit (kernels/sm90/sm90_tile_stream.cuh): beyond that K the plain walk runs.
-    const bool sk_fits = static_cast<uint64_t>(cdiv(view_.k, 64)) * 2 * (grid_ / cs) < (uint64_t(1) << 32);
+    const bool sk_fits = static_cast<uint64_t>((view_.k + 63) / 64) * 2 * (grid_ / cs) < (uint64_t(1) << 32);
     if (cfg_.sk && sm90::sk_tail(ctiles, grid_ / cs) && sk_fits) {
       // The stream-K tail's partials and flags, per stream like the counters (flags zero between launches; two
       // launches on different streams may overlap). The first stream's scratch is allocated here, so that the usual
       // single-stream use never allocates in launch(); another stream's first launch allocates its own.
-      const int slabs = (cfg_.pingpong ? cfg_.bm : cfg_.bm / 2) / 64;
       sk_parts_ = sm90::sk_parts(cs, cfg_.pingpong);
       sk_slots_ = static_cast<int>(grid_) / cs;
-      sk_floats_ = sm90::sk_ws_floats(sk_slots_, sk_parts_, slabs * cfg_.bn / 2);
+      sk_floats_ = sm90::sk_ws_floats(sk_slots_, sk_parts_, sm90::acc_regs(cfg_));
       sk_.push_back(make_sk_scratch());
     }
     if (cfg_.gpc) {
@@ -276,11 +271,14 @@ class Sm90Executable final : public Executable {
     cuda::DeviceBuffer ws, flags;
   };
   SkScratch make_sk_scratch() const {
-    SkScratch s{cuda::DeviceBuffer(sk_floats_ * sizeof(float)),
-                cuda::DeviceBuffer(static_cast<size_t>(sk_slots_) * sk_parts_ * sizeof(int))};
-    const std::vector<int> zeros(static_cast<size_t>(sk_slots_) * sk_parts_, 0);
-    s.flags.upload(zeros.data(), zeros.size() * sizeof(int));
-    return s;
+    return {cuda::DeviceBuffer(sk_floats_ * sizeof(float)), zeroed_ints(static_cast<size_t>(sk_slots_) * sk_parts_)};
+  }
+  // `n` ints on the device, all zero (the counters' and the flags' state between launches).
+  static cuda::DeviceBuffer zeroed_ints(size_t n) {
+    cuda::DeviceBuffer b(n * sizeof(int));
+    const std::vector<int> zeros(n, 0);
+    b.upload(zeros.data(), n * sizeof(int));
+    return b;
   }
   // The stream-K scratch for `s` (mu_ held): the one made at load for the first stream, a new one for each other.
   const SkScratch& sk_for(CUstream s) {

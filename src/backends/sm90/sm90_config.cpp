@@ -183,8 +183,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (g->glu == GluLayout::halves && v.b_mn && c.bn % 128 != 0)
       return "sm90: GLU halves with N-major B needs tile N a multiple of 128" + cs;
   }
-  const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
-  const int acc = slabs * c.bn / 2;
+  const int acc = acc_regs(c);
   // 192 accumulators leave room for the epilogue only without a C input and with a 16-bit output (f32 out spilled
   // 20 bytes on the H200 run of 2026-11-21).
   // A fused epilogue needs registers of its own: 128 then too.
@@ -209,9 +208,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // Ping-pong with several tiles per CTA (mainloop ordering barrier) was verified on the H200 (Sm90Gpu.ManyTilesPerCta,
   // 2026-11-21); GEMMTUNE_SM90_PINGPONG_MULTITILE=0 restores the old one-tile-per-CTA limit for debugging.
   if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
-    const int64_t ctiles = cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
     const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
-    if (ctiles > sms / (c.cm * c.cn) / 2)
+    if (cluster_tiles(c, v) > sms / (c.cm * c.cn) / 2)
       return "sm90: ping-pong limited to one tile per CTA (GEMMTUNE_SM90_PINGPONG_MULTITILE=0)" + cs;
   }
   return "";
@@ -232,11 +230,11 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const KernelView v = kernel_view(p);
   const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int cs = c.cm * c.cn;
-  const int64_t ctiles = cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
+  const int64_t ctiles = cluster_tiles(c, v);
   const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
   const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
   const double kblocks = static_cast<double>(cdiv(v.k, 64));
-  const int slabs = (c.pingpong ? c.bm : c.bm / 2) / 64;
+  const int slabs = sm90::slabs(c);
   // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
   // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
   // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
@@ -280,8 +278,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // 0.76) -0.1%; 2048x4096x4096 (R = 3, 0.88) +3.2%; 2048x4096x14336 +10% (ping-pong) and +27% (coop 128x256, R = 1):
   // about a quarter of a round up to K = 8192, growing beyond (~0.55 at K = 14336).
   if (c.sk && sk_tail(ctiles, clusters)) {
-    const double sk_rounds = std::floor(static_cast<double>(ctiles) / clusters) +
-                             static_cast<double>(ctiles % clusters) / static_cast<double>(clusters) +
+    const double sk_rounds = static_cast<double>(ctiles) / static_cast<double>(clusters) +
                              0.25 * std::pow(std::max(1.0, kblocks / 128.0), 1.5);
     compute = sk_rounds * (kblocks * per_k + epi);
   }

@@ -39,6 +39,15 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Dynamic shared memory of the config's kernel (mirrors GemmConfig::kSmemBytes).
 int smem_bytes(const Config& c, int out_type);
+// m64 wgmma slabs per consumer warpgroup and fp32 accumulator registers per thread (mirror GemmConfig::kSlabs,
+// kAccRegs).
+inline int slabs(const Config& c) { return (c.pingpong ? c.bm : c.bm / 2) / 64; }
+inline int acc_regs(const Config& c) { return slabs(c) * c.bn / 2; }
+// Cluster tiles of the problem (the tile scheduler's `total`).
+inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
+  auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  return cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
+}
 // The most ring stages (<= 7) whose shared memory fits on the device.
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev);
 // Estimated relative run time (lower is better) for ranking.
