@@ -31,7 +31,9 @@ struct TuneOptions {
   int warmup_iters = 10;
   double settle_ms = 300;                   // run the first timed candidate this long before timing anything, so
                                             // the power-limited GPU reaches its steady clocks (0 = off)
-  double max_candidate_s = 30;              // a candidate whose verification + timing exceeds this is a timeout
+  double max_candidate_s = 30;              // a candidate whose verification exceeds this is a timeout
+  bool interleave = true;                   // time the verified candidates side by side, interleaved round by
+                                            // round (each gets ~min_time_ms); false: each on its own, in turn
   double tolerance = 1e-2;                  // normalized error above this fails verification
   std::function<void(const std::string&)> progress;  // progress lines (the CLI prints them on stderr)
 };

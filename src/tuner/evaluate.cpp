@@ -180,7 +180,8 @@ int plan_iters(Bench& bench, const std::vector<Executable*>& exes, const TuneOpt
 std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Executable*>& exes, int iters) {
   const size_t n = exes.size();
   std::vector<std::vector<float>> us(n);
-  const int chunk = 256;  // rounds per burst: events are reused between bursts
+  // Rounds per burst (events are reused between bursts): 256, fewer with many candidates (at most ~8k events).
+  const int chunk = int(std::clamp<size_t>(4096 / std::max<size_t>(n, 1), 1, 256));
   std::vector<std::unique_ptr<cuda::Event>> ev(2 * chunk * n);
   for (auto& e : ev) e = std::make_unique<cuda::Event>();
   size_t set = 0;
@@ -219,12 +220,83 @@ void settle(Bench& bench, Executable& exe, double ms) {
   }
 }
 
+// A sticky CUDA error while candidate i ran: the context is gone, nothing else can run in this process. Marks it
+// crashed and the rest skipped, reports it, rethrows (the worker's client restarts a worker for the rest).
+[[noreturn]] void context_lost(std::vector<CandidateResult>& results, size_t i, const CudaError& e,
+                               const EvaluateHooks& hooks) {
+  CandidateResult& r = results[i];
+  r.status = "crashed", r.reason = std::string("corrupted the CUDA context: ") + e.what();
+  if (hooks.on_result) hooks.on_result(i, r);
+  for (size_t j = 0; j < results.size(); ++j)
+    if (j != i && results[j].status == "pending")
+      results[j].status = "skipped", results[j].reason = "CUDA context lost after " + r.candidate.str();
+  throw e;
+}
+
+// One candidate's load + verification in evaluate(), with the sticky-error protocol: a non-sticky CUDA error or a
+// gemmtune error is this candidate's failure; a sticky one (the context is gone) marks it crashed, the rest
+// skipped, and is rethrown (nothing else can run in this process; the worker's client restarts a worker).
+std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vector<CandidateResult>& results, size_t i,
+                                       const TuneOptions& o, const EvaluateHooks& hooks) {
+  CandidateResult& r = results[i];
+  try {
+    const auto t0 = Clock::now();
+    std::unique_ptr<Executable> exe = load_and_verify(p, bench, r, o);
+    if (exe && seconds_since(t0) > o.max_candidate_s) {
+      r.status = "timeout", r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
+      return nullptr;
+    }
+    return exe;
+  } catch (const CudaError& e) {
+    if (e.sticky) context_lost(results, i, e, hooks);
+    r.status = "launch_error", r.reason = e.what();
+    return nullptr;
+  } catch (const Error& e) {
+    r.status = "launch_error", r.reason = e.what();
+    return nullptr;
+  }
+}
+
+// Times `exes` (results `idx`) side by side: one short timed burst each first, so that a candidate more than
+// kSlow x slower than the fastest (it cannot win) is timed on its own afterwards instead of stretching every round;
+// the rest run interleaved, each getting about min_time_ms of GPU time as if it were timed alone.
+void time_side_by_side(const Problem& p, Bench& bench, std::vector<CandidateResult>& results,
+                       const std::vector<size_t>& idx, const std::vector<Executable*>& exes, const TuneOptions& o) {
+  constexpr double kSlow = 4.0;
+  std::vector<double> est(exes.size());
+  for (size_t j = 0; j < exes.size(); ++j) {
+    cuda::Event e0, e1;
+    e0.record(bench.stream());
+    for (int i = 0; i < 2; ++i) exes[j]->launch(bench.args(size_t(i)), bench.stream());
+    e1.record(bench.stream());
+    est[j] = e1.elapsed_ms_since(e0);
+  }
+  const double fastest = *std::min_element(est.begin(), est.end());
+  std::vector<Executable*> fast;
+  std::vector<size_t> fast_idx;
+  for (size_t j = 0; j < exes.size(); ++j)
+    if (est[j] <= kSlow * fastest) fast.push_back(exes[j]), fast_idx.push_back(idx[j]);
+  TuneOptions all = o;
+  all.min_time_ms = o.min_time_ms * double(fast.size());
+  auto us = time_rounds(bench, fast, plan_iters(bench, fast, all));
+  for (size_t j = 0; j < fast.size(); ++j) summarize(p, results[fast_idx[j]], us[j]);
+  for (size_t j = 0; j < exes.size(); ++j) {
+    if (est[j] <= kSlow * fastest) continue;
+    std::vector<Executable*> one{exes[j]};
+    auto u = time_rounds(bench, one, plan_iters(bench, one, o));
+    summarize(p, results[idx[j]], u[0]);
+  }
+}
+
 }  // namespace
 
 void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o, const EvaluateHooks& hooks) {
   cuda::ensure_context();
   Bench bench(p);
-  bool settled = !(o.settle_ms > 0);
+  // Verify every candidate first (one at a time: a failure is attributed to its candidate) ...
+  std::vector<std::unique_ptr<Executable>> exes(results.size());
+  std::vector<size_t> idx;
+  std::vector<Executable*> live;
   for (size_t i = 0; i < results.size(); ++i) {
     CandidateResult& r = results[i];
     if (r.status != "pending") {
@@ -232,42 +304,45 @@ void evaluate(const Problem& p, std::vector<CandidateResult>& results, const Tun
       continue;
     }
     if (hooks.on_begin) hooks.on_begin(i);
-    const auto t0 = Clock::now();
+    exes[i] = verify_one(p, bench, results, i, o, hooks);
+    if (!exes[i]) {
+      if (hooks.on_result) hooks.on_result(i, r);
+      continue;
+    }
+    if (o.interleave) {
+      idx.push_back(i), live.push_back(exes[i].get());
+      continue;
+    }
+    // ... one after another (TuneOptions::interleave off): time it right away.
     try {
-      std::unique_ptr<Executable> exe = load_and_verify(p, bench, r, o);
-      if (exe) {
-        if (seconds_since(t0) > o.max_candidate_s) {
-          r.status = "timeout", r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
-        } else {
-          if (!settled) {
-            settle(bench, *exe, o.settle_ms);
-            settled = true;
-          }
-          std::vector<Executable*> one{exe.get()};
-          const int iters = plan_iters(bench, one, o);
-          auto us = time_rounds(bench, one, iters);
-          summarize(p, r, us[0]);
-          if (seconds_since(t0) > o.max_candidate_s)
-            r.status = "timeout", r.reason = "took longer than " + std::to_string(o.max_candidate_s) + " s";
-        }
-      }
+      if (o.settle_ms > 0 && idx.empty()) settle(bench, *exes[i], o.settle_ms);
+      idx.push_back(i);
+      std::vector<Executable*> one{exes[i].get()};
+      auto us = time_rounds(bench, one, plan_iters(bench, one, o));
+      summarize(p, r, us[0]);
     } catch (const CudaError& e) {
-      if (!e.sticky) {
-        r.status = "launch_error", r.reason = e.what();
-      } else {
-        // The context is gone: nothing else can run in this process.
-        r.status = "crashed", r.reason = std::string("corrupted the CUDA context: ") + e.what();
-        if (hooks.on_result) hooks.on_result(i, r);
-        for (size_t j = i + 1; j < results.size(); ++j)
-          if (results[j].status == "pending")
-            results[j].status = "skipped", results[j].reason = "CUDA context lost after " + r.candidate.str();
-        throw;
-      }
-    } catch (const Error& e) {
+      if (e.sticky) context_lost(results, i, e, hooks);
       r.status = "launch_error", r.reason = e.what();
     }
+    exes[i].reset();
     if (hooks.on_result) hooks.on_result(i, r);
   }
+  if (!o.interleave || live.empty()) return;
+  // ... then time the verified ones side by side, interleaved round by round: timed one after another, each
+  // candidate saw the GPU in another power state (after the idle host-side check of its verification the clocks
+  // boost), and on the H200 first timings were up to 15% off their side-by-side numbers (bench/NOTES.md step 10).
+  if (hooks.on_timing) hooks.on_timing(idx);
+  try {
+    if (o.settle_ms > 0) settle(bench, *live.front(), o.settle_ms);
+    time_side_by_side(p, bench, results, idx, live, o);
+  } catch (const CudaError& e) {
+    // Sticky: reported for none of them (which one did it is not known); the worker's client then times them again
+    // one at a time, which tells.
+    if (e.sticky) throw;
+    for (size_t i : idx) results[i].status = "launch_error", results[i].reason = e.what();
+  }
+  for (size_t i : idx)
+    if (hooks.on_result) hooks.on_result(i, results[i]);
 }
 
 void evaluate_interleaved(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {

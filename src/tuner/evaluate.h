@@ -11,11 +11,16 @@ namespace gemmtune {
 struct EvaluateHooks {
   std::function<void(size_t index)> on_begin;                               // before candidate `index` is touched
   std::function<void(size_t index, const CandidateResult&)> on_result;  // after it is done (any status)
+  // Before the verified candidates `indices` are timed side by side (TuneOptions::interleave): a crash from here on
+  // cannot be pinned on one of them.
+  std::function<void(const std::vector<size_t>& indices)> on_timing;
 };
 
-// For each candidate in order: load (compile from cache), verify once against the reference on fresh random
-// inputs with a poisoned output, then time it (cold L2 by rotating buffer sets; warm-up; median of CUDA-event timed
-// runs). `results[i]` carries compile info already filled in by the caller; it is updated and handed to on_result.
+// For each candidate in order: load (compile from cache) and verify once against the reference on fresh random
+// inputs with a poisoned output; then time the verified ones side by side, interleaved round by round (cold L2 by
+// rotating buffer sets; warm-up; median of CUDA-event timed runs), or each right after its verification when
+// TuneOptions::interleave is off. `results[i]` carries compile info already filled in by the caller; it is updated
+// and handed to on_result (a failure right away, a timed candidate after the timing).
 void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& opts,
               const EvaluateHooks& hooks);
 

@@ -287,6 +287,9 @@ TuneReport Tuner::tune(const Problem& p0) {
       std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
       progress(opts_, "  " + r.candidate.str() + "  " + (r.status == "ok" ? std::string(buf) : r.status + ": " + r.reason));
     };
+    hooks.on_timing = [&](const std::vector<size_t>& idx) {
+      progress(opts_, "  timing " + std::to_string(idx.size()) + " verified candidates side by side");
+    };
     evaluate(p, results, opts_, hooks);
   }
 

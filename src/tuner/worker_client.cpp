@@ -132,8 +132,9 @@ class Worker {
 };
 
 nlohmann::json options_json(const TuneOptions& o) {
-  return {{"min_time_ms", o.min_time_ms}, {"min_iters", o.min_iters}, {"warmup_iters", o.warmup_iters},
-          {"settle_ms", o.settle_ms}, {"max_candidate_s", o.max_candidate_s}, {"tolerance", o.tolerance}};
+  return {{"min_time_ms", o.min_time_ms}, {"min_iters", o.min_iters},         {"warmup_iters", o.warmup_iters},
+          {"settle_ms", o.settle_ms},     {"max_candidate_s", o.max_candidate_s}, {"tolerance", o.tolerance},
+          {"interleave", o.interleave}};
 }
 
 }  // namespace
@@ -149,23 +150,31 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<C
     return false;
   };
   int restarts = 0;
+  TuneOptions wo = o;  // interleave turns off after a worker died while timing side by side
   while (pending()) {
     if (restarts > int(results.size()) + 1) throw Error("worker keeps failing; giving up");
     Worker w(path);
-    nlohmann::json req = {{"problem", to_json(p)}, {"options", options_json(o)}, {"results", nlohmann::json::array()}};
+    nlohmann::json req = {{"problem", to_json(p)}, {"options", options_json(wo)}, {"results", nlohmann::json::array()}};
     std::vector<size_t> map;  // request index -> results index
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i].status == "pending") req["results"].push_back(to_json(results[i])), map.push_back(i);
     w.send(req.dump());
-    std::optional<size_t> in_flight;
+    constexpr size_t kNone = ~size_t(0);
+    size_t in_flight = kNone;  // the candidate between its "begin" and its "result"
+    size_t timing = 0;  // candidates being timed side by side (after the worker's "timing" event)
     double timeout = o.max_candidate_s + 120;  // the first candidate waits for setup (inputs, reference GEMM)
     for (;;) {
       bool timed_out = false;
       auto line = w.read_line(timeout, timed_out);
       if (!line) {
         const std::string how = timed_out ? "" : w.end_status();
-        if (in_flight) {
-          CandidateResult& r = results[map[*in_flight]];
+        if (timing > 0 && pending()) {
+          // Not one candidate's fault as far as we can tell: time the rest one at a time, which attributes it.
+          progress("  worker " + (timed_out ? "timed out" : how) + " while timing " + std::to_string(timing) +
+                   " candidates side by side; timing them again one at a time");
+          wo.interleave = false;
+        } else if (in_flight != kNone) {
+          CandidateResult& r = results[map[in_flight]];
           if (timed_out) {
             r.status = "timeout", r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
           } else {
@@ -189,6 +198,11 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<C
       if (kind == "begin") {
         in_flight = ev.at("index").get<size_t>();
         timeout = o.max_candidate_s + 10;
+      } else if (kind == "timing") {
+        in_flight = kNone;
+        timing = ev.at("indices").size();
+        timeout = o.max_candidate_s * double(timing) + 10;
+        progress("  timing " + std::to_string(timing) + " verified candidates side by side");
       } else if (kind == "result") {
         const size_t i = ev.at("index").get<size_t>();
         results[map[i]] = result_from_json(ev.at("result"));
@@ -201,7 +215,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<C
             std::snprintf(buf, sizeof(buf), "%s", r.status.c_str());
           progress("  " + r.candidate.str() + "  " + buf + (r.status == "ok" ? "" : ": " + r.reason));
         }
-        in_flight.reset();
+        in_flight = kNone;
       } else if (kind == "fatal") {
         throw Error("worker: " + ev.value("message", std::string("unknown error")));
       }
@@ -228,6 +242,7 @@ int worker_main() {
     o.settle_ms = oj.value("settle_ms", 0.0);
     o.max_candidate_s = oj.at("max_candidate_s").get<double>();
     o.tolerance = oj.at("tolerance").get<double>();
+    o.interleave = oj.value("interleave", true);
     std::vector<CandidateResult> results;
     for (const auto& r : req.at("results")) results.push_back(result_from_json(r));
     EvaluateHooks hooks;
@@ -240,6 +255,12 @@ int worker_main() {
     };
     hooks.on_result = [&](size_t i, const CandidateResult& r) {
       emit({{"event", "result"}, {"index", i}, {"result", to_json(r)}});
+    };
+    // Test hook: GEMMTUNE_WORKER_CRASH_ON_TIMING=1 makes the worker die when the side-by-side timing starts.
+    const char* crash_timing = std::getenv("GEMMTUNE_WORKER_CRASH_ON_TIMING");
+    hooks.on_timing = [&](const std::vector<size_t>& indices) {
+      emit({{"event", "timing"}, {"indices", indices}});
+      if (crash_timing && std::string(crash_timing) == "1") raise(SIGSEGV);
     };
     evaluate(p, results, o, hooks);
     return 0;

@@ -147,3 +147,50 @@ TEST(TunerGpu, CompareTimesSideBySide) {
     EXPECT_GE(r.timed_iters, o.min_iters);
   }
 }
+
+// The verified candidates are timed side by side; a worker that dies then (no one candidate to blame) is replaced by
+// one that times them one at a time, and every candidate still gets its numbers.
+TEST(TunerGpu, CrashWhileTimingSideBySideFallsBackToOneAtATime) {
+  FreshCache cache;
+  TuneOptions o = quick();
+  o.backends = {"cublaslt"};
+  o.use_cache = false;
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& s) { lines.push_back(s); };
+  setenv("GEMMTUNE_WORKER_CRASH_ON_TIMING", "1", 1);
+  Tuner t(o);
+  TuneReport rep = t.tune(Problem::make(256, 256, 256, DType::bf16, DType::bf16));
+  unsetenv("GEMMTUNE_WORKER_CRASH_ON_TIMING");
+  ASSERT_GE(rep.results.size(), 2u);
+  for (const auto& r : rep.results) {
+    EXPECT_EQ(r.status, "ok") << r.candidate.str() << ": " << r.reason;
+    EXPECT_GE(r.timed_iters, o.min_iters) << r.candidate.str();
+  }
+  EXPECT_TRUE(rep.winner);
+  bool fell_back = false;
+  for (const auto& s : lines) fell_back = fell_back || s.find("timing them again one at a time") != std::string::npos;
+  EXPECT_TRUE(fell_back) << "the first worker was to die when the side-by-side timing started";
+}
+
+// Both timing modes, in this process: every verified candidate is timed (min_iters at least) and a winner picked.
+TEST(TunerGpu, SideBySideAndOneAtATimeTimeEveryCandidate) {
+  FreshCache cache;
+  for (bool interleave : {true, false}) {
+    TuneOptions o = quick();
+    o.use_cache = false;
+    o.isolation = Isolation::in_process;
+    o.interleave = interleave;
+    Tuner t(o);
+    TuneReport rep = t.tune(Problem::make(640, 520, 384, DType::bf16, DType::bf16));
+    int ok = 0;
+    for (const auto& r : rep.results) {
+      if (r.status != "ok") continue;
+      ++ok;
+      EXPECT_GE(r.timed_iters, o.min_iters) << r.candidate.str() << " interleave " << interleave;
+      EXPECT_GT(r.us_median, 0) << r.candidate.str();
+      EXPECT_TRUE(r.error >= 0 && r.error <= 1e-2) << r.candidate.str();
+    }
+    EXPECT_GE(ok, 4) << "interleave " << interleave;
+    EXPECT_TRUE(rep.winner);
+  }
+}

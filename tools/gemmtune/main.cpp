@@ -64,7 +64,7 @@ struct TuneArgs {
   std::string backends;
   std::vector<std::string> configs;
   int top_k = 8;
-  bool no_cache = false, force = false, in_process = false, quiet = false;
+  bool no_cache = false, force = false, in_process = false, quiet = false, one_at_a_time = false;
   int threads = 0;
   double min_time_ms = 100;
   int min_iters = 100;
@@ -93,6 +93,10 @@ struct TuneArgs {
                     "run the first candidate this long before timing, so the GPU's clocks settle (default 300, 0 = off)")
         ->group("Timing");
     app->add_option("--max-candidate-s", max_candidate_s, "timeout per candidate (default 30)")->group("Timing");
+    app->add_flag("--one-at-a-time", one_at_a_time,
+                  "time each candidate on its own right after its verification, instead of all verified candidates "
+                  "side by side (interleaved)")
+        ->group("Timing");
     app->add_option("--tolerance", tolerance, "max normalized error vs the reference (default 1e-2)")
         ->group("Timing");
   }
@@ -127,6 +131,7 @@ struct TuneArgs {
     o.settle_ms = settle_ms;
     o.max_candidate_s = max_candidate_s;
     o.tolerance = tolerance;
+    o.interleave = !one_at_a_time;
     if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     return o;
   }
