@@ -28,13 +28,13 @@ struct EpilogueFused {
   static constexpr int kBlock = !kGlu ? 0 : kHalves ? Cfg::BN / 2 : Chain::kGluBlock;
   static constexpr int BNO = kGlu ? Cfg::BN / 2 : Cfg::BN;  // output columns per tile
   static constexpr int kOutSize = Cfg::kOutSize;
-  static constexpr int kEpiBytes = (BNO * kOutSize) % 128 == 0 ? 128 : (BNO * kOutSize) % 64 == 0 ? 64 : 32;
+  static constexpr int kEpiBytes = epi_strip_bytes(BNO * kOutSize);
   static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kChunks = BNO / kEpiCols;           // strips per 64-row slab
   static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
-  static constexpr unsigned kSwizzleMask = kEpiBytes / 16 - 1;
+  static constexpr unsigned kSwizzleMask = epi_swizzle_mask(kEpiBytes);
 
-  static_assert((BNO * kOutSize) % kEpiBytes == 0, "output tile must split into 32/64/128-byte epilogue strips");
+  static_assert(kEpiBytes >= 48 || kEpiBytes == 32, "output tile must split into epilogue strips of 32 or >= 48 bytes");
   static_assert(kEpiBytes <= Cfg::kEpiBytes, "strip buffers are sized for the GEMM tile");
   static_assert(!kGlu || (kBlock % 8 == 0 && Cfg::BN % (2 * kBlock) == 0),
                 "GLU: block must be a multiple of 8 columns and tile N a multiple of 2 * block");

@@ -1,6 +1,7 @@
 #pragma once
 // Epilogue: fp32 accumulators of one consumer warpgroup -> alpha * acc (+ beta * C) -> D dtype -> shared memory
-// (64-row x kEpiBytes strips, swizzled like the D tensor map) -> TMA store (clipped at the M/N edges).
+// (64-row x kEpiBytes strips, swizzled like the D tensor map, see epi_strip_bytes) -> TMA store (clipped at the M/N
+// edges).
 // Kept apart from the mainloop so fused epilogues can replace the per-element math.
 //
 // wgmma m64nN f32 fragment: thread t of the warpgroup (warp w = t / 32, lane l) holds, for c in [0, N/8),
@@ -75,7 +76,7 @@ template <int OUT_SIZE, int EPI_BYTES>
 __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
                                                   int n_out, int row0, int col0, int tid) {
   constexpr int kCols = EPI_BYTES / OUT_SIZE;
-  constexpr unsigned kMask = EPI_BYTES / 16 - 1;
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
 #pragma unroll 1
   for (int idx = tid; idx < 64 * kCols; idx += 128) {
     const int r = idx / kCols, c = idx % kCols;
@@ -104,7 +105,7 @@ struct EpilogueTmaStore {
   static constexpr bool kFused = false;
   static constexpr int kChunks = Cfg::BN * Cfg::kOutSize / Cfg::kEpiBytes;  // strips per 64-row slab
   static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
-  static constexpr unsigned kSwizzleMask = Cfg::kEpiBytes / 16 - 1;        // 128B: 7, 64B: 3, 32B: 1
+  static constexpr unsigned kSwizzleMask = epi_swizzle_mask(Cfg::kEpiBytes);  // 128B: 7, 64B: 3, 32B: 1, else 0
 
   // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs(i)` = the two strip buffers of this
   // warpgroup; `bar_id` its named barrier; `buf` toggles across calls (persistent).

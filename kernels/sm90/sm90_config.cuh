@@ -24,6 +24,26 @@ struct GemmParams {
   int* sk_flags;        // one per slot and part: 1 = partial written, 0 = consumed (zero between launches)
 };
 
+// Epilogue strip width (bytes of a D row per staged strip) for output rows of `row_bytes`: 128, 64 or 32 when it
+// divides the row (the strip is then swizzled like the D tensor map, 128/64/32-byte swizzle), else the widest divisor
+// that is a multiple of 16 bytes and at most 128 (no swizzle): tile N = 168 with a 16-bit D makes 336-byte rows and
+// three 112-byte strips. 0 when the row is not a multiple of 16 bytes. Mirrored by gemmtune::sm90::epi_bytes.
+// NOTES: an unswizzled strip of 112 (80, 48) bytes is still free of bank conflicts for the fragment's stores: the 8
+// rows one warp writes start 28 (20, 12) words apart, distinct multiples of 4 modulo 32.
+constexpr int epi_strip_bytes(int row_bytes) {
+  if (row_bytes % 128 == 0) return 128;
+  if (row_bytes % 64 == 0) return 64;
+  if (row_bytes % 32 == 0) return 32;
+  for (int b = 112; b >= 16; b -= 16)
+    if (row_bytes % b == 0) return b;
+  return 0;
+}
+// XOR mask of a strip's 16-byte chunk index (bits 4..6 of the offset) by the 128-byte row index: the TMA swizzle of
+// 128/64/32-byte strips; 0 for the unswizzled ones.
+constexpr unsigned epi_swizzle_mask(int strip_bytes) {
+  return strip_bytes == 128 || strip_bytes == 64 || strip_bytes == 32 ? static_cast<unsigned>(strip_bytes / 16 - 1) : 0u;
+}
+
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
           bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false, bool SK_ = false>
 struct GemmConfig {
@@ -48,7 +68,7 @@ struct GemmConfig {
 
   static_assert(BM == 64 || BM == 128 || BM == 256, "tile M must be 64, 128 or 256");
   static_assert(WM % 64 == 0 && WM >= 64, "each consumer warpgroup needs a multiple of 64 rows (coop: tile M >= 128)");
-  static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 16 in [16, 256]");
+  static_assert(BN % 8 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 8 in [16, 256]");
   static_assert(!B_MN || BN % 64 == 0, "N-major B needs tile N a multiple of 64 (128-byte swizzle atoms)");
   static_assert(STAGES >= 2 && STAGES <= 8, "stages must be in [2, 8]");
   static_assert(CS == 1 || CS == 2 || (CM == 2 && CN == 2), "cluster must be 1x1, 2x1, 1x2 or 2x2");
@@ -67,10 +87,10 @@ struct GemmConfig {
   // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
   // written by TMA; two buffers per consumer warpgroup so a store overlaps filling the next strip.
   static constexpr int kOutSize = OUT == kF32 ? 4 : 2;
-  static constexpr int kEpiBytes = (BN * kOutSize) % 128 == 0 ? 128 : (BN * kOutSize) % 64 == 0 ? 64 : 32;
+  static constexpr int kEpiBytes = epi_strip_bytes(BN * kOutSize);
   static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kEpiBufBytes = 64 * kEpiBytes;
-  static_assert((BN * kOutSize) % kEpiBytes == 0, "tile N must split into 32/64/128-byte epilogue strips");
+  static_assert(kEpiBytes >= 48 || kEpiBytes == 32, "tile N must split into epilogue strips of 32 or >= 48 bytes");
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
   static constexpr int kBarOffset = kEpiOffset + 2 * 2 * kEpiBufBytes;

@@ -198,6 +198,44 @@ TEST(Sm90Config, Reasons) {
   EXPECT_NE(be->supports(e, dev).find("multiple of 8"), std::string::npos) << be->supports(e, dev);
 }
 
+// Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; it cannot be split between two
+// CTAs along M (2x1 multicast of B in 8-row atoms); N whose rows split only into 16-byte strips are refused.
+TEST(Sm90Config, TileN168) {
+  EXPECT_EQ(sm90::epi_bytes(168, sm90::kBF16), 112);
+  EXPECT_EQ(sm90::epi_bytes(200, sm90::kF16), 80);
+  EXPECT_EQ(sm90::epi_bytes(216, sm90::kBF16), 48);
+  EXPECT_EQ(sm90::epi_bytes(136, sm90::kBF16), 16);
+  EXPECT_EQ(sm90::epi_bytes(168, sm90::kF32), 32);   // 672-byte rows: 32-byte swizzled strips
+  EXPECT_EQ(sm90::epi_bytes(176, sm90::kBF16), 32);  // unchanged for multiples of 16
+  EXPECT_EQ(sm90::epi_bytes(192, sm90::kBF16), 128);
+  EXPECT_EQ(sm90::epi_swizzle(112), CU_TENSOR_MAP_SWIZZLE_NONE);
+  EXPECT_EQ(sm90::epi_swizzle(64), CU_TENSOR_MAP_SWIZZLE_64B);
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  Problem q = Problem::make(8192, 28672, 4096, DType::bf16, DType::bf16);
+  q.resolve();
+  EXPECT_EQ(be->validate(q, {"sm90", "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8"}, dev), "");
+  EXPECT_EQ(be->validate(q, {"sm90", "tile=256x168x64,stages=3,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
+  const std::string r2 = be->validate(q, {"sm90", "tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8"}, dev);
+  EXPECT_NE(r2.find("does not split between 2 CTAs along M"), std::string::npos) << r2;
+  const std::string r3 = be->validate(q, {"sm90", "tile=128x136x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev);
+  EXPECT_NE(r3.find("16-byte epilogue strips"), std::string::npos) << r3;
+  EXPECT_NE(be->validate(q, {"sm90", "tile=128x164x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev)
+                .find("multiple of 8"),
+            std::string::npos);
+  Problem g = q;
+  g.epilogue = parse_epilogue("silu_glu");
+  EXPECT_NE(be->validate(g, {"sm90", "tile=128x168x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
+  int n168 = 0;
+  for (const sm90::Config& c : sm90::enumerate_configs(q, dev)) {
+    if (c.bn % 16 == 0) continue;
+    EXPECT_EQ(c.bn, 168) << c.str();
+    EXPECT_EQ(c.cm, 1) << c.str();
+    ++n168;
+  }
+  EXPECT_GE(n168, 5);
+}
+
 TEST(Sm90Enumerate, BestFirstAndValid) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();

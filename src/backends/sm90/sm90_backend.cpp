@@ -185,10 +185,8 @@ class Sm90Executable final : public Executable {
                           std::min(sm90::b_box_rows(v, t), cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS) {
       const int eb = sm90::epi_bytes(cfg_.bn / 2, v.d.type);
-      const CUtensorMapSwizzle sw =
-          eb == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : eb == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
       r = sm90::encode_3d(enc, &maps_[2], args.d, v.d.type, v.n / 2, v.m, v.batch, v.d.ld, v.d.batch_stride,
-                          eb / sm90::elem_size(v.d.type), 64, sw);
+                          eb / sm90::elem_size(v.d.type), 64, sm90::epi_swizzle(eb));
     }
     if (r != CUDA_SUCCESS)
       GT_THROW("sm90: cuTensorMapEncodeTiled (GLU maps) failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");

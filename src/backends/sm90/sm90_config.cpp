@@ -157,7 +157,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   const std::string cs = " (config " + c.str() + ")";
   if (c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
   if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
-  if (c.bn < 16 || c.bn > 256 || c.bn % 16 != 0) return "sm90: tile N must be a multiple of 16 in [16, 256]" + cs;
+  if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
   if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
   if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
   if (c.stages < 2 || c.stages > 7) return "sm90: stages must be in [2, 7]" + cs;
@@ -170,6 +170,16 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
            "the cooperative schedule takes it" + cs;
   const KernelView v = kernel_view(p);
+  if (c.bn % 16 != 0) {
+    if (c.cm == 2)
+      return "sm90: tile N=" + std::to_string(c.bn) + " does not split between 2 CTAs along M (cluster 2x1 or 2x2) "
+             "in 8-row swizzle atoms (a multiple of 16 does; 1x1 and 1x2 clusters take it)" + cs;
+    const int eb = epi_bytes(c.bn, v.d.type);
+    if (eb != 32 && eb < 48)
+      return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
+             " bytes) split only into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168, "
+             "200, 216" + cs;
+  }
   if (v.b_mn && c.bn % 64 != 0)
     return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
            " (N-major in the kernel) needs tile N a multiple of 64" + cs;
@@ -327,10 +337,20 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
   // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200 2026-11-21);
   // estimate_cost charges that, so they rank below the wide tiles on large problems.
-  for (int bn = 64; bn <= 256; bn += 16) tiles.push_back({128, bn, false});
-  for (int bn = 64; bn <= 192; bn += 16) tiles.push_back({256, bn, false});
+  // Tile N 168 too (1x1 and 1x2 clusters): cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672:
+  // 170.7 tiles against 162.9 at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md
+  // step 10). The other N = 8 (mod 16) either split 16-bit D rows into 16-byte strips (136, 152, 184, ...) or, at
+  // 200 and 216, exceed the accumulators of the 128-row ping-pong tiles; --config takes them where valid.
+  auto widths = [](int hi) {
+    std::vector<int> w;
+    for (int bn = 64; bn <= hi; bn += 16) w.push_back(bn);
+    if (hi >= 168) w.insert(std::upper_bound(w.begin(), w.end(), 168), 168);
+    return w;
+  };
+  for (int bn : widths(256)) tiles.push_back({128, bn, false});
+  for (int bn : widths(192)) tiles.push_back({256, bn, false});
   for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
-  for (int bn = 64; bn <= 192; bn += 16) tiles.push_back({128, bn, true});
+  for (int bn : widths(192)) tiles.push_back({128, bn, true});
   const bool raster_n = v.n > v.m;
   for (const Tile& t : tiles)
     // 2x2 clusters are valid (--config) but were 10-40% behind 1x1 on every large shape measured: not enumerated.

@@ -75,9 +75,24 @@ struct TileShape {
 
 inline int a_box_rows(const KernelView& v, const TileShape& t) { return (v.a_mn ? 64 : t.bm) / t.cn; }
 inline int b_box_rows(const KernelView& v, const TileShape& t) { return (v.b_mn ? 64 : t.bn) / t.cm; }
+// Epilogue strip width in bytes for output tiles of `bn` columns (mirror of gt_sm90::epi_strip_bytes): 128/64/32 when
+// it divides the row, else the widest divisor of the row that is a multiple of 16 bytes and at most 112 (unswizzled
+// strips, e.g. 112 for tile N 168 with a 16-bit D); 0 when the row is not a multiple of 16 bytes.
 inline int epi_bytes(int bn, int out_type) {
   const int w = bn * elem_size(out_type);
-  return w % 128 == 0 ? 128 : w % 64 == 0 ? 64 : 32;
+  if (w % 128 == 0) return 128;
+  if (w % 64 == 0) return 64;
+  if (w % 32 == 0) return 32;
+  for (int b = 112; b >= 16; b -= 16)
+    if (w % b == 0) return b;
+  return 0;
+}
+// The D tensor map's swizzle for strips of `eb` bytes: the same as the width for 128/64/32, none otherwise.
+inline CUtensorMapSwizzle epi_swizzle(int eb) {
+  return eb == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+         : eb == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+         : eb == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                    : CU_TENSOR_MAP_SWIZZLE_NONE;
 }
 
 // Mirror of gt_sm90::GemmParams.
@@ -185,10 +200,8 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileSh
                 64, b_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
   const int eb = epi_bytes(t.bn, v.d.type);
-  const CUtensorMapSwizzle sw =
-      eb == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : eb == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
   return encode_3d(enc, &maps[2], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride,
-                   eb / elem_size(v.d.type), 64, sw);
+                   eb / elem_size(v.d.type), 64, epi_swizzle(eb));
 }
 
 }  // namespace gemmtune::sm90
