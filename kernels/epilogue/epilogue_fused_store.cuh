@@ -34,7 +34,8 @@ struct EpilogueFused {
   static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
   static constexpr unsigned kSwizzleMask = epi_swizzle_mask(kEpiBytes);
 
-  static_assert(kEpiBytes >= 48 || kEpiBytes == 32, "output tile must split into epilogue strips of 32 or >= 48 bytes");
+  static_assert(kEpiBytes % 32 == 0 || kEpiBytes == 112,
+                "output tile must split into 32/64/128-byte (swizzled) or 112-byte (unswizzled) epilogue strips");
   static_assert(kEpiBytes <= Cfg::kEpiBytes, "strip buffers are sized for the GEMM tile");
   static_assert(!kGlu || (kBlock % 8 == 0 && Cfg::BN % (2 * kBlock) == 0),
                 "GLU: block must be a multiple of 8 columns and tile N a multiple of 2 * block");

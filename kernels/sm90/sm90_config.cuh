@@ -28,8 +28,9 @@ struct GemmParams {
 // divides the row (the strip is then swizzled like the D tensor map, 128/64/32-byte swizzle), else the widest divisor
 // that is a multiple of 16 bytes and at most 128 (no swizzle): tile N = 168 with a 16-bit D makes 336-byte rows and
 // three 112-byte strips. 0 when the row is not a multiple of 16 bytes. Mirrored by gemmtune::sm90::epi_bytes.
-// NOTES: an unswizzled strip of 112 (80, 48) bytes is still free of bank conflicts for the fragment's stores: the 8
-// rows one warp writes start 28 (20, 12) words apart, distinct multiples of 4 modulo 32.
+// NOTES: an unswizzled 112-byte strip is still free of bank conflicts for the fragment's stores: the 8 rows one warp
+// writes start 28 words apart, distinct multiples of 4 modulo 32. The host accepts only 112-byte unswizzled strips
+// (tile N 168): 48-byte ones (N 216) spilled with a fused chain (gemmtune::sm90::config_reason).
 constexpr int epi_strip_bytes(int row_bytes) {
   if (row_bytes % 128 == 0) return 128;
   if (row_bytes % 64 == 0) return 64;
@@ -90,7 +91,8 @@ struct GemmConfig {
   static constexpr int kEpiBytes = epi_strip_bytes(BN * kOutSize);
   static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kEpiBufBytes = 64 * kEpiBytes;
-  static_assert(kEpiBytes >= 48 || kEpiBytes == 32, "tile N must split into epilogue strips of 32 or >= 48 bytes");
+  static_assert(kEpiBytes % 32 == 0 || kEpiBytes == 112,
+                "tile N must split into 32/64/128-byte (swizzled) or 112-byte (unswizzled) epilogue strips");
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
   static constexpr int kBarOffset = kEpiOffset + 2 * 2 * kEpiBufBytes;

@@ -150,11 +150,11 @@ const std::vector<const char*> kConfigs = {
     "tile=128x240x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4",
     "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic",
     "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tiles=dynamic",
-    // Tile N = 8 (mod 16): unswizzled 112-byte (168) and 48-byte (216) epilogue strips, 32-byte ones with f32 D.
+    // Tile N = 168: unswizzled 112-byte epilogue strips (32-byte swizzled ones with f32 D).
     "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8",
     "tile=128x168x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8",
     "tile=256x168x64,stages=3,cluster=1x1,sched=coop,raster=n,group=4",
-    "tile=128x216x64,stages=4,cluster=1x2,sched=coop,raster=n,group=8",
+    "tile=64x168x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4",
 };
 
 TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {

@@ -199,7 +199,7 @@ TEST(Sm90Config, Reasons) {
 }
 
 // Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; it cannot be split between two
-// CTAs along M (2x1 multicast of B in 8-row atoms); N whose rows split only into 16-byte strips are refused.
+// CTAs along M (2x1 multicast of B in 8-row atoms); N whose rows split into narrower strips are refused.
 TEST(Sm90Config, TileN168) {
   EXPECT_EQ(sm90::epi_bytes(168, sm90::kBF16), 112);
   EXPECT_EQ(sm90::epi_bytes(200, sm90::kF16), 80);
@@ -220,6 +220,8 @@ TEST(Sm90Config, TileN168) {
   EXPECT_NE(r2.find("does not split between 2 CTAs along M"), std::string::npos) << r2;
   const std::string r3 = be->validate(q, {"sm90", "tile=128x136x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev);
   EXPECT_NE(r3.find("16-byte epilogue strips"), std::string::npos) << r3;
+  const std::string r4 = be->validate(q, {"sm90", "tile=128x216x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev);
+  EXPECT_NE(r4.find("48-byte epilogue strips"), std::string::npos) << r4;
   EXPECT_NE(be->validate(q, {"sm90", "tile=128x164x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev)
                 .find("multiple of 8"),
             std::string::npos);

@@ -174,11 +174,12 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.cm == 2)
       return "sm90: tile N=" + std::to_string(c.bn) + " does not split between 2 CTAs along M (cluster 2x1 or 2x2) "
              "in 8-row swizzle atoms (a multiple of 16 does; 1x1 and 1x2 clusters take it)" + cs;
+    // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
+    // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
     const int eb = epi_bytes(c.bn, v.d.type);
-    if (eb != 32 && eb < 48)
+    if (eb != 32 && eb != 112)
       return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
-             " bytes) split only into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168, "
-             "200, 216" + cs;
+             " bytes) split into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168" + cs;
   }
   if (v.b_mn && c.bn % 64 != 0)
     return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
@@ -339,8 +340,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // estimate_cost charges that, so they rank below the wide tiles on large problems.
   // Tile N 168 too (1x1 and 1x2 clusters): cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672:
   // 170.7 tiles against 162.9 at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md
-  // step 10). The other N = 8 (mod 16) either split 16-bit D rows into 16-byte strips (136, 152, 184, ...) or, at
-  // 200 and 216, exceed the accumulators of the 128-row ping-pong tiles; --config takes them where valid.
+  // step 10). The other N = 8 (mod 16) split 16-bit D rows into strips of 16-80 bytes, which config_reason refuses.
   auto widths = [](int hi) {
     std::vector<int> w;
     for (int bn = 64; bn <= hi; bn += 16) w.push_back(bn);
