@@ -76,13 +76,16 @@ struct GemmConfig {
   static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
   static_assert(OUT >= 0 && OUT <= 2 && CT >= 0 && CT <= 2, "bad output / C dtype");
 
-  // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
-  static constexpr int kABytes = BM * 128, kBBytes = BN * 128, kStageBytes = kABytes + kBBytes;
   // TMA boxes. K-major: {64 K, rows}; MN-major: {64 M/N, 64 K}, one box per 64-wide chunk. With a cluster the
-  // shared operand's boxes are split by rows among the CTAs, each multicasting its part to all of them.
+  // shared operand's boxes are split by rows among the CTAs, each multicasting its part to all of them. A K-major
+  // B part is a whole number of 8-row swizzle atoms: tile N 168 on two CTAs along M loads two 88-row parts, the
+  // last 8 rows (the next tile's columns, or TMA's zero fill) landing in padding that no wgmma reads.
   static constexpr int kAParts = CN, kBParts = CM;
   static constexpr int kABoxRows = (A_MN ? 64 : BM) / kAParts;
-  static constexpr int kBBoxRows = (B_MN ? 64 : BN) / kBParts;
+  static constexpr int kBBoxRows = B_MN ? 64 / kBParts : (BN / kBParts + 7) / 8 * 8;
+  static constexpr int kBRows = B_MN ? BN : kBBoxRows * kBParts;  // B rows in shared memory (>= BN)
+  // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
+  static constexpr int kABytes = BM * 128, kBBytes = kBRows * 128, kStageBytes = kABytes + kBBytes;
   static_assert(kABoxRows % 8 == 0 && kBBoxRows % 8 == 0, "multicast parts must be whole 8-row swizzle atoms");
 
   // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and

@@ -241,12 +241,13 @@ TEST_F(Sm90EpilogueGpu, StreamKTailChains) {
              {{1536, 1536, 520, 1}, {1280, 1792, 200, 2}});
 }
 
-// Fused chains on tile N = 168 (unswizzled 112-byte epilogue strips), with ragged N (the edge copy), C and batches.
+// Fused chains on tile N = 168 (unswizzled 112-byte epilogue strips; 88-row B parts on 2 CTAs along M), with ragged N
+// (the edge copy), C and batches.
 TEST_F(Sm90EpilogueGpu, TileN168Chains) {
   run_chains({"bias,gelu_tanh", "row_scale,col_scale,gelu_erf,residual:f32", "relu", "bias_row,silu"},
              {"tile=128x168x64,stages=5,cluster=1x2,sched=coop,raster=m,group=8",
               "tile=64x168x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=4",
-              "tile=128x168x64,stages=5,cluster=1x1,sched=coop,raster=n,group=8"},
+              "tile=128x168x64,stages=5,cluster=2x1,sched=coop,raster=n,group=8"},
              {{1000, 1003, 520, 1}, {300, 680, 200, 2}});
 }
 

@@ -150,8 +150,11 @@ const std::vector<const char*> kConfigs = {
     "tile=128x240x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4",
     "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic",
     "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tiles=dynamic",
-    // Tile N = 168: unswizzled 112-byte epilogue strips (32-byte swizzled ones with f32 D).
+    // Tile N = 168: unswizzled 112-byte epilogue strips (32-byte swizzled ones with f32 D); on 2 CTAs along M, B in
+    // two 88-row parts (8 rows of padding).
     "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8",
+    "tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=8",
+    "tile=256x168x64,stages=3,cluster=2x1,sched=coop,raster=m,group=4",
     "tile=128x168x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8",
     "tile=256x168x64,stages=3,cluster=1x1,sched=coop,raster=n,group=4",
     "tile=64x168x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=4",
@@ -192,6 +195,7 @@ TEST(Sm90Gpu, ManyTilesPerCta) {
       "tile=128x176x64,stages=5,cluster=2x2,sched=pingpong,raster=m,group=8",
       "tile=256x192x64,stages=3,cluster=1x2,sched=coop,raster=m,group=8",
       "tile=128x168x64,stages=5,cluster=1x1,sched=pingpong,raster=n,group=8",
+      "tile=128x168x64,stages=5,cluster=2x2,sched=pingpong,raster=n,group=4",
   };
   const Layout L[2] = {Layout::row, Layout::col};
   const int ran = run_matrix(configs, {{2048, 2048, 64, 2}, {1920, 2000, 200, 2}, {4096, 1024, 136, 1}},
@@ -228,6 +232,7 @@ TEST(Sm90Gpu, TileOrdersRepeatedLaunches) {
       "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=16,tiles=gpc",
       "tile=256x128x64,stages=4,cluster=2x1,sched=coop,raster=n,group=4,tiles=gpc",
       "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8,tiles=gpc",
+      "tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc",
   };
   const int ran = run_matrix(
       configs,
@@ -253,7 +258,7 @@ TEST(Sm90Gpu, StreamKTail) {
       "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=8,tail=sk",
       "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk",
       "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,tail=sk",
-      "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8,tiles=gpc,tail=sk",
+      "tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc,tail=sk",
   };
   const int ran = run_matrix(
       configs, {{1536, 1536, 520, 1}, {2048, 2304, 200, 1}, {640, 1792, 64, 3}, {300, 520, 1000, 3}},

@@ -148,7 +148,7 @@ bool epi_direct(const Problem& p, const KernelView& v) {
 
 int smem_bytes(const Config& c, int out_type) {
   const int eb = epi_bytes(c.bn, out_type);
-  return c.stages * (c.bm + c.bn) * 128 + 4 * 64 * eb + 16 * c.stages + 16 + (c.dynamic ? 20 * kTileSlots : 0) +
+  return c.stages * (c.bm + b_smem_rows(c.bn, c.cm)) * 128 + 4 * 64 * eb + 16 * c.stages + 16 + (c.dynamic ? 20 * kTileSlots : 0) +
          1024;
 }
 
@@ -171,9 +171,6 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
            "the cooperative schedule takes it" + cs;
   const KernelView v = kernel_view(p);
   if (c.bn % 16 != 0) {
-    if (c.cm == 2)
-      return "sm90: tile N=" + std::to_string(c.bn) + " does not split between 2 CTAs along M (cluster 2x1 or 2x2) "
-             "in 8-row swizzle atoms (a multiple of 16 does; 1x1 and 1x2 clusters take it)" + cs;
     // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
     // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
     const int eb = epi_bytes(c.bn, v.d.type);
@@ -338,9 +335,9 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
   // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200 2026-11-21);
   // estimate_cost charges that, so they rank below the wide tiles on large problems.
-  // Tile N 168 too (1x1 and 1x2 clusters): cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672:
-  // 170.7 tiles against 162.9 at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md
-  // step 10). The other N = 8 (mod 16) split 16-bit D rows into strips of 16-80 bytes, which config_reason refuses.
+  // Tile N 168 too: cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672: 170.7 tiles against 162.9
+  // at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md step 10). On 2 CTAs along M
+  // its B parts are 88 rows (8 rows of padding per stage). The other N = 8 (mod 16) split 16-bit D rows into strips of 16-80 bytes, which config_reason refuses.
   auto widths = [](int hi) {
     std::vector<int> w;
     for (int bn = 64; bn <= hi; bn += 16) w.push_back(bn);

@@ -74,7 +74,14 @@ struct TileShape {
 };
 
 inline int a_box_rows(const KernelView& v, const TileShape& t) { return (v.a_mn ? 64 : t.bm) / t.cn; }
-inline int b_box_rows(const KernelView& v, const TileShape& t) { return (v.b_mn ? 64 : t.bn) / t.cm; }
+// A K-major B part is rounded up to whole 8-row swizzle atoms (tile N 168 on 2 CTAs along M: 88 rows each, mirror of
+// GemmConfig::kBBoxRows).
+inline int b_box_rows(const KernelView& v, const TileShape& t) {
+  return v.b_mn ? 64 / t.cm : (t.bn / t.cm + 7) / 8 * 8;
+}
+// B rows a stage holds in shared memory (GemmConfig::kBRows; N-major B needs tile N a multiple of 64, so the K-major
+// rounding is the general formula).
+inline int b_smem_rows(int bn, int cm) { return (bn / cm + 7) / 8 * 8 * cm; }
 // Epilogue strip width in bytes for output tiles of `bn` columns (mirror of gt_sm90::epi_strip_bytes): 128/64/32 when
 // it divides the row, else the widest divisor of the row that is a multiple of 16 bytes and at most 112 (unswizzled
 // strips, e.g. 112 for tile N 168 with a 16-bit D); 0 when the row is not a multiple of 16 bytes.
