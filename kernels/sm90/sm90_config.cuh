@@ -42,7 +42,8 @@ constexpr int epi_strip_bytes(int row_bytes) {
 // XOR mask of a strip's 16-byte chunk index (bits 4..6 of the offset) by the 128-byte row index: the TMA swizzle of
 // 128/64/32-byte strips; 0 for the unswizzled ones.
 constexpr unsigned epi_swizzle_mask(int strip_bytes) {
-  return strip_bytes == 128 || strip_bytes == 64 || strip_bytes == 32 ? static_cast<unsigned>(strip_bytes / 16 - 1) : 0u;
+  return strip_bytes == 128 || strip_bytes == 64 || strip_bytes == 32 ? static_cast<unsigned>(strip_bytes / 16 - 1)
+                                                                        : 0u;
 }
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,

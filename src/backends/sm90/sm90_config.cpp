@@ -148,8 +148,8 @@ bool epi_direct(const Problem& p, const KernelView& v) {
 
 int smem_bytes(const Config& c, int out_type) {
   const int eb = epi_bytes(c.bn, out_type);
-  return c.stages * (c.bm + b_smem_rows(c.bn, c.cm)) * 128 + 4 * 64 * eb + 16 * c.stages + 16 + (c.dynamic ? 20 * kTileSlots : 0) +
-         1024;
+  return c.stages * (c.bm + b_smem_rows(c.bn, c.cm)) * 128 + 4 * 64 * eb + 16 * c.stages + 16 +
+         (c.dynamic ? 20 * kTileSlots : 0) + 1024;
 }
 
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
@@ -337,7 +337,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // estimate_cost charges that, so they rank below the wide tiles on large problems.
   // Tile N 168 too: cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672: 170.7 tiles against 162.9
   // at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md step 10). On 2 CTAs along M
-  // its B parts are 88 rows (8 rows of padding per stage). The other N = 8 (mod 16) split 16-bit D rows into strips of 16-80 bytes, which config_reason refuses.
+  // its B parts are 88 rows (8 rows of padding per stage). The other N = 8 (mod 16) split 16-bit D rows into strips
+  // of 16-80 bytes, which config_reason refuses.
   auto widths = [](int hi) {
     std::vector<int> w;
     for (int bn = 64; bn <= hi; bn += 16) w.push_back(bn);
