@@ -4,6 +4,7 @@
 //   D (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C,  per batch b.
 //   A is K-major (row-major A) or M-major (A_MN); B is K-major (col-major B) or N-major (B_MN).
 #include "ptx/ptx.cuh"
+#include "sm90/sm90_shape.cuh"
 
 namespace gt_sm90 {
 
@@ -23,28 +24,6 @@ struct GemmParams {
   float* sk_ws;         // stream-K tail (Cfg::SK): partial accumulators, one slot per cluster boundary, or null (off)
   int* sk_flags;        // one per slot and part: 1 = partial written, 0 = consumed (zero between launches)
 };
-
-// Epilogue strip width (bytes of a D row per staged strip) for output rows of `row_bytes`: 128, 64 or 32 when it
-// divides the row (the strip is then swizzled like the D tensor map, 128/64/32-byte swizzle), else the widest divisor
-// that is a multiple of 16 bytes and at most 128 (no swizzle): tile N = 168 with a 16-bit D makes 336-byte rows and
-// three 112-byte strips. 0 when the row is not a multiple of 16 bytes. Mirrored by gemmtune::sm90::epi_bytes.
-// NOTES: an unswizzled 112-byte strip is still free of bank conflicts for the fragment's stores: the 8 rows one warp
-// writes start 28 words apart, distinct multiples of 4 modulo 32. The host accepts only 112-byte unswizzled strips
-// (tile N 168): 48-byte ones (N 216) spilled with a fused chain (gemmtune::sm90::config_reason).
-constexpr int epi_strip_bytes(int row_bytes) {
-  if (row_bytes % 128 == 0) return 128;
-  if (row_bytes % 64 == 0) return 64;
-  if (row_bytes % 32 == 0) return 32;
-  for (int b = 112; b >= 16; b -= 16)
-    if (row_bytes % b == 0) return b;
-  return 0;
-}
-// XOR mask of a strip's 16-byte chunk index (bits 4..6 of the offset) by the 128-byte row index: the TMA swizzle of
-// 128/64/32-byte strips; 0 for the unswizzled ones.
-constexpr unsigned epi_swizzle_mask(int strip_bytes) {
-  return strip_bytes == 128 || strip_bytes == 64 || strip_bytes == 32 ? static_cast<unsigned>(strip_bytes / 16 - 1)
-                                                                        : 0u;
-}
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
           bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false, bool SK_ = false>
@@ -79,11 +58,11 @@ struct GemmConfig {
 
   // TMA boxes. K-major: {64 K, rows}; MN-major: {64 M/N, 64 K}, one box per 64-wide chunk. With a cluster the
   // shared operand's boxes are split by rows among the CTAs, each multicasting its part to all of them. A K-major
-  // B part is a whole number of 8-row swizzle atoms: tile N 168 on two CTAs along M loads two 88-row parts, the
-  // last 8 rows (the next tile's columns, or TMA's zero fill) landing in padding that no wgmma reads.
+  // B part is a whole number of 8-row swizzle atoms (operand_part_rows): the last 8 rows of tile N 168 on two CTAs
+  // along M (the next tile's columns, or TMA's zero fill) land in padding.
   static constexpr int kAParts = CN, kBParts = CM;
   static constexpr int kABoxRows = (A_MN ? 64 : BM) / kAParts;
-  static constexpr int kBBoxRows = B_MN ? 64 / kBParts : (BN / kBParts + 7) / 8 * 8;
+  static constexpr int kBBoxRows = B_MN ? 64 / kBParts : operand_part_rows(BN, kBParts);
   static constexpr int kBRows = B_MN ? BN : kBBoxRows * kBParts;  // B rows in shared memory (>= BN)
   // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
   static constexpr int kABytes = BM * 128, kBBytes = kBRows * 128, kStageBytes = kABytes + kBBytes;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "sm90/sm90_shape.cuh"  // kernels/: the shape arithmetic the kernels use
+
 namespace gemmtune::sm90 {
 
 enum ElemType : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
@@ -74,26 +76,16 @@ struct TileShape {
 };
 
 inline int a_box_rows(const KernelView& v, const TileShape& t) { return (v.a_mn ? 64 : t.bm) / t.cn; }
-// A K-major B part is rounded up to whole 8-row swizzle atoms (tile N 168 on 2 CTAs along M: 88 rows each, mirror of
-// GemmConfig::kBBoxRows).
+// A K-major B part is rounded up to whole 8-row swizzle atoms (GemmConfig::kBBoxRows: tile N 168 on 2 CTAs along M
+// loads 88 rows each).
 inline int b_box_rows(const KernelView& v, const TileShape& t) {
-  return v.b_mn ? 64 / t.cm : (t.bn / t.cm + 7) / 8 * 8;
+  return v.b_mn ? 64 / t.cm : gt_sm90::operand_part_rows(t.bn, t.cm);
 }
 // B rows a stage holds in shared memory (GemmConfig::kBRows; N-major B needs tile N a multiple of 64, so the K-major
 // rounding is the general formula).
-inline int b_smem_rows(int bn, int cm) { return (bn / cm + 7) / 8 * 8 * cm; }
-// Epilogue strip width in bytes for output tiles of `bn` columns (mirror of gt_sm90::epi_strip_bytes): 128/64/32 when
-// it divides the row, else the widest divisor of the row that is a multiple of 16 bytes and at most 112 (unswizzled
-// strips, e.g. 112 for tile N 168 with a 16-bit D); 0 when the row is not a multiple of 16 bytes.
-inline int epi_bytes(int bn, int out_type) {
-  const int w = bn * elem_size(out_type);
-  if (w % 128 == 0) return 128;
-  if (w % 64 == 0) return 64;
-  if (w % 32 == 0) return 32;
-  for (int b = 112; b >= 16; b -= 16)
-    if (w % b == 0) return b;
-  return 0;
-}
+inline int b_smem_rows(int bn, int cm) { return gt_sm90::operand_part_rows(bn, cm) * cm; }
+// Epilogue strip width in bytes for output tiles of `bn` columns (GemmConfig::kEpiBytes, gt_sm90::epi_strip_bytes).
+inline int epi_bytes(int bn, int out_type) { return gt_sm90::epi_strip_bytes(bn * elem_size(out_type)); }
 // The D tensor map's swizzle for strips of `eb` bytes: the same as the width for 128/64/32, none otherwise.
 inline CUtensorMapSwizzle epi_swizzle(int eb) {
   return eb == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
