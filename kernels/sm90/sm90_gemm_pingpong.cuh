@@ -54,13 +54,8 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, tid % 32, [&] {
         if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
       });
-      if constexpr (Cfg::SK) {
-        if (u.kind == kHead) {
-          SkPartials<Cfg>::write(acc, p, u.slot, rank, tid, 1 + cw);
-          continue;
-        }
-        if (u.kind == kTail) SkPartials<Cfg>::add(acc, p, u.slot, rank, tid, 1 + cw);
-      }
+      if constexpr (Cfg::SK)
+        if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid, 1 + cw)) continue;  // a head: its partial is written
       Epi::store(acc, td, p, ep, sm.epi(cw, 0), sm.epi(cw, 1), 1 + cw, m0, n0, b, tid, buf);
     }
     Epi::drain(tid);

@@ -9,6 +9,7 @@
 // layout never matters. One flag per (slot, part). Mirrored by the host (src/backends/sm90/sm90_plan.h).
 #include "ptx/ptx.cuh"
 #include "sm90/sm90_config.cuh"
+#include "sm90/sm90_tile_stream.cuh"
 
 namespace gt_sm90 {
 
@@ -38,6 +39,19 @@ struct SkPartials {
       fence_acq_rel_gpu();
       st_relaxed_gpu(p.sk_flags + slot * kParts + part, 1);
     }
+  }
+
+  // After unit `u`'s k-blocks, in every thread of the consumer warpgroup: a head writes its partial and returns false
+  // (nothing to store), a tail adds its head's partial; true: store the tile. Called only where Cfg::SK (the callers'
+  // `if constexpr` keeps the plain kernels' code as it was).
+  __device__ __forceinline__ static bool settle(const Unit& u, float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
+                                                const GemmParams& p, int part, int tid, int bar_id) {
+    if (u.kind == kHead) {
+      write(acc, p, u.slot, part, tid, bar_id);
+      return false;
+    }
+    if (u.kind == kTail) add(acc, p, u.slot, part, tid, bar_id);
+    return true;
   }
 
   __device__ __forceinline__ static void add(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const GemmParams& p, int slot,

@@ -273,15 +273,18 @@ void time_side_by_side(const Problem& p, Bench& bench, std::vector<CandidateResu
   }
   const double fastest = *std::min_element(est.begin(), est.end());
   std::vector<Executable*> fast;
-  std::vector<size_t> fast_idx;
-  for (size_t j = 0; j < exes.size(); ++j)
-    if (est[j] <= kSlow * fastest) fast.push_back(exes[j]), fast_idx.push_back(idx[j]);
+  std::vector<size_t> fast_idx, slow;  // slow: positions in exes
+  for (size_t j = 0; j < exes.size(); ++j) {
+    if (est[j] > kSlow * fastest)
+      slow.push_back(j);
+    else
+      fast.push_back(exes[j]), fast_idx.push_back(idx[j]);
+  }
   TuneOptions all = o;
   all.min_time_ms = o.min_time_ms * double(fast.size());
   auto us = time_rounds(bench, fast, plan_iters(bench, fast, all));
   for (size_t j = 0; j < fast.size(); ++j) summarize(p, results[fast_idx[j]], us[j]);
-  for (size_t j = 0; j < exes.size(); ++j) {
-    if (est[j] <= kSlow * fastest) continue;
+  for (size_t j : slow) {
     std::vector<Executable*> one{exes[j]};
     auto u = time_rounds(bench, one, plan_iters(bench, one, o));
     summarize(p, results[idx[j]], u[0]);

@@ -7,9 +7,9 @@
 
 namespace gemmtune {
 
-// Indices of the candidates (status ok) to time again side by side: the 4 fastest by their one-at-a-time numbers and
-// the others within 8% of the 4th fastest, at most 6; all of them for an explicit list (`whole_list`). Empty when
-// fewer than two qualify.
+// Indices of the candidates (status ok) to time again side by side: the 4 fastest by their first numbers and the
+// others within 8% of the 4th fastest, at most 6; all of them for an explicit list (`whole_list`). Empty when fewer
+// than two qualify.
 std::vector<size_t> runoff_members(const std::vector<CandidateResult>& results, bool whole_list);
 
 // The winner's index, or -1: the fastest candidate with status ok among `raced` when that is not empty (numbers

@@ -107,19 +107,21 @@ CandidateResult pending_result(const Candidate& c) {
   return r;
 }
 
-// Candidates timed one after another see the GPU in different power/thermal states: on the H200, one kernel's median
-// moved by up to 5% between positions in a tuning run, and the first candidate timed after an idle spell up to 10%
-// (before the settle run, see TuneOptions::settle_ms), more than the gap between the best candidates. So the
-// kRunoffMin fastest and the contenders within `kRunoffBand` of the kRunoffMin-th fastest (at most kRunoffMax) are
-// timed again side by side, interleaved on the same buffers, and their numbers are replaced by that runoff's; an
-// explicit list of candidates (several --config) is timed side by side whole. They all passed verification already;
-// the runoff runs in this process (a failure there only keeps the first timings). Returns the indices of the
-// candidates it re-timed (empty when none ran): the winner is picked among them.
+// The kRunoffMin fastest and the contenders within `kRunoffBand` of the kRunoffMin-th fastest (at most kRunoffMax) are
+// timed again side by side, interleaved on the same buffers, and their numbers are replaced by that runoff's: a
+// second, longer look at the close ones (first timings and runoff numbers differed by 0.9% median, 3.6% at most on
+// the H200, bench/NOTES.md step 10). With TuneOptions::interleave off the first timings were taken one after another,
+// each in another power state of the GPU (up to 15% off); then an explicit list of candidates (several --config) is
+// timed side by side whole here. With it on, such a list was timed side by side whole already: no runoff. They all
+// passed verification; the runoff runs in this process (a failure there only keeps the first timings). Returns the
+// indices of the candidates it re-timed (empty when none ran): the winner is picked among them.
 // NOTES: the band was anchored to the fastest first timing; an optimistic outlier there (cuBLASLt's default at 628 us
 // on gate_up_m2048, 2026-11-21) left a 691 us candidate out of the runoff, whose 693-726 us numbers then lost to that
 // one-at-a-time 691: it won the tune and ran 710 us side by side against the 685 us of a runoff member.
 std::vector<size_t> runoff(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {
-  const std::vector<size_t> top = runoff_members(results, o.only.size() > 1);
+  const bool whole_list = o.only.size() > 1;
+  if (whole_list && o.interleave) return {};
+  const std::vector<size_t> top = runoff_members(results, whole_list);
   if (top.empty()) return {};
   std::vector<CandidateResult> rr;
   for (size_t i : top) {
@@ -153,10 +155,10 @@ std::vector<size_t> runoff(const Problem& p, std::vector<CandidateResult>& resul
 std::vector<size_t> runoff_members(const std::vector<CandidateResult>& results, bool whole_list) {
   const double kRunoffBand = whole_list ? 1e30 : 1.08;
   const size_t kRunoffMax = whole_list ? results.size() : 6;
-  // The fastest few take part whatever their gap: one-at-a-time timings can be optimistic for a kernel (cuBLASLt's
-  // default algorithm timed 10-18% faster back to back than interleaved on the H200, 2026-11-21), and an outlier
-  // alone in the band would otherwise win on that number; the band is measured from the 4th fastest for the same
-  // reason.
+  // The fastest few take part whatever their gap: a first timing can be optimistic for a kernel (one at a time,
+  // cuBLASLt's default algorithm timed 10-18% faster back to back than interleaved on the H200, 2026-11-21), and an
+  // outlier alone in the band would otherwise win on that number; the band is measured from the 4th fastest for the
+  // same reason.
   constexpr size_t kRunoffMin = 4;
   std::vector<size_t> ok;
   for (size_t i = 0; i < results.size(); ++i)
