@@ -43,6 +43,17 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) 
       "r"(cta)
       : "memory");
 }
+// The shared::cluster address of `addr`'s offset in CTA `cta` of this cluster. Offsets inside a CTA's window carry
+// over: mapa(addr) + d == mapa(addr + d).
+__device__ __forceinline__ unsigned mapa_cluster(unsigned addr, unsigned cta) {
+  unsigned r;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(cta));
+  return r;
+}
+// Arrive on the barrier at shared::cluster address `bar` (from mapa_cluster).
+__device__ __forceinline__ void mbar_arrive_remote(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
 __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
   unsigned ok;
   asm volatile(

@@ -133,23 +133,22 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
 //   a k16 step moves 16 rows = 2048 bytes.
 // Both kinds put the 64-row slab si at si * 8192 bytes from the consumer's first row.
 // NOTES: computing each descriptor from its address inside the k loop (mask, shift, or) cost ~108 instructions per
-// k-block and consumer warp around 8 wgmmas (ncu, 2026-11-21: 2.3x cuBLAS's instruction count); now ~67, with the
+// k-block and consumer warp around 8 wgmmas (ncu, 2026-11-21: 2.3x cuBLAS's instruction count); 64-67 with the low
+// words stepped by 32-bit adds (ptxas then re-materialised the constant high word with a UMOV, and a NOP, for every
+// wgmma); 53-54 with 64-bit adds on whole descriptors (one UIADD3.64 per wgmma operand, as cuBLAS's kernel), the
 // descriptors in uniform registers when the caller's tile loop is warp-uniform (see gemm_pingpong).
 template <class Cfg>
 struct StageDescs {
-  // Low words (smem_desc_sw128_lo) of the stage-0 descriptors; the high word (SBO 1024 bytes, 128-byte swizzle) is
-  // the same for every operand.
-  unsigned a0, b0;
-  static constexpr unsigned long long kHi = smem_desc_sw128_hi(1024);
+  unsigned long long a0, b0;  // stage-0 descriptors (128-byte swizzle, SBO 1024 bytes)
   static constexpr unsigned kStage = Cfg::kStageBytes >> 4;  // offsets in descriptor units (16 bytes)
   static constexpr unsigned kSlab = 8192 >> 4;
   static constexpr unsigned kKA = (Cfg::A_MN ? 2048 : 32) >> 4, kKB = (Cfg::B_MN ? 2048 : 32) >> 4;
   __device__ __forceinline__ StageDescs(const SmemPlan<Cfg>& sm, int row0) {
+    constexpr unsigned long long kHi = smem_desc_sw128_hi(1024);
     // row0 * 128 = (row0 / 64) * 8192: the slab offset of both layouts.
-    a0 = smem_desc_sw128_lo(sm.a(0) + row0 * 128, Cfg::A_MN ? 8192 : 16);
-    b0 = smem_desc_sw128_lo(sm.b(0), Cfg::B_MN ? 8192 : 16);
+    a0 = kHi | smem_desc_sw128_lo(sm.a(0) + row0 * 128, Cfg::A_MN ? 8192 : 16);
+    b0 = kHi | smem_desc_sw128_lo(sm.b(0), Cfg::B_MN ? 8192 : 16);
   }
-  __device__ __forceinline__ static unsigned long long desc(unsigned lo) { return kHi | lo; }
 };
 
 // Issues the 4 k16 steps of stage s for one consumer. `accumulate` = false zero-initialises the accumulators on the
@@ -159,13 +158,13 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2]
                                           bool accumulate) {
   using Mma = Wgmma<Cfg::BN, Cfg::F16>;
   using D = StageDescs<Cfg>;
-  const unsigned la = d.a0 + static_cast<unsigned>(s) * D::kStage, lb = d.b0 + static_cast<unsigned>(s) * D::kStage;
+  const unsigned long long off = static_cast<unsigned>(s) * D::kStage, la = d.a0 + off, lb = d.b0 + off;
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
-      Mma::template mma<Cfg::A_MN ? 1 : 0, Cfg::B_MN ? 1 : 0>(acc[si], D::desc(la + si * D::kSlab + kk * D::kKA),
-                                                             D::desc(lb + kk * D::kKB), (accumulate || kk > 0) ? 1 : 0);
+      Mma::template mma<Cfg::A_MN ? 1 : 0, Cfg::B_MN ? 1 : 0>(acc[si], la + (si * D::kSlab + kk * D::kKA),
+                                                             lb + kk * D::kKB, (accumulate || kk > 0) ? 1 : 0);
   }
 }
 
@@ -181,21 +180,21 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2]
 // in consume_tile only (built once per tile, not per k-block).
 template <class Cfg>
 struct StageRelease {
-  bool arrives;     // lane 0 of warp w < CS, but not toward a 2x2 cluster's diagonal peer
-  unsigned target;  // the CTA whose empty barrier it arrives on (cluster rank w)
-  __device__ __forceinline__ explicit StageRelease(int lane) {
+  bool arrives;    // lane 0 of warp w < CS, but not toward a 2x2 cluster's diagonal peer
+  unsigned bar0;  // empty[0] of the CTA it arrives on (cluster rank w): shared::cluster address with a cluster
+  __device__ __forceinline__ StageRelease(const SmemPlan<Cfg>& sm, int lane) {
     static_assert(Cfg::CS <= 4, "one warp of the consumer warpgroup per destination CTA");
     const int w = static_cast<int>(threadIdx.x / 32) % 4;
-    target = static_cast<unsigned>(w);
     arrives = lane == 0 && w < Cfg::CS;
     if (Cfg::CS == 4) arrives = arrives && w != 3 - static_cast<int>(cluster_ctarank());
+    bar0 = Cfg::CS == 1 ? sm.empty(0) : mapa_cluster(sm.empty(0), static_cast<unsigned>(w));
   }
-  __device__ __forceinline__ void operator()(const SmemPlan<Cfg>& sm, int s) const {
+  __device__ __forceinline__ void operator()(int s) const {
     if (!arrives) return;
     if (Cfg::CS == 1)
-      mbar_arrive(sm.empty(s));
+      mbar_arrive(bar0 + 8 * s);
     else
-      mbar_arrive_cluster(sm.empty(s), target);
+      mbar_arrive_remote(bar0 + 8 * s);
   }
 };
 
@@ -208,7 +207,7 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
                                              RingPos<Cfg::STAGES>& rp, int k_iters, int row0, int lane,
                                              Issued issued) {
   const StageDescs<Cfg> descs(sm, __shfl_sync(0xffffffffu, row0, 0));
-  const StageRelease<Cfg> release(lane);
+  const StageRelease<Cfg> release(sm, lane);
   int prev = -1;
   for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
     const int s = rp.s;
@@ -222,7 +221,7 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
     wgmma_commit();
     // Keep one stage of wgmmas in flight; the one before it is done reading and can be refilled.
     wgmma_wait<1>();
-    if (prev >= 0) release(sm, prev);
+    if (prev >= 0) release(prev);
     prev = s;
   }
   issued();
@@ -231,7 +230,7 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(acc[si][i]);
-  release(sm, prev);
+  release(prev);
 }
 
 // Block start shared by both schedules: thread 0 prefetches the tensor maps and initialises the ring's barriers plus
