@@ -32,7 +32,6 @@ struct EpilogueFused {
   static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kChunks = BNO / kEpiCols;           // strips per 64-row slab
   static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
-  static constexpr unsigned kSwizzleMask = epi_swizzle_mask(kEpiBytes);
 
   static_assert(kEpiBytes % 32 == 0 || kEpiBytes == 112,
                 "output tile must split into 32/64/128-byte (swizzled) or 112-byte (unswizzled) epilogue strips");
@@ -130,23 +129,11 @@ struct EpilogueFused {
             bulk_wait_read<1>();
         }
         named_bar_sync(bar_id, 128);
-#pragma unroll
-        for (int g = 0; g < kGroupsPerChunk; ++g) {
+        stage_strip<Cfg::OUT, kEpiBytes, kGroupsPerChunk, !Cfg::HAS_C && !Cfg::SK>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int co = q * kGroupsPerChunk + g;
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const int r = warp * 16 + lane / 4 + 8 * i;
-            const int row = m0 + si * 64 + r, col = o0 + 8 * co + 2 * (lane % 4);
-            float v0, v1;
-            value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
-            const unsigned off = r * kEpiBytes + (g * 8 + 2 * (lane % 4)) * kOutSize;
-            const unsigned sw = off ^ (((off >> 7) & kSwizzleMask) << 4);
-            if (Cfg::OUT == kF32)
-              st_shared_f32x2(dst + sw, v0, v1);
-            else
-              st_shared_u32(dst + sw, Cfg::OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
-          }
-        }
+          const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
+          value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
+        });
         fence_proxy_async();
         named_bar_sync(bar_id, 128);
         if (direct) {

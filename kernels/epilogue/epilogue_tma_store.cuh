@@ -98,6 +98,61 @@ __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long lo
   }
 }
 
+// Writes one strip of a consumer warpgroup's output (64 rows x GROUPS 8-column groups, BYTES per row) into the staging
+// buffer at `dst`, swizzled like the D tensor map. `pair(g, i, v0, v1)` gives the values of the fragment pair of group
+// g, half i (row 16 warp + lane / 4 + 8 i, columns 8 g + 2 (lane % 4) and + 1 of the strip). With STSM a 16-bit D
+// goes out with one stmatrix per two groups (a 16 x 16 block of the warp's rows; an odd last group with an x2),
+// otherwise with one 4-byte (8-byte for f32) store per pair.
+// NOTES: stmatrix takes ~7% of the instructions off a plain kernel (4 st.shared and their addresses per x4) and ~9%
+// of ptxas time, but holding 4 pairs per store tipped kernels that already sit at the register limit into 4-48 bytes
+// of spills (ping-pong 128x128 with an element-wise C, or with a stream-K tail), so the callers ask for it only
+// without C and stream-K.
+template <int OUT, int BYTES, int GROUPS, bool STSM, class Pair>
+__device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pair pair) {
+  constexpr unsigned kMask = epi_swizzle_mask(BYTES);
+  if constexpr (OUT == kF32 || !STSM) {
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float v0, v1;
+        pair(g, i, v0, v1);
+        const unsigned off = (warp * 16 + lane / 4 + 8 * i) * BYTES + (g * 8 + 2 * (lane % 4)) * (OUT == kF32 ? 4 : 2);
+        const unsigned sw = off ^ (((off >> 7) & kMask) << 4);
+        if (OUT == kF32)
+          st_shared_f32x2(dst + sw, v0, v1);
+        else
+          st_shared_u32(dst + sw, OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
+      }
+    }
+  } else {
+    // Matrix m = lane / 8 of an x4 is (half m % 2, group g0 + m / 2): lane l gives row l % 8 of it, 16-byte chunk
+    // g0 + m / 2 of the row, XORed with the row's swizzle s (kMask = chunks per strip - 1). The swizzled strips are
+    // 32, 64 or 128 bytes, so `row` is a multiple of the strip and chunk ^ s < strip / 16: the address is
+    // row ^ 16 ((m / 2) ^ s) ^ 16 g0 (g0 even), one XOR per stmatrix from a per-lane base.
+    const int m = lane / 8;
+    const unsigned row = (warp * 16 + 8 * (m % 2) + lane % 8) * BYTES;
+    const unsigned base = kMask ? row ^ (16u * ((m / 2) ^ ((row >> 7) & kMask))) : row + 16u * (m / 2);
+#pragma unroll
+    for (int g0 = 0; g0 < GROUPS; g0 += 2) {
+      unsigned pk[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        if (g0 + h / 2 < GROUPS) {
+          float v0, v1;
+          pair(g0 + h / 2, h % 2, v0, v1);
+          pk[h] = OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1);
+        }
+      }
+      const unsigned addr = dst + (kMask ? base ^ (16u * g0) : base + 16u * g0);
+      if (g0 + 1 < GROUPS)
+        stmatrix_x4(addr, pk[0], pk[1], pk[2], pk[3]);
+      else
+        stmatrix_x2(addr, pk[0], pk[1]);  // an odd last group: matrices (0, g0), (1, g0) from lanes 0-15
+    }
+  }
+}
+
 template <class Cfg, int FLAGS = kEpiDirect>
 struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
@@ -105,7 +160,6 @@ struct EpilogueTmaStore {
   static constexpr bool kFused = false;
   static constexpr int kChunks = Cfg::BN * Cfg::kOutSize / Cfg::kEpiBytes;  // strips per 64-row slab
   static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
-  static constexpr unsigned kSwizzleMask = epi_swizzle_mask(Cfg::kEpiBytes);  // 128B: 7, 64B: 3, 32B: 1, else 0
 
   // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs(i)` = the two strip buffers of this
   // warpgroup; `bar_id` its named barrier; `buf` toggles across calls (persistent).
@@ -143,38 +197,27 @@ struct EpilogueTmaStore {
             bulk_wait_read<1>();
         }
         named_bar_sync(bar_id, 128);
-#pragma unroll
-        for (int g = 0; g < kGroupsPerChunk; ++g) {
+        stage_strip<Cfg::OUT, Cfg::kEpiBytes, kGroupsPerChunk, !Cfg::HAS_C && !Cfg::SK>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int c = q * kGroupsPerChunk + g;
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const int r = warp * 16 + lane / 4 + 8 * i;  // row inside the slab
-            float v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
-            float v1 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i + 1]);
-            if (Cfg::HAS_C) {
-              const int row = m0 + si * 64 + r, col = n0 + 8 * c + 2 * (lane % 4);
-              if (row < p.m) {
-                if (FLAGS & kEpiVecC) {
-                  if (col < p.n) {  // n even: col + 1 < n too
-                    float c0, c1;
-                    load_c2_at<Cfg::CT>(crow[i] + 8 * c * kCSize, c0, c1);
-                    v0 += p.beta * c0;
-                    v1 += p.beta * c1;
-                  }
-                } else {
-                  if (col < p.n) v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
-                  if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
+          v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
+          v1 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i + 1]);
+          if (Cfg::HAS_C) {
+            const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = n0 + 8 * c + 2 * (lane % 4);
+            if (row < p.m) {
+              if (FLAGS & kEpiVecC) {
+                if (col < p.n) {  // n even: col + 1 < n too
+                  float c0, c1;
+                  load_c2_at<Cfg::CT>(crow[i] + 8 * c * kCSize, c0, c1);
+                  v0 += p.beta * c0;
+                  v1 += p.beta * c1;
                 }
+              } else {
+                if (col < p.n) v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
+                if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
               }
             }
-            const unsigned off = r * Cfg::kEpiBytes + (g * 8 + 2 * (lane % 4)) * Cfg::kOutSize;
-            const unsigned sw = off ^ (((off >> 7) & kSwizzleMask) << 4);
-            if (Cfg::OUT == kF32)
-              st_shared_f32x2(dst + sw, v0, v1);
-            else
-              st_shared_u32(dst + sw, Cfg::OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
           }
-        }
+        });
         fence_proxy_async();
         named_bar_sync(bar_id, 128);
         if (direct) {
