@@ -28,13 +28,14 @@ struct EpilogueFused {
   static constexpr int kBlock = !kGlu ? 0 : kHalves ? Cfg::BN / 2 : Chain::kGluBlock;
   static constexpr int BNO = kGlu ? Cfg::BN / 2 : Cfg::BN;  // output columns per tile
   static constexpr int kOutSize = Cfg::kOutSize;
-  static constexpr int kEpiBytes = epi_strip_bytes(BNO * kOutSize);
+  // A GLU's output tile is BN/2 wide: narrow strips (the buffers are sized for the GEMM tile's); else the tile's own.
+  static constexpr int kEpiBytes = kGlu ? epi_narrow_bytes(BNO * kOutSize) : Cfg::kEpiBytes;
   static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kChunks = BNO / kEpiCols;           // strips per 64-row slab
   static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
 
-  static_assert(kEpiBytes % 32 == 0 || kEpiBytes == 112,
-                "output tile must split into 32/64/128-byte (swizzled) or 112-byte (unswizzled) epilogue strips");
+  static_assert(kEpiCols % 8 == 0 && (epi_swizzle_mask(kEpiBytes) != 0 || (kEpiBytes / 16) % 2 == 1),
+                "output tile must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) strips");
   static_assert(kEpiBytes <= Cfg::kEpiBytes, "strip buffers are sized for the GEMM tile");
   static_assert(!kGlu || (kBlock % 8 == 0 && Cfg::BN % (2 * kBlock) == 0),
                 "GLU: block must be a multiple of 8 columns and tile N a multiple of 2 * block");
@@ -108,7 +109,7 @@ struct EpilogueFused {
 
   // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, const Params& ep0, unsigned buf0, unsigned buf1,
+                                               const GemmParams& p, const Params& ep0, unsigned bufs,
                                                int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
     const Params ep = ep0.at_batch(b);
     const int warp = tid / 32, lane = tid % 32;
@@ -121,12 +122,12 @@ struct EpilogueFused {
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
         const bool direct = edge_tile && o0 + (q + 1) * kEpiCols > n_out;
-        const unsigned dst = buf ? buf1 : buf0;
+        const unsigned dst = epi_buf<Cfg>(bufs, buf);
         if (tid == 0) {
           if (edge_tile)
             bulk_wait_read<0>();
           else
-            bulk_wait_read<1>();
+            bulk_wait_read<Cfg::kEpiBufs - 1>();
         }
         named_bar_sync(bar_id, 128);
         stage_strip<Cfg::OUT, kEpiBytes, kGroupsPerChunk, !Cfg::HAS_C && !Cfg::SK>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
@@ -143,7 +144,7 @@ struct EpilogueFused {
           tma_store_3d(td, dst, o0 + q * kEpiCols, m0 + si * 64, b);
           bulk_commit();
         }
-        buf ^= 1u;
+        buf = epi_next<Cfg>(buf);
       }
     }
   }

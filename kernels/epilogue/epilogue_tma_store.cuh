@@ -153,6 +153,21 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
   }
 }
 
+// Strip buffer `buf` of a consumer's kEpiBufs buffers at `bufs`, and the buffer after it. Two buffers keep the select
+// and XOR of the two-buffer epilogue (index arithmetic cost a register that made a stream-K ping-pong 128x128 kernel
+// spill); one buffer is reused by every strip.
+template <class Cfg>
+__device__ __forceinline__ unsigned epi_buf(unsigned bufs, unsigned buf) {
+  if constexpr (Cfg::kEpiBufs == 1)
+    return bufs;
+  else
+    return buf ? bufs + Cfg::kEpiBufBytes : bufs;
+}
+template <class Cfg>
+__device__ __forceinline__ unsigned epi_next(unsigned buf) {
+  return Cfg::kEpiBufs == 1 ? 0u : buf ^ 1u;
+}
+
 template <class Cfg, int FLAGS = kEpiDirect>
 struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
@@ -161,10 +176,10 @@ struct EpilogueTmaStore {
   static constexpr int kChunks = Cfg::BN * Cfg::kOutSize / Cfg::kEpiBytes;  // strips per 64-row slab
   static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
 
-  // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs(i)` = the two strip buffers of this
-  // warpgroup; `bar_id` its named barrier; `buf` toggles across calls (persistent).
+  // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs`: the first of this warpgroup's
+  // Cfg::kEpiBufs strip buffers; `bar_id` its named barrier; `buf` the next buffer (persists across calls).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, const Params&, unsigned buf0, unsigned buf1,
+                                               const GemmParams& p, const Params&, unsigned bufs,
                                                int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
     const int warp = tid / 32, lane = tid % 32;
     // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of 16 it
@@ -188,13 +203,14 @@ struct EpilogueTmaStore {
 #pragma unroll
       for (int q = 0; q < kChunks; ++q) {
         const bool direct = edge_tile && n0 + (q + 1) * Cfg::kEpiCols > p.n;
-        const unsigned dst = buf ? buf1 : buf0;
-        // The store issued from this buffer two strips ago must have finished reading it.
+        const unsigned dst = epi_buf<Cfg>(bufs, buf);
+        // The store issued from this buffer kEpiBufs strips ago must have finished reading it (one bulk group per
+        // strip).
         if (tid == 0) {
           if (edge_tile)
             bulk_wait_read<0>();
           else
-            bulk_wait_read<1>();
+            bulk_wait_read<Cfg::kEpiBufs - 1>();
         }
         named_bar_sync(bar_id, 128);
         stage_strip<Cfg::OUT, Cfg::kEpiBytes, kGroupsPerChunk, !Cfg::HAS_C && !Cfg::SK>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
@@ -227,7 +243,7 @@ struct EpilogueTmaStore {
           tma_store_3d(td, dst, n0 + q * Cfg::kEpiCols, m0 + si * 64, b);
           bulk_commit();
         }
-        buf ^= 1u;
+        buf = epi_next<Cfg>(buf);
       }
     }
   }

@@ -68,21 +68,25 @@ struct GemmConfig {
   static constexpr int kABytes = BM * 128, kBBytes = kBRows * 128, kStageBytes = kABytes + kBBytes;
   static_assert(kABoxRows % 8 == 0 && kBBoxRows % 8 == 0, "multicast parts must be whole 8-row swizzle atoms");
 
-  // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
-  // written by TMA; two buffers per consumer warpgroup so a store overlaps filling the next strip.
-  static constexpr int kOutSize = OUT == kF32 ? 4 : 2;
-  static constexpr int kEpiBytes = epi_strip_bytes(BN * kOutSize);
-  static constexpr int kEpiCols = kEpiBytes / kOutSize;
-  static constexpr int kEpiBufBytes = 64 * kEpiBytes;
-  static_assert(kEpiBytes % 32 == 0 || kEpiBytes == 112,
-                "tile N must split into 32/64/128-byte (swizzled) or 112-byte (unswizzled) epilogue strips");
-
-  static constexpr int kEpiOffset = STAGES * kStageBytes;
-  static constexpr int kBarOffset = kEpiOffset + 2 * 2 * kEpiBufBytes;
   // Dynamic tile order: a ring of kTileSlots tile indices with full/empty barriers (8 + 8 + 4 bytes per slot).
   static constexpr int kTileSlots = 4;  // mirrored by gemmtune::sm90::kTileSlots
+  // Shared memory besides the epilogue buffers: the ring, the barriers, the tile slots, the slack for the 1024 base.
+  static constexpr int kFixedBytes = STAGES * kStageBytes + 16 * STAGES + 16 + (DYNAMIC ? 20 * kTileSlots : 0) + 1024;
+
+  // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
+  // written by TMA, kEpiBufs buffers per consumer warpgroup (sm90/sm90_shape.cuh: epi_strip_bytes, epi_buffers).
+  static constexpr int kOutSize = OUT == kF32 ? 4 : 2;
+  static constexpr int kEpiBytes = epi_strip_bytes(BN * kOutSize, kOutSize, kFixedBytes);
+  static constexpr int kEpiBufs = epi_buffers(BN * kOutSize, kOutSize, kFixedBytes);
+  static constexpr int kEpiCols = kEpiBytes / kOutSize;
+  static constexpr int kEpiBufBytes = 64 * kEpiBytes;
+  static_assert(kEpiCols % 8 == 0 && (epi_swizzle_mask(kEpiBytes) != 0 || (kEpiBytes / 16) % 2 == 1),
+                "tile N must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) epilogue strips");
+
+  static constexpr int kEpiOffset = STAGES * kStageBytes;
+  static constexpr int kBarOffset = kEpiOffset + 2 * kEpiBufs * kEpiBufBytes;
   static constexpr int kTileOffset = kBarOffset + 16 * STAGES + 16;
-  static constexpr int kSmemBytes = kTileOffset + (DYNAMIC ? 20 * kTileSlots : 0) + 1024;  // + slack for the 1024 base
+  static constexpr int kSmemBytes = kFixedBytes + 2 * kEpiBufs * kEpiBufBytes;
   static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
 
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its
@@ -98,8 +102,9 @@ struct SmemPlan {
   __device__ __forceinline__ explicit SmemPlan(const void* raw) : base((smem_u32(raw) + 1023u) & ~1023u) {}
   __device__ __forceinline__ unsigned a(int s) const { return base + s * Cfg::kStageBytes; }
   __device__ __forceinline__ unsigned b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kABytes; }
-  __device__ __forceinline__ unsigned epi(int wg, int buf) const {
-    return base + Cfg::kEpiOffset + (wg * 2 + buf) * Cfg::kEpiBufBytes;
+  // Strip buffer 0 of consumer warpgroup wg (buffer i at + i * kEpiBufBytes).
+  __device__ __forceinline__ unsigned epi(int wg) const {
+    return base + Cfg::kEpiOffset + wg * Cfg::kEpiBufs * Cfg::kEpiBufBytes;
   }
   __device__ __forceinline__ unsigned full(int s) const { return base + Cfg::kBarOffset + 8 * s; }
   __device__ __forceinline__ unsigned empty(int s) const { return base + Cfg::kBarOffset + 8 * (Cfg::STAGES + s); }

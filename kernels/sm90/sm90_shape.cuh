@@ -4,20 +4,55 @@
 
 namespace gt_sm90 {
 
-// Epilogue strip width (bytes of a D row per staged strip) for output rows of `row_bytes`: 128, 64 or 32 when it
-// divides the row (the strip is then swizzled like the D tensor map, 128/64/32-byte swizzle), else the widest divisor
-// that is a multiple of 16 bytes and below 128 (no swizzle): tile N = 168 with a 16-bit D makes 336-byte rows and
-// three 112-byte strips. 0 when the row is not a multiple of 16 bytes.
-// NOTES: an unswizzled 112-byte strip is still free of bank conflicts for the fragment's stores: the 8 rows one warp
-// writes start 28 words apart, distinct multiples of 4 modulo 32. The host accepts only 112-byte unswizzled strips
+// Epilogue strips: a consumer stages its output in 64-row strips of the tile's D rows (`row_bytes` each) and TMA-stores
+// each strip. Narrow strips: 128, 64 or 32 bytes when that divides the row (swizzled like the D tensor map), else the
+// widest divisor that is a multiple of 16 bytes and below 128 (no swizzle): tile N = 168 with a 16-bit D makes
+// 336-byte rows and three 112-byte strips. 0 when the row is not a multiple of 16 bytes.
+// NOTES: an unswizzled strip of 16 x (odd) bytes is free of bank conflicts for the fragment's stores: the 8 rows one
+// warp writes start at distinct 16-byte bank groups. The host accepts narrow unswizzled strips of 112 bytes only
 // (tile N 168): 48-byte ones (N 216) spilled with a fused chain (gemmtune::sm90::config_reason).
-constexpr int epi_strip_bytes(int row_bytes) {
+constexpr int epi_narrow_bytes(int row_bytes) {
   if (row_bytes % 128 == 0) return 128;
   if (row_bytes % 64 == 0) return 64;
   if (row_bytes % 32 == 0) return 32;
   for (int b = 112; b >= 16; b -= 16)
     if (row_bytes % b == 0) return b;
   return 0;
+}
+
+// The widest unswizzled strip: a divisor of the row of 16 x (odd) bytes, at most 256 bytes; 0 if none. 16-bit D only:
+// a strip holds whole 8-column fragment groups, which for f32 takes a multiple of 32 bytes.
+constexpr int epi_wide_bytes(int row_bytes, int out_size = 2) {
+  if (out_size != 2) return 0;
+  int best = 0;
+  for (int b = 16; b <= 256 && b <= row_bytes; b += 32)  // 16 x odd
+    if (row_bytes % b == 0) best = b;
+  return best;
+}
+
+constexpr int kSmemPerBlock = 232448;  // sm_90: 227 KB of opt-in shared memory per block
+
+// The strip width a kernel uses, given the shared memory the rest of its plan takes (`fixed`: the stage ring, the
+// barriers, the alignment slack): the narrow strip when it is 64 or 128 bytes; otherwise the wide unswizzled strip
+// when it is wider and one buffer of it per consumer warpgroup fits (two when they fit, epi_buffers).
+// NOTES: 32-byte strips made the epilogue the bottleneck of short-K problems: at 8192x6144x256 ping-pong 128x176 2x1
+// (22 strips of 32 bytes per tile) took 64 us and 128x144 (18) 67 us, against 50-54 us for 128x192 / 128x128 / 128x160
+// (6 / 4 / 10 strips of 128 / 128 / 64 bytes) and cuBLAS's 176x128 48 us (bench/NOTES.md step 11). A ring of up to 8
+// 32-byte buffers did not help (more stores in flight, slower); 176-byte strips make it 4 strips per tile. The first
+// version also gave f32 D (168 columns: 672-byte rows) 112-byte strips: 28 columns, not whole 8-column groups, wrong
+// results (GPU tests, session 11).
+constexpr int epi_strip_bytes(int row_bytes, int out_size, int fixed) {
+  const int n = epi_narrow_bytes(row_bytes);
+  if (n >= 64) return n;
+  const int w = epi_wide_bytes(row_bytes, out_size);
+  return w > n && fixed + 2 * 64 * w <= kSmemPerBlock ? w : n;
+}
+
+// Strip buffers per consumer warpgroup: two (a store overlaps filling the next strip), or one for a wide strip when
+// two do not fit beside the stage ring.
+constexpr int epi_buffers(int row_bytes, int out_size, int fixed) {
+  const int s = epi_strip_bytes(row_bytes, out_size, fixed);
+  return s != epi_narrow_bytes(row_bytes) && fixed + 2 * 2 * 64 * s > kSmemPerBlock ? 1 : 2;
 }
 
 // XOR mask of a strip's 16-byte chunk index (bits 4..6 of the offset) by the 128-byte row index: the TMA swizzle of

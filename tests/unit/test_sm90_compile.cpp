@@ -198,16 +198,60 @@ TEST(Sm90Config, Reasons) {
   EXPECT_NE(be->supports(e, dev).find("multiple of 8"), std::string::npos) << be->supports(e, dev);
 }
 
+// Epilogue strips: rows that 64/128-byte strips do not divide go out in wide unswizzled strips (16 x odd bytes, at most
+// 256) when one buffer per consumer fits beside the stage ring (two when they fit), else in the narrow ones.
+TEST(Sm90Config, WideEpilogueStrips) {
+  EXPECT_EQ(gt_sm90::epi_wide_bytes(352), 176);  // 16-bit 176 columns
+  EXPECT_EQ(gt_sm90::epi_wide_bytes(288), 144);
+  EXPECT_EQ(gt_sm90::epi_wide_bytes(336), 112);  // 168: 336 = 21 x 16 is over 256
+  EXPECT_EQ(gt_sm90::epi_wide_bytes(256), 16);
+  EXPECT_EQ(gt_sm90::epi_wide_bytes(8), 0);
+  auto cfg = [](const char* s) { return sm90::Config::parse(s); };
+  const sm90::Config p176 = cfg("tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=8");
+  EXPECT_EQ(sm90::epi_bytes(p176, sm90::kBF16), 176);
+  EXPECT_EQ(sm90::epi_buffers(p176, sm90::kBF16), 1);  // two would take a stage
+  EXPECT_LE(sm90::smem_bytes(p176, sm90::kBF16), gt_sm90::kSmemPerBlock);
+  sm90::Config p176s4 = p176;
+  p176s4.stages = 4;
+  EXPECT_EQ(sm90::epi_buffers(p176s4, sm90::kBF16), 2);
+  EXPECT_EQ(sm90::smem_bytes(p176s4, sm90::kBF16) - sm90::smem_bytes(p176, sm90::kBF16),
+            -(128 + 176) * 128 - 16 + 2 * 64 * 176);
+  EXPECT_EQ(sm90::epi_bytes(cfg("tile=128x144x64,stages=6,cluster=1x1,sched=pingpong,raster=m,group=8"), sm90::kF16), 144);
+  // 128x208 with 5 stages: not even one 208-byte buffer per consumer fits: 32-byte strips as before.
+  const sm90::Config c208 = cfg("tile=128x208x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8");
+  EXPECT_EQ(sm90::epi_bytes(c208, sm90::kBF16), 32);
+  EXPECT_EQ(sm90::epi_buffers(c208, sm90::kBF16), 2);
+  EXPECT_EQ(sm90::epi_bytes(cfg("tile=128x192x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"), sm90::kBF16), 128);
+  EXPECT_EQ(sm90::epi_bytes(p176, sm90::kF32), 64);  // 704-byte rows: 64-byte swizzled strips
+  // f32 D: no wide strips (a strip holds whole 8-column groups: 112 bytes would be 28 columns).
+  EXPECT_EQ(gt_sm90::epi_wide_bytes(672, 4), 0);
+  const sm90::Config p168 = cfg("tile=128x168x64,stages=5,cluster=2x1,sched=coop,raster=n,group=8");
+  EXPECT_EQ(sm90::epi_bytes(p168, sm90::kF32), 32);
+  EXPECT_EQ(sm90::epi_buffers(p168, sm90::kF32), 2);
+  EXPECT_EQ(sm90::epi_bytes(p168, sm90::kBF16), 112);
+  // The deepest ring that fits is what it was with 32-byte strips.
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  EXPECT_EQ(sm90::max_stages(p176, sm90::kBF16, dev), 5);
+  // Compiles without spills.
+  Problem q = Problem::make(8192, 6144, 4096, DType::bf16, DType::bf16);
+  q.resolve();
+  auto be = make_sm90_backend();
+  const CompileResult r = be->compile(q, {"sm90", p176.str()}, dev);
+  EXPECT_TRUE(r.compiled);
+  EXPECT_EQ(r.spill_bytes, 0) << r.log;
+  EXPECT_GE(r.smem_bytes, sm90::smem_bytes(p176, sm90::kBF16));
+}
+
 // Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; on two CTAs along M its B parts
 // are rounded up to whole 8-row atoms; N whose rows split into narrower strips are refused.
 TEST(Sm90Config, TileN168) {
-  EXPECT_EQ(sm90::epi_bytes(168, sm90::kBF16), 112);
-  EXPECT_EQ(sm90::epi_bytes(200, sm90::kF16), 80);
-  EXPECT_EQ(sm90::epi_bytes(216, sm90::kBF16), 48);
-  EXPECT_EQ(sm90::epi_bytes(136, sm90::kBF16), 16);
-  EXPECT_EQ(sm90::epi_bytes(168, sm90::kF32), 32);   // 672-byte rows: 32-byte swizzled strips
-  EXPECT_EQ(sm90::epi_bytes(176, sm90::kBF16), 32);  // unchanged for multiples of 16
-  EXPECT_EQ(sm90::epi_bytes(192, sm90::kBF16), 128);
+  EXPECT_EQ(sm90::epi_narrow_bytes(168, sm90::kBF16), 112);
+  EXPECT_EQ(sm90::epi_narrow_bytes(200, sm90::kF16), 80);
+  EXPECT_EQ(sm90::epi_narrow_bytes(216, sm90::kBF16), 48);
+  EXPECT_EQ(sm90::epi_narrow_bytes(136, sm90::kBF16), 16);
+  EXPECT_EQ(sm90::epi_narrow_bytes(168, sm90::kF32), 32);   // 672-byte rows: 32-byte swizzled strips
+  EXPECT_EQ(sm90::epi_narrow_bytes(176, sm90::kBF16), 32);
+  EXPECT_EQ(sm90::epi_narrow_bytes(192, sm90::kBF16), 128);
   EXPECT_EQ(sm90::epi_swizzle(112), CU_TENSOR_MAP_SWIZZLE_NONE);
   EXPECT_EQ(sm90::epi_swizzle(64), CU_TENSOR_MAP_SWIZZLE_64B);
   auto be = make_sm90_backend();

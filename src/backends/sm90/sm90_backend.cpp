@@ -184,7 +184,7 @@ class Sm90Executable final : public Executable {
       r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
                           std::min(sm90::b_box_rows(v, t), cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS) {
-      const int eb = sm90::epi_bytes(cfg_.bn / 2, v.d.type);
+      const int eb = sm90::epi_narrow_bytes(cfg_.bn / 2, v.d.type);
       r = sm90::encode_3d(enc, &maps_[2], args.d, v.d.type, v.n / 2, v.m, v.batch, v.d.ld, v.d.batch_stride,
                           eb / sm90::elem_size(v.d.type), 64, sm90::epi_swizzle(eb));
     }
@@ -208,7 +208,8 @@ class Sm90Executable final : public Executable {
     // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.
     if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
       const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
-      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, args.a, args.b, args.d, maps_);
+      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, sm90::epi_bytes(cfg_, view_.d.type),
+                                                 args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
       if (r == CUDA_SUCCESS && problem_.epilogue.has_glu()) encode_glu_maps(args);

@@ -146,10 +146,23 @@ bool epi_direct(const Problem& p, const KernelView& v) {
   return (n_out * elem_size(v.d.type)) % 16 != 0;
 }
 
+// Shared memory besides the epilogue strip buffers (GemmConfig::kFixedBytes): the stage ring, the barriers, the
+// dynamic order's tile slots and the slack for the 1024-byte aligned base.
+static int fixed_smem(const Config& c) {
+  return c.stages * (c.bm + b_smem_rows(c.bn, c.cm)) * 128 + 16 * c.stages + 16 + (c.dynamic ? 20 * kTileSlots : 0) +
+         1024;
+}
+
+int epi_bytes(const Config& c, int out_type) {
+  return gt_sm90::epi_strip_bytes(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c));
+}
+
+int epi_buffers(const Config& c, int out_type) {
+  return gt_sm90::epi_buffers(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c));
+}
+
 int smem_bytes(const Config& c, int out_type) {
-  const int eb = epi_bytes(c.bn, out_type);
-  return c.stages * (c.bm + b_smem_rows(c.bn, c.cm)) * 128 + 4 * 64 * eb + 16 * c.stages + 16 +
-         (c.dynamic ? 20 * kTileSlots : 0) + 1024;
+  return fixed_smem(c) + 2 * epi_buffers(c, out_type) * 64 * epi_bytes(c, out_type);
 }
 
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
@@ -173,7 +186,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (c.bn % 16 != 0) {
     // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
     // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
-    const int eb = epi_bytes(c.bn, v.d.type);
+    const int eb = epi_narrow_bytes(c.bn, v.d.type);
     if (eb != 32 && eb != 112)
       return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
              " bytes) split into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168" + cs;
@@ -274,7 +287,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // trip: not overlapped with the next tile's MMAs in the cooperative schedule (coop 128x176 2x1, eleven 32-byte strips,
   // ran 7% behind ping-pong 128x176 2x1 at 8192x6144x4096: ~4000 clocks per tile); ping-pong hides most of it.
   const double osz = elem_size(v.d.type);
-  const int strips = slabs * static_cast<int>(c.bn * osz / epi_bytes(c.bn, v.d.type));
+  const int strips = slabs * static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type));
   double epi = 400.0 * strips + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;

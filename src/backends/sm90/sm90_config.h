@@ -39,6 +39,10 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Dynamic shared memory of the config's kernel (mirrors GemmConfig::kSmemBytes).
 int smem_bytes(const Config& c, int out_type);
+// The config's epilogue strip width in bytes and strip buffers per consumer warpgroup (GemmConfig::kEpiBytes,
+// kEpiBufs: gt_sm90::epi_strip_bytes, epi_buffers).
+int epi_bytes(const Config& c, int out_type);
+int epi_buffers(const Config& c, int out_type);
 // m64 wgmma slabs per consumer warpgroup and fp32 accumulator registers per thread (mirror GemmConfig::kSlabs,
 // kAccRegs).
 inline int slabs(const Config& c) { return (c.pingpong ? c.bm : c.bm / 2) / 64; }

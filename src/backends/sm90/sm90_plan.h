@@ -84,8 +84,9 @@ inline int b_box_rows(const KernelView& v, const TileShape& t) {
 // B rows a stage holds in shared memory (GemmConfig::kBRows; N-major B needs tile N a multiple of 64, so the K-major
 // rounding is the general formula).
 inline int b_smem_rows(int bn, int cm) { return gt_sm90::operand_part_rows(bn, cm) * cm; }
-// Epilogue strip width in bytes for output tiles of `bn` columns (GemmConfig::kEpiBytes, gt_sm90::epi_strip_bytes).
-inline int epi_bytes(int bn, int out_type) { return gt_sm90::epi_strip_bytes(bn * elem_size(out_type)); }
+// Narrow epilogue strip width in bytes for output tiles of `bn` columns (gt_sm90::epi_narrow_bytes); the width a
+// kernel uses depends on its shared-memory plan too: sm90::epi_bytes(const Config&, ...) in sm90_config.h.
+inline int epi_narrow_bytes(int bn, int out_type) { return gt_sm90::epi_narrow_bytes(bn * elem_size(out_type)); }
 // The D tensor map's swizzle for strips of `eb` bytes: the same as the width for 128/64/32, none otherwise.
 inline CUtensorMapSwizzle epi_swizzle(int eb) {
   return eb == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
@@ -186,9 +187,10 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
              swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-// Tensor maps for A, B (loads, 128-byte swizzle) and D (store, swizzle matching the epilogue strip width).
-// Pointers are the user's (a, b) — swapped here when the view is transposed. Returns the first failing CUresult.
-inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, const void* a,
+// Tensor maps for A, B (loads, 128-byte swizzle) and D (store, boxes of the epilogue's `eb`-byte strips, swizzle
+// matching). Pointers are the user's (a, b) — swapped here when the view is transposed. Returns the first failing
+// CUresult.
+inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, int eb, const void* a,
                             const void* b, void* d, CUtensorMap maps[3]) {
   if (v.transposed) std::swap(a, b);
   // K-major boxes are {64 K, rows}, MN-major ones {64 M or N, 64 K}: only the order of the two inner dims differs.
@@ -198,7 +200,6 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileSh
   r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
                 64, b_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
-  const int eb = epi_bytes(t.bn, v.d.type);
   return encode_3d(enc, &maps[2], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride,
                    eb / elem_size(v.d.type), 64, epi_swizzle(eb));
 }
