@@ -283,9 +283,10 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int deepest = max_stages(c, v.d.type, dev);
   if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
   if (c.stages < 4) per_k *= 1.03;  // 256x192 with 3 stages: ~3% behind at the same wave count
-  // Epilogue: registers -> shared memory -> TMA store in 64-row strips of 32/64/128 bytes, each strip a barrier round
-  // trip: not overlapped with the next tile's MMAs in the cooperative schedule (coop 128x176 2x1, eleven 32-byte strips,
-  // ran 7% behind ping-pong 128x176 2x1 at 8192x6144x4096: ~4000 clocks per tile); ping-pong hides most of it.
+  // Epilogue: registers -> shared memory -> TMA store in 64-row strips (epi_bytes: 64/128-byte swizzled, wide
+  // unswizzled, or 32-byte), each strip a barrier round trip: not overlapped with the next tile's MMAs in the
+  // cooperative schedule (coop 128x176 2x1 with eleven 32-byte strips per slab ran 7% behind ping-pong 128x176 2x1 at
+  // 8192x6144x4096, ~4000 clocks per tile; with two 176-byte strips 3.5%); ping-pong hides most of it.
   const double osz = elem_size(v.d.type);
   const int strips = slabs * static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type));
   double epi = 400.0 * strips + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
