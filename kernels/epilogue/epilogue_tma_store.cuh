@@ -213,7 +213,9 @@ struct EpilogueTmaStore {
             bulk_wait_read<Cfg::kEpiBufs - 1>();
         }
         named_bar_sync(bar_id, 128);
-        stage_strip<Cfg::OUT, Cfg::kEpiBytes, kGroupsPerChunk, !Cfg::HAS_C && !Cfg::SK>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
+        constexpr bool kStsm = !Cfg::HAS_C && !Cfg::SK;
+        stage_strip<Cfg::OUT, Cfg::kEpiBytes, kGroupsPerChunk, kStsm>(dst, warp, lane, [&](int g, int i, float& v0,
+                                                                                             float& v1) {
           const int c = q * kGroupsPerChunk + g;
           v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
           v1 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i + 1]);

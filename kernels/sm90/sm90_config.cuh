@@ -87,7 +87,7 @@ struct GemmConfig {
   static constexpr int kBarOffset = kEpiOffset + 2 * kEpiBufs * kEpiBufBytes;
   static constexpr int kTileOffset = kBarOffset + 16 * STAGES + 16;
   static constexpr int kSmemBytes = kFixedBytes + 2 * kEpiBufs * kEpiBufBytes;
-  static_assert(kSmemBytes <= 232448, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
+  static_assert(kSmemBytes <= kSmemPerBlock, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
 
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its
   // cluster row and column, itself included: CM + CN - 1 CTAs). See release_stage.
