@@ -130,8 +130,7 @@ struct EpilogueFused {
             bulk_wait_read<Cfg::kEpiBufs - 1>();
         }
         named_bar_sync(bar_id, 128);
-        constexpr bool kStsm = !Cfg::HAS_C && !Cfg::SK;
-        stage_strip<Cfg::OUT, kEpiBytes, kGroupsPerChunk, kStsm>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
+        stage_strip<Cfg, kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int co = q * kGroupsPerChunk + g;
           const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
           value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);

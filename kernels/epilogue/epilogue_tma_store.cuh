@@ -100,17 +100,17 @@ __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long lo
 
 // Writes one strip of a consumer warpgroup's output (64 rows x GROUPS 8-column groups, BYTES per row) into the staging
 // buffer at `dst`, swizzled like the D tensor map. `pair(g, i, v0, v1)` gives the values of the fragment pair of group
-// g, half i (row 16 warp + lane / 4 + 8 i, columns 8 g + 2 (lane % 4) and + 1 of the strip). With STSM a 16-bit D
-// goes out with one stmatrix per two groups (a 16 x 16 block of the warp's rows; an odd last group with an x2),
-// otherwise with one 4-byte (8-byte for f32) store per pair.
+// g, half i (row 16 warp + lane / 4 + 8 i, columns 8 g + 2 (lane % 4) and + 1 of the strip). A 16-bit D of a kernel
+// without C and stream-K goes out with one stmatrix per two groups (a 16 x 16 block of the warp's rows; an odd last
+// group with an x2), otherwise with one 4-byte (8-byte for f32) store per pair.
 // NOTES: stmatrix takes ~7% of the instructions off a plain kernel (4 st.shared and their addresses per x4) and ~9%
 // of ptxas time, but holding 4 pairs per store tipped kernels that already sit at the register limit into 4-48 bytes
-// of spills (ping-pong 128x128 with an element-wise C, or with a stream-K tail), so the callers ask for it only
-// without C and stream-K.
-template <int OUT, int BYTES, int GROUPS, bool STSM, class Pair>
+// of spills (ping-pong 128x128 with an element-wise C, or with a stream-K tail), so those keep the 4-byte stores.
+template <class Cfg, int BYTES, int GROUPS, class Pair>
 __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pair pair) {
+  constexpr int OUT = Cfg::OUT;
   constexpr unsigned kMask = epi_swizzle_mask(BYTES);
-  if constexpr (OUT == kF32 || !STSM) {
+  if constexpr (OUT == kF32 || Cfg::HAS_C || Cfg::SK) {
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
 #pragma unroll
@@ -213,9 +213,7 @@ struct EpilogueTmaStore {
             bulk_wait_read<Cfg::kEpiBufs - 1>();
         }
         named_bar_sync(bar_id, 128);
-        constexpr bool kStsm = !Cfg::HAS_C && !Cfg::SK;
-        stage_strip<Cfg::OUT, Cfg::kEpiBytes, kGroupsPerChunk, kStsm>(dst, warp, lane, [&](int g, int i, float& v0,
-                                                                                             float& v1) {
+        stage_strip<Cfg, Cfg::kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int c = q * kGroupsPerChunk + g;
           v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
           v1 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i + 1]);

@@ -30,19 +30,6 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned byt
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Arrive on the barrier at the same offset in the shared memory of CTA `cta` of this cluster (.release.cta, the
-// default).
-// NOTES: .release.cta as CUTLASS's ClusterBarrier::arrive. A stage-ring arrival only frees a stage for TMA
-// (async proxy) writes; nothing the arriving thread wrote needs to be visible cluster-wide. `.release.cluster` there
-// cost a fixed ~0.3-0.4 us per k-block on the H200 (2x1/1x2 clusters 1.4x slower than 1x1 with 128x256 tiles, 2.2x
-// with 128x64, independent of the stage count), as if each arrival waited for the wgmmas in flight.
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
 // The shared::cluster address of `addr`'s offset in CTA `cta` of this cluster. Offsets inside a CTA's window carry
 // over: mapa(addr) + d == mapa(addr + d).
 __device__ __forceinline__ unsigned mapa_cluster(unsigned addr, unsigned cta) {
@@ -50,9 +37,17 @@ __device__ __forceinline__ unsigned mapa_cluster(unsigned addr, unsigned cta) {
   asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(cta));
   return r;
 }
-// Arrive on the barrier at shared::cluster address `bar` (from mapa_cluster).
+// Arrive on the barrier at shared::cluster address `bar` (from mapa_cluster; .release.cta, the default).
+// NOTES: .release.cta as CUTLASS's ClusterBarrier::arrive. A stage-ring arrival only frees a stage for TMA
+// (async proxy) writes; nothing the arriving thread wrote needs to be visible cluster-wide. `.release.cluster` there
+// cost a fixed ~0.3-0.4 us per k-block on the H200 (2x1/1x2 clusters 1.4x slower than 1x1 with 128x256 tiles, 2.2x
+// with 128x64, independent of the stage count), as if each arrival waited for the wgmmas in flight.
 __device__ __forceinline__ void mbar_arrive_remote(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Arrive on the barrier at the same offset in the shared memory of CTA `cta` of this cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
+  mbar_arrive_remote(mapa_cluster(bar, cta));
 }
 __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
   unsigned ok;

@@ -222,7 +222,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
            " (spills)" + cs;
   const int smem = smem_bytes(c, v.d.type);
-  const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;
+  const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   if (smem > smem_max)
     return "sm90: needs " + std::to_string(smem) + " bytes of shared memory, the device allows " +
            std::to_string(smem_max) + cs;
@@ -332,7 +332,7 @@ static int band_group(const Config& c, const KernelView& v, const DeviceInfo& de
 }
 
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
-  const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;
+  const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   Config t = c;
   for (t.stages = 7; t.stages > 2; --t.stages)
     if (smem_bytes(t, out_type) <= limit) break;
