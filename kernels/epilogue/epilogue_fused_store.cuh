@@ -109,8 +109,8 @@ struct EpilogueFused {
 
   // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, const Params& ep0, unsigned bufs,
-                                               int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
+                                               const GemmParams& p, const Params& ep0, unsigned bufs, int m0, int n0,
+                                               int b, int tid, unsigned& buf) {
     const Params ep = ep0.at_batch(b);
     const int warp = tid / 32, lane = tid % 32;
     const int n_out = kGlu ? p.n / 2 : p.n;
@@ -123,35 +123,19 @@ struct EpilogueFused {
       for (int q = 0; q < kChunks; ++q) {
         const bool direct = edge_tile && o0 + (q + 1) * kEpiCols > n_out;
         const unsigned dst = epi_buf<Cfg>(bufs, buf);
-        if (tid == 0) {
-          if (edge_tile)
-            bulk_wait_read<0>();
-          else
-            bulk_wait_read<Cfg::kEpiBufs - 1>();
-        }
-        named_bar_sync(bar_id, 128);
+        strip_begin<Cfg>(edge_tile, tid);
         stage_strip<Cfg, kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int co = q * kGroupsPerChunk + g;
           const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
           value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
         });
-        fence_proxy_async();
-        named_bar_sync(bar_id, 128);
-        if (direct) {
-          copy_strip_direct<kOutSize, kEpiBytes>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out,
-                                                 m0 + si * 64, o0 + q * kEpiCols, tid);
-        } else if (tid == 0) {
-          tma_store_3d(td, dst, o0 + q * kEpiCols, m0 + si * 64, b);
-          bulk_commit();
-        }
+        strip_end<Cfg, kEpiBytes>(td, p, n_out, dst, m0 + si * 64, o0 + q * kEpiCols, b, direct, tid);
         buf = epi_next<Cfg>(buf);
       }
     }
   }
 
-  __device__ __forceinline__ static void drain(int tid) {
-    if (tid == 0) bulk_wait<0>();
-  }
+  __device__ __forceinline__ static void drain(int tid) { drain_strips(tid); }
 };
 
 }  // namespace gt_sm90

@@ -168,6 +168,49 @@ __device__ __forceinline__ unsigned epi_next(unsigned buf) {
   return Cfg::kEpiBufs == 1 ? 0u : buf ^ 1u;
 }
 
+// The control of one 64-row strip of a consumer warpgroup's output, around its stage_strip into the buffer `dst`:
+// strip_begin — thread 0 waits until the store kEpiBufs strips ago has read the buffer (all earlier stores inside an
+// edge tile, where direct strips commit no bulk group), then the warpgroup syncs; strip_end — the staged strip is
+// published to the async proxy and the warpgroup syncs again, then thread 0 TMA-stores D rows [row0, row0 + 64),
+// columns [col0, col0 + BYTES / out size) of batch b, or the warpgroup copies them out with bounds checks (`direct`:
+// an edge strip TMA cannot clip, see EpilogueTmaStore::store). The named barrier is threadIdx.x / 128 (consumer
+// warpgroups 1 and 2; barrier 0 is __syncthreads).
+// NOTES (session 12, bench/NOTES.md step 12): the two barriers per strip are not what the short-K epilogue waits on.
+// One barrier per strip with two buffers (thread 0 waiting for the previous store right before publishing the strip)
+// and a per-warp variant (each warp staging and TMA-storing its own 16 rows, no warpgroup barrier, 4x the stores)
+// moved 8192x6144x256 by -2% to +6% depending on the tile and schedule, long K within noise. Not kept.
+// (Two calls around stage_strip rather than one taking the lambda: another lambda level cost NVVM ~5 ms per kernel.)
+template <class Cfg>
+__device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
+  if (tid == 0) {
+    if (edge_tile)
+      bulk_wait_read<0>();
+    else
+      bulk_wait_read<Cfg::kEpiBufs - 1>();
+  }
+  named_bar_sync(threadIdx.x / 128, 128);
+}
+template <class Cfg, int BYTES>
+__device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
+                                          int col0, int b, bool direct, int tid) {
+  fence_proxy_async();
+  named_bar_sync(threadIdx.x / 128, 128);
+  if (direct) {
+    copy_strip_direct<Cfg::kOutSize, BYTES>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0,
+                                            col0, tid);
+  } else if (tid == 0) {
+    tma_store_3d(td, dst, col0, row0, b);
+    bulk_commit();
+  }
+}
+
+// Before the CTA exits: the warpgroup's stores have finished reading their strip buffers (the shared memory goes with
+// the CTA). Their writes to D need no wait here: they are performed before the grid completes. Waiting for them
+// (cp.async.bulk.wait_group without .read) kept every CTA alive for the round trip of its last store.
+__device__ __forceinline__ void drain_strips(int tid) {
+  if (tid == 0) bulk_wait_read<0>();
+}
+
 template <class Cfg, int FLAGS = kEpiDirect>
 struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
@@ -177,15 +220,14 @@ struct EpilogueTmaStore {
   static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
 
   // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs`: the first of this warpgroup's
-  // Cfg::kEpiBufs strip buffers; `bar_id` its named barrier; `buf` the next buffer (persists across calls).
+  // Cfg::kEpiBufs strip buffers; `buf` the next buffer (persists across calls).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, const Params&, unsigned bufs,
-                                               int bar_id, int m0, int n0, int b, int tid, unsigned& buf) {
+                                               const GemmParams& p, const Params&, unsigned bufs, int m0, int n0,
+                                               int b, int tid, unsigned& buf) {
     const int warp = tid / 32, lane = tid % 32;
     // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of 16 it
     // would write up to 15 bytes past column n (into the caller's ld padding). The strips of such an edge tile that
-    // reach past n are staged as usual and copied out with bounds checks (copy_strip_direct). Those strips commit no
-    // bulk group, so inside an edge tile every strip waits for all earlier stores to finish reading (wait_read 0).
+    // reach past n are staged as usual and copied out with bounds checks (strip_end's `direct`).
     const bool edge_tile = (FLAGS & kEpiDirect) && (p.n * Cfg::kOutSize) % 16 != 0 && n0 + Cfg::BN > p.n;
     constexpr int kCSize = Cfg::CT == kF32 ? 4 : 2;
 #pragma unroll
@@ -204,15 +246,7 @@ struct EpilogueTmaStore {
       for (int q = 0; q < kChunks; ++q) {
         const bool direct = edge_tile && n0 + (q + 1) * Cfg::kEpiCols > p.n;
         const unsigned dst = epi_buf<Cfg>(bufs, buf);
-        // The store issued from this buffer kEpiBufs strips ago must have finished reading it (one bulk group per
-        // strip).
-        if (tid == 0) {
-          if (edge_tile)
-            bulk_wait_read<0>();
-          else
-            bulk_wait_read<Cfg::kEpiBufs - 1>();
-        }
-        named_bar_sync(bar_id, 128);
+        strip_begin<Cfg>(edge_tile, tid);
         stage_strip<Cfg, Cfg::kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int c = q * kGroupsPerChunk + g;
           v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
@@ -234,24 +268,13 @@ struct EpilogueTmaStore {
             }
           }
         });
-        fence_proxy_async();
-        named_bar_sync(bar_id, 128);
-        if (direct) {
-          copy_strip_direct<Cfg::kOutSize, Cfg::kEpiBytes>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch,
-                                                           p.m, p.n, m0 + si * 64, n0 + q * Cfg::kEpiCols, tid);
-        } else if (tid == 0) {
-          tma_store_3d(td, dst, n0 + q * Cfg::kEpiCols, m0 + si * 64, b);
-          bulk_commit();
-        }
+        strip_end<Cfg, Cfg::kEpiBytes>(td, p, p.n, dst, m0 + si * 64, n0 + q * Cfg::kEpiCols, b, direct, tid);
         buf = epi_next<Cfg>(buf);
       }
     }
   }
 
-  // Before the CTA exits: all stores of this warpgroup complete.
-  __device__ __forceinline__ static void drain(int tid) {
-    if (tid == 0) bulk_wait<0>();
-  }
+  __device__ __forceinline__ static void drain(int tid) { drain_strips(tid); }
 };
 
 }  // namespace gt_sm90

@@ -56,7 +56,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       });
       if constexpr (Cfg::SK)
         if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid, 1 + cw)) continue;  // a head: its partial is written
-      Epi::store(acc, td, p, ep, sm.epi(cw), 1 + cw, m0, n0, b, tid, buf);
+      Epi::store(acc, td, p, ep, sm.epi(cw), m0, n0, b, tid, buf);
     }
     Epi::drain(tid);
   }
