@@ -173,8 +173,7 @@ __device__ __forceinline__ unsigned epi_next(unsigned buf) {
 // edge tile, where direct strips commit no bulk group), then the warpgroup syncs; strip_end — the staged strip is
 // published to the async proxy and the warpgroup syncs again, then thread 0 TMA-stores D rows [row0, row0 + 64),
 // columns [col0, col0 + BYTES / out size) of batch b, or the warpgroup copies them out with bounds checks (`direct`:
-// an edge strip TMA cannot clip, see EpilogueTmaStore::store). The named barrier is threadIdx.x / 128 (consumer
-// warpgroups 1 and 2; barrier 0 is __syncthreads).
+// an edge strip TMA cannot clip, see EpilogueTmaStore::store). The warpgroup syncs on consumer_bar().
 // NOTES (session 12, bench/NOTES.md step 12): the two barriers per strip are not what the short-K epilogue waits on.
 // One barrier per strip with two buffers (thread 0 waiting for the previous store right before publishing the strip)
 // and a per-warp variant (each warp staging and TMA-storing its own 16 rows, no warpgroup barrier, 4x the stores)
@@ -188,13 +187,13 @@ __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
     else
       bulk_wait_read<Cfg::kEpiBufs - 1>();
   }
-  named_bar_sync(threadIdx.x / 128, 128);
+  named_bar_sync(consumer_bar(), 128);
 }
 template <class Cfg, int BYTES>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
   fence_proxy_async();
-  named_bar_sync(threadIdx.x / 128, 128);
+  named_bar_sync(consumer_bar(), 128);
   if (direct) {
     copy_strip_direct<Cfg::kOutSize, BYTES>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0,
                                             col0, tid);

@@ -68,10 +68,9 @@ struct GemmConfig {
   static constexpr int kABytes = BM * 128, kBBytes = kBRows * 128, kStageBytes = kABytes + kBBytes;
   static_assert(kABoxRows % 8 == 0 && kBBoxRows % 8 == 0, "multicast parts must be whole 8-row swizzle atoms");
 
-  // Dynamic tile order: a ring of kTileSlots tile indices with full/empty barriers (8 + 8 + 4 bytes per slot).
-  static constexpr int kTileSlots = 4;  // mirrored by gemmtune::sm90::kTileSlots
-  // Shared memory besides the epilogue buffers: the ring, the barriers, the tile slots, the slack for the 1024 base.
-  static constexpr int kFixedBytes = STAGES * kStageBytes + 16 * STAGES + 16 + (DYNAMIC ? 20 * kTileSlots : 0) + 1024;
+  static constexpr int kTileSlots = gt_sm90::kTileSlots;
+  // Shared memory besides the epilogue buffers (sm90/sm90_shape.cuh, shared with the host plan).
+  static constexpr int kFixedBytes = smem_fixed_bytes(STAGES, kStageBytes, DYNAMIC);
 
   // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
   // written by TMA, kEpiBufs buffers per consumer warpgroup (sm90/sm90_shape.cuh: epi_strip_bytes, epi_buffers).
@@ -94,6 +93,10 @@ struct GemmConfig {
   static constexpr int kLoadPeers = CM + CN - 1;
   static constexpr int kEmptyArrivals = (PINGPONG ? 1 : 2) * kLoadPeers;
 };
+
+// The named barrier of the calling consumer warpgroup (1 or 2: warpgroup 0 is the producer; barrier 0 is
+// __syncthreads): the epilogue strips and the stream-K partials sync its 128 threads on it.
+__device__ __forceinline__ int consumer_bar() { return static_cast<int>(threadIdx.x / 128); }
 
 // Addresses (shared::cta window) of the pieces of the plan, from a 1024-byte aligned base.
 template <class Cfg>

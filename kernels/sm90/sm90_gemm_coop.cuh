@@ -43,7 +43,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
       consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
       if constexpr (Cfg::SK)
-        if (!SkPartials<Cfg>::settle(u, acc, p, rank * 2 + cw, tid, 1 + cw)) continue;  // a head: its partial is written
+        if (!SkPartials<Cfg>::settle(u, acc, p, rank * 2 + cw, tid)) continue;  // a head: its partial is written
       Epi::store(acc, td, p, ep, sm.epi(cw), m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
     Epi::drain(tid);

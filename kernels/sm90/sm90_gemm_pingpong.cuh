@@ -55,7 +55,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
         if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
       });
       if constexpr (Cfg::SK)
-        if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid, 1 + cw)) continue;  // a head: its partial is written
+        if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid)) continue;  // a head: its partial is written
       Epi::store(acc, td, p, ep, sm.epi(cw), m0, n0, b, tid, buf);
     }
     Epi::drain(tid);

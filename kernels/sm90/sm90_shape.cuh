@@ -32,6 +32,16 @@ constexpr int epi_wide_bytes(int row_bytes, int out_size = 2) {
 
 constexpr int kSmemPerBlock = 232448;  // sm_90: 227 KB of opt-in shared memory per block
 
+// Dynamic tile order: a ring of kTileSlots tile indices with full/empty barriers (8 + 8 + 4 bytes per slot).
+constexpr int kTileSlots = 4;
+
+// Shared memory of a kernel besides its epilogue strip buffers: the stage ring (`stage_bytes` per stage), a full and
+// an empty barrier per stage plus the two ping-pong order barriers, the dynamic order's tile slots, and the slack for
+// the 1024-byte aligned base.
+constexpr int smem_fixed_bytes(int stages, int stage_bytes, bool dynamic) {
+  return stages * stage_bytes + 16 * stages + 16 + (dynamic ? 20 * kTileSlots : 0) + 1024;
+}
+
 // The strip width a kernel uses, given the shared memory the rest of its plan takes (`fixed`: the stage ring, the
 // barriers, the alignment slack): the narrow strip when it is 64 or 128 bytes; otherwise the wide unswizzled strip
 // when it is wider and one buffer of it per consumer warpgroup fits (two when they fit, epi_buffers).

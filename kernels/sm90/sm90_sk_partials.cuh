@@ -24,9 +24,9 @@ struct SkPartials {
     return p.sk_ws + (static_cast<long long>(slot) * kParts + part) * (128 * kRegs);
   }
 
-  // Every thread of the consumer warpgroup; `bar_id`: its named barrier.
+  // Every thread of the consumer warpgroup (it syncs on consumer_bar()).
   __device__ __forceinline__ static void write(const float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const GemmParams& p,
-                                               int slot, int part, int tid, int bar_id) {
+                                               int slot, int part, int tid) {
     float* w = at(p, slot, part);
 #pragma unroll
     for (int i = 0; i < kRegs / 4; ++i) {
@@ -34,7 +34,7 @@ struct SkPartials {
       st_global_v4(w + (i * 128 + tid) * 4, acc[si][c], acc[si][c + 1], acc[si][c + 2], acc[si][c + 3]);
     }
     // All of the warpgroup's stores before the flag: the barrier orders them before thread 0's release.
-    named_bar_sync(bar_id, 128);
+    named_bar_sync(consumer_bar(), 128);
     if (tid == 0) {
       fence_acq_rel_gpu();
       st_relaxed_gpu(p.sk_flags + slot * kParts + part, 1);
@@ -45,24 +45,24 @@ struct SkPartials {
   // (nothing to store), a tail adds its head's partial; true: store the tile. Called only where Cfg::SK (the callers'
   // `if constexpr` keeps the plain kernels' code as it was).
   __device__ __forceinline__ static bool settle(const Unit& u, float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
-                                                const GemmParams& p, int part, int tid, int bar_id) {
+                                                const GemmParams& p, int part, int tid) {
     if (u.kind == kHead) {
-      write(acc, p, u.slot, part, tid, bar_id);
+      write(acc, p, u.slot, part, tid);
       return false;
     }
-    if (u.kind == kTail) add(acc, p, u.slot, part, tid, bar_id);
+    if (u.kind == kTail) add(acc, p, u.slot, part, tid);
     return true;
   }
 
   __device__ __forceinline__ static void add(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const GemmParams& p, int slot,
-                                             int part, int tid, int bar_id) {
+                                             int part, int tid) {
     if (tid == 0) {
       int* f = p.sk_flags + slot * kParts + part;
       while (ld_acquire_gpu(f) == 0) {
       }
       st_relaxed_gpu(f, 0);  // consumed: zero for the next launch
     }
-    named_bar_sync(bar_id, 128);
+    named_bar_sync(consumer_bar(), 128);
     const float* w = at(p, slot, part);
 #pragma unroll
     for (int i = 0; i < kRegs / 4; ++i) {

@@ -149,8 +149,7 @@ bool epi_direct(const Problem& p, const KernelView& v) {
 // Shared memory besides the epilogue strip buffers (GemmConfig::kFixedBytes): the stage ring, the barriers, the
 // dynamic order's tile slots and the slack for the 1024-byte aligned base.
 static int fixed_smem(const Config& c) {
-  return c.stages * (c.bm + b_smem_rows(c.bn, c.cm)) * 128 + 16 * c.stages + 16 + (c.dynamic ? 20 * kTileSlots : 0) +
-         1024;
+  return gt_sm90::smem_fixed_bytes(c.stages, (c.bm + b_smem_rows(c.bn, c.cm)) * 128, c.dynamic);
 }
 
 int epi_bytes(const Config& c, int out_type) {

@@ -111,8 +111,8 @@ struct HostGemmParams {
 };
 static_assert(sizeof(HostGemmParams) == 120, "HostGemmParams must mirror gt_sm90::GemmParams");
 
-// Slots of the dynamic tile order's ring (mirror of GemmConfig::kTileSlots).
-constexpr int kTileSlots = 4;
+// Slots of the dynamic tile order's ring (GemmConfig::kTileSlots).
+using gt_sm90::kTileSlots;
 
 // The stream-K tail (mirror of kernels/sm90/sm90_tile_stream.cuh): it runs when the last round of cluster tiles is
 // partial (r = tiles % clusters != 0) and there is at least one full round.
