@@ -34,7 +34,7 @@ struct EpilogueFused {
   static constexpr int kChunks = BNO / kEpiCols;           // strips per 64-row slab
   static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
 
-  static_assert(kEpiCols % 8 == 0 && (epi_swizzle_mask(kEpiBytes) != 0 || (kEpiBytes / 16) % 2 == 1),
+  static_assert(epi_strip_ok(kEpiBytes, kOutSize),
                 "output tile must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) strips");
   static_assert(kEpiBytes <= Cfg::kEpiBytes, "strip buffers are sized for the GEMM tile");
   static_assert(!kGlu || (kBlock % 8 == 0 && Cfg::BN % (2 * kBlock) == 0),

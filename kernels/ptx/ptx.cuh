@@ -114,10 +114,6 @@ template <int N>
 __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
 __device__ __forceinline__ void prefetch_tma_desc(const TmaDesc& desc) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(&desc) : "memory");
 }

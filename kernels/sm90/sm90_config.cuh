@@ -79,7 +79,7 @@ struct GemmConfig {
   static constexpr int kEpiBufs = epi_buffers(BN * kOutSize, kOutSize, kFixedBytes);
   static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kEpiBufBytes = 64 * kEpiBytes;
-  static_assert(kEpiCols % 8 == 0 && (epi_swizzle_mask(kEpiBytes) != 0 || (kEpiBytes / 16) % 2 == 1),
+  static_assert(epi_strip_ok(kEpiBytes, kOutSize),
                 "tile N must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) epilogue strips");
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;

@@ -72,6 +72,12 @@ constexpr unsigned epi_swizzle_mask(int strip_bytes) {
                                                                         : 0u;
 }
 
+// A strip width the epilogue can stage: whole 8-column fragment groups, and either a TMA swizzle width (32/64/128
+// bytes) or 16 x (odd) bytes (unswizzled, free of bank conflicts: see epi_narrow_bytes).
+constexpr bool epi_strip_ok(int strip_bytes, int out_size) {
+  return (strip_bytes / out_size) % 8 == 0 && (epi_swizzle_mask(strip_bytes) != 0 || (strip_bytes / 16) % 2 == 1);
+}
+
 // Rows of one K-major operand part when `rows` tile rows are split among `parts` CTAs of a cluster (each multicasts
 // its part): whole 8-row swizzle atoms, so tile N 168 on two CTAs loads two 88-row parts, the last 8 rows landing in
 // padding that no wgmma reads.
