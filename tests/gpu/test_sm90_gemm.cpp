@@ -296,6 +296,28 @@ TEST(Sm90Gpu, GpcProbe) {
   for (int i = 0; i < sms / 2; ++i) EXPECT_EQ(order[i], i);
 }
 
+// One C for every batch (C batch stride 0, beta != 0): read through the epilogue's plain loads with a zero batch
+// offset. (The kernel view used to turn stride 0 into a packed stride and read past C.) Broadcast A / B are refused
+// (tests/unit/test_sm90_compile.cpp, Sm90Config.Reasons).
+TEST(Sm90Gpu, BroadcastC) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  std::mt19937_64 rng(std::random_device{}());
+  int ran = 0;
+  for (const char* cfg : {"tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=n,group=4",
+                          "tile=64x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8"})
+    for (Layout d : {Layout::row, Layout::col})
+      for (DType out : {DType::bf16, DType::f32}) {
+        Problem p = make_problem({300, 264, 200, 3, DType::bf16, out, Layout::row, Layout::col, d, true}, 8);
+        p.c.batch_stride = 0;
+        ASSERT_EQ(p.check(), "");
+        const std::string r = run_one(p, cfg, rng);
+        EXPECT_EQ(r, "") << cfg << " D " << layout_name(d) << " " << dtype_name(out);
+        ran += r.rfind("SKIP", 0) != 0;
+      }
+  EXPECT_EQ(ran, 8);
+}
+
 TEST(Sm90Gpu, MisalignedPointerThrows) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";

@@ -177,6 +177,24 @@ TEST_F(Cli, LdaSmallerThanK) {
   expect_usage_error(with({"tune"}, with(kShape, {"--ldb", "128"})), "ldb");
 }
 
+// --batch without strides packs every operand (it used to pass stride 0 = broadcast, so D's batches overlapped and
+// every batched problem was refused); an explicit 0 broadcasts A, B or C; a negative stride is a usage error.
+TEST_F(Cli, BatchStrides) {
+  const std::vector<std::string> packed = with({"list"}, with(kShape, {"--batch", "3", "--arch-sms", "132"}));
+  CliRun r = run_cli(packed, env());
+  ASSERT_EQ(r.rc, 0) << describe(packed, r);
+  EXPECT_NE(r.err.find("--batch=3"), std::string::npos) << describe(packed, r);
+  EXPECT_EQ(r.out.rfind("sm90:", 0), 0u) << "packed batches: sm90 candidates expected\n"
+                                                       << describe(packed, r);
+  const std::vector<std::string> bcast = with(packed, {"--batch-stride-b", "0"});
+  r = run_cli(bcast, env());
+  ASSERT_EQ(r.rc, 0) << describe(bcast, r);
+  EXPECT_NE(r.err.find("broadcast operands are not supported"), std::string::npos) << describe(bcast, r);
+  EXPECT_EQ(r.out.find("sm90:"), std::string::npos) << "sm90 must refuse a broadcast B\n" << describe(bcast, r);
+  expect_usage_error(with(packed, {"--batch-stride-b", "-1"}), "--batch-stride-b");
+  expect_usage_error(with(packed, {"--batch-stride-d", "0"}), "D batch stride 0");
+}
+
 TEST_F(Cli, UnknownOptionAndSubcommand) {
   expect_usage_error(with({"tune"}, with(kShape, {"--frobnicate"})), "frobnicate");
   CliRun r = run_cli({"nosuchcommand"}, env());

@@ -196,6 +196,25 @@ TEST(Sm90Config, Reasons) {
   EXPECT_EQ(be->supports(e, dev), "");  // fused (tests/unit/test_sm90_epilogue.cpp)
   e.epilogue = parse_epilogue("silu_glu:interleave12");
   EXPECT_NE(be->supports(e, dev).find("multiple of 8"), std::string::npos) << be->supports(e, dev);
+  // Batch strides: packed (resolve's default) is taken; 0 broadcasts an operand to every batch, which the kernels do
+  // not do: a reason, not a packed stride read past the operand (the kernel view used to take 0 for "packed").
+  Problem b = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
+  b.resolve();
+  EXPECT_EQ(be->supports(b, dev), "");
+  for (Operand* o : {&b.a, &b.b}) {
+    Problem x = b;
+    (o == &b.a ? x.a : x.b).batch_stride = 0;
+    EXPECT_NE(be->supports(x, dev).find("broadcast operands are not supported"), std::string::npos)
+        << be->supports(x, dev);
+    EXPECT_TRUE(be->enumerate(x, dev).empty());
+  }
+  Problem c = b;  // one C for every batch: read through plain loads with a zero batch stride, not through TMA
+  c.beta = 0.5f;
+  c.c.batch_stride = 0;
+  EXPECT_EQ(sm90::kernel_view(c).c.batch_stride, 0);
+  c.c.batch_stride = -1;
+  c.resolve();
+  EXPECT_EQ(sm90::kernel_view(c).c.batch_stride, 256 * 256);
 }
 
 // Epilogue strips: rows that 64/128-byte strips do not divide go out in wide unswizzled strips (16 x odd bytes, at most

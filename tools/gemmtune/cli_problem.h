@@ -89,7 +89,9 @@ struct ProblemArgs {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string A = "bf16:row", B = "bf16:col", C, D = "bf16:row";  // C defaults to D
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
-  int64_t bsa = 0, bsb = 0, bsc = 0, bsd = 0;
+  // Batch strides: -1 (the default) = packed; an explicit 0 broadcasts A, B or C to every batch (Problem's convention).
+  int64_t bsa = -1, bsb = -1, bsc = -1, bsd = -1;
+  CLI::Option* bs_opt[4] = {};  // the command-line options, to tell an explicit value from the default
   float alpha = 1.0f, beta = 0.0f;
   std::string epilogue;
 
@@ -107,10 +109,13 @@ struct ProblemArgs {
     app->add_option("--ldb", ldb, "leading dimension of B")->group("Problem");
     app->add_option("--ldc", ldc, "leading dimension of C")->group("Problem");
     app->add_option("--ldd", ldd, "leading dimension of D")->group("Problem");
-    app->add_option("--batch-stride-a", bsa, "elements between batches of A (default packed)")->group("Problem");
-    app->add_option("--batch-stride-b", bsb, "elements between batches of B")->group("Problem");
-    app->add_option("--batch-stride-c", bsc, "elements between batches of C")->group("Problem");
-    app->add_option("--batch-stride-d", bsd, "elements between batches of D")->group("Problem");
+    bs_opt[0] = app->add_option("--batch-stride-a", bsa, "elements between batches of A (default packed; 0 = one A for every batch)")
+                    ->group("Problem");
+    bs_opt[1] = app->add_option("--batch-stride-b", bsb, "elements between batches of B (default packed; 0 = one B for every batch)")
+                    ->group("Problem");
+    bs_opt[2] = app->add_option("--batch-stride-c", bsc, "elements between batches of C (default packed; 0 = one C for every batch)")
+                    ->group("Problem");
+    bs_opt[3] = app->add_option("--batch-stride-d", bsd, "elements between batches of D (default packed)")->group("Problem");
     app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
     app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");
     app->add_option("--epilogue", epilogue, "fused epilogue chain, e.g. bias,gelu_tanh | silu_glu | bias,residual (see gemmtune/epilogue.h)")->group("Problem");
@@ -121,10 +126,13 @@ struct ProblemArgs {
     auto ctx = [&](const std::string& msg) { return where.empty() ? msg : where + ": " + msg; };
     for (auto [name, v] : {std::pair{"--m", m}, {"--n", n}, {"--k", k}, {"--batch", batch}})
       if (v <= 0) throw UsageError(ctx(fmt::format("{} must be a positive integer (got {})", name, v)));
-    for (auto [name, v] : {std::pair{"--lda", lda}, {"--ldb", ldb}, {"--ldc", ldc}, {"--ldd", ldd},
-                           {"--batch-stride-a", bsa}, {"--batch-stride-b", bsb}, {"--batch-stride-c", bsc},
-                           {"--batch-stride-d", bsd}})
+    for (auto [name, v] : {std::pair{"--lda", lda}, {"--ldb", ldb}, {"--ldc", ldc}, {"--ldd", ldd}})
       if (v < 0) throw UsageError(ctx(fmt::format("{} must be >= 0 (got {}; 0 = packed)", name, v)));
+    const int64_t bs[4] = {bsa, bsb, bsc, bsd};
+    for (int i = 0; i < 4; ++i)
+      if (bs[i] < 0 && (bs[i] != -1 || (bs_opt[i] && bs_opt[i]->count() > 0)))
+        throw UsageError(ctx(fmt::format("--batch-stride-{} must be >= 0 (got {}; 0 = one matrix for every batch)",
+                                         "abcd"[i], bs[i])));
 
     OperandSpec a = parse_operand("--A", A, Layout::row);
     OperandSpec b = parse_operand("--B", B, Layout::col);
