@@ -184,8 +184,7 @@ TEST_F(Cli, BatchStrides) {
   CliRun r = run_cli(packed, env());
   ASSERT_EQ(r.rc, 0) << describe(packed, r);
   EXPECT_NE(r.err.find("--batch=3"), std::string::npos) << describe(packed, r);
-  EXPECT_EQ(r.out.rfind("sm90:", 0), 0u) << "packed batches: sm90 candidates expected\n"
-                                                       << describe(packed, r);
+  EXPECT_EQ(r.out.rfind("sm90:", 0), 0u) << "packed batches: sm90 candidates expected\n" << describe(packed, r);
   const std::vector<std::string> bcast = with(packed, {"--batch-stride-b", "0"});
   r = run_cli(bcast, env());
   ASSERT_EQ(r.rc, 0) << describe(bcast, r);

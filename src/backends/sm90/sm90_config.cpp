@@ -17,8 +17,8 @@ OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch)
   d.type = elem_type(o.dtype);
   d.row_major = o.layout == Layout::row;
   d.ld = o.ld > 0 ? o.ld : (d.row_major ? cols : rows);
-  // < 0 means packed (Problem::resolve's convention); 0 broadcasts one matrix to every batch, which the kernels do
-  // not take (problem_reason says so) — it must stay 0 here for that check to see it.
+  // < 0 means packed (Problem::resolve's convention); 0 broadcasts one matrix to every batch and stays 0: the
+  // epilogue's plain loads take it for C, TMA does not for A and B (problem_reason refuses those).
   d.batch_stride = o.batch_stride >= 0 ? o.batch_stride : d.ld * (d.row_major ? rows : cols);
   if (batch == 1) d.batch_stride = 0;
   return d;
