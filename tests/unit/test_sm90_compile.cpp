@@ -196,8 +196,8 @@ TEST(Sm90Config, Reasons) {
   EXPECT_EQ(be->supports(e, dev), "");  // fused (tests/unit/test_sm90_epilogue.cpp)
   e.epilogue = parse_epilogue("silu_glu:interleave12");
   EXPECT_NE(be->supports(e, dev).find("multiple of 8"), std::string::npos) << be->supports(e, dev);
-  // Batch strides: packed (resolve's default) is taken; 0 broadcasts an operand to every batch, which the kernels do
-  // not do: a reason, not a packed stride read past the operand (the kernel view used to take 0 for "packed").
+  // Batch strides: packed (resolve's default) is taken; 0 broadcasts an operand to every batch: for A and B (TMA) a
+  // reason, not a packed stride read past the operand (the kernel view used to take 0 for "packed"); C keeps it.
   Problem b = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
   b.resolve();
   EXPECT_EQ(be->supports(b, dev), "");

@@ -129,8 +129,8 @@ struct ProblemArgs {
     for (auto [name, v] : {std::pair{"--lda", lda}, {"--ldb", ldb}, {"--ldc", ldc}, {"--ldd", ldd}})
       if (v < 0) throw UsageError(ctx(fmt::format("{} must be >= 0 (got {}; 0 = packed)", name, v)));
     const int64_t bs[4] = {bsa, bsb, bsc, bsd};
-    for (int i = 0; i < 4; ++i)
-      if (bs[i] < 0 && (bs[i] != -1 || (bs_opt[i] && bs_opt[i]->count() > 0)))
+    for (int i = 0; i < 4; ++i)  // only a value given on the command line can be negative: the default is -1
+      if (bs[i] < 0 && bs_opt[i] && bs_opt[i]->count() > 0)
         throw UsageError(ctx(fmt::format("--batch-stride-{} must be >= 0 (got {}; 0 = one matrix for every batch)",
                                          "abcd"[i], bs[i])));
 
