@@ -41,6 +41,7 @@ struct EpilogueFused {
                 "GLU: block must be a multiple of 8 columns and tile N a multiple of 2 * block");
   static_assert(!(kGlu && TRANS), "GLU with a column-major D is not fused");
   static_assert(!(kGlu && Cfg::HAS_C), "a GLU needs beta == 0");
+  static_assert(!(kGlu && Cfg::kEpiWarp), "warp strips sit at the GEMM tile's strip width: not with a GLU");
 
   // Fragment groups (8 GEMM columns each) holding the gate / up values of output group co.
   __host__ __device__ static constexpr int gate_group(int co) {
@@ -120,16 +121,19 @@ struct EpilogueFused {
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
 #pragma unroll
-      for (int q = 0; q < kChunks; ++q) {
+      for (int q = 0; q < kChunks; ++q)
+#pragma unroll
+      for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
         const bool direct = edge_tile && o0 + (q + 1) * kEpiCols > n_out;
-        const unsigned dst = epi_buf<Cfg>(bufs, buf);
+        const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
         strip_begin<Cfg>(edge_tile, tid);
         stage_strip<Cfg, kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int co = q * kGroupsPerChunk + g;
           const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
           value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
-        });
-        strip_end<Cfg, kEpiBytes>(td, p, n_out, dst, m0 + si * 64, o0 + q * kEpiCols, b, direct, tid);
+        }, pc);
+        strip_end<Cfg, kEpiBytes>(td, p, n_out, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), o0 + q * kEpiCols, b,
+                                  direct, tid);
         buf = epi_next<Cfg>(buf);
       }
     }

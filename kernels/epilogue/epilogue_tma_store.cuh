@@ -69,16 +69,17 @@ __device__ __forceinline__ float scale_alpha(const GemmParams& p, float x) {
     return p.alpha * x;
 }
 
-// Copies one staged 64-row x EPI_BYTES strip (swizzled as written by the epilogues) to D with per-element bounds
-// checks: rows [row0, row0 + 64), columns [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out. One rolled loop
-// (it runs only for the edge strips of the last column tile) so that it costs little code per strip.
-template <int OUT_SIZE, int EPI_BYTES>
+// Copies one staged ROWS x EPI_BYTES strip (swizzled as written by the epilogues) to D with per-element bounds
+// checks: rows [row0, row0 + ROWS), columns [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS
+// threads (`tid` < THREADS). One rolled loop (it runs only for the edge strips of the last column tile) so that it
+// costs little code per strip.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS>
 __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
                                                   int n_out, int row0, int col0, int tid) {
   constexpr int kCols = EPI_BYTES / OUT_SIZE;
   constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
 #pragma unroll 1
-  for (int idx = tid; idx < 64 * kCols; idx += 128) {
+  for (int idx = tid; idx < ROWS * kCols; idx += THREADS) {
     const int r = idx / kCols, c = idx % kCols;
     const int row = row0 + r, col = col0 + c;
     if (row < m && col < n_out) {
@@ -103,26 +104,58 @@ __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long lo
 // g, half i (row 16 warp + lane / 4 + 8 i, columns 8 g + 2 (lane % 4) and + 1 of the strip). A 16-bit D of a kernel
 // without C and stream-K goes out with one stmatrix per two groups (a 16 x 16 block of the warp's rows; an odd last
 // group with an x2), otherwise with one 4-byte (8-byte for f32) store per pair.
+// Cfg::kEpiWarp: only this warp's 8 rows of half `half` (a constant once the caller's loops are unrolled), as an
+// 8-row strip of its own at `dst` (row lane / 4 of it); the stmatrix form then covers four groups of the half per x4
+// (an x2 and / or an x1 for the rest).
 // NOTES: stmatrix takes ~7% of the instructions off a plain kernel (4 st.shared and their addresses per x4) and ~9%
 // of ptxas time, but holding 4 pairs per store tipped kernels that already sit at the register limit into 4-48 bytes
 // of spills (ping-pong 128x128 with an element-wise C, or with a stream-K tail), so those keep the 4-byte stores.
 template <class Cfg, int BYTES, int GROUPS, class Pair>
-__device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pair pair) {
+__device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pair pair, int half = 0) {
   constexpr int OUT = Cfg::OUT;
   constexpr unsigned kMask = epi_swizzle_mask(BYTES);
   if constexpr (OUT == kF32 || Cfg::HAS_C || Cfg::SK) {
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+      for (int i = Cfg::kEpiWarp ? half : 0; i < (Cfg::kEpiWarp ? half + 1 : 2); ++i) {
         float v0, v1;
         pair(g, i, v0, v1);
-        const unsigned off = (warp * 16 + lane / 4 + 8 * i) * BYTES + (g * 8 + 2 * (lane % 4)) * (OUT == kF32 ? 4 : 2);
+        const int r = Cfg::kEpiWarp ? lane / 4 : warp * 16 + lane / 4 + 8 * i;
+        const unsigned off = r * BYTES + (g * 8 + 2 * (lane % 4)) * (OUT == kF32 ? 4 : 2);
         const unsigned sw = off ^ (((off >> 7) & kMask) << 4);
         if (OUT == kF32)
           st_shared_f32x2(dst + sw, v0, v1);
         else
           st_shared_u32(dst + sw, OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
+      }
+    }
+  } else if constexpr (Cfg::kEpiWarp) {
+    // Matrix m = lane / 8 of an x4 is group g0 + m of the half; lane l gives row l % 8 (as below, g0 a multiple of 4).
+    const int m = lane / 8;
+    const unsigned row = (lane % 8) * BYTES;
+    const unsigned base = kMask ? row ^ (16u * (m ^ ((row >> 7) & kMask))) : row + 16u * m;
+    auto at = [&](int g) { return dst + (kMask ? base ^ (16u * g) : base + 16u * g); };  // lanes 0-7: m = 0
+#pragma unroll
+    for (int g0 = 0; g0 < GROUPS; g0 += 4) {
+      unsigned pk[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        if (g0 + h < GROUPS) {
+          float v0, v1;
+          pair(g0 + h, half, v0, v1);
+          pk[h] = OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1);
+        }
+      }
+      if (GROUPS - g0 >= 4) {
+        stmatrix_x4(at(g0), pk[0], pk[1], pk[2], pk[3]);
+      } else if (GROUPS - g0 == 3) {
+        stmatrix_x2(at(g0), pk[0], pk[1]);
+        stmatrix_x1(at(g0 + 2), pk[2]);
+      } else if (GROUPS - g0 == 2) {
+        stmatrix_x2(at(g0), pk[0], pk[1]);
+      } else {
+        stmatrix_x1(at(g0), pk[0]);
       }
     }
   } else {
@@ -155,49 +188,76 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
 
 // Strip buffer `buf` of a consumer's kEpiBufs buffers at `bufs`, and the buffer after it. Two buffers keep the select
 // and XOR of the two-buffer epilogue (index arithmetic cost a register that made a stream-K ping-pong 128x128 kernel
-// spill); one buffer is reused by every strip.
+// spill); one buffer is reused by every strip. Cfg::kEpiWarp: buffer `buf` (0 or 1) of warp `warp`, 8 rows each.
 template <class Cfg>
-__device__ __forceinline__ unsigned epi_buf(unsigned bufs, unsigned buf) {
-  if constexpr (Cfg::kEpiBufs == 1)
+__device__ __forceinline__ unsigned epi_buf(unsigned bufs, unsigned buf, int warp) {
+  if constexpr (Cfg::kEpiWarp)
+    return bufs + (2 * warp + buf) * (8 * Cfg::kEpiBytes);
+  else if constexpr (Cfg::kEpiBufs == 1)
     return bufs;
   else
     return buf ? bufs + Cfg::kEpiBufBytes : bufs;
 }
 template <class Cfg>
 __device__ __forceinline__ unsigned epi_next(unsigned buf) {
-  return Cfg::kEpiBufs == 1 ? 0u : buf ^ 1u;
+  return Cfg::kEpiWarp || Cfg::kEpiBufs == 2 ? buf ^ 1u : 0u;
 }
 
-// The control of one 64-row strip of a consumer warpgroup's output, around its stage_strip into the buffer `dst`:
-// strip_begin — thread 0 waits until the store kEpiBufs strips ago has read the buffer (all earlier stores inside an
-// edge tile, where direct strips commit no bulk group), then the warpgroup syncs; strip_end — the staged strip is
-// published to the async proxy and the warpgroup syncs again, then thread 0 TMA-stores D rows [row0, row0 + 64),
-// columns [col0, col0 + BYTES / out size) of batch b, or the warpgroup copies them out with bounds checks (`direct`:
-// an edge strip TMA cannot clip, see EpilogueTmaStore::store). The warpgroup syncs on consumer_bar().
+// Row of strip piece `i` (0 .. Cfg::kEpiPieces - 1) of a 64-row slab, for the calling warp: 0 for the warpgroup's
+// 64-row strip, 16 warp + 8 i for a warp's 8-row pieces.
+template <class Cfg>
+__device__ __forceinline__ int strip_row(int warp, int i) {
+  return Cfg::kEpiWarp ? 16 * warp + 8 * i : 0;
+}
+
+// The control of one strip of a consumer's output, around its stage_strip into the buffer `dst`. The strip's owner
+// is the warpgroup (64 rows; thread 0 stores) or, with Cfg::kEpiWarp, one warp (8 rows; its lane 0 stores).
+// strip_begin — the owner's storing thread waits until the store (kEpiBufs strips ago for the warpgroup, two for a
+// warp) has read the buffer (all earlier stores inside an edge tile, where direct strips commit no bulk group), then
+// the owner syncs; strip_end — the staged strip is published to the async proxy and the owner syncs again, then the
+// storing thread TMA-stores D rows [row0, row0 + Cfg::kEpiRows), columns [col0, col0 + BYTES / out size) of batch b,
+// or the owner copies them out with bounds checks (`direct`: an edge strip TMA cannot clip, see
+// EpilogueTmaStore::store). The warpgroup syncs on consumer_bar(), a warp with __syncwarp.
 // NOTES (session 12, bench/NOTES.md step 12): the two barriers per strip are not what the short-K epilogue waits on.
-// One barrier per strip with two buffers (thread 0 waiting for the previous store right before publishing the strip)
-// and a per-warp variant (each warp staging and TMA-storing its own 16 rows, no warpgroup barrier, 4x the stores)
-// moved 8192x6144x256 by -2% to +6% depending on the tile and schedule, long K within noise. Not kept.
+// One barrier per strip with two buffers (thread 0 waiting for the previous strip's store right before publishing the
+// strip) and a per-warp variant of 16-row stores with one buffer moved 8192x6144x256 by -2% to +6% depending on the
+// tile and schedule, long K within noise. Session 16 (step 16): cuBLASLt's nvjet kernel stores 8 rows x 64 columns
+// per warp and TMA store, from two small buffers per warp, with no warpgroup barrier; a microbenchmark of that
+// (scripts/sm90_dev/wgmma_switch.cu, epi 10) took 70% of the store's cost off the tensor pipe at tile N 176.
 // (Two calls around stage_strip rather than one taking the lambda: another lambda level cost NVVM ~5 ms per kernel.)
 template <class Cfg>
 __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
-  if (tid == 0) {
-    if (edge_tile)
-      bulk_wait_read<0>();
-    else
-      bulk_wait_read<Cfg::kEpiBufs - 1>();
+  if constexpr (Cfg::kEpiWarp) {
+    if (tid % 32 == 0) {
+      if (edge_tile)
+        bulk_wait_read<0>();
+      else
+        bulk_wait_read<1>();
+    }
+    __syncwarp();
+  } else {
+    if (tid == 0) {
+      if (edge_tile)
+        bulk_wait_read<0>();
+      else
+        bulk_wait_read<Cfg::kEpiBufs - 1>();
+    }
+    named_bar_sync(consumer_bar(), 128);
   }
-  named_bar_sync(consumer_bar(), 128);
 }
 template <class Cfg, int BYTES>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
+  constexpr int kThreads = Cfg::kEpiWarp ? 32 : 128;
   fence_proxy_async();
-  named_bar_sync(consumer_bar(), 128);
+  if constexpr (Cfg::kEpiWarp)
+    __syncwarp();
+  else
+    named_bar_sync(consumer_bar(), 128);
   if (direct) {
-    copy_strip_direct<Cfg::kOutSize, BYTES>(dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0,
-                                            col0, tid);
-  } else if (tid == 0) {
+    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads>(
+        dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
+  } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);
     bulk_commit();
   }
@@ -206,9 +266,9 @@ __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p
 // Before the CTA exits: the warpgroup's stores have finished reading their strip buffers (the shared memory goes with
 // the CTA). Their writes to D need no wait here: they are performed before the grid completes. Waiting for them
 // (cp.async.bulk.wait_group without .read) kept every CTA alive for the round trip of its last store; no measurable
-// change in time either way (bench/NOTES.md step 12).
+// change in time either way (bench/NOTES.md step 12). Lane 0 of every warp: with warp strips each stores its own.
 __device__ __forceinline__ void drain_strips(int tid) {
-  if (tid == 0) bulk_wait_read<0>();
+  if (tid % 32 == 0) bulk_wait_read<0>();
 }
 
 template <class Cfg, int FLAGS = kEpiDirect>
@@ -243,9 +303,11 @@ struct EpilogueTmaStore {
                      2 * (lane % 4)) * kCSize;
       }
 #pragma unroll
-      for (int q = 0; q < kChunks; ++q) {
+      for (int q = 0; q < kChunks; ++q)
+#pragma unroll
+      for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
         const bool direct = edge_tile && n0 + (q + 1) * Cfg::kEpiCols > p.n;
-        const unsigned dst = epi_buf<Cfg>(bufs, buf);
+        const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
         strip_begin<Cfg>(edge_tile, tid);
         stage_strip<Cfg, Cfg::kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
           const int c = q * kGroupsPerChunk + g;
@@ -267,8 +329,9 @@ struct EpilogueTmaStore {
               }
             }
           }
-        });
-        strip_end<Cfg, Cfg::kEpiBytes>(td, p, p.n, dst, m0 + si * 64, n0 + q * Cfg::kEpiCols, b, direct, tid);
+        }, pc);
+        strip_end<Cfg, Cfg::kEpiBytes>(td, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc),
+                                       n0 + q * Cfg::kEpiCols, b, direct, tid);
         buf = epi_next<Cfg>(buf);
       }
     }

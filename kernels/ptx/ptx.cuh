@@ -213,7 +213,7 @@ __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned v) {
 __device__ __forceinline__ void st_shared_f32x2(unsigned addr, float a, float b) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
-// Four (two) 8x8 matrices of 16-bit pairs, one register per matrix in each lane (lane l: row l / 4, columns
+// Four (two, one) 8x8 matrices of 16-bit pairs, one register per matrix in each lane (lane l: row l / 4, columns
 // 2 (l % 4) and + 1, the mma / wgmma fragment layout); lane l gives the address of row l % 8 of matrix l / 8.
 __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(a), "r"(b), "r"(c),
@@ -222,6 +222,9 @@ __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned a, unsigned 
 }
 __device__ __forceinline__ void stmatrix_x2(unsigned addr, unsigned a, unsigned b) {
   asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(a), "r"(b) : "memory");
+}
+__device__ __forceinline__ void stmatrix_x1(unsigned addr, unsigned a) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};" ::"r"(addr), "r"(a) : "memory");
 }
 
 }  // namespace gt_sm90

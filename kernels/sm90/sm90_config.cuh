@@ -26,7 +26,7 @@ struct GemmParams {
 };
 
 template <int BM_, int BN_, int STAGES_, int CM_, int CN_, bool A_MN_, bool B_MN_, bool F16_, int OUT_, int CT_,
-          bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false, bool SK_ = false>
+          bool HAS_C_, bool PINGPONG_, bool DYNAMIC_ = false, bool SK_ = false, bool EPI_WARP_ = false>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
   static constexpr int CM = CM_, CN = CN_, CS = CM_ * CN_;
@@ -81,6 +81,14 @@ struct GemmConfig {
   static constexpr int kEpiBufBytes = 64 * kEpiBytes;
   static_assert(epi_strip_ok(kEpiBytes, kOutSize),
                 "tile N must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) epilogue strips");
+
+  // Who stores a strip (config "epi=warp"): the consumer warpgroup, 64 rows per TMA store (kEpiBufs buffers of
+  // kEpiBufBytes), or each warp its own 8-row pieces (its 16 rows of a slab as two stores), in two buffers of
+  // 8 x kEpiBytes per warp inside the same region, with no warpgroup barrier (epilogue_tma_store.cuh: strip_begin).
+  static constexpr bool kEpiWarp = EPI_WARP_;
+  static constexpr int kEpiRows = kEpiWarp ? 8 : 64;     // rows of one TMA store: the D tensor map's box
+  static constexpr int kEpiPieces = kEpiWarp ? 2 : 1;    // stores per 64-row slab and column strip, per owner
+  static_assert(!kEpiWarp || 2 * 4 * 8 * kEpiBytes <= kEpiBufs * kEpiBufBytes, "warp pieces fit the strip region");
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
   static constexpr int kBarOffset = kEpiOffset + 2 * kEpiBufs * kEpiBufBytes;

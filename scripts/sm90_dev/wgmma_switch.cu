@@ -17,6 +17,13 @@
 // the bulk store cut into 2 KB pieces.
 // epi = 6: as 2 with the bulk store in quarter-slab pieces issued `gap` clocks apart.
 // epi = 7: straight to global memory as 16-byte pieces after a transpose across each quad of lanes (shuffles).
+// epi = 8: as 2, but the producer thread issues the bulk store (the consumer stages the slab and arrives on an
+// mbarrier; the producer, between its loads and while it waits for a free stage, stores a ready slab whole, waits for
+// its reads and hands the buffer back); epi = 9: as 8 with the slab stored in quarter-slab pieces, one piece right
+// after each stage's loads (and, while the producer waits for a free stage, one every `gap` clocks at most).
+// epi = 10: cuBLASLt's nvjet epilogue (step 16): each warp stages 8 rows x 64 columns (1 KB) at a time into one of its
+// own two 1 KB buffers and its lane 0 bulk-stores them; no warpgroup barrier, only a wait for the store two pieces
+// back to have read the buffer (nvjet waits for nothing).
 // prod = 1: a producer thread fills the ring with 1-D bulk loads from a 2 MB global buffer (L2-resident) through
 // full / empty barriers, as the real kernel's TMA loads; prod = 0: the ring is filled once, no barriers.
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I kernels -o wgmma_switch scripts/sm90_dev/wgmma_switch.cu
@@ -32,6 +39,17 @@
 #include "ptx/wgmma.cuh"
 
 using namespace gt_sm90;
+
+// A non-blocking probe (try_wait may suspend the thread for a while, which a polling loop must not).
+__device__ __forceinline__ bool mbar_test_wait(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
 
 
 template <int BN>
@@ -61,14 +79,19 @@ __global__ void __launch_bounds__(384, 1) switch_kernel(int tiles, int kiters, i
     const unsigned lo = 0x3F80u | (x & 0x807Fu), hi = 0x3F80u | ((x >> 16) & 0x807Fu);  // +-[1, 2) bf16
     st_shared_u32(base + 4 * i, (lo - 0x0080u * ((x >> 8) & 1)) | (hi << 16));
   }
-  // bars: mma_done[2], then full[kStages], empty[kStages]
+  // bars: mma_done[2], then full[kStages], empty[kStages], epi_full[2], epi_empty[2]
   const unsigned full0 = bars + 16, empty0 = bars + 16 + 8 * kStages;
+  const unsigned epi_full0 = empty0 + 8 * kStages, epi_empty0 = epi_full0 + 16;
   if (threadIdx.x == 0) {
     mbar_init(bars, 4);
     mbar_init(bars + 8, 4);
     for (int i = 0; i < kStages; ++i) {
       mbar_init(full0 + 8 * i, 1);
       mbar_init(empty0 + 8 * i, 1);
+    }
+    for (int c = 0; c < 2; ++c) {
+      mbar_init(epi_full0 + 8 * c, 1);
+      mbar_init(epi_empty0 + 8 * c, 1);
     }
     fence_mbar_init();
   }
@@ -86,7 +109,37 @@ __global__ void __launch_bounds__(384, 1) switch_kernel(int tiles, int kiters, i
       long long g = 0;
       int st = 0;
       unsigned ph = 0;
+      // epi 8 / 9: slabs reach the producer in order: slab n is consumer (n / 2) % 2's, its mbarrier phase n % 2.
+      const int slabs = (epi == 8 || epi == 9) ? tiles * 2 : 0;
+      int n = 0, piece = 0;  // epi 9: the next piece of slab n (0 = slab n not yet seen ready)
+      long long last_piece = 0;
+      auto store_part = [&](int part, int parts) {
+        const int c = (n >> 1) & 1, bytes = L::kEpi / parts;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(
+                         dst_g + ((static_cast<long long>(blockIdx.x) * 2 + c) * 2 + (n & 1)) * L::kEpi + part * bytes),
+                     "r"(epi0 + c * L::kEpi + part * bytes), "r"(bytes)
+                     : "memory");
+        if (part == parts - 1) {
+          asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+          asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+          mbar_arrive(epi_empty0 + 8 * c);
+          ++n;
+        }
+      };
+      auto slab_ready = [&]() { return n < slabs && mbar_test_wait(epi_full0 + 8 * ((n >> 1) & 1), n & 1); };
       for (int pos = 0; pos < tiles * kiters; ++pos) {
+        if (epi == 8) {
+          while (!mbar_test_wait(empty0 + 8 * st, ph ^ 1u))
+            if (slab_ready()) store_part(0, 1);
+        }
+        if (epi == 9) {  // waiting for a free stage: a piece every `gap` clocks at most (no deadlock at short K)
+          while (!mbar_test_wait(empty0 + 8 * st, ph ^ 1u))
+            if (clock64() - last_piece > gap && (piece > 0 || slab_ready())) {
+              store_part(piece, 4);
+              piece = (piece + 1) % 4;
+              last_piece = clock64();
+            }
+        }
         mbar_wait(empty0 + 8 * st, ph ^ 1u);
         mbar_arrive_expect_tx(full0 + 8 * st, L::kStage);
         for (int part = 0; part < 2; ++part) {
@@ -99,8 +152,23 @@ __global__ void __launch_bounds__(384, 1) switch_kernel(int tiles, int kiters, i
               : "memory");
           g += bytes;
         }
+        if (epi == 9 && (piece > 0 || slab_ready())) {
+          store_part(piece, 4);
+          piece = (piece + 1) % 4;
+          last_piece = clock64();
+        }
         if (++st == kStages) st = 0, ph ^= 1u;
       }
+      while (n < slabs) {  // the slabs of the last tiles
+        mbar_wait(epi_full0 + 8 * ((n >> 1) & 1), n & 1);
+        if (epi == 9) {
+          for (; piece < 4; ++piece) store_part(piece, 4);
+          piece = 0;
+        } else {
+          store_part(0, 1);
+        }
+      }
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     return;
   }
@@ -115,7 +183,7 @@ __global__ void __launch_bounds__(384, 1) switch_kernel(int tiles, int kiters, i
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[si][i] = 0.f;
   const long long t0 = clock64();
-  int s = 0, prev = -1;
+  int s = 0, prev = -1, mslab = 0;
   unsigned ph = 0;
   const int step = pp ? 2 : 1;
   // A ping-pong consumer's ring position: its tiles are every other tile; positions of the other's tiles are skipped.
@@ -232,6 +300,66 @@ __global__ void __launch_bounds__(384, 1) switch_kernel(int tiles, int kiters, i
           }
         }
     }
+    if (epi == 8 || epi == 9) {
+      // Stage each slab, hand it to the producer, which stores it and hands the buffer back.
+#pragma unroll
+      for (int si = 0; si < 2; ++si) {
+        mbar_wait(epi_empty0 + 8 * cw, (static_cast<unsigned>(mslab) & 1u) ^ 1u);
+        const unsigned dst = epi0 + cw * L::kEpi + tid * 16;
+#pragma unroll
+        for (int i = 0; i < BN / 2; i += 8) {
+          const unsigned v0 = pack_bf16x2(acc[si][i], acc[si][i + 1]), v1 = pack_bf16x2(acc[si][i + 2], acc[si][i + 3]);
+          const unsigned v2 = pack_bf16x2(acc[si][i + 4], acc[si][i + 5]), v3 = pack_bf16x2(acc[si][i + 6], acc[si][i + 7]);
+          asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst + (i / 8) * 2048), "r"(v0), "r"(v1),
+                       "r"(v2), "r"(v3)
+                       : "memory");
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        named_bar_sync(1 + cw, 128);
+        if (tid == 0) mbar_arrive(epi_full0 + 8 * cw);
+        ++mslab;
+      }
+    }
+    if (epi == 10) {
+      const int w = tid / 32, l = tid % 32;
+      const unsigned wbuf = epi0 + cw * L::kEpi + w * 2048;
+      unsigned char* g = dst_g + (static_cast<long long>(blockIdx.x) * 2 + cw) * 2 * L::kEpi + w * (L::kEpi / 2);  // 32 rows x BN per warp
+      int nb = 0;
+#pragma unroll
+      for (int si = 0; si < 2; ++si)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int c0 = 0; c0 < BN / 8; c0 += 8) {  // a piece: 8 groups of 8 columns (fewer at the end)
+            constexpr int kMaxG = 8;
+            if (l == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+            __syncwarp();
+            const unsigned buf = wbuf + (nb & 1) * 1024;
+            unsigned v[kMaxG];
+#pragma unroll
+            for (int k = 0; k < kMaxG; ++k)
+              v[k] = c0 + k < BN / 8 ? pack_bf16x2(acc[si][4 * (c0 + k) + 2 * h], acc[si][4 * (c0 + k) + 2 * h + 1]) : 0u;
+            const int groups = BN / 8 - c0 < kMaxG ? BN / 8 - c0 : kMaxG;
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(buf + l * 16), "r"(v[0]), "r"(v[1]), "r"(v[2]),
+                         "r"(v[3])
+                         : "memory");
+            if (groups > 4)
+              asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(buf + 512 + l * 16), "r"(v[4]), "r"(v[5]),
+                           "r"(v[6]), "r"(v[7])
+                           : "memory");
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+            if (l == 0) {
+              const int bytes = groups * 128;
+              asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(
+                               g + ((si * 2 + h) * (BN / 8) + c0) * 128),
+                           "r"(buf), "r"(bytes)
+                           : "memory");
+              asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            }
+            ++nb;
+          }
+    }
     if (epi == 1 || epi == 2 || epi == 4 || epi == 5 || epi == 6) {
       // One 64-row slab at a time through the consumer's slab buffer: each thread's BN/2 accumulators as bf16
       // pairs, 16-byte stores (thread-major, conflict-free); epi = 2 then bulk-stores the slab to global memory.
@@ -311,7 +439,7 @@ __global__ void __launch_bounds__(384, 1) switch_kernel(int tiles, int kiters, i
       }
     }
   }
-  if ((epi == 2 || epi == 5 || epi == 6) && tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  if ((epi == 2 || epi == 5 || epi == 6 || epi == 10) && tid % 32 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   const long long t1 = clock64();
   if (tid == 0) {
     out[4 * blockIdx.x + 2 * cw] = t0;
@@ -367,7 +495,7 @@ void suite(int sms, int tiles, int kiters) {
   double ref = 0;
   run<BN>(sms, tiles, kiters, 4, 0, 0, 0, 0, &ref);  // the pipe's own rate: one consumer, never zeroing
   for (int rep = 0; rep < 2; ++rep)
-    for (int epi : {0, 1, 2, 6, 7, 3}) run<BN>(sms, tiles, kiters, 1, epi, 1, 0, ref, nullptr);
+    for (int epi : {0, 1, 2, 9, 10}) run<BN>(sms, tiles, kiters, 1, epi, 1, epi == 9 ? 600 : 0, ref, nullptr);
 }
 
 int main(int argc, char** argv) {

@@ -177,6 +177,40 @@ TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
   EXPECT_GT(ran, 40);
 }
 
+// epi=warp: each warp stages and TMA-stores its own 8-row pieces from two buffers of its own (no warpgroup barrier).
+// Every strip form: 128-byte (128x128, 128x192), 64-byte (128x160) and 32-byte swizzled (64x16), unswizzled 16 x odd
+// bytes with x4 + x2 + x1 stmatrix tails (176: 11 groups, 168: 7, 144: 9, 240: 15, 208: 13), the 4-byte stores (f32 D,
+// C, the stream-K tail), the bounds-checked edge copy (odd N), MN-major operands, batches, several tiles per CTA.
+TEST(Sm90Gpu, WarpStrips) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  const std::vector<const char*> configs = {
+      "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp",
+      "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=8,tiles=gpc,epi=warp",
+      "tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=4,epi=warp",
+      "tile=128x160x64,stages=5,cluster=1x1,sched=pingpong,raster=n,group=8,epi=warp",
+      "tile=128x144x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8,tiles=dynamic,epi=warp",
+      "tile=64x16x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=8,epi=warp",
+      "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=m,group=8,epi=warp",
+      "tile=256x128x64,stages=4,cluster=2x1,sched=coop,raster=n,group=4,epi=warp",
+      "tile=128x240x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8,epi=warp",
+      "tile=128x208x64,stages=4,cluster=1x1,sched=coop,raster=n,group=8,epi=warp",
+      "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk,epi=warp",
+      "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk,epi=warp",
+  };
+  const Layout L[2] = {Layout::row, Layout::col};
+  const DType outs[3] = {DType::bf16, DType::f16, DType::f32};
+  const int ran = run_matrix(configs,
+                             {{1, 1, 1, 1}, {17, 33, 65, 1}, {300, 521, 1000, 3}, {1920, 2000, 200, 2},
+                              {2048, 1536, 520, 1}},
+                             [&](int v, const std::array<int64_t, 4>& sh) {
+                               const Case c{sh[0], sh[1], sh[2], sh[3], (v % 2) ? DType::f16 : DType::bf16,
+                                            outs[v % 3], L[v % 2], L[(v / 2) % 2], L[(v / 4) % 2], (v % 4) == 1};
+                               return make_problem(c, (v % 2) * 8, (v % 5) == 3);
+                             });
+  EXPECT_GT(ran, 40);
+}
+
 // Several tiles per CTA (per consumer warpgroup with ping-pong): the ring wraps across tiles, including tiles with
 // fewer k-blocks than stages (k = 64: one k-block per tile) and ragged M/N/K, with and without clusters.
 TEST(Sm90Gpu, ManyTilesPerCta) {

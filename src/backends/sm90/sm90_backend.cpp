@@ -98,7 +98,7 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
        ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
        std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + tf(c.pingpong) + ", " + tf(c.dynamic) +
-       ", " + tf(c.sk) + ">;\n";
+       ", " + tf(c.sk) + ", " + tf(c.epi_warp) + ">;\n";
   const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
@@ -209,11 +209,11 @@ class Sm90Executable final : public Executable {
     if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
       const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
       const int eb = sm90::epi_bytes(cfg_, view_.d.type);
-      const CUresult r =
-          sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, eb, args.a, args.b, args.d, maps_);
+      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, eb, cfg_.epi_warp ? 8 : 64,
+                                           args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
-      if (r == CUDA_SUCCESS && problem_.epilogue.has_glu()) encode_glu_maps(args);
+      if (problem_.epilogue.has_glu()) encode_glu_maps(args);
       last_a_ = args.a;
       last_b_ = args.b;
       last_d_ = args.d;

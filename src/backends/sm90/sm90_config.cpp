@@ -54,6 +54,7 @@ std::string Config::str() const {
   if (dynamic) os << ",tiles=dynamic";
   if (gpc) os << ",tiles=gpc";
   if (sk) os << ",tail=sk";
+  if (epi_warp) os << ",epi=warp";
   return os.str();
 }
 
@@ -88,6 +89,9 @@ Config Config::parse(const std::string& s) {
       } else if (k == "tail") {
         if (v != "dp" && v != "sk") bad("tail must be dp or sk");
         c.sk = v == "sk";
+      } else if (k == "epi") {
+        if (v != "warpgroup" && v != "warp") bad("epi must be warpgroup or warp");
+        c.epi_warp = v == "warp";
       } else {
         bad("unknown key '" + k + "'");
       }
@@ -203,6 +207,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
       return "sm90: GLU output tile N/2=" + std::to_string(c.bn / 2) + " must be a multiple of 32 bytes of D" + cs;
     if (g->glu == GluLayout::halves && v.b_mn && c.bn % 128 != 0)
       return "sm90: GLU halves with N-major B needs tile N a multiple of 128" + cs;
+    if (c.epi_warp)
+      return "sm90: epi=warp (8-row pieces at the GEMM tile's strip width) does not take a GLU's half-width output" +
+             cs;
   }
   const int acc = acc_regs(c);
   // 192 accumulators leave room for the epilogue only without a C input and with a 16-bit output (f32 out spilled

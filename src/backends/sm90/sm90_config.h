@@ -1,6 +1,6 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
-//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk]
+//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp]
 // and the single validity function used by enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
@@ -21,6 +21,7 @@ struct Config {
   bool dynamic = false;   // tile order: static (omitted from the string), "tiles=dynamic" or "tiles=gpc"
   bool gpc = false;       // static order with GPC-major cluster ids (sm90_cluster_order.h); same kernel as static
   bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail)
+  bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own 8-row epilogue pieces (GemmConfig::kEpiWarp)
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
