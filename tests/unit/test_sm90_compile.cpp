@@ -261,6 +261,63 @@ TEST(Sm90Config, WideEpilogueStrips) {
   EXPECT_GE(r.smem_bytes, sm90::smem_bytes(p176, sm90::kBF16));
 }
 
+// epi=warp (each warp TMA-stores its own 8-row pieces): parsed and printed, chosen by the enumerator exactly for the
+// ping-pong configs whose wide strips leave room for one warpgroup buffer, refused with a GLU, and the GPU test's
+// configs (tests/gpu/test_sm90_gemm.cpp WarpStrips) compile without spills on its plain and its f32 / C problems.
+TEST(Sm90Config, EpiWarp) {
+  const std::string s = "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8";
+  EXPECT_FALSE(sm90::Config::parse(s).epi_warp);
+  EXPECT_TRUE(sm90::Config::parse(s + ",epi=warp").epi_warp);
+  EXPECT_EQ(sm90::Config::parse(s + ",epi=warp").str(), s + ",epi=warp");
+  EXPECT_EQ(sm90::Config::parse(s + ",epi=warpgroup").str(), s);
+  EXPECT_THROW(sm90::Config::parse(s + ",epi=thread"), Error);
+  // Same shared memory as the warpgroup's strips (the pieces live in the same region).
+  EXPECT_EQ(sm90::smem_bytes(sm90::Config::parse(s + ",epi=warp"), sm90::kBF16),
+            sm90::smem_bytes(sm90::Config::parse(s), sm90::kBF16));
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  Problem p = Problem::make(8192, 6144, 512, DType::bf16, DType::bf16);
+  p.resolve();
+  int warp = 0;
+  for (const sm90::Config& c : sm90::enumerate_configs(p, dev)) {
+    EXPECT_EQ(c.epi_warp, c.pingpong && sm90::epi_buffers(c, sm90::kBF16) == 1) << c.str();
+    warp += c.epi_warp;
+  }
+  EXPECT_GT(warp, 0);
+  Problem g = Problem::make(2048, 4096, 512, DType::bf16, DType::bf16);
+  g.epilogue = parse_epilogue("silu_glu");
+  g.resolve();
+  EXPECT_NE(sm90::config_reason(sm90::Config::parse("tile=128x128x64,stages=6,cluster=1x1,sched=pingpong,raster=m,"
+                                                    "group=8,epi=warp"),
+                                g, dev)
+                .find("epi=warp"),
+            std::string::npos);
+  for (const sm90::Config& c : sm90::enumerate_configs(g, dev)) EXPECT_FALSE(c.epi_warp) << c.str();
+
+  auto be = make_sm90_backend();
+  Problem plain = Problem::make(1920, 2000, 200, DType::bf16, DType::bf16);
+  plain.resolve();
+  Problem f32c = Problem::make(304, 520, 1000, DType::f16, DType::f32, Layout::col, Layout::row, 3);
+  f32c.beta = 0.5f;
+  f32c.resolve();
+  int compiled = 0;
+  for (const char* cfg : {"tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp",
+                          "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=8,tiles=gpc,epi=warp",
+                          "tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=4,epi=warp",
+                          "tile=128x144x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8,tiles=dynamic,epi=warp",
+                          "tile=64x16x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=8,epi=warp",
+                          "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=m,group=8,epi=warp",
+                          "tile=128x240x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8,epi=warp",
+                          "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk,epi=warp"})
+    for (const Problem* q : {&plain, &f32c}) {
+      const Candidate cand{"sm90", cfg};
+      if (!be->validate(*q, cand, dev).empty()) continue;
+      const CompileResult r = be->compile(*q, cand, dev);
+      EXPECT_EQ(r.spill_bytes, 0) << cfg << " for " << q->str() << "\n" << r.log;
+      ++compiled;
+    }
+  EXPECT_GE(compiled, 10);
+}
+
 // Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; on two CTAs along M its B parts
 // are rounded up to whole 8-row atoms; N whose rows split into narrower strips are refused.
 TEST(Sm90Config, TileN168) {

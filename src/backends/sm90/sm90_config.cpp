@@ -386,6 +386,13 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       c.group = band_group(c, v, dev);
       // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
       c.stages = max_stages(c, v.d.type, dev);
+      // Ping-pong tiles whose wide unswizzled strips leave room for only one warpgroup strip buffer (128x176 at 5
+      // stages: 4 strips of 11 KB per tile, each waiting for the previous one's store) store per warp instead: two
+      // 8-row buffers per warp in the same space. Measured side by side (bench/NOTES.md step 16): 128x176 2x1 at
+      // 8192x6144xK -2.3 to -3.0% at K = 512, -0.6% at 1024, -0.1% at 4096; 128x168 level at 4096x10240x8192. Not for
+      // the others: with two warpgroup buffers (128x128, 128x192) warp pieces ran 0.3-2% slower, and in the
+      // cooperative schedule (both consumers storing at once) 1.5-10% slower.
+      c.epi_warp = c.pingpong && !p.epilogue.has_glu() && epi_buffers(c, v.d.type) == 1;
       if (!config_reason(c, p, dev).empty()) continue;
       out.push_back(c);
       // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
