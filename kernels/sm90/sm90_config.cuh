@@ -86,9 +86,8 @@ struct GemmConfig {
   // kEpiBufBytes), or each warp its own 8-row pieces (its 16 rows of a slab as two stores), in two buffers of
   // 8 x kEpiBytes per warp inside the same region, with no warpgroup barrier (epilogue_tma_store.cuh: strip_begin).
   static constexpr bool kEpiWarp = EPI_WARP_;
-  static constexpr int kEpiRows = kEpiWarp ? 8 : 64;     // rows of one TMA store: the D tensor map's box
+  static constexpr int kEpiRows = epi_rows(kEpiWarp);   // rows of one TMA store: the D tensor map's box
   static constexpr int kEpiPieces = kEpiWarp ? 2 : 1;    // stores per 64-row slab and column strip, per owner
-  static_assert(!kEpiWarp || 2 * 4 * 8 * kEpiBytes <= kEpiBufs * kEpiBufBytes, "warp pieces fit the strip region");
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
   static constexpr int kBarOffset = kEpiOffset + 2 * kEpiBufs * kEpiBufBytes;

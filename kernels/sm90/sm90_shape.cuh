@@ -65,6 +65,10 @@ constexpr int epi_buffers(int row_bytes, int out_size, int fixed) {
   return s != epi_narrow_bytes(row_bytes) && fixed + 2 * 2 * 64 * s > kSmemPerBlock ? 1 : 2;
 }
 
+// Rows of one epilogue TMA store, the D tensor map's box: a warpgroup's 64-row strip, or a warp's 8-row piece
+// (config epi=warp; two buffers of 8 rows per warp fill the same 64-row strip region).
+constexpr int epi_rows(bool warp_pieces) { return warp_pieces ? 8 : 64; }
+
 // XOR mask of a strip's 16-byte chunk index (bits 4..6 of the offset) by the 128-byte row index: the TMA swizzle of
 // 128/64/32-byte strips; 0 for the unswizzled ones.
 constexpr unsigned epi_swizzle_mask(int strip_bytes) {

@@ -209,7 +209,7 @@ class Sm90Executable final : public Executable {
     if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
       const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
       const int eb = sm90::epi_bytes(cfg_, view_.d.type);
-      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, eb, cfg_.epi_warp ? 8 : 64,
+      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, eb, gt_sm90::epi_rows(cfg_.epi_warp),
                                            args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
