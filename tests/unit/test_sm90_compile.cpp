@@ -320,6 +320,42 @@ TEST(Sm90Config, EpiWarp) {
 
 // Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; on two CTAs along M its B parts
 // are rounded up to whole 8-row atoms; N whose rows split into narrower strips are refused.
+TEST(Sm90Config, RowsOffTheLines) {
+  // Where rows start against the L2's 128-byte lines and 32-byte sectors: base, pitch and (with batches) the batch
+  // stride all count.
+  EXPECT_EQ(sm90::row_grid_class(0, 2048, 1, 0), 0);
+  EXPECT_EQ(sm90::row_grid_class(0, 2000, 1, 0), 2);  // K = 1000 16-bit elements
+  EXPECT_EQ(sm90::row_grid_class(0, 2016, 1, 0), 1);  // on sectors, off lines
+  EXPECT_EQ(sm90::row_grid_class(256, 2048, 1, 0), 0);
+  EXPECT_EQ(sm90::row_grid_class(64, 2048, 1, 0), 1);   // a base 64 bytes into a line
+  EXPECT_EQ(sm90::row_grid_class(0, 2048, 1, 1000), 0);  // one batch: the stride is never used
+  EXPECT_EQ(sm90::row_grid_class(0, 2048, 4, 2048 * 100 + 16), 2);
+  EXPECT_EQ(sm90::row_grid_class(0, 2048, 4, 0), 0);  // broadcast
+  EXPECT_EQ(sm90::l2_promotion(0), CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  EXPECT_EQ(sm90::l2_promotion(1), CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+  EXPECT_EQ(sm90::l2_promotion(2), CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+  // The ranking charges rows off the lines, the tiles that read the most operand bytes per MMA clock the most:
+  // the same 4096x4096x1000 problem with rows 2000 bytes apart against rows padded to 2048.
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  Problem off = Problem::make(4096, 4096, 1000, DType::bf16, DType::bf16);
+  Problem on = off;
+  on.a.ld = on.b.ld = 1024;
+  off.resolve();
+  on.resolve();
+  ASSERT_EQ(off.a.ld, 1000);
+  const sm90::Config pp = sm90::Config::parse("tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=6");
+  const sm90::Config coop = sm90::Config::parse("tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=m,group=8");
+  const double pp_ratio = sm90::estimate_cost(pp, off, dev) / sm90::estimate_cost(pp, on, dev);
+  const double coop_ratio = sm90::estimate_cost(coop, off, dev) / sm90::estimate_cost(coop, on, dev);
+  EXPECT_GT(coop_ratio, 1.03);
+  EXPECT_GT(pp_ratio, coop_ratio + 0.1);
+  // Rows on sectors but off lines (2016 bytes) cost less than rows off sectors.
+  Problem half = on;
+  half.a.ld = half.b.ld = 1008;
+  EXPECT_LT(sm90::estimate_cost(pp, half, dev), sm90::estimate_cost(pp, off, dev));
+  EXPECT_GT(sm90::estimate_cost(pp, half, dev), sm90::estimate_cost(pp, on, dev));
+}
+
 TEST(Sm90Config, TileN168) {
   EXPECT_EQ(sm90::epi_narrow_bytes(168, sm90::kBF16), 112);
   EXPECT_EQ(sm90::epi_narrow_bytes(200, sm90::kF16), 80);

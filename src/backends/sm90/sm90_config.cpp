@@ -281,6 +281,22 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double l2_per_clk =
       (a_share * static_cast<double>(c.bm) / c.cn + b_share * static_cast<double>(c.bn) / c.cm) * 128.0 / mma;
   eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
+  // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
+  // cost every tile ~6% and the ones that read many operand bytes per MMA clock more (H200, 128-byte promotion,
+  // against K = 1024 at 4096x4096xK: pitch 2000 / 2064 bytes, off the sectors: coop 128x256 2x1 and 256x128 / 256x192
+  // 1x2 +6%, ping-pong 128x192 2x1 +7%, 128x176 2x1 +12%, 128x128 2x1 +27%; pitch 2080 / 2112 / 2016, on the sectors:
+  // +3-8%; bench/NOTES.md step 17). Charged per operand by its share of the bytes, off the sectors in full and on
+  // them by half, and without the gpc walk's shares: the coalescer's merging did not show there.
+  {
+    const auto weight = [&](const OperandDesc& o) {
+      const int cls = row_grid_class(0, o.ld * elem_size(o.type), v.batch, o.batch_stride * elem_size(o.type));
+      return cls == 0 ? 0.0 : cls == 1 ? 0.5 : 1.0;
+    };
+    const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
+    const double off_grid = (weight(v.a) * a_rows + weight(v.b) * b_rows) / (a_rows + b_rows);
+    const double l2_raw = (a_rows + b_rows) * 128.0 / mma;
+    eff *= 1.0 + off_grid * (0.06 + 0.016 * std::max(0.0, l2_raw - 35.0));
+  }
   double per_k = mma * eff + kPerKOverhead;
   if (cs == 4)
     per_k *= 1.15;

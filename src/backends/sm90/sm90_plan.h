@@ -172,6 +172,25 @@ inline CUtensorMapDataType tma_type(int t) {
                     : t == kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
+// Where the rows of an operand start relative to the L2's 128-byte lines and 32-byte sectors. A TMA box reads up to
+// 128 bytes per row; when every row starts on a line that is one line, otherwise (a base, row pitch or batch stride
+// that is not a multiple of 128 bytes, e.g. K = 1000 16-bit elements: rows 2000 bytes apart) most row reads straddle
+// two lines, and when the offset is not a multiple of 32 bytes they touch a fifth sector too. 0: on the lines; 1: on
+// sectors, off the lines; 2: off the sectors. (ncu, H200, 6000x6000x1000 against K = 1024: 2.3x the L2 requests,
+// 1.37x the sectors; bench/NOTES.md step 17.)
+inline int row_grid_class(uint64_t base, int64_t pitch_bytes, int64_t batch, int64_t batch_stride_bytes) {
+  const uint64_t off = base | static_cast<uint64_t>(pitch_bytes) | (batch > 1 ? static_cast<uint64_t>(batch_stride_bytes) : 0);
+  return off % 128 == 0 ? 0 : off % 32 == 0 ? 1 : 2;
+}
+
+// L2 promotion of a map: 256 bytes when the rows start on lines, 128 when they do not. Measured side by side on the
+// H200 (bench/NOTES.md step 17, 4096x4096xK, 8192x8192x4104, 6000x6000x1000): rows off the lines ran ping-pong tiles
+// 2-18% slower with 256-byte promotion than with 128 (the cooperative 256-row tiles level), rows on the lines the same
+// with either.
+inline CUtensorMapL2promotion l2_promotion(int row_class) {
+  return row_class == 0 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+}
+
 // One 3-D map: dims {inner, outer, batch}, row pitch `ld`, box {box_inner, box_outer, 1}.
 inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, int type, int64_t inner,
                           int64_t outer, int64_t batch, int64_t ld, int64_t batch_stride, int box_inner,
@@ -183,8 +202,9 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
   cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * es), static_cast<cuuint64_t>(bstride)};
   cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_outer), 1};
   cuuint32_t estr[3] = {1, 1, 1};
+  const int rows = row_grid_class(reinterpret_cast<uintptr_t>(ptr), ld * es, batch, bstride);
   return enc(map, tma_type(type), 3, const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+             swizzle, l2_promotion(rows), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 // Tensor maps for A, B (loads, 128-byte swizzle) and D (store, boxes of the epilogue's `eb`-byte strips by `d_rows`
