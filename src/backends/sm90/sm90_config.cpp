@@ -282,20 +282,20 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
       (a_share * static_cast<double>(c.bm) / c.cn + b_share * static_cast<double>(c.bn) / c.cm) * 128.0 / mma;
   eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
   // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
-  // cost every tile ~6% and the ones that read many operand bytes per MMA clock more (H200, 128-byte promotion,
-  // against K = 1024 at 4096x4096xK: pitch 2000 / 2064 bytes, off the sectors: coop 128x256 2x1 and 256x128 / 256x192
-  // 1x2 +6%, ping-pong 128x192 2x1 +7%, 128x176 2x1 +12%, 128x128 2x1 +27%; pitch 2080 / 2112 / 2016, on the sectors:
-  // +3-8%; bench/NOTES.md step 17). Charged per operand by its share of the bytes, off the sectors in full and on
-  // them by half, and without the gpc walk's shares: the coalescer's merging did not show there.
+  // cost every tile; off the 32-byte sectors too, the more the more operand bytes a tile reads per MMA clock (H200,
+  // 128-byte promotion, against K = 1024 at 4096x4096xK, bench/NOTES.md step 17): rows 2000 / 2064 bytes apart (off the
+  // sectors): coop 128x256 2x1 and 256x128 / 256x192 1x2 +6%, ping-pong 128x192 2x1 +7%, 128x176 2x1 +12%, 128x128 2x1
+  // +27%; rows 2080 / 2112 / 2016 bytes apart (on the sectors): +3-8% whatever the tile. Charged per operand by its
+  // share of the bytes, without the gpc walk's shares (the coalescer's merging did not show there).
   {
-    const auto weight = [&](const OperandDesc& o) {
-      const int cls = row_grid_class(0, o.ld * elem_size(o.type), v.batch, o.batch_stride * elem_size(o.type));
-      return cls == 0 ? 0.0 : cls == 1 ? 0.5 : 1.0;
-    };
     const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
-    const double off_grid = (weight(v.a) * a_rows + weight(v.b) * b_rows) / (a_rows + b_rows);
     const double l2_raw = (a_rows + b_rows) * 128.0 / mma;
-    eff *= 1.0 + off_grid * (0.06 + 0.016 * std::max(0.0, l2_raw - 35.0));
+    const double sector_cost = 0.06 + 0.016 * std::max(0.0, l2_raw - 35.0), line_cost = 0.05;
+    const auto cost = [&](const OperandDesc& o) {
+      const int cls = row_grid_class(0, o.ld * elem_size(o.type), v.batch, o.batch_stride * elem_size(o.type));
+      return cls == 0 ? 0.0 : cls == 1 ? line_cost : sector_cost;
+    };
+    eff *= 1.0 + (cost(v.a) * a_rows + cost(v.b) * b_rows) / (a_rows + b_rows);
   }
   double per_k = mma * eff + kPerKOverhead;
   if (cs == 4)
@@ -437,9 +437,14 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // about twice the time of its plain sibling, so only twins the tuner would time are listed. (At 8192^3 the ranking
   // puts ping-pong 128x128 2x1 33rd, yet its tail twin ran 1.4% ahead of the best plain config: bench/NOTES.md step 9.
   // Listing twins down to rank 24 lists it, but the default top 8 does not time it either.)
+  // Not below 24 k-blocks: with so few, a split tile's fixup (partials through L2, the wait for the neighbour) weighs
+  // a fixed ~5-10k clocks against tiles of 6-25k, and the twins measured +6.5 to +14% at K = 512 and -1 to +4% at
+  // K = 1000-1040 against their plain configs, -3 to -6% from K = 2000 on (H200, every candidate timed at 16
+  // problems, bench/NOTES.md step 17).
   constexpr size_t kSkRank = 8;
+  constexpr int64_t kSkMinKBlocks = 24;
   const size_t n_static = order.size();
-  if (n_static > 0) {
+  if (n_static > 0 && cdiv(v.k, 64) >= kSkMinKBlocks) {
     const double bar = order[std::min(kSkRank, n_static) - 1].first;
     for (size_t i = 0; i < n_static; ++i) {
       Config s = out[order[i].second];
