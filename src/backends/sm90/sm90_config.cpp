@@ -312,7 +312,10 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // 8192x6144x4096, ~4000 clocks per tile; with two 176-byte strips 3.5%); ping-pong hides most of it.
   const double osz = elem_size(v.d.type);
   const int strips = slabs * static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type));
-  double epi = 400.0 * strips + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
+  // In ping-pong the strips' barrier round trips overlap the other consumer's MMAs: only the bytes are charged. (With
+  // 400 clocks a strip too, the five-strip 128x160 ranked 17th-49th at K = 512-1024 where it was the fastest or within
+  // 0.3% of it: every candidate timed at 33 problems, bench/NOTES.md step 17.)
+  double epi = (c.pingpong ? 0.0 : 400.0 * strips) + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
