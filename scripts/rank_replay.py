@@ -7,6 +7,8 @@ not time (new ones) are counted as missing.
 usage: rank_replay.py BUILD_DIR FILE.json... [--k 8]"""
 import argparse, os, re, statistics, subprocess
 
+from rank_survey import first_pass
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -17,11 +19,7 @@ def main():
     losses = []
     for f in a.files:
         log = re.sub(r"\.json$", ".log", f)
-        first = {}
-        for line in open(log):
-            m = re.match(r"\s+(\S+)\s+([0-9.]+) us\s+[0-9.]+ TFLOP/s", line)
-            if m and m.group(1) not in first:
-                first[m.group(1)] = float(m.group(2))
+        first = first_pass(log)
         name = os.path.basename(f)[:-5]
         mm = re.search(r"_(\d+)x(\d+)x(\d+)", name)
         cmd = [os.path.join(a.build, "gemmtune"), "list", "--m", mm.group(1), "--n", mm.group(2), "--k", mm.group(3),

@@ -9,6 +9,16 @@ usage: rank_survey.py FILE.json... [--k 8] [--show 5]"""
 import argparse, json, os, re, statistics
 
 
+def first_pass(log):
+    """candidate -> us of the first side-by-side pass, from a `tune` log (stderr)."""
+    first = {}
+    for line in open(log):
+        m = re.match(r"\s+(\S+)\s+([0-9.]+) us\s+[0-9.]+ TFLOP/s", line)
+        if m and m.group(1) not in first:
+            first[m.group(1)] = float(m.group(2))
+    return first
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
@@ -16,14 +26,11 @@ def main():
     ap.add_argument("--show", type=int, default=0, help="print the N fastest sm90 candidates with their ranks")
     a = ap.parse_args()
     losses = []
-    print(f"{'problem':34} {'n':>4} {'best':>8} {'rank':>4} {'top' + str(a.k):>8} {'loss%':>6} {'cublt':>8} {'sm90/lt':>7}")
+    print(f"{'problem':34} {'n':>4} {'best':>8} {'rank':>4} {'top' + str(a.k):>8} {'loss%':>6} {'cublt':>8} "
+          f"{'sm90/lt':>7}")
     for f in a.files:
         recs = json.load(open(f))
-        first = {}
-        for line in open(re.sub(r"\.json$", ".log", f)):
-            m = re.match(r"\s+(\S+)\s+([0-9.]+) us\s+[0-9.]+ TFLOP/s", line)
-            if m and m.group(1) not in first:
-                first[m.group(1)] = float(m.group(2))
+        first = first_pass(re.sub(r"\.json$", ".log", f))
         for r in recs:
             r["us_median"] = first.get(r["candidate"]) if r["status"] == "ok" else None
         sm = [r for r in recs if r["backend"] == "sm90"]

@@ -324,8 +324,6 @@ TEST(Sm90Config, EpiWarp) {
   EXPECT_GE(compiled, 10);
 }
 
-// Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; on two CTAs along M its B parts
-// are rounded up to whole 8-row atoms; N whose rows split into narrower strips are refused.
 TEST(Sm90Config, RowsOffTheLines) {
   // Where rows start against the L2's 128-byte lines and 32-byte sectors: base, pitch and (with batches) the batch
   // stride all count.
@@ -381,6 +379,8 @@ TEST(Sm90Enumerate, TopEightHoldsTheMeasuredBest) {
   EXPECT_TRUE(top8_has(4096, 4096, 1000, "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"));
 }
 
+// Tile N = 8 (mod 16): 168 splits 16-bit D rows into three unswizzled 112-byte strips; on two CTAs along M its B parts
+// are rounded up to whole 8-row atoms; N whose rows split into narrower strips are refused.
 TEST(Sm90Config, TileN168) {
   EXPECT_EQ(sm90::epi_narrow_bytes(168, sm90::kBF16), 112);
   EXPECT_EQ(sm90::epi_narrow_bytes(200, sm90::kF16), 80);

@@ -179,7 +179,8 @@ inline CUtensorMapDataType tma_type(int t) {
 // sectors, off the lines; 2: off the sectors. (ncu, H200, 6000x6000x1000 against K = 1024: 2.3x the L2 requests,
 // 1.37x the sectors; bench/NOTES.md step 17.)
 inline int row_grid_class(uint64_t base, int64_t pitch_bytes, int64_t batch, int64_t batch_stride_bytes) {
-  const uint64_t off = base | static_cast<uint64_t>(pitch_bytes) | (batch > 1 ? static_cast<uint64_t>(batch_stride_bytes) : 0);
+  const uint64_t off =
+      base | static_cast<uint64_t>(pitch_bytes) | (batch > 1 ? static_cast<uint64_t>(batch_stride_bytes) : 0);
   return off % 128 == 0 ? 0 : off % 32 == 0 ? 1 : 2;
 }
 
