@@ -194,6 +194,18 @@ TEST_F(Cli, BatchStrides) {
   expect_usage_error(with(packed, {"--batch-stride-d", "0"}), "D batch stride 0");
 }
 
+// --top-k 0 means every candidate a backend lists, as for list and compile; a negative count is a usage error.
+TEST_F(Cli, TopK) {
+  expect_usage_error(with({"tune"}, with(kShape, {"--top-k", "-1"})), "0 = all");
+  // Accepted: the run gets past the options to the device (an ordinal no host has, so it stops there either way).
+  auto e = env();
+  e["GEMMTUNE_DEVICE"] = "97";
+  const std::vector<std::string> all = with({"tune"}, with(kShape, {"--top-k", "0", "--backends", "sm90"}));
+  CliRun r = run_cli(all, e);
+  EXPECT_NE(r.rc, 0) << describe(all, r);
+  EXPECT_EQ(r.err.find("--top-k"), std::string::npos) << describe(all, r);
+}
+
 TEST_F(Cli, UnknownOptionAndSubcommand) {
   expect_usage_error(with({"tune"}, with(kShape, {"--frobnicate"})), "frobnicate");
   CliRun r = run_cli({"nosuchcommand"}, env());

@@ -75,7 +75,7 @@ struct TuneArgs {
 
   void add_to(CLI::App* app, bool with_config) {
     app->add_option("--backends", backends, "comma-separated backends (default: all), e.g. sm90,cublaslt");
-    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8)");
+    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)");
     if (with_config)
       app->add_option("--config", configs,
                       "run exactly this candidate: a 'backend:config' line from list/tune; repeat it to time several "
@@ -102,7 +102,7 @@ struct TuneArgs {
   }
 
   TuneOptions options() const {
-    if (top_k <= 0) throw UsageError(fmt::format("--top-k must be a positive integer (got {})", top_k));
+    if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
     if (threads < 0) throw UsageError(fmt::format("--threads must be >= 0 (got {})", threads));
     if (min_iters <= 0) throw UsageError(fmt::format("--min-iters must be positive (got {})", min_iters));
     if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0 (got {})", warmup));
