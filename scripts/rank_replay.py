@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replay a rank survey against the current ranking: for each `tune --top-k 300 --json FILE.json 2> FILE.log` of a
+"""Replay a rank survey against the current ranking: for each `tune --top-k 0 --json FILE.json 2> FILE.log` of a
 survey (scripts/rank_survey.py), ask `gemmtune list` (no GPU needed) for today's sm90 order of the same problem and
 report the best first-pass time within its top k against the best of every candidate timed. Candidates the survey did
 not time (new ones) are counted as missing.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Read `gemmtune tune --top-k 300 --json FILE.json 2> FILE.log` (every enumerated candidate timed side by side) and
+"""Read `gemmtune tune --top-k 0 --json FILE.json 2> FILE.log` (every enumerated candidate timed side by side) and
 report how well the sm90 ranking did: the rank of the fastest sm90 candidate, the best time within the top k against
 the best of all, and cuBLASLt's best. The JSON gives the ranking order per backend (the order `gemmtune list`
 prints); the times are the first side-by-side pass from FILE.log, in which every candidate was timed under the same
