@@ -276,10 +276,11 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (bench/NOTES.md step 8);
   // charged as a quarter less of that operand's bytes. A multicast operand is not merged further (a 2x1 walking M
   // merged less than the static order).
+  // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split between the cluster's CTAs).
+  const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
   const double a_share = c.gpc && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
   const double b_share = c.gpc && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
-  const double l2_per_clk =
-      (a_share * static_cast<double>(c.bm) / c.cn + b_share * static_cast<double>(c.bn) / c.cm) * 128.0 / mma;
+  const double l2_per_clk = (a_share * a_rows + b_share * b_rows) * 128.0 / mma;
   eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
   // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
   // cost every tile; off the 32-byte sectors too, the more the more operand bytes a tile reads per MMA clock (H200,
@@ -288,7 +289,6 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // +27%; rows 2080 / 2112 / 2016 bytes apart (on the sectors): +3-8% whatever the tile. Charged per operand by its
   // share of the bytes, without the gpc walk's shares (the coalescer's merging did not show there).
   {
-    const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
     const double l2_raw = (a_rows + b_rows) * 128.0 / mma;
     const double sector_cost = 0.06 + 0.016 * std::max(0.0, l2_raw - 35.0), line_cost = 0.05;
     const auto cost = [&](const OperandDesc& o) {
@@ -311,11 +311,11 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // cooperative schedule (coop 128x176 2x1 with eleven 32-byte strips per slab ran 7% behind ping-pong 128x176 2x1 at
   // 8192x6144x4096, ~4000 clocks per tile; with two 176-byte strips 3.5%); ping-pong hides most of it.
   const double osz = elem_size(v.d.type);
-  const int strips = slabs * static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type));
+  double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
   // In ping-pong the strips' barrier round trips overlap the other consumer's MMAs: only the bytes are charged. (With
   // 400 clocks a strip too, the five-strip 128x160 ranked 17th-49th at K = 512-1024 where it was the fastest or within
   // 0.3% of it: every candidate timed at 33 problems, bench/NOTES.md step 17.)
-  double epi = (c.pingpong ? 0.0 : 400.0 * strips) + static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
+  if (!c.pingpong) epi += 400.0 * slabs * static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type));
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
