@@ -28,15 +28,15 @@ struct EpilogueFused {
   static constexpr int kBlock = !kGlu ? 0 : kHalves ? Cfg::BN / 2 : Chain::kGluBlock;
   static constexpr int BNO = kGlu ? Cfg::BN / 2 : Cfg::BN;  // output columns per tile
   static constexpr int kOutSize = Cfg::kOutSize;
-  // A GLU's output tile is BN/2 wide: narrow strips (the buffers are sized for the GEMM tile's); else the tile's own.
-  static constexpr int kEpiBytes = kGlu ? epi_narrow_bytes(BNO * kOutSize) : Cfg::kEpiBytes;
-  static constexpr int kEpiCols = kEpiBytes / kOutSize;
-  static constexpr int kChunks = BNO / kEpiCols;           // strips per 64-row slab
-  static constexpr int kGroupsPerChunk = kEpiCols / 8;     // 8-column output groups per strip
+  // A GLU's output tile is BN/2 wide: narrow strips (the buffers are sized for the GEMM tile's); else the tile's own
+  // (GemmConfig::kEpiStrips: with warp pieces 128-byte strips and a tail).
+  static constexpr int kStripBytes = kGlu ? epi_narrow_bytes(BNO * kOutSize) : Cfg::kEpiStripBytes;
+  static constexpr int kStrips = kGlu ? BNO * kOutSize / kStripBytes : Cfg::kEpiStrips;
+  static constexpr int kTailBytes = kGlu ? 0 : Cfg::kEpiTailBytes;
 
-  static_assert(epi_strip_ok(kEpiBytes, kOutSize),
+  static_assert(Cfg::kEpiWarp || epi_strip_ok(kStripBytes, kOutSize),
                 "output tile must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) strips");
-  static_assert(kEpiBytes <= Cfg::kEpiBytes, "strip buffers are sized for the GEMM tile");
+  static_assert(kStripBytes <= Cfg::kEpiStripBytes, "strip buffers are sized for the GEMM tile");
   static_assert(!kGlu || (kBlock % 8 == 0 && Cfg::BN % (2 * kBlock) == 0),
                 "GLU: block must be a multiple of 8 columns and tile N a multiple of 2 * block");
   static_assert(!(kGlu && TRANS), "GLU with a column-major D is not fused");
@@ -108,10 +108,11 @@ struct EpilogueFused {
     }
   }
 
-  // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU).
+  // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU), through
+  // the D maps `td` and `tdt` (the tail strip's, see for_each_strip).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, const Params& ep0, unsigned bufs, int m0, int n0,
-                                               int b, int tid, unsigned& buf) {
+                                               const TmaDesc& tdt, const GemmParams& p, const Params& ep0,
+                                               unsigned bufs, int m0, int n0, int b, int tid, unsigned& buf) {
     const Params ep = ep0.at_batch(b);
     const int warp = tid / 32, lane = tid % 32;
     const int n_out = kGlu ? p.n / 2 : p.n;
@@ -120,22 +121,23 @@ struct EpilogueFused {
     const bool edge_tile = (FLAGS & kEpiDirect) && (n_out * kOutSize) % 16 != 0 && o0 + BNO > n_out;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
+      for_each_strip<kStripBytes, kStrips, kTailBytes, kOutSize>(td, tdt, [&](auto bytes, int c0, const TmaDesc& map) {
+        constexpr int kBytes = decltype(bytes)::value, kCols = kBytes / kOutSize;
 #pragma unroll
-      for (int q = 0; q < kChunks; ++q)
-#pragma unroll
-      for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
-        const bool direct = edge_tile && o0 + (q + 1) * kEpiCols > n_out;
-        const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
-        strip_begin<Cfg>(edge_tile, tid);
-        stage_strip<Cfg, kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
-          const int co = q * kGroupsPerChunk + g;
-          const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
-          value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
-        }, pc);
-        strip_end<Cfg, kEpiBytes>(td, p, n_out, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), o0 + q * kEpiCols, b,
-                                  direct, tid);
-        buf = epi_next<Cfg>(buf);
-      }
+        for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
+          const bool direct = edge_tile && o0 + c0 + kCols > n_out;
+          const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
+          strip_begin<Cfg>(edge_tile, tid);
+          stage_strip<Cfg, kBytes, kCols / 8>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
+            const int co = c0 / 8 + g;
+            const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
+            value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
+          }, pc);
+          strip_end<Cfg, kBytes>(map, p, n_out, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), o0 + c0, b, direct,
+                                 tid);
+          buf = epi_next<Cfg>(buf);
+        }
+      });
     }
   }
 

@@ -104,9 +104,10 @@ __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long lo
 // g, half i (row 16 warp + lane / 4 + 8 i, columns 8 g + 2 (lane % 4) and + 1 of the strip). A 16-bit D of a kernel
 // without C and stream-K goes out with one stmatrix per two groups (a 16 x 16 block of the warp's rows; an odd last
 // group with an x2), otherwise with one 4-byte (8-byte for f32) store per pair.
-// Cfg::kEpiWarp: only this warp's 8 rows of half `half` (a constant once the caller's loops are unrolled), as an
-// 8-row strip of its own at `dst` (row lane / 4 of it); the stmatrix form then covers four groups of the half per x4
-// (an x2 and / or an x1 for the rest).
+// Cfg::kEpiWarp: only this warp's 16 rows, as a 16-row strip of its own at `dst` (the warpgroup's forms with row base
+// 0); with 8-row pieces (Cfg::kEpiHalf) only its 8 rows of half `half` (a constant once the caller's loops are
+// unrolled), row lane / 4 of an 8-row strip, the stmatrix form then covering four groups of the half per x4 (an x2
+// and / or an x1 for the rest).
 // NOTES: stmatrix takes ~7% of the instructions off a plain kernel (4 st.shared and their addresses per x4) and ~9%
 // of ptxas time, but holding 4 pairs per store tipped kernels that already sit at the register limit into 4-48 bytes
 // of spills (ping-pong 128x128 with an element-wise C, or with a stream-K tail), so those keep the 4-byte stores.
@@ -118,10 +119,10 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
 #pragma unroll
-      for (int i = Cfg::kEpiWarp ? half : 0; i < (Cfg::kEpiWarp ? half + 1 : 2); ++i) {
+      for (int i = Cfg::kEpiHalf ? half : 0; i < (Cfg::kEpiHalf ? half + 1 : 2); ++i) {
         float v0, v1;
         pair(g, i, v0, v1);
-        const int r = Cfg::kEpiWarp ? lane / 4 : warp * 16 + lane / 4 + 8 * i;
+        const int r = Cfg::kEpiHalf ? lane / 4 : (Cfg::kEpiWarp ? 0 : warp * 16) + lane / 4 + 8 * i;
         const unsigned off = r * BYTES + (g * 8 + 2 * (lane % 4)) * (OUT == kF32 ? 4 : 2);
         const unsigned sw = off ^ (((off >> 7) & kMask) << 4);
         if (OUT == kF32)
@@ -130,7 +131,7 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
           st_shared_u32(dst + sw, OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
       }
     }
-  } else if constexpr (Cfg::kEpiWarp) {
+  } else if constexpr (Cfg::kEpiHalf) {
     // Matrix m = lane / 8 of an x4 is group g0 + m of the half; lane l gives row l % 8 (as below, g0 a multiple of 4).
     const int m = lane / 8;
     const unsigned row = (lane % 8) * BYTES;
@@ -164,7 +165,7 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
     // 32, 64 or 128 bytes, so `row` is a multiple of the strip and chunk ^ s < strip / 16: the address is
     // row ^ 16 ((m / 2) ^ s) ^ 16 g0 (g0 even), one XOR per stmatrix from a per-lane base.
     const int m = lane / 8;
-    const unsigned row = (warp * 16 + 8 * (m % 2) + lane % 8) * BYTES;
+    const unsigned row = ((Cfg::kEpiWarp ? 0 : warp * 16) + 8 * (m % 2) + lane % 8) * BYTES;
     const unsigned base = kMask ? row ^ (16u * ((m / 2) ^ ((row >> 7) & kMask))) : row + 16u * (m / 2);
 #pragma unroll
     for (int g0 = 0; g0 < GROUPS; g0 += 2) {
@@ -188,11 +189,12 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
 
 // Strip buffer `buf` of a consumer's kEpiBufs buffers at `bufs`, and the buffer after it. Two buffers keep the select
 // and XOR of the two-buffer epilogue (index arithmetic cost a register that made a stream-K ping-pong 128x128 kernel
-// spill); one buffer is reused by every strip. Cfg::kEpiWarp: buffer `buf` (0 or 1) of warp `warp`, 8 rows each.
+// spill); one buffer is reused by every strip. Cfg::kEpiWarp: buffer `buf` (0 or 1) of warp `warp`, Cfg::kEpiRows
+// rows of up to 128 bytes each, 1024-byte aligned (the 128-byte swizzle's period).
 template <class Cfg>
 __device__ __forceinline__ unsigned epi_buf(unsigned bufs, unsigned buf, int warp) {
   if constexpr (Cfg::kEpiWarp)
-    return bufs + (2 * warp + buf) * (8 * Cfg::kEpiBytes);
+    return bufs + (2 * warp + buf) * Cfg::kEpiWarpBufBytes;
   else if constexpr (Cfg::kEpiBufs == 1)
     return bufs;
   else
@@ -204,14 +206,14 @@ __device__ __forceinline__ unsigned epi_next(unsigned buf) {
 }
 
 // Row of strip piece `i` (0 .. Cfg::kEpiPieces - 1) of a 64-row slab, for the calling warp: 0 for the warpgroup's
-// 64-row strip, 16 warp + 8 i for a warp's 8-row pieces.
+// 64-row strip, 16 warp for a warp's 16-row piece, 16 warp + 8 i for its 8-row pieces.
 template <class Cfg>
 __device__ __forceinline__ int strip_row(int warp, int i) {
-  return Cfg::kEpiWarp ? 16 * warp + 8 * i : 0;
+  return Cfg::kEpiWarp ? 16 * warp + Cfg::kEpiRows * i : 0;
 }
 
 // The control of one strip of a consumer's output, around its stage_strip into the buffer `dst`. The strip's owner
-// is the warpgroup (64 rows; thread 0 stores) or, with Cfg::kEpiWarp, one warp (8 rows; its lane 0 stores).
+// is the warpgroup (64 rows; thread 0 stores) or, with Cfg::kEpiWarp, one warp (16 or 8 rows; its lane 0 stores).
 // strip_begin — the owner's storing thread waits until the store (kEpiBufs strips ago for the warpgroup, two for a
 // warp) has read the buffer (all earlier stores inside an edge tile, where direct strips commit no bulk group), then
 // the owner syncs; strip_end — the staged strip is published to the async proxy and the owner syncs again, then the
@@ -263,6 +265,21 @@ __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p
   }
 }
 
+template <int V>
+struct IntC {
+  static constexpr int value = V;
+};
+
+// The column strips of a 64-row slab, left to right: COUNT strips of BYTES through the D map `td`, then (TAIL > 0) one
+// strip of TAIL bytes through the tail map `tdt` (GemmConfig::kEpiStrips, kEpiTailBytes). Calls
+// f(IntC<strip bytes>{}, first column of the strip within the tile, its map).
+template <int BYTES, int COUNT, int TAIL, int OUT_SIZE, class F>
+__device__ __forceinline__ void for_each_strip(const TmaDesc& td, const TmaDesc& tdt, F&& f) {
+#pragma unroll
+  for (int q = 0; q < COUNT; ++q) f(IntC<BYTES>{}, q * (BYTES / OUT_SIZE), td);
+  if constexpr (TAIL > 0) f(IntC<TAIL>{}, COUNT * (BYTES / OUT_SIZE), tdt);
+}
+
 // Before the CTA exits: the warpgroup's stores have finished reading their strip buffers (the shared memory goes with
 // the CTA). Their writes to D need no wait here: they are performed before the grid completes. Waiting for them
 // (cp.async.bulk.wait_group without .read) kept every CTA alive for the round trip of its last store; no measurable
@@ -276,14 +293,13 @@ struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
   static constexpr bool kHalves = false;
   static constexpr bool kFused = false;
-  static constexpr int kChunks = Cfg::BN * Cfg::kOutSize / Cfg::kEpiBytes;  // strips per 64-row slab
-  static constexpr int kGroupsPerChunk = Cfg::kEpiCols / 8;                // 8-column fragment groups per strip
 
-  // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b. `bufs`: the first of this warpgroup's
-  // Cfg::kEpiBufs strip buffers; `buf` the next buffer (persists across calls).
+  // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b through the D maps `td` and `tdt` (the tail
+  // strip's, see for_each_strip). `bufs`: this warpgroup's strip buffers; `buf` the next buffer (persists across
+  // calls).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
-                                               const GemmParams& p, const Params&, unsigned bufs, int m0, int n0,
-                                               int b, int tid, unsigned& buf) {
+                                               const TmaDesc& tdt, const GemmParams& p, const Params&, unsigned bufs,
+                                               int m0, int n0, int b, int tid, unsigned& buf) {
     const int warp = tid / 32, lane = tid % 32;
     // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of 16 it
     // would write up to 15 bytes past column n (into the caller's ld padding). The strips of such an edge tile that
@@ -302,38 +318,40 @@ struct EpilogueTmaStore {
                      static_cast<long long>(m0 + si * 64 + warp * 16 + lane / 4 + 8 * i) * p.ldc_m + n0 +
                      2 * (lane % 4)) * kCSize;
       }
+      for_each_strip<Cfg::kEpiStripBytes, Cfg::kEpiStrips, Cfg::kEpiTailBytes, Cfg::kOutSize>(
+          td, tdt, [&](auto bytes, int c0, const TmaDesc& map) {
+            constexpr int kBytes = decltype(bytes)::value, kCols = kBytes / Cfg::kOutSize;
 #pragma unroll
-      for (int q = 0; q < kChunks; ++q)
-#pragma unroll
-      for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
-        const bool direct = edge_tile && n0 + (q + 1) * Cfg::kEpiCols > p.n;
-        const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
-        strip_begin<Cfg>(edge_tile, tid);
-        stage_strip<Cfg, Cfg::kEpiBytes, kGroupsPerChunk>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
-          const int c = q * kGroupsPerChunk + g;
-          v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
-          v1 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i + 1]);
-          if (Cfg::HAS_C) {
-            const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = n0 + 8 * c + 2 * (lane % 4);
-            if (row < p.m) {
-              if (FLAGS & kEpiVecC) {
-                if (col < p.n) {  // n even: col + 1 < n too
-                  float c0, c1;
-                  load_c2_at<Cfg::CT>(crow[i] + 8 * c * kCSize, c0, c1);
-                  v0 += p.beta * c0;
-                  v1 += p.beta * c1;
+            for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
+              const bool direct = edge_tile && n0 + c0 + kCols > p.n;
+              const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
+              strip_begin<Cfg>(edge_tile, tid);
+              stage_strip<Cfg, kBytes, kCols / 8>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
+                const int c = c0 / 8 + g;
+                v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
+                v1 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i + 1]);
+                if (Cfg::HAS_C) {
+                  const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = n0 + 8 * c + 2 * (lane % 4);
+                  if (row < p.m) {
+                    if (FLAGS & kEpiVecC) {
+                      if (col < p.n) {  // n even: col + 1 < n too
+                        float c0v, c1v;
+                        load_c2_at<Cfg::CT>(crow[i] + 8 * c * kCSize, c0v, c1v);
+                        v0 += p.beta * c0v;
+                        v1 += p.beta * c1v;
+                      }
+                    } else {
+                      if (col < p.n) v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
+                      if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
+                    }
+                  }
                 }
-              } else {
-                if (col < p.n) v0 += p.beta * load_c<Cfg::CT>(p, row, col, b);
-                if (col + 1 < p.n) v1 += p.beta * load_c<Cfg::CT>(p, row, col + 1, b);
-              }
+              }, pc);
+              strip_end<Cfg, kBytes>(map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct,
+                                     tid);
+              buf = epi_next<Cfg>(buf);
             }
-          }
-        }, pc);
-        strip_end<Cfg, Cfg::kEpiBytes>(td, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc),
-                                       n0 + q * Cfg::kEpiCols, b, direct, tid);
-        buf = epi_next<Cfg>(buf);
-      }
+          });
     }
   }
 

@@ -72,28 +72,40 @@ struct GemmConfig {
   // Shared memory besides the epilogue buffers (sm90/sm90_shape.cuh, shared with the host plan).
   static constexpr int kFixedBytes = smem_fixed_bytes(STAGES, kStageBytes, DYNAMIC);
 
+  // Who stores a strip (config "epi=warp"): the consumer warpgroup, 64 rows per TMA store, or each warp its own 16
+  // rows of a slab (in two 8-row stores where 16-row buffers do not fit: sm90_shape.cuh, epi_warp_rows) from two
+  // buffers of its own, with no warpgroup barrier (epilogue_tma_store.cuh: strip_begin).
+  static constexpr bool kEpiWarp = EPI_WARP_;
+  static constexpr int kEpiRows = epi_rows(kEpiWarp, kFixedBytes);  // rows of one TMA store: the D map's box
+  static constexpr int kEpiPieces = kEpiWarp ? 16 / kEpiRows : 1;  // stores per 64-row slab and column strip, per owner
+  static constexpr bool kEpiHalf = kEpiWarp && kEpiRows == 8;      // a warp's piece is one half of its 16 rows
+  static constexpr int kEpiWarpBufBytes = kEpiRows * 128;          // one of a warp's two buffers
+
   // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
   // written by TMA, kEpiBufs buffers per consumer warpgroup (sm90/sm90_shape.cuh: epi_strip_bytes, epi_buffers).
   static constexpr int kOutSize = OUT == kF32 ? 4 : 2;
   static constexpr int kEpiBytes = epi_strip_bytes(BN * kOutSize, kOutSize, kFixedBytes);
   static constexpr int kEpiBufs = epi_buffers(BN * kOutSize, kOutSize, kFixedBytes);
-  static constexpr int kEpiCols = kEpiBytes / kOutSize;
   static constexpr int kEpiBufBytes = 64 * kEpiBytes;
-  static_assert(epi_strip_ok(kEpiBytes, kOutSize),
+  static_assert(kEpiWarp || epi_strip_ok(kEpiBytes, kOutSize),
                 "tile N must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) epilogue strips");
-
-  // Who stores a strip (config "epi=warp"): the consumer warpgroup, 64 rows per TMA store (kEpiBufs buffers of
-  // kEpiBufBytes), or each warp its own 8-row pieces (its 16 rows of a slab as two stores), in two buffers of
-  // 8 x kEpiBytes per warp inside the same region, with no warpgroup barrier (epilogue_tma_store.cuh: strip_begin).
-  static constexpr bool kEpiWarp = EPI_WARP_;
-  static constexpr int kEpiRows = epi_rows(kEpiWarp);   // rows of one TMA store: the D tensor map's box
-  static constexpr int kEpiPieces = kEpiWarp ? 2 : 1;    // stores per 64-row slab and column strip, per owner
+  // The strips of a 64-row slab as stored: kEpiStrips of kEpiStripBytes (through the D map), then, with warp pieces,
+  // a tail strip of kEpiTailBytes (through the tail D map; 0: none): 128-byte strips and the rest of the row
+  // (sm90_shape.cuh: epi_warp_strips).
+  static constexpr int kEpiStripBytes = kEpiWarp ? epi_warp_strip_bytes(BN * kOutSize) : kEpiBytes;
+  static constexpr int kEpiStrips = kEpiWarp ? epi_warp_strips(BN * kOutSize) : BN * kOutSize / kEpiBytes;
+  static constexpr int kEpiTailBytes = kEpiWarp ? epi_warp_tail(BN * kOutSize) : 0;
+  static_assert(kEpiTailBytes % 16 == 0 && (kEpiTailBytes / kOutSize) % 8 == 0, "strips hold whole 8-column groups");
+  // One consumer warpgroup's strip buffers (SmemPlan::epi).
+  static constexpr int kEpiRegionBytes = epi_region_bytes(BN * kOutSize, kOutSize, kFixedBytes, kEpiWarp);
 
   static constexpr int kEpiOffset = STAGES * kStageBytes;
-  static constexpr int kBarOffset = kEpiOffset + 2 * kEpiBufs * kEpiBufBytes;
+  static constexpr int kBarOffset = kEpiOffset + 2 * kEpiRegionBytes;
   static constexpr int kTileOffset = kBarOffset + 16 * STAGES + 16;
-  static constexpr int kSmemBytes = kFixedBytes + 2 * kEpiBufs * kEpiBufBytes;
+  static constexpr int kSmemBytes = kFixedBytes + 2 * kEpiRegionBytes;
   static_assert(kSmemBytes <= kSmemPerBlock, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
+  static_assert(kEpiOffset % 1024 == 0 && kEpiRegionBytes % 1024 == 0 || !kEpiWarp,
+                "warp strip buffers must be 1024-byte aligned (the 128-byte swizzle)");
 
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its
   // cluster row and column, itself included: CM + CN - 1 CTAs). See release_stage.
@@ -112,10 +124,8 @@ struct SmemPlan {
   __device__ __forceinline__ explicit SmemPlan(const void* raw) : base((smem_u32(raw) + 1023u) & ~1023u) {}
   __device__ __forceinline__ unsigned a(int s) const { return base + s * Cfg::kStageBytes; }
   __device__ __forceinline__ unsigned b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kABytes; }
-  // Strip buffer 0 of consumer warpgroup wg (buffer i at + i * kEpiBufBytes).
-  __device__ __forceinline__ unsigned epi(int wg) const {
-    return base + Cfg::kEpiOffset + wg * Cfg::kEpiBufs * Cfg::kEpiBufBytes;
-  }
+  // Strip buffers of consumer warpgroup wg (epilogue_tma_store.cuh: epi_buf).
+  __device__ __forceinline__ unsigned epi(int wg) const { return base + Cfg::kEpiOffset + wg * Cfg::kEpiRegionBytes; }
   __device__ __forceinline__ unsigned full(int s) const { return base + Cfg::kBarOffset + 8 * s; }
   __device__ __forceinline__ unsigned empty(int s) const { return base + Cfg::kBarOffset + 8 * (Cfg::STAGES + s); }
   // Ping-pong only: consumer c finished the mainloop of its latest tile.

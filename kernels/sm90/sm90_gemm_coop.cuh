@@ -4,7 +4,9 @@
 // TMA multicast of the shared operand. Instantiate from a JIT unit:
 //   extern "C" __global__ void __launch_bounds__(384, 1) name(const __grid_constant__ gt_sm90::TmaDesc ta,
 //       const __grid_constant__ gt_sm90::TmaDesc tb, const __grid_constant__ gt_sm90::TmaDesc td,
-//       const gt_sm90::GemmParams p) { gt_sm90::gemm_coop<Cfg>(ta, tb, td, p); }
+//       const __grid_constant__ gt_sm90::TmaDesc tdt, const gt_sm90::GemmParams p) {
+//     gt_sm90::gemm_coop<Cfg>(ta, tb, td, tdt, p); }
+// (td: D's map for the epilogue strips; tdt: for the tail strip of warp pieces, GemmConfig::kEpiTailBytes, else unused)
 // launched with Cfg::kThreads threads, Cfg::kSmemBytes dynamic shared memory and a (CM*CN, 1, 1) cluster.
 #include "epilogue/epilogue_tma_store.cuh"
 #include "sm90/sm90_mainloop.cuh"
@@ -14,7 +16,7 @@ namespace gt_sm90 {
 
 template <class Cfg, class Epi = EpilogueTmaStore<Cfg>>
 __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
-                                          const GemmParams& p,
+                                          const TmaDesc& tdt, const GemmParams& p,
                                           const typename Epi::Params& ep = typename Epi::Params{}) {
   static_assert(!Cfg::PINGPONG, "gemm_coop needs a cooperative config");
   extern __shared__ unsigned char gt_smem[];
@@ -23,7 +25,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
   const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
 
-  init_pipeline<Cfg>(sm, ta, tb, td, [] {});
+  init_pipeline<Cfg>(sm, ta, tb, td, tdt, [] {});
 
   const TileStream<Cfg> tiles(p);
   if (wg == 0) {
@@ -44,7 +46,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
       if constexpr (Cfg::SK)
         if (!SkPartials<Cfg>::settle(u, acc, p, rank * 2 + cw, tid)) continue;  // a head: its partial is written
-      Epi::store(acc, td, p, ep, sm.epi(cw), m0 + cw * Cfg::WM, n0, b, tid, buf);
+      Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
     Epi::drain(tid);
   }

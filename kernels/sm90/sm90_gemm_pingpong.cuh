@@ -11,6 +11,7 @@ namespace gt_sm90 {
 
 template <class Cfg, class Epi = EpilogueTmaStore<Cfg>>
 __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
+                                              const TmaDesc& tdt,
                                               const GemmParams& p,
                                               const typename Epi::Params& ep = typename Epi::Params{}) {
   static_assert(Cfg::PINGPONG, "gemm_pingpong needs a ping-pong config");
@@ -20,7 +21,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
   const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
 
-  init_pipeline<Cfg>(sm, ta, tb, td, [&] {
+  init_pipeline<Cfg>(sm, ta, tb, td, tdt, [&] {
     mbar_init(sm.mma_done(0), 4);  // lane 0 of each warp of the consumer warpgroup
     mbar_init(sm.mma_done(1), 4);
   });
@@ -56,7 +57,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       });
       if constexpr (Cfg::SK)
         if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid)) continue;  // a head: its partial is written
-      Epi::store(acc, td, p, ep, sm.epi(cw), m0, n0, b, tid, buf);
+      Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0, n0, b, tid, buf);
     }
     Epi::drain(tid);
   }

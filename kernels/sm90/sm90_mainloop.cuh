@@ -237,11 +237,12 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
 // the schedule's own (`init_more`), then the cluster (or the CTA) syncs so that no one uses a barrier before it exists.
 template <class Cfg, class InitMore>
 __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const TmaDesc& ta, const TmaDesc& tb,
-                                              const TmaDesc& td, InitMore init_more) {
+                                              const TmaDesc& td, const TmaDesc& tdt, InitMore init_more) {
   if (threadIdx.x == 0) {
     prefetch_tma_desc(ta);
     prefetch_tma_desc(tb);
     prefetch_tma_desc(td);
+    if (Cfg::kEpiTailBytes > 0) prefetch_tma_desc(tdt);
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(sm.full(s), 1);

@@ -65,9 +65,30 @@ constexpr int epi_buffers(int row_bytes, int out_size, int fixed) {
   return s != epi_narrow_bytes(row_bytes) && fixed + 2 * 2 * 64 * s > kSmemPerBlock ? 1 : 2;
 }
 
-// Rows of one epilogue TMA store, the D tensor map's box: a warpgroup's 64-row strip, or a warp's 8-row piece
-// (config epi=warp; two buffers of 8 rows per warp fill the same 64-row strip region).
-constexpr int epi_rows(bool warp_pieces) { return warp_pieces ? 8 : 64; }
+// epi=warp strips: each warp stores its 16 rows of a 64-row slab in pieces of 128-byte strips (the 128-byte swizzle),
+// then the rest of the row (row_bytes % 128) as one tail strip with a D tensor map of its own, so that every store
+// starts and ends on a 32-byte sector of the tile row (a row shorter than 128 bytes is one strip). Two buffers per
+// warp, 1024-byte aligned: of 16 rows (one store per strip and slab) when their 32 KB fit beside the stage ring, else
+// of 8 rows (two stores, 16 KB).
+// NOTES (bench/NOTES.md step 18, H200, ping-pong 128x176 2x1 side by side with cuBLASLt's 176x128): the warpgroup
+// form's 176-byte strips split each 352-byte tile row mid-sector between two stores, writing D's sectors 1.2 times
+// over (ncu); 128 + 128 + 96-byte pieces (cuBLASLt's split) write them once. In 8-row pieces that was -0.4 to -0.6%
+// at K = 1024, +0.3% at K = 512 (12 stores per warp and tile instead of 8); in 16-row pieces (6 stores) -0.6 to -1.1%
+// at K = 512-1024 and -0.15% at K = 4096.
+constexpr int epi_warp_strip_bytes(int row_bytes) { return row_bytes >= 128 ? 128 : row_bytes; }
+constexpr int epi_warp_strips(int row_bytes) { return row_bytes >= 128 ? row_bytes / 128 : 1; }
+constexpr int epi_warp_tail(int row_bytes) { return row_bytes >= 128 ? row_bytes % 128 : 0; }
+constexpr int epi_warp_rows(int fixed) { return fixed + 2 * 4 * 2 * 16 * 128 <= kSmemPerBlock ? 16 : 8; }
+
+// Rows of one epilogue TMA store, the D tensor map's box: a warpgroup's 64-row strip, or a warp's piece (epi=warp).
+constexpr int epi_rows(bool warp_pieces, int fixed) { return warp_pieces ? epi_warp_rows(fixed) : 64; }
+
+// Shared memory of one consumer warpgroup's strip buffers: two (or epi_buffers) 64-row strips, or with warp pieces
+// two buffers of a piece's rows x 128 bytes per warp.
+constexpr int epi_region_bytes(int row_bytes, int out_size, int fixed, bool warp_pieces) {
+  return warp_pieces ? 4 * 2 * epi_warp_rows(fixed) * 128
+                     : epi_buffers(row_bytes, out_size, fixed) * 64 * epi_strip_bytes(row_bytes, out_size, fixed);
+}
 
 // XOR mask of a strip's 16-byte chunk index (bits 4..6 of the offset) by the 128-byte row index: the TMA swizzle of
 // 128/64/32-byte strips; 0 for the unswizzled ones.

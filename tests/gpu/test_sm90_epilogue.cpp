@@ -251,14 +251,15 @@ TEST_F(Sm90EpilogueGpu, TileN168Chains) {
              {{1000, 1003, 520, 1}, {300, 680, 200, 2}});
 }
 
-// Fused chains with epi=warp (8-row pieces per warp), with C, f32 D, the edge copy and the stream-K tail; a GLU is
-// refused by config_reason (printed as a skip).
+// Fused chains with epi=warp (16-row pieces per warp, 8-row for coop 128x144 with 6 stages; 128-byte strips and a
+// tail strip), with C, f32 D, the edge copy and the stream-K tail; a GLU is refused by config_reason (a skip).
 TEST_F(Sm90EpilogueGpu, WarpStripChains) {
   run_chains({"bias,gelu_tanh", "row_scale,col_scale,gelu_erf,residual:f32", "relu", "bias_row,silu", "silu_glu"},
              {"tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp",
               "tile=128x168x64,stages=5,cluster=1x2,sched=coop,raster=m,group=8,epi=warp",
               "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk,epi=warp",
-              "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=n,group=4,epi=warp"},
+              "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=n,group=4,epi=warp",
+              "tile=128x144x64,stages=6,cluster=2x1,sched=coop,raster=m,group=8,epi=warp"},
              {{1000, 1003, 520, 1}, {300, 680, 200, 2}});
 }
 

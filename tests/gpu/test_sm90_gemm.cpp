@@ -177,10 +177,12 @@ TEST(Sm90Gpu, ShapesLayoutsDtypesConfigs) {
   EXPECT_GT(ran, 40);
 }
 
-// epi=warp: each warp stages and TMA-stores its own 8-row pieces from two buffers of its own (no warpgroup barrier).
-// Every strip form: 128-byte (128x128, 128x192), 64-byte (128x160) and 32-byte swizzled (64x16), unswizzled 16 x odd
-// bytes with x4 + x2 + x1 stmatrix tails (176: 11 groups, 168: 7, 144: 9, 240: 15, 208: 13), the 4-byte stores (f32 D,
-// C, the stream-K tail), the bounds-checked edge copy (odd N), MN-major operands, batches, several tiles per CTA.
+// epi=warp: each warp stages and TMA-stores its own 16-row (or, where 32 KB of buffers do not fit beside the ring,
+// 8-row: 128x144 with 6 stages) pieces from two buffers of its own (no warpgroup barrier), in 128-byte strips and a
+// tail strip through a second D map. Every tail: none (128x128, 128x192, 128x256), 64-byte (128x160) and 32-byte
+// swizzled (128x144, 128x208; f16), unswizzled 96 (176, 240) and 80 bytes (168) with x4 + x2 stmatrix, a row shorter
+// than 128 bytes as one strip (64x16), f32 D (176: 5 strips + 64), the 4-byte stores (f32 D, C, the stream-K tail),
+// the bounds-checked edge copy (odd N, on full and tail strips), MN-major operands, batches, several tiles per CTA.
 TEST(Sm90Gpu, WarpStrips) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
@@ -190,6 +192,7 @@ TEST(Sm90Gpu, WarpStrips) {
       "tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=4,epi=warp",
       "tile=128x160x64,stages=5,cluster=1x1,sched=pingpong,raster=n,group=8,epi=warp",
       "tile=128x144x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8,tiles=dynamic,epi=warp",
+      "tile=128x144x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp",
       "tile=64x16x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=8,epi=warp",
       "tile=128x256x64,stages=4,cluster=1x2,sched=coop,raster=m,group=8,epi=warp",
       "tile=256x128x64,stages=4,cluster=2x1,sched=coop,raster=n,group=4,epi=warp",

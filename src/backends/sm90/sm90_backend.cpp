@@ -102,15 +102,16 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
   const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
-       "    const __grid_constant__ gt_sm90::TmaDesc td, const gt_sm90::GemmParams p";
+       "    const __grid_constant__ gt_sm90::TmaDesc td, const __grid_constant__ gt_sm90::TmaDesc tdt,\n"
+       "    const gt_sm90::GemmParams p";
   if (epi_class.empty()) {
     s += ") {\n";
     s += "  using Epi = gt_sm90::EpilogueTmaStore<Cfg, " + flags.expr() + ">;\n";
-    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, p);\n}\n";
+    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p);\n}\n";
   } else {
     s += ", const gemmtune_epi::EpiParams ep) {\n";
     s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ", " + flags.expr() + ">;\n";
-    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, p, ep);\n}\n";
+    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p, ep);\n}\n";
   }
   return s;
 }
@@ -208,9 +209,9 @@ class Sm90Executable final : public Executable {
     // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.
     if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
       const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
-      const int eb = sm90::epi_bytes(cfg_, view_.d.type);
-      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, eb, gt_sm90::epi_rows(cfg_.epi_warp),
-                                           args.a, args.b, args.d, maps_);
+      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t,
+                                           sm90::epi_bytes(cfg_, view_.d.type), sm90::epi_tail_bytes(cfg_, view_.d.type),
+                                           sm90::epi_rows(cfg_), args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
       if (problem_.epilogue.has_glu()) encode_glu_maps(args);
@@ -240,7 +241,7 @@ class Sm90Executable final : public Executable {
                        (flags_.vec_ops ? "aligned to two elements (this kernel reads operands in pairs)"
                                        : "element-aligned") + " (" + cand_.str() + ")");
     }
-    void* kargs[5] = {&maps_[0], &maps_[1], &maps_[2], &params, &ep};
+    void* kargs[6] = {&maps_[0], &maps_[1], &maps_[2], &maps_[3], &params, &ep};
     CUlaunchAttribute attr;
     const CUlaunchConfig lc =
         sm90::cluster_launch(attr, grid_, cfg_.cm * cfg_.cn, 384, smem_, reinterpret_cast<CUstream>(stream));
@@ -301,7 +302,7 @@ class Sm90Executable final : public Executable {
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
-  alignas(64) CUtensorMap maps_[3];
+  alignas(64) CUtensorMap maps_[4];  // A, B, D, D's tail strips (sm90::encode_maps)
   cuda::DeviceBuffer counters_;          // tiles=dynamic only
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
   std::vector<CUstream> streams_;        // the streams launched on (counters_ pairs, sk_ scratch by index)

@@ -158,15 +158,25 @@ static int fixed_smem(const Config& c) {
 }
 
 int epi_bytes(const Config& c, int out_type) {
-  return gt_sm90::epi_strip_bytes(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c));
+  const int row = c.bn * elem_size(out_type);
+  if (c.epi_warp) return gt_sm90::epi_warp_strip_bytes(row);
+  return gt_sm90::epi_strip_bytes(row, elem_size(out_type), fixed_smem(c));
 }
+
+int epi_tail_bytes(const Config& c, int out_type) {
+  const int row = c.bn * elem_size(out_type);
+  return c.epi_warp ? gt_sm90::epi_warp_tail(row) : 0;
+}
+
+int epi_rows(const Config& c) { return gt_sm90::epi_rows(c.epi_warp, fixed_smem(c)); }
 
 int epi_buffers(const Config& c, int out_type) {
   return gt_sm90::epi_buffers(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c));
 }
 
 int smem_bytes(const Config& c, int out_type) {
-  return fixed_smem(c) + 2 * epi_buffers(c, out_type) * 64 * epi_bytes(c, out_type);
+  return fixed_smem(c) +
+         2 * gt_sm90::epi_region_bytes(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c), c.epi_warp);
 }
 
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
@@ -208,7 +218,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (g->glu == GluLayout::halves && v.b_mn && c.bn % 128 != 0)
       return "sm90: GLU halves with N-major B needs tile N a multiple of 128" + cs;
     if (c.epi_warp)
-      return "sm90: epi=warp (8-row pieces at the GEMM tile's strip width) does not take a GLU's half-width output" +
+      return "sm90: epi=warp (warp pieces of the GEMM tile's strips) does not take a GLU's half-width output" +
              cs;
   }
   const int acc = acc_regs(c);
@@ -315,7 +325,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // In ping-pong the strips' barrier round trips overlap the other consumer's MMAs: only the bytes are charged. (With
   // 400 clocks a strip too, the five-strip 128x160 ranked 17th-49th at K = 512-1024 where it was the fastest or within
   // 0.3% of it: every candidate timed at 33 problems, bench/NOTES.md step 17.)
-  if (!c.pingpong) epi += 400.0 * slabs * static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type));
+  if (!c.pingpong)
+    epi += 400.0 * slabs *
+           static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type) + (epi_tail_bytes(c, v.d.type) > 0 ? 1 : 0));
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
@@ -405,13 +417,17 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       c.group = band_group(c, v, dev);
       // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
       c.stages = max_stages(c, v.d.type, dev);
-      // Ping-pong tiles whose wide unswizzled strips leave room for only one warpgroup strip buffer (128x176 at 5
-      // stages: 4 strips of 11 KB per tile, each waiting for the previous one's store) store per warp instead: two
-      // 8-row buffers per warp in the same space. Measured side by side (bench/NOTES.md step 16): 128x176 2x1 at
-      // 8192x6144xK -2.3 to -3.0% at K = 512, -0.6% at 1024, -0.1% at 4096; 128x168 level at 4096x10240x8192. Not for
-      // the others: with two warpgroup buffers (128x128, 128x192) warp pieces ran 0.3-2% slower, and in the
-      // cooperative schedule (both consumers storing at once) 1.5-10% slower.
-      c.epi_warp = c.pingpong && !p.epilogue.has_glu() && epi_buffers(c, v.d.type) == 1;
+      // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers — wide unswizzled strips
+      // with room for one buffer only (128x176 at 5 stages: 4 strips of 11 KB per tile, each waiting for the previous
+      // one's store; 128x144 at 6), or 64-byte strips (128x160: 5 per slab) — store per warp instead: 128-byte
+      // strips and a tail, 16-row pieces from two buffers per warp (sm90_shape.cuh: epi_warp_rows). Measured side by
+      // side on the H200 (bench/NOTES.md step 18), warp against warpgroup at 8192x6144x512 / 4096x8192x512 /
+      // 8192x6144x1024 / 8192x6144x4096 / 8192^3: 128x176 2x1 -3.2 / -3.4 / -0.8 / -0.3 / -0.2%, 128x160 -1.2 / -1.2 /
+      // -0.8 / -0.2 / +0.3%, 128x144 (8-row pieces) -1.7 / -1.6 / -0.1 / 0 / 0%. Not for the others: 128x192 +0.7 /
+      // +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to +0.4%; in the cooperative schedule (both consumers
+      // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16).
+      c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
+                   (epi_buffers(c, v.d.type) == 1 || epi_bytes(c, v.d.type) == 64);
       if (!config_reason(c, p, dev).empty()) continue;
       out.push_back(c);
       // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in

@@ -21,7 +21,7 @@ struct Config {
   bool dynamic = false;   // tile order: static (omitted from the string), "tiles=dynamic" or "tiles=gpc"
   bool gpc = false;       // static order with GPC-major cluster ids (sm90_cluster_order.h); same kernel as static
   bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail)
-  bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own 8-row epilogue pieces (GemmConfig::kEpiWarp)
+  bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own epilogue pieces (GemmConfig::kEpiWarp)
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
@@ -40,9 +40,14 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Dynamic shared memory of the config's kernel (mirrors GemmConfig::kSmemBytes).
 int smem_bytes(const Config& c, int out_type);
-// The config's epilogue strip width in bytes and strip buffers per consumer warpgroup (GemmConfig::kEpiBytes,
-// kEpiBufs: gt_sm90::epi_strip_bytes, epi_buffers).
+// The config's epilogue strip width in bytes — the D map's box — and strip buffers per consumer warpgroup of the
+// warpgroup form (GemmConfig::kEpiBytes, kEpiBufs: gt_sm90::epi_strip_bytes, epi_buffers); with epi=warp 128-byte
+// strips (or the whole row when it is shorter) and the tail strip of epi_tail_bytes (GemmConfig::kEpiTailBytes, the
+// tail D map's box; 0: none).
 int epi_bytes(const Config& c, int out_type);
+int epi_tail_bytes(const Config& c, int out_type);
+// Rows of one epilogue store, the D maps' box rows (GemmConfig::kEpiRows: 64, or a warp's 16 or 8 with epi=warp).
+int epi_rows(const Config& c);
 int epi_buffers(const Config& c, int out_type);
 // m64 wgmma slabs per consumer warpgroup and fp32 accumulator registers per thread (mirror GemmConfig::kSlabs,
 // kAccRegs).

@@ -209,10 +209,12 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
 }
 
 // Tensor maps for A, B (loads, 128-byte swizzle) and D (store, boxes of the epilogue's `eb`-byte strips by `d_rows`
-// rows — GemmConfig::kEpiRows: 64 for a warpgroup's strips, 8 for a warp's — swizzle matching). Pointers are the
-// user's (a, b) — swapped here when the view is transposed. Returns the first failing CUresult.
-inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, int eb, int d_rows,
-                            const void* a, const void* b, void* d, CUtensorMap maps[3]) {
+// rows — GemmConfig::kEpiRows: 64 for a warpgroup's strips, 8 for a warp's — swizzle matching), and D's tail map
+// (maps[3]: boxes of the `tail`-byte tail strip of warp pieces, GemmConfig::kEpiTailBytes; with no tail a copy of
+// D's, which the kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed.
+// Returns the first failing CUresult.
+inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, int eb, int tail, int d_rows,
+                            const void* a, const void* b, void* d, CUtensorMap maps[4]) {
   if (v.transposed) std::swap(a, b);
   // K-major boxes are {64 K, rows}, MN-major ones {64 M or N, 64 K}: only the order of the two inner dims differs.
   CUresult r = encode_3d(enc, &maps[0], a, v.a.type, v.a_mn ? v.m : v.k, v.a_mn ? v.k : v.m, v.batch, v.a.ld,
@@ -221,8 +223,14 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileSh
   r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
                 64, b_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
-  return encode_3d(enc, &maps[2], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride,
-                   eb / elem_size(v.d.type), d_rows, epi_swizzle(eb));
+  r = encode_3d(enc, &maps[2], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride, eb / elem_size(v.d.type),
+                d_rows, epi_swizzle(eb));
+  if (r != CUDA_SUCCESS || tail == 0) {
+    maps[3] = maps[2];
+    return r;
+  }
+  return encode_3d(enc, &maps[3], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride, tail / elem_size(v.d.type),
+                   d_rows, epi_swizzle(tail));
 }
 
 }  // namespace gemmtune::sm90
