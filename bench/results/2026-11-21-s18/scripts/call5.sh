@@ -17,7 +17,12 @@ bash scripts/sanitize_sm90.sh $O/san.log build-lead/gemmtune 90 \
   "tile=128x160x64,stages=5,cluster=1x1,sched=pingpong,raster=n,group=8,epi=warp" \
   "tile=128x208x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8,epi=warp"
 echo "sanitize rc=$?"
-SAN_SHAPE="1000 1090 520" bash scripts/sanitize_sm90.sh $O/san_edge.log build-lead/gemmtune 90 \
-  "tile=64x176x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=8,epi=warp"
-echo "sanitize edge rc=$?"
-gzip -f $O/san.log $O/san_edge.log
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+  timeout 90 $SAN --tool $tool --error-exitcode 9 build-lead/gemmtune tune \
+    --config "sm90:tile=64x176x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=8,epi=warp" \
+    --m 1000 --n 1090 --k 520 --ldd 1096 --in-process --no-cache --min-iters 1 --min-time-ms 0 --warmup 1 \
+    --settle-ms 0 < /dev/null > $O/san_edge_$tool.log 2>&1
+  echo "$tool edge 1000x1090x520 ldd 1096 64x176 epi=warp: rc=$? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard" $O/san_edge_$tool.log | tail -1)"
+done
+gzip -f $O/san.log $O/san_edge_*.log
