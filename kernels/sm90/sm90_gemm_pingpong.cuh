@@ -11,8 +11,7 @@ namespace gt_sm90 {
 
 template <class Cfg, class Epi = EpilogueTmaStore<Cfg>>
 __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& tb, const TmaDesc& td,
-                                              const TmaDesc& tdt,
-                                              const GemmParams& p,
+                                              const TmaDesc& tdt, const GemmParams& p,
                                               const typename Epi::Params& ep = typename Epi::Params{}) {
   static_assert(Cfg::PINGPONG, "gemm_pingpong needs a ping-pong config");
   extern __shared__ unsigned char gt_smem[];

@@ -268,8 +268,9 @@ TEST(Sm90Config, WideEpilogueStrips) {
 }
 
 // epi=warp (each warp TMA-stores its own pieces): parsed and printed, chosen by the enumerator exactly for the
-// ping-pong configs whose warpgroup strips are wide with room for one buffer or 64 bytes, refused with a GLU, and the GPU test's
-// configs (tests/gpu/test_sm90_gemm.cpp WarpStrips) compile without spills on its plain and its f32 / C problems.
+// ping-pong configs whose warpgroup strips are wide with room for one buffer or 64 bytes, refused with a GLU, and the
+// GPU test's configs (tests/gpu/test_sm90_gemm.cpp WarpStrips) compile without spills on its plain and f32 / C
+// problems.
 TEST(Sm90Config, EpiWarp) {
   const std::string s = "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8";
   EXPECT_FALSE(sm90::Config::parse(s).epi_warp);
@@ -295,7 +296,8 @@ TEST(Sm90Config, EpiWarp) {
   EXPECT_EQ(sm90::epi_tail_bytes(w176, sm90::kF32), 64);    // 704 = 5 x 128 + 64
   EXPECT_EQ(sm90::epi_tail_bytes(sm90::Config::parse(s), sm90::kBF16), 0);  // the warpgroup form: no tail
   auto warp_cfg = [](int bm, int bn) {
-    sm90::Config c = sm90::Config::parse("tile=128x128x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8,epi=warp");
+    sm90::Config c =
+        sm90::Config::parse("tile=128x128x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8,epi=warp");
     c.bm = bm;
     c.bn = bn;
     return c;
@@ -407,7 +409,8 @@ TEST(Sm90Enumerate, TopEightHoldsTheMeasuredBest) {
     return it != all.end() && it - all.begin() < 8;
   };
   // (128x160 now stores per warp, epi=warp: measured faster than its warpgroup form at these shapes, step 18.)
-  EXPECT_TRUE(top8_has(4096, 8192, 512, "tile=128x160x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=10,epi=warp"));
+  EXPECT_TRUE(
+      top8_has(4096, 8192, 512, "tile=128x160x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=10,epi=warp"));
   EXPECT_TRUE(
       top8_has(4096, 14336, 1024, "tile=128x160x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=10,epi=warp"));
   EXPECT_TRUE(top8_has(6000, 6000, 1000, "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,group=7"));

@@ -209,9 +209,10 @@ class Sm90Executable final : public Executable {
     // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.
     if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
       const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
-      const CUresult r = sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t,
-                                           sm90::epi_bytes(cfg_, view_.d.type), sm90::epi_tail_bytes(cfg_, view_.d.type),
-                                           sm90::epi_rows(cfg_), args.a, args.b, args.d, maps_);
+      const int dt = view_.d.type;
+      const CUresult r =
+          sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, sm90::epi_bytes(cfg_, dt),
+                            sm90::epi_tail_bytes(cfg_, dt), sm90::epi_rows(cfg_), args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
       if (problem_.epilogue.has_glu()) encode_glu_maps(args);

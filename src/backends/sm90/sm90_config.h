@@ -46,9 +46,9 @@ int smem_bytes(const Config& c, int out_type);
 // tail D map's box; 0: none).
 int epi_bytes(const Config& c, int out_type);
 int epi_tail_bytes(const Config& c, int out_type);
+int epi_buffers(const Config& c, int out_type);
 // Rows of one epilogue store, the D maps' box rows (GemmConfig::kEpiRows: 64, or a warp's 16 or 8 with epi=warp).
 int epi_rows(const Config& c);
-int epi_buffers(const Config& c, int out_type);
 // m64 wgmma slabs per consumer warpgroup and fp32 accumulator registers per thread (mirror GemmConfig::kSlabs,
 // kAccRegs).
 inline int slabs(const Config& c) { return (c.pingpong ? c.bm : c.bm / 2) / 64; }

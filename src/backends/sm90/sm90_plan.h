@@ -209,7 +209,7 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
 }
 
 // Tensor maps for A, B (loads, 128-byte swizzle) and D (store, boxes of the epilogue's `eb`-byte strips by `d_rows`
-// rows — GemmConfig::kEpiRows: 64 for a warpgroup's strips, 8 for a warp's — swizzle matching), and D's tail map
+// rows — GemmConfig::kEpiRows: 64 for a warpgroup's strips, 16 or 8 for a warp's — swizzle matching), and D's tail map
 // (maps[3]: boxes of the `tail`-byte tail strip of warp pieces, GemmConfig::kEpiTailBytes; with no tail a copy of
 // D's, which the kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed.
 // Returns the first failing CUresult.
