@@ -290,6 +290,11 @@ TEST(Sm90Config, EpiWarp) {
       sm90::Config::parse("tile=128x144x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp");
   EXPECT_EQ(sm90::epi_rows(w144), 8);  // six stages of 128x144 leave room for 16 KB of warp buffers, not 32
   EXPECT_LE(sm90::smem_bytes(w144, sm90::kBF16), gt_sm90::kSmemPerBlock);
+  // The enumerator's deepest ring for warp pieces is the deepest with 16-row pieces: 5 stages (6 without epi=warp).
+  sm90::Config wg144 = w144;
+  wg144.epi_warp = false;
+  EXPECT_EQ(sm90::max_stages(wg144, sm90::kBF16, DeviceInfo::assumed_sm90()), 6);
+  EXPECT_EQ(sm90::max_stages(w144, sm90::kBF16, DeviceInfo::assumed_sm90()), 5);
   EXPECT_EQ(sm90::epi_rows(sm90::Config::parse(s)), 64);
   EXPECT_EQ(sm90::epi_bytes(w176, sm90::kBF16), 128);
   EXPECT_EQ(sm90::epi_tail_bytes(w176, sm90::kBF16), 96);   // 352 = 128 + 128 + 96
@@ -315,7 +320,9 @@ TEST(Sm90Config, EpiWarp) {
   int warp = 0;
   for (const sm90::Config& c : sm90::enumerate_configs(p, dev)) {
     sm90::Config wg = c;
-    wg.epi_warp = false;  // the warpgroup form's strips decide
+    wg.epi_warp = false;  // the warpgroup form's strips at its deepest ring decide
+    wg.stages = sm90::max_stages(wg, sm90::kBF16, dev);
+    if (c.epi_warp) EXPECT_EQ(sm90::epi_rows(c), 16) << c.str();  // a stage fewer where 16-row pieces need it
     EXPECT_EQ(c.epi_warp, c.pingpong && (sm90::epi_buffers(wg, sm90::kBF16) == 1 || sm90::epi_bytes(wg, sm90::kBF16) == 64))
         << c.str();
     if (c.pingpong && c.bm == 128 && (c.bn == 176 || c.bn == 160)) EXPECT_TRUE(c.epi_warp) << c.str();

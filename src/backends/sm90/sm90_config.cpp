@@ -372,6 +372,12 @@ static int band_group(const Config& c, const KernelView& v, const DeviceInfo& de
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   Config t = c;
+  // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
+  // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (bench/NOTES.md step 18): -4.0% at
+  // 4096x8192x512, -4.9% at 8192x6144x512, -0.4% at K = 1024, -0.1 to -0.5% at K = 4096-14336.
+  if (c.epi_warp)
+    for (t.stages = 7; t.stages > 2; --t.stages)
+      if (smem_bytes(t, out_type) <= limit && epi_rows(t) == 16) return t.stages;
   for (t.stages = 7; t.stages > 2; --t.stages)
     if (smem_bytes(t, out_type) <= limit) break;
   return t.stages;
@@ -428,6 +434,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16).
       c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
                    (epi_buffers(c, v.d.type) == 1 || epi_bytes(c, v.d.type) == 64);
+      if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
       if (!config_reason(c, p, dev).empty()) continue;
       out.push_back(c);
       // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
