@@ -431,7 +431,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // 8192x6144x1024 / 8192x6144x4096 / 8192^3: 128x176 2x1 -3.2 / -3.4 / -0.8 / -0.3 / -0.2%, 128x160 -1.2 / -1.2 /
       // -0.8 / -0.2 / +0.3%, 128x144 (8-row pieces) -1.7 / -1.6 / -0.1 / 0 / 0%. Not for the others: 128x192 +0.7 /
       // +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to +0.4%; in the cooperative schedule (both consumers
-      // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16).
+      // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16), 16-row ones up to 4%. The other tiles the
+      // rule reaches, K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%.
       c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
                    (epi_buffers(c, v.d.type) == 1 || epi_bytes(c, v.d.type) == 64);
       if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
