@@ -27,7 +27,6 @@ def main():
         env = dict(os.environ, LD_LIBRARY_PATH=a.build)
         order = [l.strip() for l in subprocess.run(cmd, capture_output=True, text=True, env=env).stdout.splitlines()
                  if l.startswith("sm90:")]
-        timed = [(c, first[c]) for c in order if c in first]
         best = min(t for c, t in first.items() if c.startswith("sm90:"))
         top = [first.get(c) for c in order[: a.k]]
         topt = min((t for t in top if t), default=float("nan"))

@@ -115,6 +115,7 @@ template <class Cfg, int BYTES, int GROUPS, class Pair>
 __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pair pair, int half = 0) {
   constexpr int OUT = Cfg::OUT;
   constexpr unsigned kMask = epi_swizzle_mask(BYTES);
+  const int r0 = Cfg::kEpiWarp ? 0 : warp * 16;  // the warp's first row in `dst`: a warp's strip is its own
   if constexpr (OUT == kF32 || Cfg::HAS_C || Cfg::SK) {
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
@@ -122,7 +123,7 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
       for (int i = Cfg::kEpiHalf ? half : 0; i < (Cfg::kEpiHalf ? half + 1 : 2); ++i) {
         float v0, v1;
         pair(g, i, v0, v1);
-        const int r = Cfg::kEpiHalf ? lane / 4 : (Cfg::kEpiWarp ? 0 : warp * 16) + lane / 4 + 8 * i;
+        const int r = Cfg::kEpiHalf ? lane / 4 : r0 + lane / 4 + 8 * i;
         const unsigned off = r * BYTES + (g * 8 + 2 * (lane % 4)) * (OUT == kF32 ? 4 : 2);
         const unsigned sw = off ^ (((off >> 7) & kMask) << 4);
         if (OUT == kF32)
@@ -165,7 +166,7 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
     // 32, 64 or 128 bytes, so `row` is a multiple of the strip and chunk ^ s < strip / 16: the address is
     // row ^ 16 ((m / 2) ^ s) ^ 16 g0 (g0 even), one XOR per stmatrix from a per-lane base.
     const int m = lane / 8;
-    const unsigned row = ((Cfg::kEpiWarp ? 0 : warp * 16) + 8 * (m % 2) + lane % 8) * BYTES;
+    const unsigned row = (r0 + 8 * (m % 2) + lane % 8) * BYTES;
     const unsigned base = kMask ? row ^ (16u * ((m / 2) ^ ((row >> 7) & kMask))) : row + 16u * (m / 2);
 #pragma unroll
     for (int g0 = 0; g0 < GROUPS; g0 += 2) {
@@ -228,34 +229,28 @@ __device__ __forceinline__ int strip_row(int warp, int i) {
 // (scripts/sm90_dev/wgmma_switch.cu, epi 10) took 70% of the store's cost off the tensor pipe at tile N 176.
 // (Two calls around stage_strip rather than one taking the lambda: another lambda level cost NVVM ~5 ms per kernel.)
 template <class Cfg>
-__device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
-  if constexpr (Cfg::kEpiWarp) {
-    if (tid % 32 == 0) {
-      if (edge_tile)
-        bulk_wait_read<0>();
-      else
-        bulk_wait_read<1>();
-    }
-    __syncwarp();
-  } else {
-    if (tid == 0) {
-      if (edge_tile)
-        bulk_wait_read<0>();
-      else
-        bulk_wait_read<Cfg::kEpiBufs - 1>();
-    }
-    named_bar_sync(consumer_bar(), 128);
-  }
-}
-template <class Cfg, int BYTES>
-__device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
-                                          int col0, int b, bool direct, int tid) {
-  constexpr int kThreads = Cfg::kEpiWarp ? 32 : 128;
-  fence_proxy_async();
+__device__ __forceinline__ void strip_owner_sync() {
   if constexpr (Cfg::kEpiWarp)
     __syncwarp();
   else
     named_bar_sync(consumer_bar(), 128);
+}
+template <class Cfg>
+__device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
+  if (tid % Cfg::kEpiOwnerThreads == 0) {
+    if (edge_tile)
+      bulk_wait_read<0>();
+    else
+      bulk_wait_read<Cfg::kEpiWarp ? 1 : Cfg::kEpiBufs - 1>();
+  }
+  strip_owner_sync<Cfg>();
+}
+template <class Cfg, int BYTES>
+__device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
+                                          int col0, int b, bool direct, int tid) {
+  constexpr int kThreads = Cfg::kEpiOwnerThreads;
+  fence_proxy_async();
+  strip_owner_sync<Cfg>();
   if (direct) {
     copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads>(
         dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);

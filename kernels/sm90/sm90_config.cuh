@@ -80,6 +80,7 @@ struct GemmConfig {
   static constexpr int kEpiPieces = kEpiWarp ? 16 / kEpiRows : 1;  // stores per 64-row slab and column strip, per owner
   static constexpr bool kEpiHalf = kEpiWarp && kEpiRows == 8;      // a warp's piece is one half of its 16 rows
   static constexpr int kEpiWarpBufBytes = kEpiRows * 128;          // one of a warp's two buffers
+  static constexpr int kEpiOwnerThreads = kEpiWarp ? 32 : 128;     // the threads that stage and store one strip
 
   // Epilogue: 64-row x kEpiBytes column strips staged in shared memory (swizzled to match the D tensor map) and
   // written by TMA, kEpiBufs buffers per consumer warpgroup (sm90/sm90_shape.cuh: epi_strip_bytes, epi_buffers).

@@ -323,7 +323,8 @@ TEST(Sm90Config, EpiWarp) {
     wg.epi_warp = false;  // the warpgroup form's strips at its deepest ring decide
     wg.stages = sm90::max_stages(wg, sm90::kBF16, dev);
     if (c.epi_warp) EXPECT_EQ(sm90::epi_rows(c), 16) << c.str();  // a stage fewer where 16-row pieces need it
-    EXPECT_EQ(c.epi_warp, c.pingpong && (sm90::epi_buffers(wg, sm90::kBF16) == 1 || sm90::epi_bytes(wg, sm90::kBF16) == 64))
+    EXPECT_EQ(c.epi_warp,
+              c.pingpong && (sm90::epi_buffers(wg, sm90::kBF16) == 1 || sm90::epi_bytes(wg, sm90::kBF16) == 64))
         << c.str();
     if (c.pingpong && c.bm == 128 && (c.bn == 176 || c.bn == 160)) EXPECT_TRUE(c.epi_warp) << c.str();
     if (c.bn == 192 || c.bn == 128) EXPECT_FALSE(c.epi_warp) << c.str();
