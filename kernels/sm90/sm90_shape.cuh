@@ -108,4 +108,69 @@ constexpr bool epi_strip_ok(int strip_bytes, int out_size) {
 // padding that no wgmma reads.
 constexpr int operand_part_rows(int rows, int parts) { return (rows / parts + 7) / 8 * 8; }
 
+// ---- Stream-K units (the scheme: kernels/sm90/sm90_tile_stream.cuh) ----
+// One piece of work: k-blocks [k0, k1) of cluster tile t (t >= total: past the end), starting at running ring
+// position `pos` of this cluster (the k-blocks of its earlier units). kind: kWhole, kHead (writes its partial to slot
+// `slot`) or kTail (adds the partials of slots slot, slot - 1, ..., slot - parts + 1, then stores).
+enum : int { kWhole = 0, kHead = 1, kTail = 2 };
+struct Unit {
+  int t, k0, k1;
+  unsigned pos;
+  int kind, slot;
+  int parts = 1;
+};
+
+// Whether the stream-K units replace the plain walk for a grid of `clusters` clusters: a partial last round (or,
+// with fewer tiles than clusters, the whole problem split), from unit rounds - 1 on. Split mode needs at least one
+// k-block per cluster (no empty share: a tail waits for a partial from every cluster between it and its tile's start);
+// the host's grid gives each at least 8 (src/backends/sm90/sm90_plan.h sk_clusters).
+constexpr bool sk_runs(int total, int clusters, int k_iters) {
+  return clusters > 0 && total % clusters != 0 &&
+         (total > clusters || static_cast<long long>(total) * k_iters >= clusters);
+}
+
+// Unit j of cluster c0 (its rank in blockIdx order) among `stride` clusters when sk_runs and j >= total / stride - 1.
+// Every share holds at least one k-block (sk_runs), so every cluster between a tail and its tile's start wrote a
+// partial of that tile.
+// Integer math only: the producer, the consumers and the host's tests derive the same units.
+constexpr Unit sk_unit(int total, int stride, unsigned c0, int k_iters, int j) {
+  const int rounds = total / stride, r = total - rounds * stride;
+  const int n_dp = rounds > 0 ? rounds - 1 : 0, base = n_dp * stride;
+  // Share boundaries c * W / C in 32-bit math: W = q * C + rem with q = K + r * K / C (R >= 1; r * K / C when R = 0),
+  // rem = r * K % C, so c * W / C = c * q + c * rem / C (c * rem < C^2; shares < 2 * C * K k-blocks: the host passes
+  // no scratch, so the plain walk runs, when that does not fit 32 bits).
+  const unsigned kk = static_cast<unsigned>(k_iters), cc = static_cast<unsigned>(stride);
+  const unsigned rk = static_cast<unsigned>(r) * kk, q = (rounds > 0 ? kk : 0u) + rk / cc, rem = rk % cc;
+  const unsigned s = c0 * q + c0 * rem / cc, e = (c0 + 1) * q + (c0 + 1) * rem / cc;
+  int i = j - n_dp;
+  unsigned pos = static_cast<unsigned>(n_dp) * kk;
+  const int ta = static_cast<int>(s / kk), x = static_cast<int>(s % kk);
+  const int tb = static_cast<int>((e - 1) / kk), y = static_cast<int>(e - static_cast<unsigned>(tb) * kk);
+  // A tail adds the partials of the clusters c_first .. c0 - 1 that hold the tile's earlier k-blocks; c_first is the
+  // last cluster whose share starts at or before the tile's k-block 0 (P = ta * K): the largest c with c * W / C <= P,
+  // i.e. ((P + 1) * C - 1) / W. One cluster when shares are >= K (R >= 1).
+  const unsigned long long w = static_cast<unsigned long long>(q) * cc + rem;
+  const unsigned long long pk = static_cast<unsigned long long>(ta) * kk;
+  const int parts = static_cast<int>(c0 - static_cast<unsigned>(((pk + 1) * cc - 1) / w));
+  if (ta == tb) {  // one piece [x, y) of one tile (split mode): a partial, a tail, or the whole tile
+    if (i != 0) return {total, 0, 0, pos + static_cast<unsigned>(y - x), kWhole, 0};
+    if (y < k_iters) return {base + ta, x, y, pos, kHead, static_cast<int>(c0)};
+    if (x == 0) return {base + ta, 0, k_iters, pos, kWhole, 0};
+    return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1, parts};
+  }
+  // A cluster runs its head unit (a partial of tile tb) first and its tail unit (of tile ta) last, so a tail finds
+  // the partials it adds long written: they are the first units of clusters dispatched before it.
+  if (y < k_iters) {
+    if (i == 0) return {base + tb, 0, y, pos, kHead, static_cast<int>(c0)};
+    --i;
+    pos += static_cast<unsigned>(y);
+  }
+  const int f0 = x > 0 ? ta + 1 : ta, nf = (y < k_iters ? tb - 1 : tb) - f0 + 1;  // whole tiles [f0, f0 + nf)
+  if (i < nf) return {base + f0 + i, 0, k_iters, pos + static_cast<unsigned>(i) * kk, kWhole, 0};
+  i -= nf;
+  pos += static_cast<unsigned>(nf) * kk;
+  if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1, parts};
+  return {total, 0, 0, pos, kWhole, 0};
+}
+
 }  // namespace gt_sm90

@@ -2,7 +2,8 @@
 // The stream-K tail's partial tiles (sm90/sm90_tile_stream.cuh): the cluster that runs a tile's head k-blocks writes
 // its fp32 accumulators to a slot of p.sk_ws and raises a flag; the cluster that runs the tail waits for the flag,
 // adds the partial to its own accumulators and stores the tile through the usual epilogue (alpha, beta * C and any
-// fused chain apply to the sum).
+// fused chain apply to the sum). In split mode (fewer tiles than clusters) a tile can have several partials, one per
+// cluster that holds part of its k-blocks; the tail adds each in turn.
 // Layout: slot s, part q (the CTA's cluster rank, times 2 plus the consumer warpgroup in the cooperative schedule,
 // whose warpgroups own half a tile each), thread tid's registers 4i..4i+3 at float4 (i * 128 + tid): each warp moves
 // 512 contiguous bytes per instruction, and writer and reader are the same thread of the same role, so the fragment
@@ -50,7 +51,10 @@ struct SkPartials {
       write(acc, p, u.slot, part, tid);
       return false;
     }
-    if (u.kind == kTail) add(acc, p, u.slot, part, tid);
+    if (u.kind == kTail) {
+#pragma unroll 1
+      for (int q = 0; q < u.parts; ++q) add(acc, p, u.slot - q, part, tid);  // split mode: several (R >= 1: one)
+    }
     return true;
   }
 

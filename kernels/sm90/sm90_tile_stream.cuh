@@ -31,6 +31,12 @@
 // time). Shares are laid out in blockIdx order, so a tail waits only for a cluster dispatched before it (in practice):
 // the grid need not be all resident at once (it is, on a device of its own: the grid is the clusters that fit). The
 // reader sets the flag back to 0, so the next launch on the stream starts clean (graph replays too).
+// With fewer cluster tiles than clusters (T < C: R = 0, "split" mode) all T tiles are shared out the same way: cluster c
+// takes [c * W / C, (c + 1) * W / C) of W = T * K k-blocks, so every SM works on a skinny problem (small M or N) whose
+// tiles alone would leave SMs idle. A share may then be shorter than K: a tile is split between several clusters, each
+// piece but the one that reaches k-block K writes a partial (one per cluster at most: its first unit), and that last
+// piece (the tile's tail) adds all of them, slots c - 1 down to the cluster holding the tile's k-block 0. The host
+// sizes the grid so that every share holds enough k-blocks (src/backends/sm90/sm90_plan.h sk_clusters).
 // Counter protocol: p.tiles = {next, done}, both zero at launch. Every cluster takes tiles until it gets one >= total
 // (total - clusters successful takes, one failing take each), then adds 1 to `done`; the cluster that brings `done`
 // to the cluster count resets both to zero for the next launch on the stream (launches on one stream do not overlap;
@@ -39,16 +45,6 @@
 #include "sm90/sm90_config.cuh"
 
 namespace gt_sm90 {
-
-// One piece of work: k-blocks [k0, k1) of cluster tile t (t >= total: past the end), starting at running ring
-// position `pos` of this cluster (the k-blocks of its earlier units). kind: kWhole, kHead (writes its partial to slot
-// `slot`) or kTail (adds the partial of slot `slot`, then stores).
-enum : int { kWhole = 0, kHead = 1, kTail = 2 };
-struct Unit {
-  int t, k0, k1;
-  unsigned pos;
-  int kind, slot;
-};
 
 template <class Cfg>
 struct TileStream {
@@ -68,35 +64,11 @@ struct TileStream {
   // Integer math only: the same sequence in the producer and the consumers.
   __device__ __forceinline__ Unit unit(const GemmParams& p, int j, int total, int k_iters) const {
     if constexpr (Cfg::SK) {
-      const int rounds = total / stride, r = total - rounds * stride;
-      if (p.sk_ws != nullptr && r != 0 && rounds >= 1 && j >= rounds - 1) {
-        const int n_dp = rounds - 1, base = n_dp * stride;
-        // Share boundaries c * W / C in 32-bit math: W = q * C + rem with q = K + r * K / C, rem = r * K % C, so
-        // c * W / C = c * q + c * rem / C (c * rem < C^2; shares < 2 * C * K k-blocks: the host passes no scratch,
-        // so the plain walk runs, when that does not fit 32 bits).
-        const unsigned kk = static_cast<unsigned>(k_iters), cc = static_cast<unsigned>(stride);
-        const unsigned rk = static_cast<unsigned>(r) * kk, q = kk + rk / cc, rem = rk % cc;
-        // Shares go by blockIdx order, not by `first` (a gpc permutation): a tail then only ever waits for a cluster
-        // with a lower blockIdx, which the hardware dispatches first in practice, so the wait does not depend on the
-        // whole grid being resident at once (a smaller green context, SMs held by another stream).
-        const unsigned c0 = blockIdx.x / Cfg::CS;
-        const unsigned s = c0 * q + c0 * rem / cc, e = (c0 + 1) * q + (c0 + 1) * rem / cc;
-        const int ta = static_cast<int>(s / kk), x = static_cast<int>(s % kk);
-        const int tb = static_cast<int>((e - 1) / kk), y = static_cast<int>(e - static_cast<unsigned>(tb) * kk);
-        int i = j - n_dp;
-        unsigned pos = static_cast<unsigned>(n_dp) * static_cast<unsigned>(k_iters);
-        if (y < k_iters) {  // head of tile tb: first
-          if (i == 0) return {base + tb, 0, y, pos, kHead, static_cast<int>(c0)};
-          --i;
-          pos += static_cast<unsigned>(y);
-        }
-        const int f0 = x > 0 ? ta + 1 : ta, nf = (y < k_iters ? tb - 1 : tb) - f0 + 1;  // whole tiles [f0, f0 + nf)
-        if (i < nf) return {base + f0 + i, 0, k_iters, pos + static_cast<unsigned>(i) * k_iters, kWhole, 0};
-        i -= nf;
-        pos += static_cast<unsigned>(nf) * k_iters;
-        if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1};  // tail: last
-        return {total, 0, 0, pos, kWhole, 0};
-      }
+      // Shares go by blockIdx order, not by `first` (a gpc permutation): a tail then only ever waits for a cluster
+      // with a lower blockIdx, which the hardware dispatches first in practice, so the wait does not depend on the
+      // whole grid being resident at once (a smaller green context, SMs held by another stream).
+      if (p.sk_ws != nullptr && sk_runs(total, stride, k_iters) && j >= total / stride - 1)
+        return sk_unit(total, stride, blockIdx.x / Cfg::CS, k_iters, j);
     }
     const int t = first + j * stride;
     return {t, 0, k_iters, static_cast<unsigned>(j) * static_cast<unsigned>(k_iters), kWhole, 0};

@@ -310,6 +310,31 @@ TEST(Sm90Gpu, StreamKTail) {
   EXPECT_GT(ran, 16);
 }
 
+// Split mode of tail=sk: fewer cluster tiles than clusters, so every tile's k-blocks are shared out over the grid
+// (sk_clusters: shares of >= 8 k-blocks) and a tile's tail adds the partials of up to ~8 clusters (M = 16, K = 14336
+// in 64x256 1x2: 8 cluster tiles over 66 clusters). Skinny M and N, ragged K, batches, every layout, f32 out and beta
+// (rotating_problem), five launches on two streams (flags back to zero after each).
+TEST(Sm90Gpu, StreamKSplit) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  const std::vector<const char*> configs = {
+      "tile=64x128x64,stages=7,cluster=1x1,sched=pingpong,raster=m,group=8,tail=sk",
+      "tile=64x256x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=1,tiles=gpc,tail=sk",
+      "tile=64x192x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=3,tail=sk",
+      "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=m,group=1,tiles=gpc,tail=sk",
+      "tile=128x112x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=6,tail=sk,epi=warp",
+      "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk",
+      "tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tail=sk",
+  };
+  const int ran = run_matrix(
+      configs,
+      {{16, 4096, 14336, 1}, {128, 6144, 4096, 1}, {1, 640, 8200, 1}, {37, 1000, 3000, 2}, {200, 64, 20000, 1},
+       {130, 384, 1100, 3}},
+      rotating_problem,
+      5);
+  EXPECT_GT(ran, 30);
+}
+
 // The probes behind tiles=gpc: every SM in some group, no group larger than a GPC can be (18 SMs on the H100/H200),
 // and a full grid of 2-CTA clusters placed on distinct, real SMs; the order built from them is a permutation.
 TEST(Sm90Gpu, GpcProbe) {

@@ -83,17 +83,97 @@ TEST(Sm90Config, StreamKTail) {
   EXPECT_EQ(sm90::config_reason(d, q, dev), "");
   d.dynamic = true;
   EXPECT_NE(sm90::config_reason(d, q, dev).find("stream-K tail"), std::string::npos);
-  // When the tail runs: a partial last round after at least one full one.
-  EXPECT_TRUE(sm90::sk_tail(512, 66));    // 7 rounds + 50
-  EXPECT_FALSE(sm90::sk_tail(528, 66));   // 8 whole rounds
-  EXPECT_FALSE(sm90::sk_tail(40, 66));    // one partial round: the grid is 40 clusters
-  EXPECT_TRUE(sm90::sk_tail(67, 66));
+  // When the units run: a partial last round after full ones, or fewer tiles than clusters (split mode).
+  EXPECT_TRUE(sm90::sk_tail(512, 66, 64));    // 7 rounds + 50
+  EXPECT_FALSE(sm90::sk_tail(528, 66, 64));   // 8 whole rounds
+  EXPECT_TRUE(sm90::sk_tail(40, 66, 64));     // split: 40 tiles over 66 clusters
+  EXPECT_FALSE(sm90::sk_tail(40, 66, 1));     // split with empty shares: the plain walk
+  EXPECT_TRUE(sm90::sk_tail(67, 66, 1));
   // The stream-K kernel is its own compile (a template flag), unlike the walk knobs.
   auto be = make_sm90_backend();
   const CompileResult a = be->compile(q, {"sm90", s}, dev);
   const CompileResult b = be->compile(q, {"sm90", s + ",tail=sk"}, dev);
   EXPECT_EQ(b.spill_bytes, 0);
   EXPECT_NE(key(a), key(b));
+}
+
+// The stream-K units every cluster derives (kernels/sm90/sm90_shape.cuh sk_unit, the kernels' own function): each
+// k-block of each tile is computed once, each tile stored once (by a whole unit or a tail), and a tail adds exactly the
+// partials of its tile, written by clusters before it as their first stream-K unit; the ring positions run on. Tails after
+// whole rounds (one partial each) and split mode (fewer tiles than clusters: several partials per tile) alike.
+TEST(Sm90Config, StreamKUnitsCoverEveryKBlockOnce) {
+  struct Case {
+    int total, clusters, k;
+  };
+  int split_tails_with_several_parts = 0;
+  for (const Case& cs : {Case{512, 66, 64}, Case{67, 66, 30}, Case{70, 66, 1}, Case{48, 66, 64}, Case{24, 66, 64},
+                         Case{48, 132, 10}, Case{7, 66, 9}, Case{5, 132, 224}, Case{3, 66, 1}, Case{130, 132, 2},
+                         Case{1, 66, 64}, Case{61, 64, 8}}) {
+    const std::string name = std::to_string(cs.total) + " tiles, " + std::to_string(cs.clusters) + " clusters, K " +
+                             std::to_string(cs.k);
+    if (!gt_sm90::sk_runs(cs.total, cs.clusters, cs.k)) {  // fewer k-blocks than clusters: the plain walk
+      EXPECT_LT(cs.total * cs.k, cs.clusters) << name;
+      continue;
+    }
+    std::vector<std::vector<int>> covered(cs.total, std::vector<int>(cs.k, 0));
+    std::vector<int> stores(cs.total, 0);
+    std::vector<int> head_tile(cs.clusters, -1);  // the tile whose partial cluster c wrote (its first unit)
+    struct Tail {
+      int c, t, slot, parts;
+    };
+    std::vector<Tail> tails;
+    const int rounds = cs.total / cs.clusters;
+    for (int c = 0; c < cs.clusters; ++c) {
+      unsigned pos = 0;
+      bool seen_other = false;
+      for (int j = 0;; ++j) {
+        gt_sm90::Unit u{c + j * cs.clusters, 0, cs.k, pos, gt_sm90::kWhole, 0};  // the plain walk's unit
+        if (j >= rounds - 1) u = gt_sm90::sk_unit(cs.total, cs.clusters, static_cast<unsigned>(c), cs.k, j);
+        if (u.t >= cs.total) break;
+        ASSERT_LT(u.k0, u.k1) << name;
+        ASSERT_TRUE(u.k0 >= 0 && u.k1 <= cs.k) << name;
+        EXPECT_EQ(u.pos, pos) << name << " cluster " << c << " unit " << j;
+        pos += static_cast<unsigned>(u.k1 - u.k0);
+        for (int kb = u.k0; kb < u.k1; ++kb) ++covered[u.t][kb];
+        if (u.kind == gt_sm90::kHead) {
+          EXPECT_FALSE(seen_other) << name << ": cluster " << c << " writes its partial after another unit";
+          EXPECT_EQ(u.slot, c) << name;
+          EXPECT_EQ(head_tile[c], -1) << name << ": two partials in cluster " << c;
+          head_tile[c] = u.t;
+        } else {
+          ++stores[u.t];
+          EXPECT_EQ(u.k1, cs.k) << name << ": a storing unit ends the tile";
+          if (u.kind == gt_sm90::kTail) tails.push_back({c, u.t, u.slot, u.parts});
+          else EXPECT_EQ(u.k0, 0) << name;
+        }
+        seen_other = seen_other || (u.kind != gt_sm90::kHead && j >= rounds - 1);  // among the stream-K units
+      }
+    }
+    for (int t = 0; t < cs.total; ++t) {
+      EXPECT_EQ(stores[t], 1) << name << " tile " << t;
+      for (int kb = 0; kb < cs.k; ++kb) ASSERT_EQ(covered[t][kb], 1) << name << " tile " << t << " k-block " << kb;
+    }
+    int heads = 0;
+    for (int h : head_tile) heads += h >= 0;
+    int consumed = 0;
+    for (const Tail& tl : tails) {
+      EXPECT_EQ(tl.slot, tl.c - 1) << name;
+      ASSERT_GE(tl.parts, 1) << name;
+      ASSERT_GE(tl.slot - tl.parts + 1, 0) << name;
+      for (int q = 0; q < tl.parts; ++q) EXPECT_EQ(head_tile[tl.slot - q], tl.t) << name << " tail of tile " << tl.t;
+      consumed += tl.parts;
+      if (rounds >= 1) EXPECT_EQ(tl.parts, 1) << name;
+      split_tails_with_several_parts += tl.parts > 1;
+    }
+    EXPECT_EQ(consumed, heads) << name << ": every partial is added once";
+  }
+  EXPECT_GT(split_tails_with_several_parts, 0);
+  // The grid of a tail=sk config: all clusters with enough tiles; split mode keeps shares of >= 8 k-blocks.
+  EXPECT_EQ(sm90::sk_clusters(512, 64, 66), 66);
+  EXPECT_EQ(sm90::sk_clusters(48, 64, 66), 66);   // 3072 k-blocks: every cluster
+  EXPECT_EQ(sm90::sk_clusters(4, 32, 66), 16);    // 128 k-blocks: 16 shares of 8
+  EXPECT_EQ(sm90::sk_clusters(40, 1, 66), 40);    // K = 64: one cluster per tile, the plain walk
+  EXPECT_FALSE(sm90::sk_tail(40, 40, 64));
 }
 
 TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
@@ -134,7 +214,8 @@ TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
   e.resolve();
   for (const sm90::Config& c : sm90::enumerate_configs(e, dev)) {
     if (!c.sk) continue;
-    EXPECT_TRUE(sm90::sk_tail(sm90::cluster_tiles(c, sm90::kernel_view(e)), 132 / (c.cm * c.cn))) << c.str();
+    EXPECT_TRUE(sm90::sk_tail(sm90::cluster_tiles(c, sm90::kernel_view(e)), 132 / (c.cm * c.cn), (e.k + 63) / 64))
+        << c.str();
   }
 }
 

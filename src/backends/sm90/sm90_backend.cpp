@@ -141,15 +141,17 @@ class Sm90Executable final : public Executable {
       max_clusters = n;
     }
     const int64_t ctiles = sm90::cluster_tiles(cfg_, view_);
-    grid_ = static_cast<unsigned>(std::min<int64_t>(ctiles, max_clusters) * cs);
+    // The stream-K share arithmetic is 32-bit (kernels/sm90/sm90_shape.cuh sk_unit): beyond that K the plain walk runs.
+    const int64_t kblocks = (view_.k + 63) / 64;
+    const bool sk = cfg_.sk && static_cast<uint64_t>(kblocks) * 2 * max_clusters < (uint64_t(1) << 32);
+    grid_ = static_cast<unsigned>(
+        (sk ? sm90::sk_clusters(ctiles, kblocks, max_clusters) : std::min<int64_t>(ctiles, max_clusters)) * cs);
     if (cfg_.dynamic) {
       // One {next, done} counter pair per stream (kernels/sm90/sm90_tile_stream.cuh): zero now, reset to zero by
       // each launch's last cluster. Allocated here so that launch() never allocates (it may be graph-captured).
       counters_ = zeroed_ints(kCounterStreams * 2);
     }
-    // The tail's share arithmetic is 32-bit (kernels/sm90/sm90_tile_stream.cuh): beyond that K the plain walk runs.
-    const bool sk_fits = static_cast<uint64_t>((view_.k + 63) / 64) * 2 * (grid_ / cs) < (uint64_t(1) << 32);
-    if (cfg_.sk && sm90::sk_tail(ctiles, grid_ / cs) && sk_fits) {
+    if (sk && sm90::sk_tail(ctiles, grid_ / cs, kblocks)) {
       // The stream-K tail's partials and flags, per stream like the counters (flags zero between launches; two
       // launches on different streams may overlap). The first stream's scratch is allocated here, so that the usual
       // single-stream use never allocates in launch(); another stream's first launch allocates its own.

@@ -337,7 +337,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Interleaved against the plain walk: 8192^3 ping-pong 128x128 2x1 (R = 31, r / C = 0.03) -2.6%; 4096^3 (R = 7,
   // 0.76) -0.1%; 2048x4096x4096 (R = 3, 0.88) +3.2%; 2048x4096x14336 +10% (ping-pong) and +27% (coop 128x256, R = 1):
   // about a quarter of a round up to K = 8192, growing beyond (~0.55 at K = 14336).
-  if (c.sk && sk_tail(ctiles, clusters)) {
+  if (c.sk && sk_tail(ctiles, clusters, static_cast<int64_t>(kblocks))) {
     const double sk_rounds = static_cast<double>(ctiles) / static_cast<double>(clusters) +
                              0.25 * std::pow(std::max(1.0, kblocks / 128.0), 1.5);
     compute = sk_rounds * (kblocks * per_k + epi);
@@ -346,7 +346,19 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
   const double bytes = (static_cast<double>(v.m) * v.k + static_cast<double>(v.k) * v.n) * elem_size(v.a.type) +
                        static_cast<double>(v.m) * v.n * osz * (v.has_c ? 2.0 : 1.0);
-  const double dram = bytes * v.batch / 2800.0;
+  double dram = bytes * v.batch / 2800.0;
+  // tail=sk with fewer tiles than clusters (split mode, sk_clusters): every cluster the grid can hold takes an equal
+  // share of the tiles' k-blocks, so the MMA work spreads over them, and more SMs stream the operands: charged as DRAM
+  // bandwidth growing with the CTAs that stream, ~40 bytes per clock each up to the 2800 (an assumption, not a fit),
+  // against the plain walk's CTAs. Each cluster writes or adds about two fp32 partial tiles through L2 (~64 bytes per
+  // clock).
+  const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : clusters;
+  if (c.sk && ctiles < split) {
+    const auto streaming = [&](double ctas) { return std::min(1.0, ctas * 40.0 / 2800.0); };
+    compute = static_cast<double>(ctiles) * kblocks / static_cast<double>(split) * per_k + epi +
+              2.0 * c.bm * c.bn * 4.0 / 64.0;
+    dram *= streaming(static_cast<double>(clusters) * cs) / streaming(static_cast<double>(split) * cs);
+  }
   return std::max(compute, dram) + 0.1 * compute;
 }
 

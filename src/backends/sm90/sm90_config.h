@@ -20,7 +20,8 @@ struct Config {
   int group = 8;
   bool dynamic = false;   // tile order: static (omitted from the string), "tiles=dynamic" or "tiles=gpc"
   bool gpc = false;       // static order with GPC-major cluster ids (sm90_cluster_order.h); same kernel as static
-  bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail)
+  bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail);
+                          // with fewer tiles than clusters, all tiles split over the clusters (split mode)
   bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own epilogue pieces (GemmConfig::kEpiWarp)
 
   std::string str() const;

@@ -6,6 +6,7 @@
 //   - the GemmParams mirror passed by value to the kernel.
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -114,10 +115,20 @@ static_assert(sizeof(HostGemmParams) == 120, "HostGemmParams must mirror gt_sm90
 // Slots of the dynamic tile order's ring (GemmConfig::kTileSlots).
 using gt_sm90::kTileSlots;
 
-// The stream-K tail (mirror of kernels/sm90/sm90_tile_stream.cuh): it runs when the last round of cluster tiles is
-// partial (r = tiles % clusters != 0) and there is at least one full round.
-inline bool sk_tail(int64_t ctiles, int64_t clusters) {
-  return clusters > 0 && ctiles % clusters != 0 && ctiles / clusters >= 1;
+// The stream-K units (kernels/sm90/sm90_tile_stream.cuh, sm90_shape.cuh sk_unit) run when the last round of cluster
+// tiles on the grid is partial: a tail after at least one full round, or, with fewer tiles than clusters (split mode),
+// the whole problem shared out by k-blocks.
+inline bool sk_tail(int64_t ctiles, int64_t clusters, int64_t kblocks) {
+  return gt_sm90::sk_runs(static_cast<int>(ctiles), static_cast<int>(clusters), static_cast<int>(kblocks));
+}
+
+// Clusters of a tail=sk grid: all that fit (max_clusters) when there are at least as many tiles; with fewer (split
+// mode) as many as leave every cluster's share at least kSkMinShare k-blocks, and never fewer than the tiles (then the
+// plain walk runs).
+constexpr int64_t kSkMinShare = 8;
+inline int64_t sk_clusters(int64_t ctiles, int64_t kblocks, int64_t max_clusters) {
+  if (ctiles >= max_clusters) return max_clusters;
+  return std::max(ctiles, std::min(max_clusters, ctiles * kblocks / kSkMinShare));
 }
 // Its scratch (mirror of kernels/sm90/sm90_sk_partials.cuh): one slot per cluster, `parts` = cluster size (x 2
 // consumer warpgroups in the cooperative schedule) of 128 threads x `acc_regs` floats; one flag per slot and part.
