@@ -147,16 +147,20 @@ constexpr Unit sk_unit(int total, int stride, unsigned c0, int k_iters, int j) {
   const int ta = static_cast<int>(s / kk), x = static_cast<int>(s % kk);
   const int tb = static_cast<int>((e - 1) / kk), y = static_cast<int>(e - static_cast<unsigned>(tb) * kk);
   // A tail adds the partials of the clusters c_first .. c0 - 1 that hold the tile's earlier k-blocks; c_first is the
-  // last cluster whose share starts at or before the tile's k-block 0 (P = ta * K): the largest c with c * W / C <= P,
-  // i.e. ((P + 1) * C - 1) / W. One cluster when shares are >= K (R >= 1).
-  const unsigned long long w = static_cast<unsigned long long>(q) * cc + rem;
-  const unsigned long long pk = static_cast<unsigned long long>(ta) * kk;
-  const int parts = static_cast<int>(c0 - static_cast<unsigned>(((pk + 1) * cc - 1) / w));
+  // last cluster whose share starts at or before the tile's k-block 0 (P = ta * K). Found by stepping back from c0 - 1
+  // (one step when shares are >= K, R >= 1; about K / share steps in split mode), only for a tail: computed for every
+  // unit, the 64-bit form ((P + 1) * C - 1) / W cost a ping-pong 128x176 kernel 48 bytes of spills.
+  const auto tail_parts = [&] {
+    const unsigned pk = static_cast<unsigned>(ta) * kk;
+    unsigned c = c0 - 1;
+    while (c * q + c * rem / cc > pk) --c;
+    return static_cast<int>(c0 - c);
+  };
   if (ta == tb) {  // one piece [x, y) of one tile (split mode): a partial, a tail, or the whole tile
     if (i != 0) return {total, 0, 0, pos + static_cast<unsigned>(y - x), kWhole, 0};
     if (y < k_iters) return {base + ta, x, y, pos, kHead, static_cast<int>(c0)};
     if (x == 0) return {base + ta, 0, k_iters, pos, kWhole, 0};
-    return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1, parts};
+    return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1, tail_parts()};
   }
   // A cluster runs its head unit (a partial of tile tb) first and its tail unit (of tile ta) last, so a tail finds
   // the partials it adds long written: they are the first units of clusters dispatched before it.
@@ -169,7 +173,7 @@ constexpr Unit sk_unit(int total, int stride, unsigned c0, int k_iters, int j) {
   if (i < nf) return {base + f0 + i, 0, k_iters, pos + static_cast<unsigned>(i) * kk, kWhole, 0};
   i -= nf;
   pos += static_cast<unsigned>(nf) * kk;
-  if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1, parts};
+  if (x > 0 && i == 0) return {base + ta, x, k_iters, pos, kTail, static_cast<int>(c0) - 1, tail_parts()};
   return {total, 0, 0, pos, kWhole, 0};
 }
 

@@ -1,7 +1,8 @@
 // nvrtc_ab: interleaved NVRTC compile timing of several variants (the 2-core host's timing drifts by +-10% over
 // minutes, so variants are compared round-robin in one process, never in separate runs).
 //   nvrtc_ab ROUNDS SRC INCDIR FLAGS [SRC INCDIR FLAGS ...]    FLAGS: extra NVRTC options separated by spaces, or "-"
-// Prints per variant the median and minimum wall and CPU milliseconds over the rounds.
+// Prints per variant the median and minimum wall and CPU milliseconds over the rounds (NVRTC_AB_LOG=1: and each
+// compile's program log, e.g. ptxas -v's registers and spills).
 // Build: g++ -O2 -o nvrtc_ab nvrtc_ab.cpp -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lnvrtc
 // Sources: GEMMTUNE_DUMP_DIR=dir gemmtune compile ... writes each candidate's generated .cu there.
 #include <nvrtc.h>
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
         nvrtcGetProgramLog(prog, log.data());
         std::fprintf(stderr, "compile failed:\n%s\n", log.c_str());
         return 1;
+      }
+      if (std::getenv("NVRTC_AB_LOG")) {  // the program log (ptxas -v: registers, spills) of every compile
+        size_t n = 0;
+        nvrtcGetProgramLogSize(prog, &n);
+        std::string log(n, '\0');
+        nvrtcGetProgramLog(prog, log.data());
+        std::fprintf(stderr, "variant %zu log:\n%s\n", static_cast<size_t>(&v - vs.data()), log.c_str());
       }
       nvrtcDestroyProgram(&prog);
     }

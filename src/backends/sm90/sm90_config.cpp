@@ -193,6 +193,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
   if (c.dynamic && c.gpc) return "sm90: a tile order is static, dynamic or gpc, not two of them" + cs;
   if (c.dynamic && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
+  if (c.sk && c.pingpong && c.epi_warp && c.cm == 2 && c.cn == 1 && (c.bn == 112 || c.bn == 128))
+    return "sm90: ping-pong 2x1 tail=sk with epi=warp spills at tile N 112 / 128 (48 bytes, ptxas); without epi=warp "
+           "or in a 1x2 / 1x1 cluster it does not" + cs;
   if (c.sk && c.pingpong && !p.epilogue.empty())
     return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
            "the cooperative schedule takes it" + cs;
@@ -349,14 +352,16 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   double dram = bytes * v.batch / 2800.0;
   // tail=sk with fewer tiles than clusters (split mode, sk_clusters): every cluster the grid can hold takes an equal
   // share of the tiles' k-blocks, so the MMA work spreads over them, and more SMs stream the operands: charged as DRAM
-  // bandwidth growing with the CTAs that stream, ~40 bytes per clock each up to the 2800 (an assumption, not a fit),
-  // against the plain walk's CTAs. Each cluster writes or adds about two fp32 partial tiles through L2 (~64 bytes per
-  // clock).
+  // bandwidth growing with the CTAs that stream, ~60 bytes per clock each up to the 2800, against the plain walk's
+  // CTAs; each cluster writes or adds about two fp32 partial tiles through L2 (~64 bytes per clock), and the split
+  // costs ~10k clocks besides (H200, bench/NOTES.md step 19: at M = 16 / 128 and K = 4096, six split twins of 24-96
+  // CTA grids against their plain configs: -8% to +17%, none faster than the best plain config; at K = 14336 grids of
+  // 16-32 CTAs ran 19-43% faster split).
   const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : clusters;
   if (c.sk && ctiles < split) {
-    const auto streaming = [&](double ctas) { return std::min(1.0, ctas * 40.0 / 2800.0); };
+    const auto streaming = [&](double ctas) { return std::min(1.0, ctas * 60.0 / 2800.0); };
     compute = static_cast<double>(ctiles) * kblocks / static_cast<double>(split) * per_k + epi +
-              2.0 * c.bm * c.bn * 4.0 / 64.0;
+              2.0 * c.bm * c.bn * 4.0 / 64.0 + 10000.0;
     dram *= streaming(static_cast<double>(clusters) * cs) / streaming(static_cast<double>(split) * cs);
   }
   return std::max(compute, dram) + 0.1 * compute;
@@ -480,14 +485,18 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // a fixed ~5-10k clocks against tiles of 6-25k, and the twins measured +6.5 to +14% at K = 512 and -1 to +4% at
   // K = 1000-1040 against their plain configs, -3 to -6% from K = 2000 on (H200, every candidate timed at 16
   // problems, bench/NOTES.md step 17).
+  // Split twins (fewer tiles than clusters) only from 128 k-blocks: at K = 4096 no split twin measured beat the best
+  // plain config, at K = 14336 they did (bench/NOTES.md step 19).
   constexpr size_t kSkRank = 8;
-  constexpr int64_t kSkMinKBlocks = 24;
+  constexpr int64_t kSkMinKBlocks = 24, kSkSplitMinKBlocks = 128;
   const size_t n_static = order.size();
+  const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   if (n_static > 0 && cdiv(v.k, 64) >= kSkMinKBlocks) {
     const double bar = order[std::min(kSkRank, n_static) - 1].first;
     for (size_t i = 0; i < n_static; ++i) {
       Config s = out[order[i].second];
       s.sk = true;
+      if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
       if (!config_reason(s, p, dev).empty()) continue;
       const double cost = estimate_cost(s, p, dev);
       if (cost > 0.98 * order[i].first || cost > bar) continue;
