@@ -322,7 +322,7 @@ TEST(Sm90Gpu, StreamKSplit) {
       "tile=64x256x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=1,tiles=gpc,tail=sk",
       "tile=64x192x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=3,tail=sk",
       "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=m,group=1,tiles=gpc,tail=sk",
-      "tile=128x112x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=6,tail=sk,epi=warp",
+      "tile=128x112x64,stages=6,cluster=1x2,sched=pingpong,raster=n,group=6,tail=sk,epi=warp",
       "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk",
       "tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=n,group=4,tail=sk",
   };
