@@ -12,6 +12,9 @@ namespace {
 
 int elem_type(DType t) { return t == DType::bf16 ? kBF16 : t == DType::f16 ? kF16 : kF32; }
 
+// The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
+int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
+
 OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch) {
   OperandDesc d;
   d.type = elem_type(o.dtype);
@@ -249,7 +252,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // Ping-pong with several tiles per CTA (mainloop ordering barrier) was verified on the H200 (Sm90Gpu.ManyTilesPerCta,
   // 2026-11-21); GEMMTUNE_SM90_PINGPONG_MULTITILE=0 restores the old one-tile-per-CTA limit for debugging.
   if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
-    const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+    const int sms = sm_count(dev);
     if (cluster_tiles(c, v) > sms / (c.cm * c.cn) / 2)
       return "sm90: ping-pong limited to one tile per CTA (GEMMTUNE_SM90_PINGPONG_MULTITILE=0)" + cs;
   }
@@ -269,7 +272,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
   const KernelView v = kernel_view(p);
-  const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  const int sms = sm_count(dev);
   const int cs = c.cm * c.cn;
   const int64_t ctiles = cluster_tiles(c, v);
   const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
@@ -378,7 +381,7 @@ static int max_group(const Config& c, const KernelView& v) {
 }
 
 static int band_group(const Config& c, const KernelView& v, const DeviceInfo& dev) {
-  const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  const int sms = sm_count(dev);
   const int cs = c.cm * c.cn;
   const double inflight = sms / cs;
   const double ext_g = c.raster_n ? c.bn * c.cn : c.bm * c.cm, ext_o = c.raster_n ? c.bm * c.cm : c.bn * c.cn;
@@ -490,7 +493,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   constexpr size_t kSkRank = 8;
   constexpr int64_t kSkMinKBlocks = 24, kSkSplitMinKBlocks = 128;
   const size_t n_static = order.size();
-  const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  const int sms = sm_count(dev);
   if (n_static > 0 && cdiv(v.k, 64) >= kSkMinKBlocks) {
     const double bar = order[std::min(kSkRank, n_static) - 1].first;
     for (size_t i = 0; i < n_static; ++i) {
