@@ -292,7 +292,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (bench/NOTES.md step 8);
   // charged as a quarter less of that operand's bytes. A multicast operand is not merged further (a 2x1 walking M
   // merged less than the static order).
-  // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split between the cluster's CTAs).
+  // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split among the cluster CTAs).
   const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
   const double a_share = c.gpc && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
   const double b_share = c.gpc && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
@@ -360,8 +360,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // costs ~10k clocks besides (H200, bench/NOTES.md step 19: at M = 16 / 128 and K = 4096, six split twins of 24-96
   // CTA grids against their plain configs: -8% to +17%, none faster than the best plain config; at K = 14336 grids of
   // 16-32 CTAs ran 19-43% faster split).
-  const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : clusters;
-  if (c.sk && ctiles < split) {
+  if (const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : 0; ctiles < split) {
     const auto streaming = [&](double ctas) { return std::min(1.0, ctas * 60.0 / 2800.0); };
     compute = static_cast<double>(ctiles) * kblocks / static_cast<double>(split) * per_k + epi +
               2.0 * c.bm * c.bn * 4.0 / 64.0 + 10000.0;
