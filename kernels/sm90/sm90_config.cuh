@@ -51,7 +51,7 @@ struct GemmConfig {
   static_assert(WM % 64 == 0 && WM >= 64, "each consumer warpgroup needs a multiple of 64 rows (coop: tile M >= 128)");
   static_assert(BN % 8 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 8 in [16, 256]");
   static_assert(!B_MN || BN % 64 == 0, "N-major B needs tile N a multiple of 64 (128-byte swizzle atoms)");
-  static_assert(STAGES >= 2 && STAGES <= 8, "stages must be in [2, 8]");
+  static_assert(STAGES >= 2 && STAGES <= 16, "stages must be in [2, 16]");
   static_assert(CS == 1 || CS == 2 || (CM == 2 && CN == 2), "cluster must be 1x1, 2x1, 1x2 or 2x2");
   static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
   static_assert(OUT >= 0 && OUT <= 2 && CT >= 0 && CT <= 2, "bad output / C dtype");

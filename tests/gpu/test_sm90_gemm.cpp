@@ -335,6 +335,30 @@ TEST(Sm90Gpu, StreamKSplit) {
   EXPECT_GT(ran, 30);
 }
 
+// swap=1: the other orientation (decode sizes: the wide side on the wgmma M side, the few rows on tile N 16-64), D
+// stored transposed straight from the registers (EpilogueTransposedStore), deep rings, split mode; every layout (a
+// col-major D then runs the untransposed view), f32 D, C with beta, batches, ragged M / N / K. And rings deeper than
+// 7 stages without swap (valid for every config since session 20).
+TEST(Sm90Gpu, Swap) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";
+  const std::vector<const char*> configs = {
+      "tile=128x16x64,stages=12,cluster=1x1,sched=pingpong,raster=m,group=4,swap=1",
+      "tile=64x16x64,stages=16,cluster=2x1,sched=pingpong,raster=m,group=3,tail=sk,swap=1",
+      "tile=128x32x64,stages=10,cluster=2x1,sched=coop,raster=m,group=3,tail=sk,swap=1",
+      "tile=256x48x64,stages=5,cluster=1x1,sched=coop,raster=m,group=5,swap=1",
+      "tile=128x64x64,stages=8,cluster=1x1,sched=pingpong,raster=m,group=8,tail=sk,swap=1",
+      "tile=64x32x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=8,swap=1",
+      "tile=64x64x64,stages=12,cluster=1x2,sched=pingpong,raster=m,group=1,tiles=gpc,tail=sk",
+      "tile=64x128x64,stages=8,cluster=1x1,sched=pingpong,raster=m,group=8",
+  };
+  const int ran = run_matrix(configs,
+                             {{16, 4096, 14336, 1}, {1, 640, 8200, 1}, {37, 1000, 3000, 2}, {5, 333, 77, 3},
+                              {64, 2048, 520, 1}, {200, 96, 1500, 1}, {48, 4096, 4096, 1}},
+                             rotating_problem, 3);
+  EXPECT_GT(ran, 30);  // an N-major kernel B (activations column-major under swap) needs tile N 64: skipped
+}
+
 // The probes behind tiles=gpc: every SM in some group, no group larger than a GPC can be (18 SMs on the H100/H200),
 // and a full grid of 2-CTA clusters placed on distinct, real SMs; the order built from them is a permutation.
 TEST(Sm90Gpu, GpcProbe) {

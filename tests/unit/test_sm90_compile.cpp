@@ -101,6 +101,75 @@ TEST(Sm90Config, StreamKTail) {
 // k-block of each tile is computed once, each tile stored once (by a whole unit or a tail), and a tail adds exactly the
 // partials of its tile, written by clusters before it as their first stream-K unit; the ring positions run on. Tails after
 // whole rounds (one partial each) and split mode (fewer tiles than clusters: several partials per tile) alike.
+// swap=1: parsed and printed last; the view takes the other orientation (D column-major in it); refused with a fused
+// chain, with epi=warp and at a tile N off the wgmma's steps of 16; the enumerator lists swap configs for problems of
+// at most 64 rows (first up to 48), none for wide ones, and never a split twin of one.
+TEST(Sm90Config, Swap) {
+  const std::string s = "tile=64x16x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6";
+  EXPECT_FALSE(sm90::Config::parse(s).swap);
+  EXPECT_TRUE(sm90::Config::parse(s + ",swap=1").swap);
+  EXPECT_EQ(sm90::Config::parse(s + ",swap=1").str(), s + ",swap=1");
+  EXPECT_EQ(sm90::Config::parse(s + ",swap=0").str(), s);
+  EXPECT_EQ(sm90::Config::parse(s + ",tail=sk,swap=1").str(), s + ",tail=sk,swap=1");
+  EXPECT_THROW(sm90::Config::parse(s + ",swap=yes"), Error);
+
+  Problem p = Problem::make(16, 4096, 14336, DType::bf16, DType::bf16);
+  p.resolve();
+  const sm90::KernelView v = sm90::kernel_view(p), w = sm90::kernel_view(p, true);
+  EXPECT_EQ(v.m, 16);
+  EXPECT_TRUE(v.d.row_major);
+  EXPECT_FALSE(v.transposed);
+  EXPECT_EQ(w.m, 4096);  // the weights on the kernel's M side
+  EXPECT_EQ(w.n, 16);
+  EXPECT_FALSE(w.d.row_major);
+  EXPECT_TRUE(w.transposed && w.swap);
+  EXPECT_FALSE(w.a_mn || w.b_mn);  // W (N x K row-major) and the activations (M x K row-major) both K-major
+  Problem q = p;  // a col-major D: the usual view is already the transposed one, swap takes the other
+  q.d.layout = Layout::col;
+  q.d.ld = 0;
+  q.resolve();
+  EXPECT_EQ(sm90::kernel_view(q).m, 4096);
+  EXPECT_EQ(sm90::kernel_view(q, true).m, 16);
+  EXPECT_FALSE(sm90::kernel_view(q, true).transposed);
+
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  EXPECT_EQ(be->validate(p, {"sm90", s + ",swap=1"}, dev), "");
+  EXPECT_EQ(be->validate(p, {"sm90", s + ",tail=sk,swap=1"}, dev), "");
+  EXPECT_NE(be->validate(p, {"sm90", "tile=64x24x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6,swap=1"},
+                         dev).find("multiple of 16"), std::string::npos);
+  EXPECT_NE(be->validate(p, {"sm90", s + ",epi=warp,swap=1"}, dev).find("epi=warp"), std::string::npos);
+  Problem e = p;
+  e.epilogue = parse_epilogue("relu");
+  EXPECT_NE(be->validate(e, {"sm90", s + ",swap=1"}, dev).find("no fused chain"), std::string::npos);
+  Problem mn = p;  // column-major activations: an N-major kernel B needs tile N 64
+  mn.a.layout = Layout::col;
+  mn.a.ld = 0;
+  mn.resolve();
+  EXPECT_NE(be->validate(mn, {"sm90", s + ",swap=1"}, dev).find("multiple of 64"), std::string::npos);
+
+  const auto list = sm90::enumerate_configs(p, dev);
+  ASSERT_GE(list.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(list[i].swap) << i << ": " << list[i].str();
+  for (const auto& c : list) EXPECT_FALSE(c.swap && c.sk) << c.str();
+  for (const auto& c : list)
+    if (c.swap) EXPECT_EQ(c.bn, 16) << c.str();
+  Problem m64 = Problem::make(64, 8192, 8192, DType::bf16, DType::bf16);
+  m64.resolve();
+  const auto l64 = sm90::enumerate_configs(m64, dev);
+  EXPECT_TRUE(std::any_of(l64.begin(), l64.end(), [](const sm90::Config& c) { return c.swap && c.bn == 64; }));
+  EXPECT_FALSE(l64.front().swap && l64[1].swap && l64[2].swap && l64[3].swap);  // mixed by the estimate
+  Problem wide = Problem::make(2048, 4096, 4096, DType::bf16, DType::bf16);
+  wide.resolve();
+  for (const auto& c : sm90::enumerate_configs(wide, dev)) EXPECT_FALSE(c.swap) << c.str();
+  // A col-major D at M = 16: the usual view has the tokens on its N already, so the decode tiles come without swap
+  // (the TMA epilogue), first.
+  const auto lq = sm90::enumerate_configs(q, dev);
+  ASSERT_GE(lq.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(!lq[i].swap && lq[i].bn == 16) << i << ": " << lq[i].str();
+  for (const auto& c : lq) EXPECT_FALSE(c.swap) << c.str();
+}
+
 TEST(Sm90Config, StreamKUnitsCoverEveryKBlockOnce) {
   struct Case {
     int total, clusters, k;
@@ -278,6 +347,16 @@ TEST(Sm90Config, Reasons) {
   EXPECT_NE(be->validate(q, {"sm90", "tile=128x256x64,stages=7,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
   EXPECT_NE(be->validate(q, {"sm90", "tile=64x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
   EXPECT_EQ(be->validate(q, {"sm90", "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, dev), "");
+  {  // tail=sk with a C input in a 1x1 cluster: 104 accumulators at most (a 1x2 cluster takes 128)
+    Problem c = q;
+    c.c = c.d;
+    c.beta = 0.5f;
+    c.resolve();
+    const std::string r = be->validate(c, {"sm90", "tile=128x128x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=8,tail=sk"}, dev);
+    EXPECT_NE(r.find("limited to 104 accumulator registers"), std::string::npos) << r;
+    EXPECT_EQ(be->validate(c, {"sm90", "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=m,group=8,tail=sk"}, dev), "");
+    EXPECT_EQ(be->validate(q, {"sm90", "tile=128x128x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=8,tail=sk"}, dev), "");
+  }
   Problem e = q;
   e.epilogue = parse_epilogue("relu");
   EXPECT_EQ(be->supports(e, dev), "");  // fused (tests/unit/test_sm90_epilogue.cpp)
@@ -572,7 +651,7 @@ struct Layouts {
 };
 
 void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, const char* chain = "none",
-                 bool whole_list = false, bool pad_ld = false) {
+                 bool whole_list = false, bool pad_ld = false, const char* only = nullptr) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = Problem::make(m, n, k, l.in, l.out, l.a, l.b);
@@ -587,6 +666,10 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, c
     p.resolve();
   }
   auto cands = be->enumerate(p, dev);
+  if (only)  // the configs holding this text
+    cands.erase(std::remove_if(cands.begin(), cands.end(),
+                               [&](const Candidate& c) { return c.config.find(only) == std::string::npos; }),
+                cands.end());
   ASSERT_FALSE(cands.empty()) << p.str();
   const char* all = std::getenv("GEMMTUNE_SM90_COMPILE_ALL");
   if (!whole_list && !(all && *all && std::string(all) != "0")) {
@@ -634,6 +717,32 @@ TEST(Sm90Compile, Bf16NT_ColD_Beta) { compile_all({DType::bf16, DType::f16, Layo
 // budget took the edge copy into account).
 TEST(Sm90Compile, RaggedN_ColC_Beta_WholeList) { compile_all({DType::f16, DType::f16, Layout::col, Layout::row, Layout::col}, 17, 33, 65, true, "none", true, true); }
 TEST(Sm90Compile, RaggedN_RowC_Beta_WholeList) { compile_all({DType::f16, DType::f16, Layout::col, Layout::row, Layout::row}, 17, 33, 65, true, "none", true, true); }
+// Decode shapes: the split twins (tail=sk on fewer tiles than clusters, from 128 k-blocks) appear in no list above.
+// The second problem (a C input) found 1x1 tail=sk configs at 112-128 accumulators spilling 16 bytes, now refused.
+TEST(Sm90Compile, Decode_SplitTwins) {
+  compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 16, 4096, 14336, false, "none", true,
+              false, "tail=sk");
+  compile_all({DType::f16, DType::f32, Layout::row, Layout::col, Layout::row}, 37, 1000, 9000, true, "none", true,
+              true, "tail=sk");
+}
+// And their swap=1 configs (tile N 16-48, rings of up to 16 stages, the transposed store), with C and f32 D too.
+TEST(Sm90Compile, Decode_Swap) {
+  compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 16, 4096, 14336, false, "none", true,
+              false, "swap=1");
+  compile_all({DType::f16, DType::f32, Layout::row, Layout::col, Layout::row}, 37, 1000, 9000, true, "none", true,
+              true, "swap=1");
+  compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 5, 333, 77, false, "none", true,
+              true, "swap=1");
+}
+// The same tiles without swap where the few rows are the kernel's N already (a col-major D): the TMA epilogue's
+// 32- / 64- / 96-byte rows, deep rings.
+TEST(Sm90Compile, Decode_ColD) {
+  for (int64_t m : {16, 32, 48})
+    compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::col}, m, 4096, 14336, false, "none", true,
+                false, "x64,stages=1");
+  compile_all({DType::f16, DType::f32, Layout::row, Layout::col, Layout::col}, 16, 1000, 9000, true, "none", true,
+              true, "x64,stages=1");
+}
 TEST(Sm90Compile, RaggedM_ColD_WholeList) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::row, Layout::col}, 1, 1, 1, false, "none", true, true); }
 // Explicit configs of the GPU tile-order matrix (tests/gpu/test_sm90_gemm.cpp ManyTilesPerCta) and neighbours, on
 // that matrix's heaviest epilogue: an element-wise C, alpha != 1, MN-major A and B. Stage counts below the

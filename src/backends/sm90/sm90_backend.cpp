@@ -64,8 +64,9 @@ struct EpiFlags {
 EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   EpiFlags f;
   const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
-  f.direct = sm90::epi_direct(p, v);
-  f.vec_c = v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
+  // swap=1 (EpilogueTransposedStore) stores every element on its own: no edge path, no pair loads.
+  f.direct = !v.swap && sm90::epi_direct(p, v);
+  f.vec_c = !v.swap && v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
   f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
   f.alpha_one = p.alpha == 1.0f;
   return f;
@@ -93,6 +94,7 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
   std::string s;
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
   if (!epi_class.empty()) s += "#include \"epilogue/epilogue_fused_store.cuh\"\n";
+  if (c.swap) s += "#include \"epilogue/epilogue_transposed_store.cuh\"\n";
   s += "// " + c.str() + " | " + problem_class(v) + " (the tile walk is a launch parameter)\n";
   s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
@@ -106,7 +108,8 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
        "    const gt_sm90::GemmParams p";
   if (epi_class.empty()) {
     s += ") {\n";
-    s += "  using Epi = gt_sm90::EpilogueTmaStore<Cfg, " + flags.expr() + ">;\n";
+    s += std::string("  using Epi = gt_sm90::") + (c.swap ? "EpilogueTransposedStore" : "EpilogueTmaStore") + "<Cfg, " +
+         flags.expr() + ">;\n";
     s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p);\n}\n";
   } else {
     s += ", const gemmtune_epi::EpiParams ep) {\n";
@@ -119,8 +122,8 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
 class Sm90Executable final : public Executable {
  public:
   Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
-      : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p)), flags_(epi_flags(p, view_)),
-        alpha_(p.alpha), beta_(p.beta), problem_(p), cubin_(std::move(cubin)) {
+      : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p, cfg_.swap)),
+        flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p), cubin_(std::move(cubin)) {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
     smem_ = sm90::smem_bytes(cfg_, view_.d.type);
@@ -347,7 +350,7 @@ class Sm90Backend final : public Backend {
     // (GemmParams::order) and raster / group are run-time parameters (GemmParams::raster_n, group), so configs that
     // differ only in those share one compile (a gpc twin and its static sibling, the band widths of one tile).
     Config cfg = kernel_config(Config::parse(c.config));
-    const KernelView v = sm90::kernel_view(p);
+    const KernelView v = sm90::kernel_view(p, cfg.swap);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);
     const std::string name = kernel_name(cfg, v, ec + "|" + flags.expr());

@@ -58,6 +58,7 @@ std::string Config::str() const {
   if (gpc) os << ",tiles=gpc";
   if (sk) os << ",tail=sk";
   if (epi_warp) os << ",epi=warp";
+  if (swap) os << ",swap=1";
   return os.str();
 }
 
@@ -95,6 +96,9 @@ Config Config::parse(const std::string& s) {
       } else if (k == "epi") {
         if (v != "warpgroup" && v != "warp") bad("epi must be warpgroup or warp");
         c.epi_warp = v == "warp";
+      } else if (k == "swap") {
+        if (v != "0" && v != "1") bad("swap must be 0 or 1");
+        c.swap = v == "1";
       } else {
         bad("unknown key '" + k + "'");
       }
@@ -105,7 +109,7 @@ Config Config::parse(const std::string& s) {
   return c;
 }
 
-KernelView kernel_view(const Problem& p) {
+KernelView kernel_view(const Problem& p, bool swap) {
   PlanProblem pp;
   pp.m = p.m;
   pp.n = p.n;
@@ -116,7 +120,7 @@ KernelView kernel_view(const Problem& p) {
   pp.c = desc_of(p.c, p.m, p.n, p.batch);
   pp.d = desc_of(p.d, p.m, p.n_out(), p.batch);
   pp.has_c = p.beta != 0.0f;
-  return make_kernel_view(pp);
+  return make_kernel_view(pp, swap);
 }
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
@@ -190,7 +194,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
   if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
   if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
-  if (c.stages < 2 || c.stages > 7) return "sm90: stages must be in [2, 7]" + cs;
+  if (c.stages < 2 || c.stages > 16) return "sm90: stages must be in [2, 16]" + cs;
   if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
     return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
@@ -202,8 +206,15 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (c.sk && c.pingpong && !p.epilogue.empty())
     return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
            "the cooperative schedule takes it" + cs;
-  const KernelView v = kernel_view(p);
-  if (c.bn % 16 != 0) {
+  if (c.swap) {
+    if (!p.epilogue.empty())
+      return "sm90: swap=1 stores D through its transposed epilogue, which takes no fused chain (a config without swap "
+             "does)" + cs;
+    if (c.epi_warp) return "sm90: swap=1 has no epilogue strips to store per warp (epi=warp)" + cs;
+    if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
+  }
+  const KernelView v = kernel_view(p, c.swap);
+  if (c.bn % 16 != 0 && !c.swap) {
     // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
     // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
     const int eb = epi_narrow_bytes(c.bn, v.d.type);
@@ -234,7 +245,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // The edge copy for rows that are not a multiple of 16 bytes needs registers too: with it, 128 accumulators and a C
   // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
   int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
-  if (epi_direct(p, v)) acc_max = v.has_c ? 64 : 128;
+  if (epi_direct(p, v) && !c.swap) acc_max = v.has_c ? 64 : 128;  // swap=1 has no edge copy
   if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v))
     return "sm90: ping-pong with a fused residual and a ragged D row (edge copy) spills; the cooperative schedule "
            "takes it" + cs;
@@ -244,6 +255,20 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (acc > acc_max)
     return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
            " (spills)" + cs;
+  // Ping-pong tail=sk at 160-192 accumulators (tile 128 x 160-192; with C, f32 D or an edge copy they are refused
+  // above): ptxas spilled 16-48 bytes in 1x1 and 1x2 clusters (128x160 1x1, 128x168 1x2 epi=warp, 128x176 1x2, 128x192
+  // 1x1 at 4096x4096x14336) and in 2x1 with an M-major A (128x160, 128x176); 2x1 with a K-major A compiled clean for
+  // every tile, epilogue form and B layout (2026-11-22, also the session-19 kernels: Sm90Compile.Decode_SplitTwins
+  // found two of them listed at 16x4096x14336).
+  if (c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn))
+    return "sm90: ping-pong tail=sk at " + std::to_string(acc) + " accumulators per thread spills (16-48 bytes) "
+           "except in a 2x1 cluster with a K-major A" + cs;
+  // Found by Sm90Compile.Decode_SplitTwins (2026-11-22; the session-19 kernels too): with a C input, tail=sk in a 1x1
+  // cluster spilled 16 bytes at 112-128 accumulators (ping-pong 128x128, coop 128x224 / 128x240; 1x2 clusters and
+  // coop 128x208 compiled clean, so did coop 128x256 / 256x128 — refused with them for one rule).
+  if (c.sk && v.has_c && c.cm * c.cn == 1 && acc >= 112)
+    return "sm90: tail=sk with a C input in a 1x1 cluster is limited to 104 accumulator registers per thread (" +
+           std::to_string(acc) + " spilled 16 bytes); a 1x2 cluster takes it" + cs;
   const int smem = smem_bytes(c, v.d.type);
   const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   if (smem > smem_max)
@@ -271,7 +296,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
 // A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
-  const KernelView v = kernel_view(p);
+  const KernelView v = kernel_view(p, c.swap);
   const int sms = sm_count(dev);
   const int cs = c.cm * c.cn;
   const int64_t ctiles = cluster_tiles(c, v);
@@ -394,10 +419,13 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
   // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (bench/NOTES.md step 18): -4.0% at
   // 4096x8192x512, -4.9% at 8192x6144x512, -0.4% at K = 1024, -0.1 to -0.5% at K = 4096-14336.
+  // The decode tiles (swap=1, or tile N < 64, which only they use; a stage of 10-18 KB): up to 16 stages (11, 12 and 16
+  // measured, bench/NOTES.md step 20).
+  const int deepest = c.swap || c.bn < 64 ? 16 : 7;
   if (c.epi_warp)
-    for (t.stages = 7; t.stages > 2; --t.stages)
+    for (t.stages = deepest; t.stages > 2; --t.stages)
       if (smem_bytes(t, out_type) <= limit && epi_rows(t) == 16) return t.stages;
-  for (t.stages = 7; t.stages > 2; --t.stages)
+  for (t.stages = deepest; t.stages > 2; --t.stages)
     if (smem_bytes(t, out_type) <= limit) break;
   return t.stages;
 }
@@ -474,6 +502,34 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
       if (config_reason(g, p, dev).empty()) out.push_back(g);
     }
+  // Decode sizes: with at most 64 rows on one side and more on the other, tiles whose N covers the few rows (rounded
+  // up to 16) and whose M runs along the wide side, with rings of up to 16 stages (a 128x16 stage holds 18 KB). When
+  // the few rows are the kernel view's N already (a column-major D at small M, a row-major one at small N) that is the
+  // usual kernel; when they are its M, swap=1 takes the other orientation and stores D transposed. Without it a
+  // 64-row tile computes 48 rows of zeros per 16 tokens and its A stage takes ring space the weights could use.
+  // Measured on the H200 (bench/NOTES.md step 20): 16x4096x14336 34.1 us against 40.3 for the best config without
+  // these tiles (cuBLASLt 35.5), 16x4096x4096 14.0 against 20.5 (15.9), 1x4096x14336 34.0 against 41.4 (34.8).
+  const bool decode_swap = v.m <= 64 && v.n > v.m, decode_plain = v.n <= 64 && v.m > v.n;
+  if (decode_swap || decode_plain) {
+    const KernelView w = kernel_view(p, decode_swap);
+    const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
+    for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}, Tile{256, bn, false}})
+      for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
+        Config c;
+        c.bm = t.bm;
+        c.bn = t.bn;
+        c.pingpong = t.pp;
+        c.cm = cm;
+        c.cn = cn;
+        c.swap = decode_swap;
+        if (cdiv(w.m, c.bm) < cm) continue;
+        c.raster_n = w.n > w.m;
+        c.group = band_group(c, w, dev);
+        c.stages = max_stages(c, w.d.type, dev);
+        // (tile N 64 without swap may already be listed: the same ring depth where shared memory stops it at 7)
+        if (config_reason(c, p, dev).empty() && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      }
+  }
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], p, dev), i});
@@ -497,6 +553,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
     const double bar = order[std::min(kSkRank, n_static) - 1].first;
     for (size_t i = 0; i < n_static; ++i) {
       Config s = out[order[i].second];
+      if (s.swap || s.bn < 64) continue;  // decode tiles: 64-row ones with 16 stages stream as fast unsplit (step 20)
       s.sk = true;
       if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
       if (!config_reason(s, p, dev).empty()) continue;
@@ -509,6 +566,13 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Config> ranked;
   for (const auto& o : order) ranked.push_back(out[o.second]);
+  // Up to 48 rows the decode tiles go first (in their estimated order), so that the tuner's top 8 times them all: the
+  // cost model reads every config of such a problem as streaming at the DRAM floor, but on the H200 the best decode
+  // tile beat the best other config at every such problem measured, by 0.8% (16x28672x4096) to 46% (16x4096x4096), and
+  // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them (bench/NOTES.md
+  // step 20).
+  if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
+    std::stable_partition(ranked.begin(), ranked.end(), [](const Config& c) { return c.swap || c.bn < 64; });
   return ranked;
 }
 

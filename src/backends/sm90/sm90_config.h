@@ -1,6 +1,6 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
-//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp]
+//   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp][,swap=1]
 // and the single validity function used by enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
@@ -23,14 +23,17 @@ struct Config {
   bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail);
                           // with fewer tiles than clusters, all tiles split over the clusters (split mode)
   bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own epilogue pieces (GemmConfig::kEpiWarp)
+  bool swap = false;      // "swap=1": the other orientation (kernel M = the problem's N; decode sizes: the weights on
+                          // the wgmma M side, the tokens on N), D stored transposed (EpilogueTransposedStore)
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
   bool operator==(const Config&) const = default;
 };
 
-// Kernel view of a problem (col-major D rewritten as the transposed problem). Throws nothing; see problem_reason().
-KernelView kernel_view(const Problem& p);
+// Kernel view of a problem (col-major D rewritten as the transposed problem; `swap`: the other orientation, see
+// make_kernel_view). Throws nothing; see problem_reason().
+KernelView kernel_view(const Problem& p, bool swap = false);
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
 // bounds-checked edge copy (TMA stores clip at 16-byte granularity). Decides the kEpiDirect flag and the register
 // budget of a config.
@@ -59,7 +62,8 @@ inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   return cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
 }
-// The most ring stages (<= 7) whose shared memory fits on the device; with epi=warp, with room for 16-row pieces.
+// The most ring stages (<= 7; decode tiles — swap=1 or tile N < 64 — <= 16) whose shared memory fits on the device;
+// with epi=warp, with room for 16-row pieces.
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev);
 // Estimated relative run time (lower is better) for ranking.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);

@@ -36,16 +36,22 @@ struct KernelView {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   OperandDesc a, b, c, d;
   bool a_mn = false, b_mn = false;
-  bool transposed = false;  // A/B pointers swapped (col-major D)
+  bool transposed = false;  // A/B pointers swapped (col-major D, or row-major D with swap)
+  bool swap = false;        // the other orientation (config swap=1): D is column-major in the view, stored by
+                            // EpilogueTransposedStore
   bool has_c = false;
 };
 
-inline KernelView make_kernel_view(const PlanProblem& p) {
+// The problem as the kernel computes it: D (m x n) = A (m x k) B (k x n) with a row-major D — for a col-major D the
+// transposed problem. `swap` takes the other orientation (a row-major D solved transposed, a col-major one as it is):
+// D is then column-major in the view.
+inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
   KernelView v;
   v.batch = p.batch;
   v.k = p.k;
   v.has_c = p.has_c;
-  if (p.d.row_major) {
+  v.swap = swap;
+  if (p.d.row_major != swap) {
     v.m = p.m;
     v.n = p.n;
     v.a = p.a;
@@ -64,8 +70,8 @@ inline KernelView make_kernel_view(const PlanProblem& p) {
     v.c = p.c;
     v.c.row_major = !p.c.row_major;
     v.d = p.d;
-    v.d.row_major = true;
   }
+  v.d.row_major = !swap;
   v.a_mn = !v.a.row_major;  // A (m x k): row-major = K-major
   v.b_mn = v.b.row_major;   // B (k x n): col-major = K-major
   return v;
@@ -234,6 +240,10 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileSh
   r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
                 64, b_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
+  if (v.swap) {  // a column-major D is stored without TMA (EpilogueTransposedStore): copies of A's map, unused
+    maps[2] = maps[3] = maps[0];
+    return r;
+  }
   r = encode_3d(enc, &maps[2], d, v.d.type, v.n, v.m, v.batch, v.d.ld, v.d.batch_stride, eb / elem_size(v.d.type),
                 d_rows, epi_swizzle(eb));
   if (r != CUDA_SUCCESS || tail == 0) {
