@@ -66,7 +66,8 @@ EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
   // swap=1 (EpilogueTransposedStore) stores every element on its own: no edge path, no pair loads.
   f.direct = !v.swap && sm90::epi_direct(p, v);
-  f.vec_c = !v.swap && v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
+  f.vec_c = !v.swap && v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) &&
+            v.n % 2 == 0;
   f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
   f.alpha_one = p.alpha == 1.0f;
   return f;

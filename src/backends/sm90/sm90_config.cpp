@@ -214,7 +214,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
   const KernelView v = kernel_view(p, c.swap);
-  if (c.bn % 16 != 0 && !c.swap) {
+  if (c.bn % 16 != 0) {
     // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
     // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
     const int eb = epi_narrow_bytes(c.bn, v.d.type);
