@@ -263,6 +263,17 @@ TEST_F(Sm90EpilogueGpu, WarpStripChains) {
              {{1000, 1003, 520, 1}, {300, 680, 200, 2}});
 }
 
+// Fused chains with swap=1 (decode tiles: D stored transposed straight from the registers, the chain applied per
+// element with D's coordinates), row- and col-major D, f32 D, C, ragged M / N, batches; a GLU is refused (a skip).
+TEST_F(Sm90EpilogueGpu, SwapChains) {
+  run_chains({"bias,gelu_tanh", "row_scale,col_scale,gelu_erf,residual:f32", "bias_row,silu", "bias,residual",
+              "silu_glu"},
+             {"tile=64x16x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6,swap=1",
+              "tile=128x32x64,stages=10,cluster=2x1,sched=coop,raster=m,group=3,swap=1",
+              "tile=64x48x64,stages=14,cluster=1x1,sched=pingpong,raster=m,group=5,swap=1"},
+             {{16, 4096, 4096, 1}, {37, 1000, 520, 2}, {5, 333, 200, 1}});
+}
+
 // An epilogue operand the chain needs but the call lacks is a clear error, not a fault.
 TEST_F(Sm90EpilogueGpu, MissingOperandThrows) {
   const Problem p = make({128, 128, 64, 1}, "bias,relu", Layout::row, DType::bf16, Layout::row, Layout::col, false, 0);

@@ -139,9 +139,12 @@ TEST(Sm90Config, Swap) {
   EXPECT_NE(be->validate(p, {"sm90", "tile=64x24x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6,swap=1"},
                          dev).find("multiple of 16"), std::string::npos);
   EXPECT_NE(be->validate(p, {"sm90", s + ",epi=warp,swap=1"}, dev).find("epi=warp"), std::string::npos);
-  Problem e = p;
-  e.epilogue = parse_epilogue("relu");
-  EXPECT_NE(be->validate(e, {"sm90", s + ",swap=1"}, dev).find("no fused chain"), std::string::npos);
+  Problem e = p;  // a fused chain is applied per element with D's coordinates; a GLU is refused
+  e.epilogue = parse_epilogue("bias,residual");
+  EXPECT_EQ(be->validate(e, {"sm90", s + ",swap=1"}, dev), "");
+  e.epilogue = parse_epilogue("silu_glu");
+  e.resolve();
+  EXPECT_NE(be->validate(e, {"sm90", s + ",swap=1"}, dev).find("takes no GLU"), std::string::npos);
   Problem mn = p;  // column-major activations: an N-major kernel B needs tile N 64
   mn.a.layout = Layout::col;
   mn.a.ld = 0;
@@ -740,6 +743,10 @@ TEST(Sm90Compile, Decode_Swap) {
               true, "swap=1");
   compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 5, 333, 77, false, "none", true,
               true, "swap=1");
+  compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 16, 4096, 14336, false,
+              "bias,residual", true, false, "swap=1");
+  compile_all({DType::bf16, DType::f32, Layout::row, Layout::col, Layout::row}, 7, 1000, 3000, true,
+              "row_scale,col_scale,gelu_erf,residual:f32", true, true, "swap=1");
 }
 // The same tiles without swap where the few rows are the kernel's N already (a col-major D): the TMA epilogue's
 // 32- / 64- / 96-byte rows, deep rings.

@@ -68,7 +68,7 @@ EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   f.direct = !v.swap && sm90::epi_direct(p, v);
   f.vec_c = !v.swap && v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) &&
             v.n % 2 == 0;
-  f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
+  f.vec_ops = !v.swap && !p.epilogue.empty() && n_out % 2 == 0;
   f.alpha_one = p.alpha == 1.0f;
   return f;
 }
@@ -94,8 +94,11 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
   auto tf = [](bool x) { return x ? "true" : "false"; };
   std::string s;
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
-  if (!epi_class.empty()) s += "#include \"epilogue/epilogue_fused_store.cuh\"\n";
-  if (c.swap) s += "#include \"epilogue/epilogue_transposed_store.cuh\"\n";
+  if (c.swap && !epi_class.empty()) s += "#include \"epilogue/epilogue_ops.cuh\"\n";
+  if (c.swap)
+    s += "#include \"epilogue/epilogue_transposed_store.cuh\"\n";
+  else if (!epi_class.empty())
+    s += "#include \"epilogue/epilogue_fused_store.cuh\"\n";
   s += "// " + c.str() + " | " + problem_class(v) + " (the tile walk is a launch parameter)\n";
   s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
@@ -114,7 +117,10 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
     s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p);\n}\n";
   } else {
     s += ", const gemmtune_epi::EpiParams ep) {\n";
-    s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ", " + flags.expr() + ">;\n";
+    if (c.swap)  // epi_class is "<chain type>, <kernel rows are D's columns>"
+      s += "  using Epi = gt_sm90::EpilogueTransposedStore<Cfg, " + flags.expr() + ", " + epi_class + ">;\n";
+    else
+      s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ", " + flags.expr() + ">;\n";
     s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p, ep);\n}\n";
   }
   return s;

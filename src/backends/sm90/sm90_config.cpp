@@ -207,9 +207,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
            "the cooperative schedule takes it" + cs;
   if (c.swap) {
-    if (!p.epilogue.empty())
-      return "sm90: swap=1 stores D through its transposed epilogue, which takes no fused chain (a config without swap "
-             "does)" + cs;
+    if (p.epilogue.has_glu())
+      return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
+             "swap does" + cs;
     if (c.epi_warp) return "sm90: swap=1 has no epilogue strips to store per warp (epi=warp)" + cs;
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
@@ -246,7 +246,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
   int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
   if (epi_direct(p, v) && !c.swap) acc_max = v.has_c ? 64 : 128;  // swap=1 has no edge copy
-  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v))
+  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v) && !c.swap)
     return "sm90: ping-pong with a fused residual and a ragged D row (edge copy) spills; the cooperative schedule "
            "takes it" + cs;
   if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
