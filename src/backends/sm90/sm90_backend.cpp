@@ -63,13 +63,12 @@ struct EpiFlags {
 
 EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   EpiFlags f;
-  const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
-  // swap=1 (EpilogueTransposedStore) stores every element on its own: no edge path, no pair loads.
-  f.direct = !v.swap && sm90::epi_direct(p, v);
-  f.vec_c = !v.swap && v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) &&
-            v.n % 2 == 0;
-  f.vec_ops = !v.swap && !p.epilogue.empty() && n_out % 2 == 0;
   f.alpha_one = p.alpha == 1.0f;
+  if (v.swap) return f;  // EpilogueTransposedStore stores every element on its own: no edge path, no pair loads
+  const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
+  f.direct = sm90::epi_direct(p, v);
+  f.vec_c = v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
+  f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
   return f;
 }
 
@@ -92,13 +91,23 @@ std::string kernel_name(const Config& c, const KernelView& v, const std::string&
 std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const EpiFlags& flags,
                        const std::string& name) {
   auto tf = [](bool x) { return x ? "true" : "false"; };
+  // The epilogue: its headers and type. A fused swap unit includes the chain types first (epilogue_transposed_store.cuh
+  // does not, so that plain swap units skip them); epi_class is "<chain type>, <kernel rows are D's columns>".
+  const bool fused = !epi_class.empty();
+  std::string headers, epi;
+  if (c.swap) {
+    headers = std::string(fused ? "#include \"epilogue/epilogue_ops.cuh\"\n" : "") +
+              "#include \"epilogue/epilogue_transposed_store.cuh\"\n";
+    epi = "gt_sm90::EpilogueTransposedStore<Cfg, " + flags.expr() + (fused ? ", " + epi_class : "") + ">";
+  } else if (fused) {
+    headers = "#include \"epilogue/epilogue_fused_store.cuh\"\n";
+    epi = "gt_sm90::EpilogueFused<Cfg, " + epi_class + ", " + flags.expr() + ">";
+  } else {
+    epi = "gt_sm90::EpilogueTmaStore<Cfg, " + flags.expr() + ">";
+  }
   std::string s;
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
-  if (c.swap && !epi_class.empty()) s += "#include \"epilogue/epilogue_ops.cuh\"\n";
-  if (c.swap)
-    s += "#include \"epilogue/epilogue_transposed_store.cuh\"\n";
-  else if (!epi_class.empty())
-    s += "#include \"epilogue/epilogue_fused_store.cuh\"\n";
+  s += headers;
   s += "// " + c.str() + " | " + problem_class(v) + " (the tile walk is a launch parameter)\n";
   s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
        std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
@@ -110,19 +119,9 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
        "    const __grid_constant__ gt_sm90::TmaDesc td, const __grid_constant__ gt_sm90::TmaDesc tdt,\n"
        "    const gt_sm90::GemmParams p";
-  if (epi_class.empty()) {
-    s += ") {\n";
-    s += std::string("  using Epi = gt_sm90::") + (c.swap ? "EpilogueTransposedStore" : "EpilogueTmaStore") + "<Cfg, " +
-         flags.expr() + ">;\n";
-    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p);\n}\n";
-  } else {
-    s += ", const gemmtune_epi::EpiParams ep) {\n";
-    if (c.swap)  // epi_class is "<chain type>, <kernel rows are D's columns>"
-      s += "  using Epi = gt_sm90::EpilogueTransposedStore<Cfg, " + flags.expr() + ", " + epi_class + ">;\n";
-    else
-      s += "  using Epi = gt_sm90::EpilogueFused<Cfg, " + epi_class + ", " + flags.expr() + ">;\n";
-    s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p, ep);\n}\n";
-  }
+  s += fused ? ", const gemmtune_epi::EpiParams ep) {\n" : ") {\n";
+  s += "  using Epi = " + epi + ";\n";
+  s += "  " + fn + "<Cfg, Epi>(ta, tb, td, tdt, p" + (fused ? ", ep" : "") + ");\n}\n";
   return s;
 }
 

@@ -15,6 +15,9 @@ int elem_type(DType t) { return t == DType::bf16 ? kBF16 : t == DType::f16 ? kF1
 // The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
 int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
 
+// The decode tiles of enumerate_configs: swap=1, or tile N < 64, which only they use.
+bool decode_tile(const Config& c) { return c.swap || c.bn < 64; }
+
 OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch) {
   OperandDesc d;
   d.type = elem_type(o.dtype);
@@ -154,6 +157,7 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
 }
 
 bool epi_direct(const Problem& p, const KernelView& v) {
+  if (v.swap) return false;  // EpilogueTransposedStore bounds-checks every element: no edge copy
   const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
   return (n_out * elem_size(v.d.type)) % 16 != 0;
 }
@@ -245,8 +249,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // The edge copy for rows that are not a multiple of 16 bytes needs registers too: with it, 128 accumulators and a C
   // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
   int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
-  if (epi_direct(p, v) && !c.swap) acc_max = v.has_c ? 64 : 128;  // swap=1 has no edge copy
-  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v) && !c.swap)
+  if (epi_direct(p, v)) acc_max = v.has_c ? 64 : 128;
+  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v))
     return "sm90: ping-pong with a fused residual and a ragged D row (edge copy) spills; the cooperative schedule "
            "takes it" + cs;
   if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
@@ -419,9 +423,8 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
   // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (bench/NOTES.md step 18): -4.0% at
   // 4096x8192x512, -4.9% at 8192x6144x512, -0.4% at K = 1024, -0.1 to -0.5% at K = 4096-14336.
-  // The decode tiles (swap=1, or tile N < 64, which only they use; a stage of 10-18 KB): up to 16 stages (11, 12 and 16
-  // measured, bench/NOTES.md step 20).
-  const int deepest = c.swap || c.bn < 64 ? 16 : 7;
+  // The decode tiles (a stage of 10-18 KB): up to 16 stages (11, 12 and 16 measured, bench/NOTES.md step 20).
+  const int deepest = decode_tile(c) ? 16 : 7;
   if (c.epi_warp)
     for (t.stages = deepest; t.stages > 2; --t.stages)
       if (smem_bytes(t, out_type) <= limit && epi_rows(t) == 16) return t.stages;
@@ -553,7 +556,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
     const double bar = order[std::min(kSkRank, n_static) - 1].first;
     for (size_t i = 0; i < n_static; ++i) {
       Config s = out[order[i].second];
-      if (s.swap || s.bn < 64) continue;  // decode tiles: 64-row ones with 16 stages stream as fast unsplit (step 20)
+      if (decode_tile(s)) continue;  // 64-row decode tiles with 16 stages streamed as fast unsplit (step 20)
       s.sk = true;
       if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
       if (!config_reason(s, p, dev).empty()) continue;
@@ -572,7 +575,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them (bench/NOTES.md
   // step 20).
   if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
-    std::stable_partition(ranked.begin(), ranked.end(), [](const Config& c) { return c.swap || c.bn < 64; });
+    std::stable_partition(ranked.begin(), ranked.end(), decode_tile);
   return ranked;
 }
 

@@ -35,8 +35,8 @@ struct Config {
 // make_kernel_view). Throws nothing; see problem_reason().
 KernelView kernel_view(const Problem& p, bool swap = false);
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
-// bounds-checked edge copy (TMA stores clip at 16-byte granularity). Decides the kEpiDirect flag and the register
-// budget of a config.
+// bounds-checked edge copy (TMA stores clip at 16-byte granularity); never with swap (no TMA store). Decides the
+// kEpiDirect flag and the register budget of a config.
 bool epi_direct(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
