@@ -1,11 +1,13 @@
 #include "backends/backend.h"
 #include "backends/cublaslt/cublaslt_backend.h"
+#include "backends/gemv/gemv_backend.h"
 #include "backends/sm90/sm90_backend.h"
 
 namespace gemmtune {
 
 const std::vector<std::shared_ptr<Backend>>& all_backends() {
-  static const std::vector<std::shared_ptr<Backend>> backends = {make_sm90_backend(), make_cublaslt_backend()};
+  static const std::vector<std::shared_ptr<Backend>> backends = {make_sm90_backend(), make_gemv_backend(),
+                                                                       make_cublaslt_backend()};
   return backends;
 }
 

@@ -1,0 +1,200 @@
+// The gemv backend: enumerate / validate via gemv_config, JIT unit generation, NVRTC compile, load and launch.
+#include "backends/gemv/gemv_backend.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+#include "backends/gemv/gemv_config.h"
+#include "core/epilogue_codegen.h"
+#include "cuda/driver.h"
+#include "gemmtune/errors.h"
+#include "jit/jit.h"
+
+namespace gemmtune {
+namespace {
+
+using gemv::Config;
+
+// Mirror of gt_gemv::GemvParams.
+struct HostGemvParams {
+  const void* w;
+  long long ldw, w_batch;
+  const void* x;
+  long long ldx, x_batch;
+  void* d;
+  long long d_t, d_r, d_batch;
+  const void* c;
+  long long c_t, c_r, c_batch;
+  float alpha, beta;
+  int rows;
+  int k;
+};
+static_assert(sizeof(HostGemvParams) == 128, "HostGemvParams must mirror gt_gemv::GemvParams");
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
+// a GPU is an sm_90 one).
+std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
+
+std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, const std::string& name) {
+  auto tf = [](bool x) { return x ? "true" : "false"; };
+  const bool fused = !p.epilogue.empty();
+  const bool has_c = p.beta != 0.0f;
+  std::string s;
+  if (fused) s += "#include \"epilogue/epilogue_ops.cuh\"\n";
+  s += "#include \"gemv/gemv_kmajor.cuh\"\n";
+  s += "// " + c.str() + "\n";
+  s += "using G = gt_gemv::Gemv<" + std::to_string(v.t) + ", " + std::to_string(epi::dtype_code(p.a.dtype)) + ", " +
+       std::to_string(epi::dtype_code(p.d.dtype)) + ", " + std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) +
+       ", " + tf(has_c) + ", " + std::to_string(c.warps) + ", " + std::to_string(c.rows) + ", " +
+       std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " + tf(c.vec_m) + ", " +
+       tf(p.alpha == 1.0f) + ", " + (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) + ">;\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * c.warps) + ", 1) " + name +
+       "(const gt_gemv::GemvParams p, const G::Params ep) {\n  G::run(p, ep);\n}\n";
+  return s;
+}
+
+std::string kernel_name(const std::string& source) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "gt_gemv_%016llx", static_cast<unsigned long long>(fnv1a(source)));
+  return buf;
+}
+
+// The unit of a candidate: its source with a placeholder name, then named by the hash of that source.
+std::pair<std::string, std::string> unit(const Config& c, const Problem& p) {
+  const gemv::View v = gemv::make_view(p, c.vec_m);
+  const std::string name = kernel_name(jit_source(c, p, v, "KERNEL"));
+  return {jit_source(c, p, v, name), name};
+}
+
+class GemvExecutable final : public Executable {
+ public:
+  GemvExecutable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
+      : cand_(cand), cfg_(Config::parse(cand.config)), view_(gemv::make_view(p, cfg_.vec_m)), problem_(p),
+        cubin_(std::move(cubin)) {
+    cuda::ensure_context();
+    fn_ = jit::load(*cubin_);
+    grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
+  }
+
+  const Candidate& candidate() const override { return cand_; }
+
+  void launch(const GemmArgs& args, Stream stream) override {
+    auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
+    GT_REQUIRE(args.a && args.b && args.d, "gemv: A, B and D pointers must be non-null");
+    GT_REQUIRE(aligned(args.a, 16), "gemv: A pointer is not 16-byte aligned (16-byte loads) (" + cand_.str() + ")");
+    GT_REQUIRE(aligned(args.b, 16), "gemv: B pointer is not 16-byte aligned (16-byte loads) (" + cand_.str() + ")");
+    GT_REQUIRE(aligned(args.d, dtype_size(problem_.d.dtype)), "gemv: D pointer is not element-aligned");
+    const bool has_c = problem_.beta != 0.0f;
+    if (has_c) {
+      GT_REQUIRE(args.c, "gemv: C pointer is null but beta != 0");
+      GT_REQUIRE(aligned(args.c, dtype_size(problem_.c.dtype)), "gemv: C pointer is not element-aligned");
+    }
+    HostGemvParams hp{};
+    hp.w = view_.w_is_b ? args.b : args.a;
+    hp.x = view_.w_is_b ? args.a : args.b;
+    hp.ldw = view_.ldw;
+    hp.w_batch = view_.w_batch;
+    hp.ldx = view_.ldx;
+    hp.x_batch = view_.x_batch;
+    hp.d = args.d;
+    hp.d_t = view_.d_t;
+    hp.d_r = view_.d_r;
+    hp.d_batch = view_.d_batch;
+    hp.c = has_c ? args.c : nullptr;
+    hp.c_t = view_.c_t;
+    hp.c_r = view_.c_r;
+    hp.c_batch = view_.c_batch;
+    hp.alpha = problem_.alpha;
+    hp.beta = has_c ? problem_.beta : 0.0f;
+    hp.rows = static_cast<int>(view_.r_out);
+    hp.k = static_cast<int>(view_.k);
+    epi::EpiParams ep;
+    if (!problem_.epilogue.empty()) {
+      ep = epi::make_params(problem_, args);  // throws naming a missing operand
+      for (const auto& [q, kind] :
+           {std::pair<const void*, EpiOpKind>{ep.bias, problem_.epilogue.has(EpiOpKind::bias_row)
+                                                           ? EpiOpKind::bias_row
+                                                           : EpiOpKind::bias_col},
+            {ep.residual, EpiOpKind::residual}, {ep.row_scale, EpiOpKind::row_scale},
+            {ep.col_scale, EpiOpKind::col_scale}})
+        GT_REQUIRE(!q || aligned(q, dtype_size(problem_.epilogue_dtype(kind))),
+                   "gemv: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
+    }
+    void* kargs[2] = {&hp, &ep};
+    GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), 1, 32u * cfg_.warps, 1, 1, 0,
+                         reinterpret_cast<CUstream>(stream), kargs, nullptr));
+  }
+
+ private:
+  Candidate cand_;
+  Config cfg_;
+  gemv::View view_;
+  Problem problem_;
+  std::shared_ptr<const jit::Cubin> cubin_;
+  CUfunction fn_ = nullptr;
+  unsigned grid_x_ = 1;
+};
+
+class GemvBackend final : public Backend {
+ public:
+  std::string name() const override { return "gemv"; }
+
+  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+    return gemv::problem_reason(p, dev);
+  }
+
+  std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
+    std::vector<Candidate> out;
+    for (const Config& c : gemv::enumerate_configs(p, dev)) out.push_back(Candidate{"gemv", c.str()});
+    return out;
+  }
+
+  std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
+    if (c.backend != "gemv") return "gemv: candidate is for backend '" + c.backend + "'";
+    Config cfg;
+    try {
+      cfg = Config::parse(c.config);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (cfg.str() != c.config) return "gemv: config '" + c.config + "' is not canonical (expected '" + cfg.str() + "')";
+    return gemv::config_reason(cfg, p, dev);
+  }
+
+  CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
+    const auto [source, name] = unit(Config::parse(c.config), p);
+    jit::CompileOptions opts;
+    opts.arch = arch_of(dev);
+    auto cubin = jit::compile(source, name, opts, c.str() + " for " + p.str());
+    CompileResult r;
+    r.compiled = true;
+    r.cache_hit = cubin->cache_hit;
+    r.registers = cubin->registers;
+    r.spill_bytes = cubin->spill_bytes;
+    r.smem_bytes = cubin->smem_static;
+    r.log = cubin->log;
+    r.artifact = std::static_pointer_cast<const void>(cubin);
+    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+
+  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
+    GT_REQUIRE(compiled.artifact, "gemv: load() needs the CompileResult of compile() (" + c.str() + ")");
+    return std::make_unique<GemvExecutable>(p, c, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_gemv_backend() { return std::make_shared<GemvBackend>(); }
+
+}  // namespace gemmtune

@@ -1,0 +1,199 @@
+#include "backends/gemv/gemv_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "gemmtune/errors.h"
+
+namespace gemmtune::gemv {
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool out_type_ok(DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; }
+
+}  // namespace
+
+std::string Config::str() const {
+  std::ostringstream os;
+  os << "vec=" << (vec_m ? "m" : "n") << ",warps=" << warps << ",rows=" << rows << ",ksplit=" << ksplit
+     << ",unroll=" << unroll;
+  return os.str();
+}
+
+Config Config::parse(const std::string& s) {
+  Config c;
+  std::istringstream is(s);
+  std::string kv;
+  auto bad = [&](const std::string& why) { GT_THROW("gemv: bad config '" + s + "': " + why); };
+  bool seen[5] = {};
+  while (std::getline(is, kv, ',')) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    auto num = [&](int i) {
+      seen[i] = true;
+      size_t used = 0;
+      int x = 0;
+      try {
+        x = std::stoi(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || v.empty()) bad(k + " must be an integer, got '" + v + "'");
+      return x;
+    };
+    if (k == "vec") {
+      if (v != "m" && v != "n") bad("vec must be m or n");
+      c.vec_m = v == "m";
+      seen[0] = true;
+    } else if (k == "warps") {
+      c.warps = num(1);
+    } else if (k == "rows") {
+      c.rows = num(2);
+    } else if (k == "ksplit") {
+      c.ksplit = num(3);
+    } else if (k == "unroll") {
+      c.unroll = num(4);
+    } else {
+      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll)");
+    }
+  }
+  const char* names[5] = {"vec", "warps", "rows", "ksplit", "unroll"};
+  for (int i = 0; i < 5; ++i)
+    if (!seen[i]) bad(std::string("missing ") + names[i]);
+  return c;
+}
+
+View make_view(const Problem& p, bool vec_m) {
+  View v;
+  v.batch = p.batch;
+  v.k = p.k;
+  v.t = vec_m ? p.m : p.n;
+  v.r = vec_m ? p.n : p.m;
+  v.r_out = vec_m ? p.n_out() : p.m;
+  v.w_is_b = vec_m;
+  const Operand& w = vec_m ? p.b : p.a;
+  const Operand& x = vec_m ? p.a : p.b;
+  const bool many = p.batch > 1;
+  v.ldw = w.ld;
+  v.w_batch = many ? w.batch_stride : 0;
+  v.ldx = x.ld;
+  v.x_batch = many ? x.batch_stride : 0;
+  // Output (t, r) is D(m, n) = (t, r) with vec=m, (r, t) with vec=n; row-major D(m, n) at m * ld + n.
+  auto strides = [&](const Operand& o, int64_t& st, int64_t& sr, int64_t& sb) {
+    const bool t_is_m = vec_m;
+    const int64_t sm = o.layout == Layout::row ? o.ld : 1, sn = o.layout == Layout::row ? 1 : o.ld;
+    st = t_is_m ? sm : sn;
+    sr = t_is_m ? sn : sm;
+    sb = many ? o.batch_stride : 0;
+  };
+  strides(p.d, v.d_t, v.d_r, v.d_batch);
+  if (p.beta != 0.0f) strides(p.c, v.c_t, v.c_r, v.c_batch);
+  return v;
+}
+
+std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+  if (dev.real && dev.cc_major < 8) return "gemv: needs compute capability 8.0 or newer, device is " + dev.arch();
+  if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
+    return "gemv: A and B must both be bf16 or both f16";
+  if (!out_type_ok(p.d.dtype)) return "gemv: D must be bf16, f16 or f32";
+  if (p.beta != 0.0f && !out_type_ok(p.c.dtype)) return "gemv: C must be bf16, f16 or f32";
+  if (p.accum != DType::f32) return "gemv: accumulation must be f32";
+  if (p.m > kMaxVectors && p.n > kMaxVectors)
+    return "gemv: needs M <= " + std::to_string(kMaxVectors) + " or N <= " + std::to_string(kMaxVectors) +
+           " (the vectors), got M=" + std::to_string(p.m) + ", N=" + std::to_string(p.n);
+  if (p.a.layout != Layout::row || p.b.layout != Layout::col)
+    return "gemv: A must be row-major and B column-major (both K-contiguous, as x·Wᵀ with W stored [N, K] like "
+           "torch.nn.Linear's weight), got A " + std::string(layout_name(p.a.layout)) + ", B " +
+           std::string(layout_name(p.b.layout));
+  for (const auto& [name, o] : {std::pair<const char*, const Operand*>{"a", &p.a}, {"b", &p.b}}) {
+    const int64_t es = static_cast<int64_t>(dtype_size(o->dtype));
+    if ((o->ld * es) % 16 != 0)
+      return std::string("gemv: ld") + name + "=" + std::to_string(o->ld) + " (" + std::to_string(o->ld * es) +
+             " bytes) is not a multiple of 16 bytes (16-byte loads)";
+    if (p.batch > 1 && (o->batch_stride * es) % 16 != 0)
+      return std::string("gemv: ") + name + " batch_stride=" + std::to_string(o->batch_stride) +
+             " is not a multiple of 16 bytes (16-byte loads)";
+  }
+  if (p.k >= (int64_t(1) << 31) || p.m >= (int64_t(1) << 31) || p.n >= (int64_t(1) << 31))
+    return "gemv: M, N and K must be < 2^31";
+  if (p.batch > 65535) return "gemv: batch must be <= 65535 (grid y)";
+  return "";
+}
+
+std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  if (std::string r = problem_reason(p, dev); !r.empty()) return r;
+  const std::string pre = "gemv: config " + c.str() + ": ";
+  if (c.warps != 4 && c.warps != 8 && c.warps != 16) return pre + "warps must be 4, 8 or 16";
+  if (c.rows < 1 || c.rows > 4) return pre + "rows must be 1-4";
+  if (c.ksplit < 1 || c.ksplit > c.warps || c.warps % c.ksplit != 0)
+    return pre + "ksplit must divide warps";
+  if (c.unroll != 1 && c.unroll != 2 && c.unroll != 4 && c.unroll != 8) return pre + "unroll must be 1, 2, 4 or 8";
+  const int64_t t = c.vec_m ? p.m : p.n;
+  if (t > kMaxVectors)
+    return pre + "vec=" + (c.vec_m ? "m" : "n") + " needs " + (c.vec_m ? "M" : "N") + " <= " +
+           std::to_string(kMaxVectors) + " (got " + std::to_string(t) + ")";
+  if (p.epilogue.has_glu() && !c.vec_m)
+    return pre + "a GLU pairs B's columns (the weights' rows): it needs vec=m";
+  const int nr = w_rows(c, p);
+  if (nr * c.unroll > 16) return pre + "rows x unroll (x 2 with a GLU) must be <= 16 (registers for the loads)";
+  if (nr * t > 32) return pre + "rows x vectors (x 2 with a GLU) must be <= 32 (accumulator registers)";
+  if (grid_x(c, make_view(p, c.vec_m)) >= (int64_t(1) << 31)) return pre + "too many CTAs for the grid";
+  return "";
+}
+
+int64_t grid_x(const Config& c, const View& v) { return cdiv(v.r_out, static_cast<int64_t>(c.rows) * (c.warps / c.ksplit)); }
+
+double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  const View v = make_view(p, c.vec_m);
+  const int nr = w_rows(c, p);
+  const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  const double w_bytes = static_cast<double>(v.r) * v.k * 2 * v.batch;
+  const double ctas = static_cast<double>(grid_x(c, v)) * v.batch;
+  // Registers per thread, roughly (ptxas, sm_90a: 56-59 at 4 loads in flight, 93-96 at 8, 142-154 at 16, T = 1).
+  const double regs = std::min(255.0, 24.0 + 8.0 * nr * c.unroll + 2.0 * nr * v.t);
+  const double res_by_regs = std::floor(65536.0 / (std::ceil(regs / 8) * 8 * 32 * c.warps));
+  const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, 32.0}));
+  // Bytes in flight per SM against ~48 KB needed to cover the latency at the DRAM rate.
+  const double ctas_per_sm = std::min(resident, ctas / sms);
+  const double inflight = ctas_per_sm * c.warps * nr * c.unroll * 512.0;
+  const double mlp = std::min(1.0, inflight / 49152.0);
+  // Unbalanced SMs: the busiest has ceil(ctas / sms) CTAs' work when they fit at once.
+  const double per_sm = ctas / sms;
+  const double imbalance = per_sm <= resident ? std::ceil(per_sm) / per_sm : 1.0 + 1.0 / std::ceil(per_sm / resident);
+  // Lanes with short slices spend their time outside the unrolled loop.
+  const double chunks = std::max(1.0, v.k / 8.0 / c.ksplit / 32.0);
+  const double unrolled = std::floor(chunks / c.unroll) * c.unroll / chunks;
+  const double loop_eff = 0.7 + 0.3 * unrolled;
+  const double mem_us = w_bytes / (4.0e12 * mlp * loop_eff) * 1e6 * std::min(imbalance, 2.0);
+  // CUDA-core work per 8-element W chunk: 8 FMAs per vector, the unpacks of W and (per row) of the vectors.
+  const double chunks_total = static_cast<double>(v.r) * v.k / 8.0 * v.batch;
+  const double ops = chunks_total * (8.0 * v.t + 6.0 + 6.0 * v.t / nr + 1.0 * v.t / nr);
+  const double alu_us = ops / (sms * 128.0 * 1.7e9) * 1e6;
+  const double fixed_us = 3.0 + (c.ksplit > 1 ? 0.3 : 0.0) + 0.02 * c.ksplit;
+  return std::max(mem_us, alu_us) + fixed_us;
+}
+
+std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
+  std::vector<Config> out;
+  if (!problem_reason(p, dev).empty()) return out;
+  for (bool vec_m : {true, false})
+    for (int warps : {4, 8})
+      for (int rows : {1, 2, 4})
+        for (int ksplit : {1, 2, 4, 8})
+          for (int unroll : {2, 4, 8}) {
+            const Config c{vec_m, warps, rows, ksplit, unroll};
+            if (config_reason(c, p, dev).empty()) out.push_back(c);
+          }
+  std::vector<std::pair<double, size_t>> ranked;
+  for (size_t i = 0; i < out.size(); ++i) ranked.push_back({estimate_cost(out[i], p, dev), i});
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Config> sorted;
+  for (const auto& [cost, i] : ranked) sorted.push_back(out[i]);
+  return sorted;
+}
+
+}  // namespace gemmtune::gemv

@@ -1,0 +1,55 @@
+#pragma once
+// The gemv backend's config (kernels/gemv/gemv_kmajor.cuh): one canonical, parseable line, e.g.
+//   vec=m,warps=8,rows=2,ksplit=4,unroll=4
+// vec: which of the problem's dimensions holds the few vectors (m: M <= 8 rows of A against B's N columns as the
+// matrix; n: N <= 8 columns of B against A's M rows); warps per CTA; rows: output rows per warp; ksplit: warps that
+// share one row group's K; unroll: 16-byte chunks of each W row a lane has in flight.
+// The single validity function serves enumerate() (pruning), validate() and error messages.
+#include <string>
+#include <vector>
+
+#include "gemmtune/device.h"
+#include "gemmtune/problem.h"
+
+namespace gemmtune::gemv {
+
+constexpr int kMaxVectors = 8;
+
+struct Config {
+  bool vec_m = true;
+  int warps = 8;
+  int rows = 2;
+  int ksplit = 1;
+  int unroll = 4;
+
+  std::string str() const;
+  static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
+  bool operator==(const Config&) const = default;
+};
+
+// The problem as the kernel sees it: T vectors of K elements against R rows of W (R_out = rows after a GLU).
+struct View {
+  int64_t t = 0, r = 0, r_out = 0, k = 0, batch = 1;
+  // Elements: W row r of batch b at w + b * w_batch + r * ldw; vector t at x + b * x_batch + t * ldx; output (t, r)
+  // at d + b * d_batch + t * d_t + r * d_r (C likewise).
+  int64_t ldw = 0, w_batch = 0, ldx = 0, x_batch = 0;
+  int64_t d_t = 0, d_r = 0, d_batch = 0, c_t = 0, c_r = 0, c_batch = 0;
+  bool w_is_b = true;  // W is the problem's B (vec=m), else its A
+};
+View make_view(const Problem& p, bool vec_m);
+
+// W rows per warp (a GLU's gate and up rows per output row).
+inline int w_rows(const Config& c, const Problem& p) { return p.epilogue.has_glu() ? 2 * c.rows : c.rows; }
+
+// "" when some gemv config can run the problem, else "gemv: <why>".
+std::string problem_reason(const Problem& p, const DeviceInfo& dev);
+// "" when `c` is valid for `p` on `dev`, else "gemv: <why>" (includes problem_reason).
+std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
+// CTAs along x of the launch grid (output row groups; batches along y).
+int64_t grid_x(const Config& c, const View& v);
+// Estimated relative run time (lower is better), for ranking.
+double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);
+// Valid configs for the problem, best first.
+std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev);
+
+}  // namespace gemmtune::gemv

@@ -1,0 +1,239 @@
+// gemv backend on the GPU: 1-8 vectors as the problem's rows (vec=m) or columns (vec=n), ragged row counts and K
+// (K % 8 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out, D row- and column-major, C with beta, batches with a
+// broadcast weight matrix, padded leading dimensions, fused chains (GLU halves and interleaved), many configs per
+// problem. Fresh random inputs, D poisoned with NaN (padding included: writes outside fail too), normalized error
+// against the double-precision CPU reference (gpu_test_util.h). Kernels are compiled in parallel first.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/gemv/gemv_backend.h"
+#include "backends/gemv/gemv_config.h"
+#include "cuda/driver.h"
+#include "cuda/memory.h"
+#include "gemmtune/device.h"
+#include "gemmtune/errors.h"
+#include "gpu_test_util.h"
+#include "jit/thread_pool.h"
+
+namespace gemmtune {
+namespace {
+
+constexpr double kTolerance = 1e-2;
+
+struct Spec {
+  int64_t m, n, k, batch;
+  const char* chain;
+  DType in, out;
+  Layout d;
+  bool beta;
+  int64_t extra;      // padding of every leading dimension beyond the multiple of 8 (and of batch strides)
+  bool broadcast_w;   // one weight matrix for every batch (batch stride 0)
+  bool alpha_one;
+};
+
+int64_t pad8(int64_t x, int64_t extra) { return (x + 7) / 8 * 8 + extra; }
+
+Problem make(const Spec& s) {
+  Problem p = Problem::make(s.m, s.n, s.k, s.in, s.out, Layout::row, Layout::col, s.batch);
+  p.epilogue = parse_epilogue(s.chain);
+  p.d.layout = s.d;
+  p.c = p.d;
+  p.alpha = s.alpha_one ? 1.0f : 0.75f;
+  p.beta = s.beta ? -1.25f : 0.0f;
+  p.a.ld = pad8(s.k, s.extra);
+  p.b.ld = pad8(s.k, s.extra);
+  p.d.ld = s.d == Layout::row ? s.n + s.extra / 2 : s.m + s.extra / 2;
+  if (p.epilogue.has_glu() && s.d == Layout::row) p.d.ld = s.n / 2 + s.extra / 2;
+  p.c.ld = p.d.ld;
+  for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->batch_stride = -1;
+  p.resolve();
+  for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->batch_stride += s.batch > 1 ? 8 * s.extra : 0;
+  if (s.broadcast_w && s.batch > 1) (s.m <= s.n ? p.b : p.a).batch_stride = 0;
+  return p;
+}
+
+cuda::DeviceBuffer upload(const std::vector<uint8_t>& v) {
+  if (v.empty()) return {};
+  cuda::DeviceBuffer buf(v.size());
+  buf.upload(v.data(), v.size());
+  return buf;
+}
+
+struct Job {
+  Problem p;
+  Candidate cand;
+  CompileResult cr;
+  std::string compile_error;
+};
+
+std::string run_job(const Job& j, std::mt19937_64& rng) {
+  const Problem& p = j.p;
+  if (!j.compile_error.empty()) return "compile: " + j.compile_error;
+  if (j.cr.spill_bytes != 0) return "spills " + std::to_string(j.cr.spill_bytes);
+  auto exe = make_gemv_backend()->load(p, j.cand, j.cr);
+  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  std::vector<uint8_t> c;
+  if (p.beta != 0.0f) c = test::random_operand(p, 'C', rng);
+  const test::EpilogueData e = test::random_epilogue(p, rng);
+  const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, c), e);
+  auto da = upload(a), db = upload(b), dc = upload(c), bias = upload(e.bias), res = upload(e.residual),
+       rs = upload(e.row_scale), cs = upload(e.col_scale);
+  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  auto dd = upload(d);
+  GemmArgs args{da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()};
+  args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
+  cuda::StreamOwner s;
+  exe->launch(args, s.get());
+  exe->launch(args, s.get());
+  s.sync();
+  dd.download(d.data(), d.size());
+  const double err = test::normalized_error(p, d, ref);
+  const int64_t outside = test::written_outside(p, d);
+  if (!(err <= kTolerance) || outside)
+    return "err=" + std::to_string(err) + " bytes-written-outside=" + std::to_string(outside);
+  return "";
+}
+
+class GemvGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!gpu_available()) GTEST_SKIP() << "no GPU";
+    if (current_device().cc_major < 8) GTEST_SKIP() << "gemv needs sm_80+";
+    cuda::ensure_context();
+  }
+
+  // Compiles every job in parallel, runs each, expects all correct; returns how many ran.
+  static size_t run_all(std::vector<Job>& jobs) {
+    auto be = make_gemv_backend();
+    const DeviceInfo dev = current_device();
+    const auto t0 = std::chrono::steady_clock::now();
+    jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
+      try {
+        jobs[i].cr = be->compile(jobs[i].p, jobs[i].cand, dev);
+      } catch (const std::exception& e) {
+        jobs[i].compile_error = e.what();
+      }
+    });
+    std::printf("%zu jobs compiled in %.1f s\n", jobs.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::mt19937_64 rng(std::random_device{}());
+    int failed = 0;
+    for (const Job& j : jobs) {
+      std::string r;
+      try {
+        r = run_job(j, rng);
+      } catch (const std::exception& e) {
+        r = std::string("threw: ") + e.what();
+      }
+      if (!r.empty()) ++failed;
+      EXPECT_EQ(r, "") << j.cand.str() << " on " << j.p.str();
+    }
+    std::printf("%zu jobs run, %d failed\n", jobs.size(), failed);
+    return jobs.size();
+  }
+};
+
+// Every enumerated config of each problem is a candidate the tuner may pick: the first four and every fifth of the
+// rest (rotating), so that over the problems each knob value runs.
+TEST_F(GemvGpu, ShapesLayoutsConfigs) {
+  const Layout R = Layout::row, C = Layout::col;
+  const DType bf = DType::bf16, f16 = DType::f16, f32 = DType::f32;
+  const Spec specs[] = {
+      {1, 4096, 4096, 1, "", bf, bf, R, false, 0, false, true},
+      {1, 1000, 1000, 1, "", bf, bf, R, false, 8, false, false},   // ragged rows, K % 8 == 0 but not % 256
+      {1, 333, 77, 1, "", f16, f32, R, true, 0, false, false},     // K % 8 = 5
+      {2, 777, 3, 1, "", bf, bf, C, false, 0, false, false},       // K < 8
+      {3, 1536, 1028, 2, "", bf, f16, R, true, 8, true, false},    // batches, one weight matrix
+      {4, 2050, 4100, 1, "", f16, f16, C, false, 0, false, true},
+      {5, 96, 8200, 3, "", bf, f32, R, false, 8, false, false},    // few rows, long K (ksplit)
+      {8, 4099, 520, 1, "", bf, bf, R, true, 0, false, false},
+      {7, 640, 1, 1, "", bf, bf, R, false, 0, false, false},       // K = 1
+      {4096, 1, 2048, 1, "", bf, bf, R, false, 0, false, false},   // vec=n: one column of B
+      {1000, 6, 999, 2, "", f16, f32, C, true, 8, true, false},    // vec=n, batches, broadcast A
+      {300, 8, 64, 1, "", bf, bf, R, false, 0, false, true},
+      {6, 8, 136, 1, "", bf, bf, R, false, 0, false, false},       // both orientations valid
+  };
+  auto be = make_gemv_backend();
+  std::vector<Job> jobs;
+  size_t rot = 0;
+  for (const Spec& s : specs) {
+    const Problem p = make(s);
+    if (std::string why = p.check(); !why.empty()) {
+      ADD_FAILURE() << "bad test problem " << p.str() << ": " << why;
+      continue;
+    }
+    const auto all = be->enumerate(p, current_device());
+    EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+    for (size_t i = 0; i < all.size(); ++i)
+      if (i < 4 || (i + rot) % 5 == 0) jobs.push_back({p, all[i], {}, {}});
+    ++rot;
+  }
+  EXPECT_GT(run_all(jobs), 100u);
+}
+
+TEST_F(GemvGpu, Chains) {
+  const char* const chains[] = {"bias",
+                                "bias_row",
+                                "gelu_tanh",
+                                "row_scale,col_scale,gelu_erf,residual:f32",
+                                "bias,residual",
+                                "silu_glu",
+                                "swiglu:interleave8",
+                                "bias,gelu_tanh_glu:interleave64,col_scale:f32,residual"};
+  struct Sh {
+    int64_t m, n, k, batch;
+  };
+  const Sh shapes[] = {{1, 1024, 1000, 1}, {5, 384, 264, 3}, {700, 3, 200, 2}};
+  auto be = make_gemv_backend();
+  std::vector<Job> jobs;
+  int v = 0;
+  for (const char* chain : chains) {
+    const bool glu = parse_epilogue(chain).has_glu();
+    for (const Sh& sh : shapes)
+      for (Layout d : {Layout::row, Layout::col}) {
+        ++v;
+        if (glu && sh.m > 8) continue;  // a GLU pairs B's columns: vec=m only (unit test: the refusal)
+        const Spec s{sh.m, sh.n, sh.k, sh.batch, chain, v % 2 ? DType::bf16 : DType::f16,
+                     v % 3 == 0 ? DType::f32 : DType::bf16, d, !glu && v % 4 == 1, (v % 2) * 8, v % 3 == 1,
+                     v % 5 == 2};
+        const Problem p = make(s);
+        if (std::string why = p.check(); !why.empty()) {
+          ADD_FAILURE() << "bad test problem " << p.str() << ": " << why;
+          continue;
+        }
+        const auto all = be->enumerate(p, current_device());
+        EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+        for (size_t i = 0; i < all.size() && i < 3; ++i) jobs.push_back({p, all[(i * 7 + v) % all.size()], {}, {}});
+      }
+  }
+  EXPECT_GT(run_all(jobs), 100u);
+}
+
+TEST_F(GemvGpu, MisalignedPointerThrows) {
+  Problem p = Problem::make(1, 256, 256, DType::bf16, DType::bf16);
+  p.resolve();
+  auto be = make_gemv_backend();
+  const Candidate cand = be->enumerate(p, current_device()).front();
+  auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+  cuda::DeviceBuffer a(256 * 2 + 64), b(256 * 256 * 2 + 64), d(256 * 2);
+  EXPECT_THROW(exe->launch({static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()}, nullptr), Error);
+  EXPECT_THROW(exe->launch({a.get(), static_cast<char*>(b.get()) + 8, nullptr, d.get()}, nullptr), Error);
+  const Problem f = [] {
+    Problem q = Problem::make(1, 256, 256, DType::bf16, DType::bf16);
+    q.epilogue = parse_epilogue("bias");
+    return q.resolve();
+  }();
+  auto fe = be->load(f, be->enumerate(f, current_device()).front(),
+                     be->compile(f, be->enumerate(f, current_device()).front(), current_device()));
+  EXPECT_THROW(fe->launch({a.get(), b.get(), nullptr, d.get()}, nullptr), Error);  // the bias is missing
+}
+
+}  // namespace
+}  // namespace gemmtune

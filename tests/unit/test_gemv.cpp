@@ -1,0 +1,158 @@
+// gemv backend without a GPU: config round trip, validity reasons, enumeration and ranking, and NVRTC compilation of
+// every enumerated config of a few decode problems with zero spills.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/gemv/gemv_backend.h"
+#include "backends/gemv/gemv_config.h"
+#include "gemmtune/epilogue.h"
+#include "gemmtune/errors.h"
+#include "jit/thread_pool.h"
+
+namespace gemmtune {
+namespace {
+
+const DeviceInfo kDev = DeviceInfo::assumed_sm90();
+
+Problem decode(int64_t m, int64_t n, int64_t k, const char* chain = "") {
+  Problem p = Problem::make(m, n, k, DType::bf16, DType::bf16, Layout::row, Layout::col);
+  p.epilogue = parse_epilogue(chain);
+  p.resolve();
+  return p;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(GemvConfig, RoundTrip) {
+  for (const char* s : {"vec=m,warps=8,rows=2,ksplit=4,unroll=4", "vec=n,warps=4,rows=1,ksplit=1,unroll=8"})
+    EXPECT_EQ(gemv::Config::parse(s).str(), s);
+  for (const char* bad : {"vec=x,warps=8,rows=2,ksplit=4,unroll=4", "vec=m,warps=8,rows=2,ksplit=4",
+                          "vec=m,warps=eight,rows=2,ksplit=4,unroll=4", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,x=1",
+                          "vec=m warps=8"}) {
+    try {
+      gemv::Config::parse(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const Error& e) {
+      EXPECT_TRUE(has(e.what(), "gemv: bad config")) << e.what();
+    }
+  }
+}
+
+TEST(GemvConfig, Reasons) {
+  EXPECT_EQ(gemv::problem_reason(decode(1, 4096, 4096), kDev), "");
+  EXPECT_EQ(gemv::problem_reason(decode(4096, 8, 4096), kDev), "");
+  EXPECT_TRUE(has(gemv::problem_reason(decode(9, 4096, 4096), kDev), "needs M <= 8 or N <= 8"));
+  Problem p = decode(1, 4096, 4096);
+  p.b.layout = Layout::row;
+  p.b.ld = 0;
+  p.resolve();
+  EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "B column-major"));
+  p = decode(1, 4096, 1000);
+  p.a.ld = 1004;  // 2008 bytes
+  EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "lda=1004"));
+  p = decode(1, 4096, 1000);
+  p.a.dtype = p.b.dtype = DType::f32;
+  EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "bf16 or both f16"));
+  p = decode(1, 64, 64);
+  p.batch = 70000;
+  p.a.batch_stride = p.b.batch_stride = p.d.batch_stride = -1;
+  p.resolve();
+  EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "batch must be <= 65535"));
+  DeviceInfo old = kDev;
+  old.real = true;
+  old.cc_major = 7;
+  EXPECT_TRUE(has(gemv::problem_reason(decode(1, 64, 64), old), "compute capability 8.0"));
+
+  const Problem q = decode(1, 4096, 4096);
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=2,ksplit=4,unroll=4"), q, kDev), "");
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=2,ksplit=4,unroll=4"), q, kDev),
+                  "vec=n needs N <= 8"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=2,ksplit=3,unroll=4"), q, kDev),
+                  "ksplit must divide warps"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=4,ksplit=1,unroll=8"), q, kDev),
+                  "rows x unroll"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=4,ksplit=1,unroll=2"),
+                                      decode(8, 4096, 4096, "silu_glu"), kDev),
+                  "rows x vectors"));
+  // A GLU pairs B's columns (the weights' rows): only the vec=m orientation.
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
+                                      decode(4, 8, 4096, "silu_glu"), kDev),
+                  "needs vec=m"));
+}
+
+TEST(GemvConfig, Enumeration) {
+  // Not offered where no side is skinny; offered in the orientation(s) that are.
+  EXPECT_TRUE(gemv::enumerate_configs(decode(64, 4096, 4096), kDev).empty());
+  const auto m1 = gemv::enumerate_configs(decode(1, 4096, 14336), kDev);
+  ASSERT_FALSE(m1.empty());
+  for (const auto& c : m1) EXPECT_TRUE(c.vec_m) << c.str();
+  const auto n5 = gemv::enumerate_configs(decode(4096, 5, 1024), kDev);
+  ASSERT_FALSE(n5.empty());
+  for (const auto& c : n5) EXPECT_FALSE(c.vec_m) << c.str();
+  bool both[2] = {};
+  for (const auto& c : gemv::enumerate_configs(decode(6, 8, 512), kDev)) both[c.vec_m] = true;
+  EXPECT_TRUE(both[0] && both[1]);
+  // Best first, every config valid.
+  const Problem p = decode(1, 4096, 14336);
+  double prev = 0;
+  for (const auto& c : m1) {
+    EXPECT_EQ(gemv::config_reason(c, p, kDev), "") << c.str();
+    const double cost = gemv::estimate_cost(c, p, kDev);
+    EXPECT_GE(cost, prev) << c.str();
+    prev = cost;
+  }
+  // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most
+  // SMs idle).
+  EXPECT_GT(gemv::enumerate_configs(decode(1, 256, 65536), kDev).front().ksplit, 1);
+  // The registry holds it, after sm90 and before cuBLASLt.
+  ASSERT_TRUE(find_backend("gemv"));
+  EXPECT_EQ(find_backend("gemv")->name(), "gemv");
+}
+
+void compile_every(const Problem& p) {
+  auto be = make_gemv_backend();
+  const auto cands = be->enumerate(p, kDev);
+  ASSERT_FALSE(cands.empty()) << p.str();
+  std::vector<CompileResult> res(cands.size());
+  std::vector<std::string> err(cands.size());
+  jit::parallel_for(cands.size(), 0, [&](size_t i) {
+    try {
+      res[i] = be->compile(p, cands[i], kDev);
+    } catch (const std::exception& e) {
+      err[i] = e.what();
+    }
+  });
+  for (size_t i = 0; i < cands.size(); ++i) {
+    EXPECT_EQ(err[i], "") << cands[i].str();
+    if (!err[i].empty()) continue;
+    EXPECT_EQ(res[i].spill_bytes, 0) << cands[i].str() << " on " << p.str() << "\n" << res[i].log;
+    EXPECT_GT(res[i].registers, 0);
+  }
+}
+
+// Every enumerated config compiles without spills: one vector, the most vectors with a GLU chain, the other
+// orientation with C and an f32 D.
+TEST(GemvCompile, EveryConfig) {
+  compile_every(decode(1, 4096, 14336));
+  compile_every(decode(8, 14336, 4096, "bias,silu_glu"));
+  Problem p = Problem::make(4096, 5, 1000, DType::f16, DType::f32, Layout::row, Layout::col);
+  p.d.layout = p.c.layout = Layout::col;
+  p.c.dtype = DType::bf16;
+  p.beta = 0.5f;
+  p.resolve();
+  compile_every(p);
+}
+
+TEST(GemvCompile, BadCandidateIsAClearError) {
+  auto be = make_gemv_backend();
+  const Problem p = decode(1, 4096, 4096);
+  EXPECT_TRUE(has(be->validate(p, {"gemv", "vec=m,warps=8,ksplit=1,rows=2,unroll=4"}, kDev), "not canonical"));
+  EXPECT_TRUE(has(be->validate(p, {"sm90", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), "for backend 'sm90'"));
+  EXPECT_THROW(be->compile(decode(64, 64, 64), {"gemv", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), Error);
+}
+
+}  // namespace
+}  // namespace gemmtune
