@@ -1,5 +1,5 @@
-// gemv backend on the GPU: 1-8 vectors as the problem's rows (vec=m) or columns (vec=n), ragged row counts and K
-// (K % 8 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out, D row- and column-major, C with beta, batches with a
+// gemv backend on the GPU (both kernels: CUDA-core FMAs and mma=1): 1-16 vectors as the problem's rows (vec=m) or
+// columns (vec=n), ragged row counts and K (K % 8 != 0, K % 32 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out, D row- and column-major, C with beta, batches with a
 // broadcast weight matrix, padded leading dimensions, fused chains (GLU halves and interleaved), many configs per
 // problem. Fresh random inputs, D poisoned with NaN (padding included: writes outside fail too), normalized error
 // against the double-precision CPU reference (gpu_test_util.h). Kernels are compiled in parallel first.
@@ -159,6 +159,10 @@ TEST_F(GemvGpu, ShapesLayoutsConfigs) {
       {1000, 6, 999, 2, "", f16, f32, C, true, 8, true, false},    // vec=n, batches, broadcast A
       {300, 8, 64, 1, "", bf, bf, R, false, 0, false, true},
       {6, 8, 136, 1, "", bf, bf, R, false, 0, false, false},       // both orientations valid
+      {12, 2050, 1000, 1, "", bf, bf, R, true, 8, false, false},   // 9-16 vectors: mma=1 only, K % 32 = 8
+      {16, 4096, 4104, 2, "", f16, f32, C, false, 0, true, true},  // two n-blocks, broadcast weights
+      {3000, 13, 520, 1, "", bf, bf, R, false, 8, false, false},   // vec=n, 13 columns
+      {9, 100, 24, 1, "", bf, f16, R, true, 0, false, false},      // K < 32: only the ragged step
   };
   auto be = make_gemv_backend();
   std::vector<Job> jobs;
@@ -171,8 +175,13 @@ TEST_F(GemvGpu, ShapesLayoutsConfigs) {
     }
     const auto all = be->enumerate(p, current_device());
     EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+    bool mma[2] = {};
     for (size_t i = 0; i < all.size(); ++i)
-      if (i < 4 || (i + rot) % 5 == 0) jobs.push_back({p, all[i], {}, {}});
+      if (i < 4 || (i + rot) % 5 == 0) {
+        jobs.push_back({p, all[i], {}, {}});
+        mma[gemv::Config::parse(all[i].config).mma] = true;
+      }
+    EXPECT_TRUE(mma[1]) << "no mma=1 config ran on " << p.str();
     ++rot;
   }
   EXPECT_GT(run_all(jobs), 100u);
@@ -190,7 +199,7 @@ TEST_F(GemvGpu, Chains) {
   struct Sh {
     int64_t m, n, k, batch;
   };
-  const Sh shapes[] = {{1, 1024, 1000, 1}, {5, 384, 264, 3}, {700, 3, 200, 2}};
+  const Sh shapes[] = {{1, 1024, 1000, 1}, {5, 384, 264, 3}, {700, 3, 200, 2}, {13, 640, 136, 1}};
   auto be = make_gemv_backend();
   std::vector<Job> jobs;
   int v = 0;
@@ -199,7 +208,7 @@ TEST_F(GemvGpu, Chains) {
     for (const Sh& sh : shapes)
       for (Layout d : {Layout::row, Layout::col}) {
         ++v;
-        if (glu && sh.m > 8) continue;  // a GLU pairs B's columns: vec=m only (unit test: the refusal)
+        if (glu && sh.m > 16) continue;  // a GLU pairs B's columns: vec=m only (unit test: the refusal)
         const Spec s{sh.m, sh.n, sh.k, sh.batch, chain, v % 2 ? DType::bf16 : DType::f16,
                      v % 3 == 0 ? DType::f32 : DType::bf16, d, !glu && v % 4 == 1, (v % 2) * 8, v % 3 == 1,
                      v % 5 == 2};
@@ -211,6 +220,13 @@ TEST_F(GemvGpu, Chains) {
         const auto all = be->enumerate(p, current_device());
         EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
         for (size_t i = 0; i < all.size() && i < 3; ++i) jobs.push_back({p, all[(i * 7 + v) % all.size()], {}, {}});
+        // and the best-ranked config of the other kernel than the first pick's
+        const bool first_mma = gemv::Config::parse(all[v % all.size()].config).mma;
+        for (const Candidate& c : all)
+          if (gemv::Config::parse(c.config).mma != first_mma) {
+            jobs.push_back({p, c, {}, {}});
+            break;
+          }
       }
   }
   EXPECT_GT(run_all(jobs), 100u);

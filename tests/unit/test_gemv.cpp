@@ -27,8 +27,11 @@ Problem decode(int64_t m, int64_t n, int64_t k, const char* chain = "") {
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(GemvConfig, RoundTrip) {
-  for (const char* s : {"vec=m,warps=8,rows=2,ksplit=4,unroll=4", "vec=n,warps=4,rows=1,ksplit=1,unroll=8"})
+  for (const char* s : {"vec=m,warps=8,rows=2,ksplit=4,unroll=4", "vec=n,warps=4,rows=1,ksplit=1,unroll=8",
+                        "vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1"})
     EXPECT_EQ(gemv::Config::parse(s).str(), s);
+  EXPECT_EQ(gemv::Config::parse("vec=m,warps=4,rows=2,ksplit=2,unroll=4,mma=0").str(),
+            "vec=m,warps=4,rows=2,ksplit=2,unroll=4");
   for (const char* bad : {"vec=x,warps=8,rows=2,ksplit=4,unroll=4", "vec=m,warps=8,rows=2,ksplit=4",
                           "vec=m,warps=eight,rows=2,ksplit=4,unroll=4", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,x=1",
                           "vec=m warps=8"}) {
@@ -44,7 +47,7 @@ TEST(GemvConfig, RoundTrip) {
 TEST(GemvConfig, Reasons) {
   EXPECT_EQ(gemv::problem_reason(decode(1, 4096, 4096), kDev), "");
   EXPECT_EQ(gemv::problem_reason(decode(4096, 8, 4096), kDev), "");
-  EXPECT_TRUE(has(gemv::problem_reason(decode(9, 4096, 4096), kDev), "needs M <= 8 or N <= 8"));
+  EXPECT_TRUE(has(gemv::problem_reason(decode(17, 4096, 4096), kDev), "needs M <= 16 or N <= 16"));
   Problem p = decode(1, 4096, 4096);
   p.b.layout = Layout::row;
   p.b.ld = 0;
@@ -77,6 +80,18 @@ TEST(GemvConfig, Reasons) {
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=4,ksplit=1,unroll=2"),
                                       decode(8, 4096, 4096, "silu_glu"), kDev),
                   "rows x vectors"));
+  // 9-16 vectors: the mma kernel only; its rows are m-blocks of 16 weight rows (8 outputs with a GLU).
+  const Problem t12 = decode(12, 4096, 4096);
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=1,ksplit=1,unroll=2"), t12, kDev),
+                  "needs M <= 8 (16 with mma=1)"));
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=32,ksplit=2,unroll=4,mma=1"), t12, kDev), "");
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=8,ksplit=2,unroll=4,mma=1"), t12, kDev),
+                  "rows must be 16 or 32"));
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=8,ksplit=2,unroll=4,mma=1"),
+                                decode(12, 4096, 4096, "silu_glu"), kDev),
+            "");
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=32,ksplit=1,unroll=8,mma=1"), t12, kDev),
+                  "must be <= 24"));
   // A GLU pairs B's columns (the weights' rows): only the vec=m orientation.
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
                                       decode(4, 8, 4096, "silu_glu"), kDev),
@@ -92,6 +107,11 @@ TEST(GemvConfig, Enumeration) {
   const auto n5 = gemv::enumerate_configs(decode(4096, 5, 1024), kDev);
   ASSERT_FALSE(n5.empty());
   for (const auto& c : n5) EXPECT_FALSE(c.vec_m) << c.str();
+  // Both kernels are listed for a few vectors, only the mma one from 9.
+  bool kinds[2] = {};
+  for (const auto& c : m1) kinds[c.mma] = true;
+  EXPECT_TRUE(kinds[0] && kinds[1]);
+  for (const auto& c : gemv::enumerate_configs(decode(16, 4096, 4096), kDev)) EXPECT_TRUE(c.mma) << c.str();
   bool both[2] = {};
   for (const auto& c : gemv::enumerate_configs(decode(6, 8, 512), kDev)) both[c.vec_m] = true;
   EXPECT_TRUE(both[0] && both[1]);
@@ -133,11 +153,12 @@ void compile_every(const Problem& p) {
   }
 }
 
-// Every enumerated config compiles without spills: one vector, the most vectors with a GLU chain, the other
-// orientation with C and an f32 D.
+// Every enumerated config compiles without spills: one vector, 8 with a GLU chain, 16 (mma only, two n-blocks) with
+// a chain, the other orientation with C and an f32 D.
 TEST(GemvCompile, EveryConfig) {
   compile_every(decode(1, 4096, 14336));
   compile_every(decode(8, 14336, 4096, "bias,silu_glu"));
+  compile_every(decode(16, 4096, 4104, "bias,gelu_tanh,residual"));  // K % 32 = 8: the ragged step
   Problem p = Problem::make(4096, 5, 1000, DType::f16, DType::f32, Layout::row, Layout::col);
   p.d.layout = p.c.layout = Layout::col;
   p.c.dtype = DType::bf16;

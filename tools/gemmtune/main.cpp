@@ -545,8 +545,8 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
   if (only) {
     rows.push_back({*only});
   } else {
-    // Only backends that compile: sm90 by default (cuBLASLt has nothing to compile).
-    std::vector<std::string> names = chosen.empty() ? std::vector<std::string>{"sm90"} : chosen;
+    // Only backends that compile: the JIT ones by default (cuBLASLt has nothing to compile).
+    std::vector<std::string> names = chosen.empty() ? std::vector<std::string>{"sm90", "gemv"} : chosen;
     for (const Candidate& c : enumerate_offline(p, dev, names, top_k)) rows.push_back({c});
   }
   if (rows.empty()) throw Error("no candidates to compile for " + p.str());
@@ -765,7 +765,7 @@ int run(int argc, char** argv) {
   JsonOut comp_j;
   CLI::App* comp = app.add_subcommand("compile", "compile candidates without running them (no GPU needed)");
   comp_p.add_to(comp);
-  comp->add_option("--backends", comp_backends, "backends to compile (default sm90)");
+  comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv, the JIT backends)");
   comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
   comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)");
   comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)");

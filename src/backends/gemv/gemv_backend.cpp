@@ -46,15 +46,18 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
   auto tf = [](bool x) { return x ? "true" : "false"; };
   const bool fused = !p.epilogue.empty();
   const bool has_c = p.beta != 0.0f;
+  // The CUDA-core kernel takes `rows` output rows per warp; the mma one m-blocks of 16 weight rows.
+  const int rows = c.mma ? c.rows / (p.epilogue.has_glu() ? 8 : 16) : c.rows;
   std::string s;
   if (fused) s += "#include \"epilogue/epilogue_ops.cuh\"\n";
-  s += "#include \"gemv/gemv_kmajor.cuh\"\n";
+  s += c.mma ? "#include \"gemv/gemv_mma.cuh\"\n" : "#include \"gemv/gemv_kmajor.cuh\"\n";
   s += "// " + c.str() + "\n";
-  s += "using G = gt_gemv::Gemv<" + std::to_string(v.t) + ", " + std::to_string(epi::dtype_code(p.a.dtype)) + ", " +
-       std::to_string(epi::dtype_code(p.d.dtype)) + ", " + std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) +
-       ", " + tf(has_c) + ", " + std::to_string(c.warps) + ", " + std::to_string(c.rows) + ", " +
-       std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " + tf(c.vec_m) + ", " +
-       tf(p.alpha == 1.0f) + ", " + (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) + ">;\n";
+  s += std::string("using G = gt_gemv::") + (c.mma ? "GemvMma<" : "Gemv<") + std::to_string(v.t) + ", " +
+       std::to_string(epi::dtype_code(p.a.dtype)) + ", " + std::to_string(epi::dtype_code(p.d.dtype)) + ", " +
+       std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) + ", " + tf(has_c) + ", " + std::to_string(c.warps) +
+       ", " + std::to_string(rows) + ", " + std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " +
+       tf(c.vec_m) + ", " + tf(p.alpha == 1.0f) + ", " +
+       (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) + ">;\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * c.warps) + ", 1) " + name +
        "(const gt_gemv::GemvParams p, const G::Params ep) {\n  G::run(p, ep);\n}\n";
   return s;

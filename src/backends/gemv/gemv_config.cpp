@@ -20,6 +20,7 @@ std::string Config::str() const {
   std::ostringstream os;
   os << "vec=" << (vec_m ? "m" : "n") << ",warps=" << warps << ",rows=" << rows << ",ksplit=" << ksplit
      << ",unroll=" << unroll;
+  if (mma) os << ",mma=1";
   return os.str();
 }
 
@@ -57,8 +58,11 @@ Config Config::parse(const std::string& s) {
       c.ksplit = num(3);
     } else if (k == "unroll") {
       c.unroll = num(4);
+    } else if (k == "mma") {
+      if (v != "0" && v != "1") bad("mma must be 0 or 1");
+      c.mma = v == "1";
     } else {
-      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll)");
+      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma)");
     }
   }
   const char* names[5] = {"vec", "warps", "rows", "ksplit", "unroll"};
@@ -128,19 +132,31 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (std::string r = problem_reason(p, dev); !r.empty()) return r;
   const std::string pre = "gemv: config " + c.str() + ": ";
   if (c.warps != 4 && c.warps != 8 && c.warps != 16) return pre + "warps must be 4, 8 or 16";
-  if (c.rows < 1 || c.rows > 4) return pre + "rows must be 1-4";
+  const bool glu = p.epilogue.has_glu();
+  if (c.mma) {
+    const int mrows = glu ? 8 : 16;  // output rows of a 16-row m-block
+    if (c.rows != mrows && c.rows != 2 * mrows)
+      return pre + "with mma=1 rows must be " + std::to_string(mrows) + " or " + std::to_string(2 * mrows) +
+             (glu ? " (m-blocks of 8 gate and 8 up rows)" : " (m-blocks of 16 rows)");
+  } else if (c.rows < 1 || c.rows > 4) {
+    return pre + "rows must be 1-4 (16 or 32 with mma=1)";
+  }
   if (c.ksplit < 1 || c.ksplit > c.warps || c.warps % c.ksplit != 0)
     return pre + "ksplit must divide warps";
   if (c.unroll != 1 && c.unroll != 2 && c.unroll != 4 && c.unroll != 8) return pre + "unroll must be 1, 2, 4 or 8";
   const int64_t t = c.vec_m ? p.m : p.n;
-  if (t > kMaxVectors)
+  if (t > max_vectors(c))
     return pre + "vec=" + (c.vec_m ? "m" : "n") + " needs " + (c.vec_m ? "M" : "N") + " <= " +
-           std::to_string(kMaxVectors) + " (got " + std::to_string(t) + ")";
-  if (p.epilogue.has_glu() && !c.vec_m)
-    return pre + "a GLU pairs B's columns (the weights' rows): it needs vec=m";
-  const int nr = w_rows(c, p);
-  if (nr * c.unroll > 16) return pre + "rows x unroll (x 2 with a GLU) must be <= 16 (registers for the loads)";
-  if (nr * t > 32) return pre + "rows x vectors (x 2 with a GLU) must be <= 32 (accumulator registers)";
+           std::to_string(max_vectors(c)) + (c.mma ? "" : " (16 with mma=1)") + " (got " + std::to_string(t) + ")";
+  if (glu && !c.vec_m) return pre + "a GLU pairs B's columns (the weights' rows): it needs vec=m";
+  if (c.mma) {
+    const int64_t loads = c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
+    if (loads > 24) return pre + "unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
+  } else {
+    const int nr = w_rows(c, p);
+    if (nr * c.unroll > 16) return pre + "rows x unroll (x 2 with a GLU) must be <= 16 (registers for the loads)";
+    if (nr * t > 32) return pre + "rows x vectors (x 2 with a GLU) must be <= 32 (accumulator registers)";
+  }
   if (grid_x(c, make_view(p, c.vec_m)) >= (int64_t(1) << 31)) return pre + "too many CTAs for the grid";
   return "";
 }
@@ -151,15 +167,20 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Fitted to every config of ten decode problems timed side by side on the H200 (bench/NOTES.md step 21): the
   // model's top 8 held a config within 1.4% of the best measured at each.
   const View v = make_view(p, c.vec_m);
-  const double nr = w_rows(c, p), t = static_cast<double>(v.t);
+  const double t = static_cast<double>(v.t);
+  // W rows per warp; with mma=1 m-blocks of 16 rows and n-blocks of 8 vectors.
+  const double mb = c.mma ? c.rows / (p.epilogue.has_glu() ? 8 : 16) : 0, nb = std::ceil(t / 8);
+  const double nr = c.mma ? 16 * mb : w_rows(c, p);
   const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const double ctas = static_cast<double>(grid_x(c, v)) * v.batch;
-  // Registers per thread (ptxas, sm_90a, fitted over 280 configs: mean error 11).
-  const double regs = std::min(255.0, 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
+  // Registers per thread (ptxas, sm_90a; CUDA-core kernel fitted over 280 configs: mean error 11).
+  const double regs = std::min(255.0, c.mma ? 40.0 + 4.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
+                                            : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
   const double res_by_regs = std::floor(65536.0 / (std::ceil(regs / 8) * 8 * 32 * c.warps));
   const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, 32.0}));
-  // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks, then one chunk at a time.
-  const double lane_chunks = std::max(1.0, std::ceil(v.k / 8.0 / c.ksplit / 32.0));
+  // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 32-k steps, one 16-byte load per
+  // row and lane each), then one at a time.
+  const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 32.0 : 256.0) / c.ksplit));
   const double rounds = std::floor(lane_chunks / c.unroll) + std::fmod(lane_chunks, c.unroll);
   const double per_round = lane_chunks / rounds;
   const double ctas_per_sm = std::min(resident, ctas / sms);
@@ -173,8 +194,10 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // per warp the reductions (5 shuffles a sum), shared memory and the epilogue.
   const double issue = sms * 4 * 1.7e9;
   const double chunks = static_cast<double>(v.r) * v.k / 8.0 * v.batch;
-  const double alu_us = chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
-  const double warp_us = ctas * c.warps * (nr * t * 6 + 60) / issue * 1e6;
+  // With mma=1 per 32-k step and m-block: two W loads, 2 n-blocks' mmas, the vectors' loads shared by the m-blocks.
+  const double alu_us = c.mma ? chunks / 64.0 * (2 + 2 * nb + nb / mb + 2) / issue * 1e6
+                              : chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
+  const double warp_us = ctas * c.warps * (c.mma ? 8 * mb * nb * (c.ksplit + 1) + 60 : nr * t * 6 + 60) / issue * 1e6;
   return std::max(mem_us, alu_us) + warp_us + 3.0 + (c.ksplit > 1 ? 0.3 : 0.0);
 }
 
@@ -186,7 +209,16 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       for (int rows : {1, 2, 4})
         for (int ksplit : {1, 2, 4, 8})
           for (int unroll : {2, 4, 8}) {
-            const Config c{vec_m, warps, rows, ksplit, unroll};
+            const Config c{vec_m, warps, rows, ksplit, unroll, false};
+            if (config_reason(c, p, dev).empty()) out.push_back(c);
+          }
+  const int mrows = p.epilogue.has_glu() ? 8 : 16;
+  for (bool vec_m : {true, false})
+    for (int warps : {4, 8})
+      for (int rows : {mrows, 2 * mrows})
+        for (int ksplit : {1, 2, 4, 8})
+          for (int unroll : {1, 2, 4, 8}) {
+            const Config c{vec_m, warps, rows, ksplit, unroll, true};
             if (config_reason(c, p, dev).empty()) out.push_back(c);
           }
   std::vector<std::pair<double, size_t>> ranked;

@@ -1,9 +1,12 @@
 #pragma once
-// The gemv backend's config (kernels/gemv/gemv_kmajor.cuh): one canonical, parseable line, e.g.
-//   vec=m,warps=8,rows=2,ksplit=4,unroll=4
-// vec: which of the problem's dimensions holds the few vectors (m: M <= 8 rows of A against B's N columns as the
-// matrix; n: N <= 8 columns of B against A's M rows); warps per CTA; rows: output rows per warp; ksplit: warps that
-// share one row group's K; unroll: 16-byte chunks of each W row a lane has in flight.
+// The gemv backend's config: one canonical, parseable line, e.g.
+//   vec=m,warps=8,rows=2,ksplit=4,unroll=4          (kernels/gemv/gemv_kmajor.cuh: FMAs on the CUDA cores)
+//   vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1   (kernels/gemv/gemv_mma.cuh: mma.sync on the tensor cores)
+// vec: which of the problem's dimensions holds the few vectors (m: M rows of A against B's N columns as the matrix;
+// n: N columns of B against A's M rows; at most 8 vectors, 16 with mma=1); warps per CTA; rows: output rows per warp
+// (1-4; with mma=1 m-blocks of 16 weight rows: 16 or 32, or 8 or 16 with a GLU, whose m-blocks hold 8 gate and 8 up
+// rows); ksplit: warps that share one row group's K; unroll: 16-byte chunks (mma=1: 32-k steps) of each weight row
+// a lane has in flight.
 // The single validity function serves enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
@@ -13,7 +16,7 @@
 
 namespace gemmtune::gemv {
 
-constexpr int kMaxVectors = 8;
+constexpr int kMaxVectors = 16;   // mma=1; the CUDA-core kernel takes 8
 
 struct Config {
   bool vec_m = true;
@@ -21,6 +24,7 @@ struct Config {
   int rows = 2;
   int ksplit = 1;
   int unroll = 4;
+  bool mma = false;
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
@@ -40,6 +44,8 @@ View make_view(const Problem& p, bool vec_m);
 
 // W rows per warp (a GLU's gate and up rows per output row).
 inline int w_rows(const Config& c, const Problem& p) { return p.epilogue.has_glu() ? 2 * c.rows : c.rows; }
+// Vectors a config's kernel takes: 8 on the CUDA cores, 16 (two n-blocks) with mma=1.
+inline int max_vectors(const Config& c) { return c.mma ? 16 : 8; }
 
 // "" when some gemv config can run the problem, else "gemv: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);

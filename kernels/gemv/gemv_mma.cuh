@@ -1,0 +1,225 @@
+#pragma once
+// Skinny GEMM on mma.sync: T <= 16 vectors (decode tokens) against a matrix W of R rows (weights), both stored
+// K-contiguous, as gemv_kmajor.cuh, but the products on the tensor cores (mma.sync.m16n8k16, fp32 accumulators):
+// from a few vectors on, gemv_kmajor's 8 T FMAs per 8-element chunk approach the SM's issue rate (bench/NOTES.md
+// step 21), while here one warp instruction multiplies 16 rows x 16 k x 8 vectors.
+//
+// No shared-memory staging: each lane loads its fragments straight from global memory with 16-byte loads. The dot
+// product sums over k in any order, so the mma's k positions are fed a permutation of K that makes every load 16
+// contiguous bytes: in a step of 32 k, lane (g = lane / 4, q = lane % 4) loads 8 k values [8q, 8q + 8) of W rows g
+// and g + 8 and of vector g (and g + 8 with a second n-block); the two mmas j = 0, 1 of the step take words 2j and
+// 2j + 1 of those 16 bytes as the fragment registers {a0, a2} (row g), {a1, a3} (row g + 8) and {b0, b1}: mma
+// position 2q + {0, 1} is k = 8q + 4j + {0, 1}, position 2q + 8 + {0, 1} is k = 8q + 4j + 2 + {0, 1}, for A and B
+// alike. (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1
+// column g at k 2q, 2q + 1 and k + 8; c0, c1 row g at columns 2q, 2q + 1; c2, c3 row g + 8.)
+//
+// Work split as gemv_kmajor: a CTA of WARPS warps owns WARPS / KSPLIT row groups of MB x 16 W rows; KSPLIT warps
+// split a group's K in slices of whole 32-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
+// 8 gate rows and their 8 up rows, so c0, c1 (gate) and c2, c3 (up) of a lane belong to the same outputs.
+// Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); OUT / CT; HAS_C; WARPS; MB
+// (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (32-k steps in flight);
+// VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or gt_gemv::Plain). Parameters: gt_gemv::GemvParams.
+#include "gemv/gemv_kmajor.cuh"
+
+namespace gt_gemv {
+
+template <int IN>
+__device__ __forceinline__ void mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                         unsigned b1) {
+  if constexpr (IN == 0)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// 8 elements [k, k + 8) of a K-contiguous row, zero past `kend` (the ragged last step; the row's padding may hold
+// anything, NaN included, so both operands are zeroed there).
+__device__ __forceinline__ U4 ld_tail(const unsigned short* row, int k, int kend) {
+  unsigned short e[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = k + i < kend ? row[k + i] : static_cast<unsigned short>(0);
+  return U4{e[0] | (unsigned(e[1]) << 16), e[2] | (unsigned(e[3]) << 16), e[4] | (unsigned(e[5]) << 16),
+            e[6] | (unsigned(e[7]) << 16)};
+}
+
+template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, bool VEC_M,
+          bool ALPHA_ONE, class Chain>
+struct GemvMma {
+  static_assert(T >= 1 && T <= 16, "1-16 vectors");
+  static_assert(WARPS % KSPLIT == 0, "the K slices of a row group are warps of one CTA");
+  static_assert(MB >= 1 && UNROLL >= 1, "");
+  static constexpr bool kGlu = Chain::kGlu;
+  static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
+  static_assert(!(kGlu && HAS_C), "a GLU takes no C");
+  static constexpr int NB = (T + 7) / 8;            // n-blocks of 8 vectors
+  static constexpr int OUT_ROWS = kGlu ? 8 : 16;    // output rows per m-block
+  static constexpr int GROUPS = WARPS / KSPLIT;     // row groups per CTA
+  static constexpr int ROWS = GROUPS * MB * OUT_ROWS;  // output rows per CTA
+  using Params = typename ChainParams<Chain>::type;
+  static constexpr bool kFused = ChainParams<Chain>::kFused;
+
+  __device__ __forceinline__ static void run(const GemvParams& p, const Params& ep0) {
+    __shared__ float red[KSPLIT > 1 ? WARPS * MB * NB * 4 * 32 : 1];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    const int ks = warp % KSPLIT, group = warp / KSPLIT;
+    const int b = blockIdx.y;
+    const int o0 = blockIdx.x * ROWS + group * MB * OUT_ROWS;  // first output row of the group
+
+    // This lane's W rows: m-block mb, fragment row g (lo) and g + 8 (hi); clamped into the matrix.
+    const unsigned short* wbase = static_cast<const unsigned short*>(p.w) + b * p.w_batch;
+    const unsigned short* wlo[MB];
+    const unsigned short* whi[MB];
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb) {
+      if constexpr (kGlu) {
+        const int o = min(o0 + mb * 8 + g, p.rows - 1);
+        wlo[mb] = wbase + Chain::gate_col(o, ep0) * p.ldw;
+        whi[mb] = wbase + Chain::up_col(o, ep0) * p.ldw;
+      } else {
+        wlo[mb] = wbase + static_cast<long long>(min(o0 + mb * 16 + g, p.rows - 1)) * p.ldw;
+        whi[mb] = wbase + static_cast<long long>(min(o0 + mb * 16 + g + 8, p.rows - 1)) * p.ldw;
+      }
+    }
+    // The vectors this lane feeds: g (and g + 8); past T they are read as zeros.
+    const unsigned short* xbase = static_cast<const unsigned short*>(p.x) + b * p.x_batch;
+    const unsigned short* xv[NB];
+    bool xon[NB];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {
+      xon[nb] = nb * 8 + g < T;
+      xv[nb] = xbase + (xon[nb] ? nb * 8 + g : 0) * p.ldx;
+    }
+
+    float acc[MB][NB][4];
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mb][nb][i] = 0.0f;
+
+    // 32-k steps: slice ks covers [sb, se); the ragged last step of K is done on its own.
+    const int full = p.k / 32;
+    const int per = (full + KSPLIT - 1) / KSPLIT;
+    const int sb = ks * per, se = min(full, sb + per);
+    int s = sb;
+    for (; s + UNROLL <= se; s += UNROLL) {
+      U4 lo[UNROLL][MB], hi[UNROLL][MB], xx[UNROLL][NB];
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int k = (s + u) * 32 + 8 * q;
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) {
+          lo[u][mb] = ld_stream(wlo[mb] + k);
+          hi[u][mb] = ld_stream(whi[mb] + k);
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) xx[u][nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) step(acc, lo[u], hi[u], xx[u]);
+    }
+    for (; s < se; ++s) {
+      const int k = s * 32 + 8 * q;
+      U4 lo[MB], hi[MB], xx[NB];
+#pragma unroll
+      for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_stream(wlo[mb] + k), hi[mb] = ld_stream(whi[mb] + k);
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
+      step(acc, lo, hi, xx);
+    }
+    if (full * 32 < p.k && ks == KSPLIT - 1) {  // K % 32: the last slice takes the ragged step, zero-filled
+      const int k = full * 32 + 8 * q;
+      U4 lo[MB], hi[MB], xx[NB];
+#pragma unroll
+      for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_tail(wlo[mb], k, p.k), hi[mb] = ld_tail(whi[mb], k, p.k);
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_tail(xv[nb], k, p.k) : U4{0, 0, 0, 0};
+      step(acc, lo, hi, xx);
+    }
+
+    if constexpr (KSPLIT > 1) {
+#pragma unroll
+      for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) red[(((warp * MB + mb) * NB + nb) * 4 + i) * 32 + lane] = acc[mb][nb][i];
+      __syncthreads();
+      if (ks != 0) return;
+#pragma unroll
+      for (int sl = 1; sl < KSPLIT; ++sl)
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              acc[mb][nb][i] += red[((((warp + sl) * MB + mb) * NB + nb) * 4 + i) * 32 + lane];
+    }
+
+    const Params ep = batch_params(ep0, b);
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int t = nb * 8 + 2 * q + j;  // c{j} / c{2 + j}: column 2q + j of the n-block
+          if (t >= T) continue;
+          if constexpr (kGlu) {
+            const int o = o0 + mb * 8 + g;
+            if (o < p.rows) store(p, ep, b, t, o, acc[mb][nb][j], acc[mb][nb][2 + j]);
+          } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int o = o0 + mb * 16 + g + 8 * h;
+              if (o < p.rows) store(p, ep, b, t, o, acc[mb][nb][2 * h + j], 0.0f);
+            }
+          }
+        }
+  }
+
+  __device__ __forceinline__ static void store(const GemvParams& p, const Params& ep, int b, int t, int o, float g,
+                                               float up) {
+    if constexpr (!ALPHA_ONE) {
+      g *= p.alpha;
+      up *= p.alpha;
+    }
+    const long long m = VEC_M ? t : o, n = VEC_M ? o : t;  // D's coordinates
+    float v = g;
+    if constexpr (HAS_C) v += p.beta * load_any<CT>(p.c, b * p.c_batch + t * p.c_t + o * p.c_r);
+    if constexpr (kGlu)
+      v = Chain::apply_glu(g, up, m, n, ep);
+    else if constexpr (kFused)
+      v = Chain::apply(v, m, n, ep);
+    store_any<OUT>(p.d, b * p.d_batch + t * p.d_t + o * p.d_r, v);
+  }
+
+  __device__ __forceinline__ static Params batch_params(const Params& ep, int b) {
+    if constexpr (kFused)
+      return ep.at_batch(b);
+    else
+      return ep;
+  }
+
+  // One 32-k step: per m-block and n-block the two mmas of the 16 bytes each lane holds.
+  __device__ __forceinline__ static void step(float (&acc)[MB][NB][4], const U4 (&lo)[MB], const U4 (&hi)[MB],
+                                              const U4 (&xx)[NB]) {
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        mma16816<IN>(acc[mb][nb], lo[mb].x, hi[mb].x, lo[mb].y, hi[mb].y, xx[nb].x, xx[nb].y);
+        mma16816<IN>(acc[mb][nb], lo[mb].z, hi[mb].z, lo[mb].w, hi[mb].w, xx[nb].z, xx[nb].w);
+      }
+  }
+};
+
+}  // namespace gt_gemv
