@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 21 device call 4: the gemv backend's second kernel (mma=1: mma.sync, 1-16 vectors).
 # 1) GPU tests: GemvGpu.*, the cuBLASLt ones (parameterized: not run on this session's builds yet), TunerGpu.*.
-# 2) Every gemv candidate beside the top 8 of sm90 and cuBLASLt at M = 1-16. 3) The decode suite.
+# 2) Every gemv candidate (one process) and the default tune of sm90 + cuBLASLt (another) at M = 1-16.
+# 3) The decode suite.
 set -u
 O=$1
 export GEMMTUNE_CACHE_DIR=/tmp/gtc LD_LIBRARY_PATH=build-lead
@@ -12,16 +13,20 @@ P="1,4096,14336 2,4096,14336 4,4096,14336 8,4096,14336 12,4096,14336 16,4096,143
 for s in $P; do
   IFS=, read -r m n k <<<"$s"
   L=$O/all_${m}_${n}_${k}.log
-  timeout 100 build-lead/gemmtune tune --m $m --n $n --k $k --backends gemv,sm90,cublaslt --top-k 120 --no-cache \
+  timeout 60 build-lead/gemmtune tune --m $m --n $n --k $k --backends gemv --top-k 0 --min-time-ms 30 --no-cache \
     < /dev/null > $L.out 2> $L
-  echo "== all ${m}x${n}x${k} rc=$? $(grep -m1 -o 'winner.*' $L.out | cut -c1-140)"
-  sed -n '/runoff/,$p' $L | head -7
+  echo "== gemv ${m}x${n}x${k} rc=$? $(grep -m1 -o 'winner.*' $L.out | cut -c1-140)"
+  timeout 60 build-lead/gemmtune tune --m $m --n $n --k $k --backends sm90,cublaslt --no-cache \
+    < /dev/null > $L.other.out 2> $L.other
+  echo "   others rc=$? $(grep -m1 -o 'winner.*' $L.other.out | cut -c1-140)"
 done
 L=$O/all_glu.log
-timeout 100 build-lead/gemmtune tune --m 16 --n 28672 --k 4096 --epilogue silu_glu --backends gemv,sm90,cublaslt \
-  --top-k 120 --no-cache < /dev/null > $L.out 2> $L
-echo "== all 16x28672x4096 silu_glu rc=$? $(grep -m1 -o 'winner.*' $L.out | cut -c1-140)"
-sed -n '/runoff/,$p' $L | head -7
+timeout 60 build-lead/gemmtune tune --m 16 --n 28672 --k 4096 --epilogue silu_glu --backends gemv --top-k 0 \
+  --min-time-ms 30 --no-cache < /dev/null > $L.out 2> $L
+echo "== gemv 16x28672x4096 silu_glu rc=$? $(grep -m1 -o 'winner.*' $L.out | cut -c1-140)"
+timeout 60 build-lead/gemmtune tune --m 16 --n 28672 --k 4096 --epilogue silu_glu --backends sm90,cublaslt \
+  --no-cache < /dev/null > $L.other.out 2> $L.other
+echo "   others rc=$? $(grep -m1 -o 'winner.*' $L.other.out | cut -c1-140)"
 timeout 150 build-lead/gemmtune bench --suite bench/suites/decode.json --json $O/decode.json > $O/decode.txt 2> $O/decode.log
 echo "== decode suite rc=$?"; cut -c1-175 $O/decode.txt
 tar czf $O/logs.tgz -C $O $(cd $O && ls all_*) && (cd $O && rm -f all_*)
