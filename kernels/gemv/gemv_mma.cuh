@@ -6,18 +6,19 @@
 //
 // No shared-memory staging: each lane loads its fragments straight from global memory with 16-byte loads. The dot
 // product sums over k in any order, so the mma's k positions are fed a permutation of K that makes every load 16
-// contiguous bytes: in a step of 32 k, lane (g = lane / 4, q = lane % 4) loads 8 k values [8q, 8q + 8) of W rows g
-// and g + 8 and of vector g (and g + 8 with a second n-block); the two mmas j = 0, 1 of the step take words 2j and
-// 2j + 1 of those 16 bytes as the fragment registers {a0, a2} (row g), {a1, a3} (row g + 8) and {b0, b1}: mma
-// position 2q + {0, 1} is k = 8q + 4j + {0, 1}, position 2q + 8 + {0, 1} is k = 8q + 4j + 2 + {0, 1}, for A and B
-// alike. (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1
+// contiguous bytes: lane (g = lane / 4, q = lane % 4) loads 8 k values [k0, k0 + 8) of W rows g and g + 8 and of
+// vector g (and g + 8 with a second n-block); the two mmas j = 0, 1 of those 16 bytes take words 2j and 2j + 1 as the
+// fragment registers {a0, a2} (row g), {a1, a3} (row g + 8) and {b0, b1}: mma position 2q + {0, 1} is k = k0 + 4j +
+// {0, 1}, position 2q + 8 + {0, 1} is k = k0 + 4j + 2 + {0, 1}, for A and B alike. A step is 64 k: k0 = 16q and
+// 16q + 8, so a quad reads a whole 128-byte line of each row (with 32-k steps and one load per row, half-lines:
+// 3.4 TB/s at 4x4096x14336, bench/NOTES.md step 21). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1
 // column g at k 2q, 2q + 1 and k + 8; c0, c1 row g at columns 2q, 2q + 1; c2, c3 row g + 8.)
 //
 // Work split as gemv_kmajor: a CTA of WARPS warps owns WARPS / KSPLIT row groups of MB x 16 W rows; KSPLIT warps
-// split a group's K in slices of whole 32-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
+// split a group's K in slices of whole 64-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
 // 8 gate rows and their 8 up rows, so c0, c1 (gate) and c2, c3 (up) of a lane belong to the same outputs.
 // Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); OUT / CT; HAS_C; WARPS; MB
-// (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (32-k steps in flight);
+// (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight);
 // VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or gt_gemv::Plain). Parameters: gt_gemv::GemvParams.
 #include "gemv/gemv_kmajor.cuh"
 
@@ -104,44 +105,54 @@ struct GemvMma {
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[mb][nb][i] = 0.0f;
 
-    // 32-k steps: slice ks covers [sb, se); the ragged last step of K is done on its own.
-    const int full = p.k / 32;
+    // 64-k steps: slice ks covers [sb, se); the ragged last step of K is done on its own. In a step, lane q reads
+    // k [16q, 16q + 16) of each of its rows (two adjacent 16-byte loads): a quad covers a whole 128-byte line.
+    const int full = p.k / 64;
     const int per = (full + KSPLIT - 1) / KSPLIT;
     const int sb = ks * per, se = min(full, sb + per);
     int s = sb;
     for (; s + UNROLL <= se; s += UNROLL) {
-      U4 lo[UNROLL][MB], hi[UNROLL][MB], xx[UNROLL][NB];
+      U4 lo[UNROLL][2][MB], hi[UNROLL][2][MB], xx[UNROLL][2][NB];
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int k = (s + u) * 32 + 8 * q;
+      for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-        for (int mb = 0; mb < MB; ++mb) {
-          lo[u][mb] = ld_stream(wlo[mb] + k);
-          hi[u][mb] = ld_stream(whi[mb] + k);
+        for (int h = 0; h < 2; ++h) {
+          const int k = (s + u) * 64 + 16 * q + 8 * h;
+#pragma unroll
+          for (int mb = 0; mb < MB; ++mb) {
+            lo[u][h][mb] = ld_stream(wlo[mb] + k);
+            hi[u][h][mb] = ld_stream(whi[mb] + k);
+          }
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb) xx[u][h][nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
         }
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) xx[u][nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) step(acc, lo[u][h], hi[u][h], xx[u][h]);
+    }
+    for (; s < se; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = s * 64 + 16 * q + 8 * h;
+        U4 lo[MB], hi[MB], xx[NB];
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_stream(wlo[mb] + k), hi[mb] = ld_stream(whi[mb] + k);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
+        step(acc, lo, hi, xx);
       }
+    if (full * 64 < p.k && ks == KSPLIT - 1) {  // K % 64: the last slice takes the ragged step, zero-filled
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) step(acc, lo[u], hi[u], xx[u]);
-    }
-    for (; s < se; ++s) {
-      const int k = s * 32 + 8 * q;
-      U4 lo[MB], hi[MB], xx[NB];
+      for (int h = 0; h < 2; ++h) {
+        const int k = full * 64 + 16 * q + 8 * h;
+        U4 lo[MB], hi[MB], xx[NB];
 #pragma unroll
-      for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_stream(wlo[mb] + k), hi[mb] = ld_stream(whi[mb] + k);
+        for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_tail(wlo[mb], k, p.k), hi[mb] = ld_tail(whi[mb], k, p.k);
 #pragma unroll
-      for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
-      step(acc, lo, hi, xx);
-    }
-    if (full * 32 < p.k && ks == KSPLIT - 1) {  // K % 32: the last slice takes the ragged step, zero-filled
-      const int k = full * 32 + 8 * q;
-      U4 lo[MB], hi[MB], xx[NB];
-#pragma unroll
-      for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_tail(wlo[mb], k, p.k), hi[mb] = ld_tail(whi[mb], k, p.k);
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_tail(xv[nb], k, p.k) : U4{0, 0, 0, 0};
-      step(acc, lo, hi, xx);
+        for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_tail(xv[nb], k, p.k) : U4{0, 0, 0, 0};
+        step(acc, lo, hi, xx);
+      }
     }
 
     if constexpr (KSPLIT > 1) {
@@ -209,7 +220,7 @@ struct GemvMma {
       return ep;
   }
 
-  // One 32-k step: per m-block and n-block the two mmas of the 16 bytes each lane holds.
+  // Per m-block and n-block the two mmas of the 16 bytes each lane holds (half a 64-k step).
   __device__ __forceinline__ static void step(float (&acc)[MB][NB][4], const U4 (&lo)[MB], const U4 (&hi)[MB],
                                               const U4 (&xx)[NB]) {
 #pragma unroll

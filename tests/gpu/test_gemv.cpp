@@ -1,5 +1,5 @@
 // gemv backend on the GPU (both kernels: CUDA-core FMAs and mma=1): 1-16 vectors as the problem's rows (vec=m) or
-// columns (vec=n), ragged row counts and K (K % 8 != 0, K % 32 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out, D row- and column-major, C with beta, batches with a
+// columns (vec=n), ragged row counts and K (K % 8 != 0, K % 64 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out, D row- and column-major, C with beta, batches with a
 // broadcast weight matrix, padded leading dimensions, fused chains (GLU halves and interleaved), many configs per
 // problem. Fresh random inputs, D poisoned with NaN (padding included: writes outside fail too), normalized error
 // against the double-precision CPU reference (gpu_test_util.h). Kernels are compiled in parallel first.
@@ -159,10 +159,10 @@ TEST_F(GemvGpu, ShapesLayoutsConfigs) {
       {1000, 6, 999, 2, "", f16, f32, C, true, 8, true, false},    // vec=n, batches, broadcast A
       {300, 8, 64, 1, "", bf, bf, R, false, 0, false, true},
       {6, 8, 136, 1, "", bf, bf, R, false, 0, false, false},       // both orientations valid
-      {12, 2050, 1000, 1, "", bf, bf, R, true, 8, false, false},   // 9-16 vectors: mma=1 only, K % 32 = 8
+      {12, 2050, 1000, 1, "", bf, bf, R, true, 8, false, false},   // 9-16 vectors: mma=1 only, K % 64 = 40
       {16, 4096, 4104, 2, "", f16, f32, C, false, 0, true, true},  // two n-blocks, broadcast weights
       {3000, 13, 520, 1, "", bf, bf, R, false, 8, false, false},   // vec=n, 13 columns
-      {9, 100, 24, 1, "", bf, f16, R, true, 0, false, false},      // K < 32: only the ragged step
+      {9, 100, 24, 1, "", bf, f16, R, true, 0, false, false},      // K < 64: only the ragged step
   };
   auto be = make_gemv_backend();
   std::vector<Job> jobs;

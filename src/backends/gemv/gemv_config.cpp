@@ -150,8 +150,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
            std::to_string(max_vectors(c)) + (c.mma ? "" : " (16 with mma=1)") + " (got " + std::to_string(t) + ")";
   if (glu && !c.vec_m) return pre + "a GLU pairs B's columns (the weights' rows): it needs vec=m";
   if (c.mma) {
-    const int64_t loads = c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
-    if (loads > 24) return pre + "unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
+    const int64_t loads = 2 * c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
+    if (loads > 24) return pre + "2 x unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
   } else {
     const int nr = w_rows(c, p);
     if (nr * c.unroll > 16) return pre + "rows x unroll (x 2 with a GLU) must be <= 16 (registers for the loads)";
@@ -174,17 +174,17 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const double ctas = static_cast<double>(grid_x(c, v)) * v.batch;
   // Registers per thread (ptxas, sm_90a; CUDA-core kernel fitted over 280 configs: mean error 11).
-  const double regs = std::min(255.0, c.mma ? 40.0 + 4.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
+  const double regs = std::min(255.0, c.mma ? 40.0 + 8.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
                                             : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
   const double res_by_regs = std::floor(65536.0 / (std::ceil(regs / 8) * 8 * 32 * c.warps));
   const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, 32.0}));
-  // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 32-k steps, one 16-byte load per
-  // row and lane each), then one at a time.
-  const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 32.0 : 256.0) / c.ksplit));
+  // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 64-k steps, two 16-byte loads per
+  // row and lane each, of 16 rows), then one at a time.
+  const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 64.0 : 256.0) / c.ksplit));
   const double rounds = std::floor(lane_chunks / c.unroll) + std::fmod(lane_chunks, c.unroll);
   const double per_round = lane_chunks / rounds;
   const double ctas_per_sm = std::min(resident, ctas / sms);
-  const double inflight = ctas_per_sm * c.warps * nr * per_round * 512.0;
+  const double inflight = ctas_per_sm * c.warps * (c.mma ? 4 * mb : nr) * per_round * 512.0;
   const double mlp = std::min(1.0, inflight / 49152.0);  // ~48 KB per SM cover the latency at the DRAM rate
   const double per_sm = ctas / sms;
   const double imbalance = per_sm <= resident ? std::ceil(per_sm) / per_sm : 1.0 + 1.0 / std::ceil(per_sm / resident);
@@ -194,7 +194,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // per warp the reductions (5 shuffles a sum), shared memory and the epilogue.
   const double issue = sms * 4 * 1.7e9;
   const double chunks = static_cast<double>(v.r) * v.k / 8.0 * v.batch;
-  // With mma=1 per 32-k step and m-block: two W loads, 2 n-blocks' mmas, the vectors' loads shared by the m-blocks.
+  // With mma=1 per 32 k and m-block: two W loads, 2 n-blocks' mmas, the vectors' loads shared by the m-blocks.
   const double alu_us = c.mma ? chunks / 64.0 * (2 + 2 * nb + nb / mb + 2) / issue * 1e6
                               : chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
   const double warp_us = ctas * c.warps * (c.mma ? 8 * mb * nb * (c.ksplit + 1) + 60 : nr * t * 6 + 60) / issue * 1e6;
