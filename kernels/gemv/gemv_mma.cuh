@@ -20,7 +20,7 @@
 // Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); OUT / CT; HAS_C; WARPS; MB
 // (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight);
 // VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or gt_gemv::Plain). Parameters: gt_gemv::GemvParams.
-#include "gemv/gemv_kmajor.cuh"
+#include "gemv/gemv_common.cuh"
 
 namespace gt_gemv {
 
@@ -62,8 +62,8 @@ struct GemvMma {
   static constexpr int OUT_ROWS = kGlu ? 8 : 16;    // output rows per m-block
   static constexpr int GROUPS = WARPS / KSPLIT;     // row groups per CTA
   static constexpr int ROWS = GROUPS * MB * OUT_ROWS;  // output rows per CTA
-  using Params = typename ChainParams<Chain>::type;
-  static constexpr bool kFused = ChainParams<Chain>::kFused;
+  using Out = Output<OUT, CT, HAS_C, VEC_M, ALPHA_ONE, Chain>;
+  using Params = typename Out::Params;
 
   __device__ __forceinline__ static void run(const GemvParams& p, const Params& ep0) {
     __shared__ float red[KSPLIT > 1 ? WARPS * MB * NB * 4 * 32 : 1];
@@ -175,7 +175,7 @@ struct GemvMma {
               acc[mb][nb][i] += red[((((warp + sl) * MB + mb) * NB + nb) * 4 + i) * 32 + lane];
     }
 
-    const Params ep = batch_params(ep0, b);
+    const Params ep = Out::at_batch(ep0, b);
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
@@ -186,38 +186,15 @@ struct GemvMma {
           if (t >= T) continue;
           if constexpr (kGlu) {
             const int o = o0 + mb * 8 + g;
-            if (o < p.rows) store(p, ep, b, t, o, acc[mb][nb][j], acc[mb][nb][2 + j]);
+            if (o < p.rows) Out::store(p, ep, b, t, o, acc[mb][nb][j], acc[mb][nb][2 + j]);
           } else {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int o = o0 + mb * 16 + g + 8 * h;
-              if (o < p.rows) store(p, ep, b, t, o, acc[mb][nb][2 * h + j], 0.0f);
+              if (o < p.rows) Out::store(p, ep, b, t, o, acc[mb][nb][2 * h + j], 0.0f);
             }
           }
         }
-  }
-
-  __device__ __forceinline__ static void store(const GemvParams& p, const Params& ep, int b, int t, int o, float g,
-                                               float up) {
-    if constexpr (!ALPHA_ONE) {
-      g *= p.alpha;
-      up *= p.alpha;
-    }
-    const long long m = VEC_M ? t : o, n = VEC_M ? o : t;  // D's coordinates
-    float v = g;
-    if constexpr (HAS_C) v += p.beta * load_any<CT>(p.c, b * p.c_batch + t * p.c_t + o * p.c_r);
-    if constexpr (kGlu)
-      v = Chain::apply_glu(g, up, m, n, ep);
-    else if constexpr (kFused)
-      v = Chain::apply(v, m, n, ep);
-    store_any<OUT>(p.d, b * p.d_batch + t * p.d_t + o * p.d_r, v);
-  }
-
-  __device__ __forceinline__ static Params batch_params(const Params& ep, int b) {
-    if constexpr (kFused)
-      return ep.at_batch(b);
-    else
-      return ep;
   }
 
   // Per m-block and n-block the two mmas of the 16 bytes each lane holds (half a 64-k step).

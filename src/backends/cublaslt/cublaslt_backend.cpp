@@ -1,4 +1,5 @@
 #include "backends/cublaslt/cublaslt_backend.h"
+#include "backends/jit_result.h"
 
 #include <cublasLt.h>
 
@@ -602,16 +603,7 @@ class CublasLtBackend final : public Backend {
     if (std::string why = mode_reason(p, split.mode); !why.empty()) GT_THROW(why);
     if (!cublaslt::is_default_config(split.algo)) (void)AlgoConfig::parse(split.algo);  // throws on a bad string
     CompileResult r;  // cuBLASLt kernels ship with the library; only a separate epilogue is compiled
-    if (split.mode == EpiMode::separate) {
-      auto cubin = compile_elementwise(p, c);
-      r.compiled = true;
-      r.cache_hit = cubin->cache_hit;
-      r.registers = cubin->registers;
-      r.spill_bytes = cubin->spill_bytes;
-      r.smem_bytes = cubin->smem_static;
-      r.log = cubin->log;
-      r.artifact = cubin;
-    }
+    if (split.mode == EpiMode::separate) r = jit_compile_result(compile_elementwise(p, c));
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "backends/gemv/gemv_config.h"
+#include "backends/jit_result.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
@@ -178,14 +179,7 @@ class GemvBackend final : public Backend {
     jit::CompileOptions opts;
     opts.arch = arch_of(dev);
     auto cubin = jit::compile(source, name, opts, c.str() + " for " + p.str());
-    CompileResult r;
-    r.compiled = true;
-    r.cache_hit = cubin->cache_hit;
-    r.registers = cubin->registers;
-    r.spill_bytes = cubin->spill_bytes;
-    r.smem_bytes = cubin->smem_static;
-    r.log = cubin->log;
-    r.artifact = std::static_pointer_cast<const void>(cubin);
+    CompileResult r = jit_compile_result(cubin);
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }

@@ -11,6 +11,7 @@
 #include "backends/sm90/sm90_cluster_order.h"
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
+#include "backends/jit_result.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
@@ -363,14 +364,7 @@ class Sm90Backend final : public Backend {
     jit::CompileOptions opts;
     opts.arch = "sm_90a";
     auto cubin = jit::compile(jit_source(cfg, v, ec, flags, name), name, opts, c.str() + " for " + p.str());
-    CompileResult r;
-    r.compiled = true;
-    r.cache_hit = cubin->cache_hit;
-    r.registers = cubin->registers;
-    r.spill_bytes = cubin->spill_bytes;
-    r.smem_bytes = cubin->smem_static + sm90::smem_bytes(cfg, v.d.type);
-    r.log = cubin->log;
-    r.artifact = std::static_pointer_cast<const void>(cubin);
+    CompileResult r = jit_compile_result(cubin, sm90::smem_bytes(cfg, v.d.type));
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }

@@ -1,0 +1,137 @@
+#pragma once
+// What both gemv kernels (gemv_kmajor.cuh: FMAs on the CUDA cores, gemv_mma.cuh: mma.sync) share: the launch
+// parameters, the chain plumbing, 16-byte loads, conversions and the output of one element.
+// A chain's unit includes epilogue/epilogue_ops.cuh before this header.
+
+namespace gemmtune_epi {
+struct EpiParams;
+}
+
+namespace gt_gemv {
+
+// Mirror: src/backends/gemv/gemv_backend.cpp HostGemvParams.
+struct GemvParams {
+  const void* w;
+  long long ldw, w_batch;  // W row r at w + b * w_batch + r * ldw (elements)
+  const void* x;
+  long long ldx, x_batch;  // vector t at x + b * x_batch + t * ldx
+  void* d;
+  long long d_t, d_r, d_batch;  // output (t, r) at d + b * d_batch + t * d_t + r * d_r
+  const void* c;
+  long long c_t, c_r, c_batch;
+  float alpha, beta;
+  int rows;  // output rows: W's rows, or half of them with a GLU
+  int k;
+};
+
+struct Plain {  // no fused chain
+  static constexpr bool kGlu = false;
+};
+template <class Chain>
+struct ChainParams {
+  using type = gemmtune_epi::EpiParams;
+  static constexpr bool kFused = true;
+};
+template <>
+struct ChainParams<Plain> {
+  struct type {};
+  static constexpr bool kFused = false;
+};
+
+struct U4 {
+  unsigned x, y, z, w;
+};
+
+// W: read once, so not kept in L1 (the vectors are).
+__device__ __forceinline__ U4 ld_stream(const void* p) {
+  U4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+__device__ __forceinline__ U4 ld_cached(const void* p) {
+  U4 v;
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// Two 16-bit elements of a 32-bit word as floats.
+template <int IN>
+__device__ __forceinline__ void unpack2(unsigned u, float& lo, float& hi) {
+  if constexpr (IN == 0) {
+    lo = __uint_as_float(u << 16);
+    hi = __uint_as_float(u & 0xFFFF0000u);
+  } else {
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+        : "=f"(lo), "=f"(hi)
+        : "r"(u));
+  }
+}
+template <int IN>
+__device__ __forceinline__ void unpack8(const U4& v, float (&f)[8]) {
+  unpack2<IN>(v.x, f[0], f[1]);
+  unpack2<IN>(v.y, f[2], f[3]);
+  unpack2<IN>(v.z, f[4], f[5]);
+  unpack2<IN>(v.w, f[6], f[7]);
+}
+template <int IN>
+__device__ __forceinline__ float elem(const void* p, long long i) {
+  const unsigned short h = static_cast<const unsigned short*>(p)[i];
+  float lo, hi;
+  unpack2<IN>(static_cast<unsigned>(h), lo, hi);
+  return lo;
+}
+template <int TY>
+__device__ __forceinline__ float load_any(const void* p, long long i) {
+  if constexpr (TY == 2)
+    return static_cast<const float*>(p)[i];
+  else
+    return elem<TY>(p, i);
+}
+template <int TY>
+__device__ __forceinline__ void store_any(void* p, long long i, float v) {
+  if constexpr (TY == 2) {
+    static_cast<float*>(p)[i] = v;
+  } else {
+    unsigned short h;
+    if constexpr (TY == 0)
+      asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    else
+      asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    static_cast<unsigned short*>(p)[i] = h;
+  }
+}
+
+// Output (t, o) of batch b from its sums (a GLU's gate and up): alpha, beta * C, the fused chain with D's coordinates,
+// D's element. `ep` is the batch's (at_batch).
+template <int OUT, int CT, bool HAS_C, bool VEC_M, bool ALPHA_ONE, class Chain>
+struct Output {
+  using Params = typename ChainParams<Chain>::type;
+  static constexpr bool kFused = ChainParams<Chain>::kFused;
+
+  __device__ __forceinline__ static Params at_batch(const Params& ep, int b) {
+    if constexpr (kFused)
+      return ep.at_batch(b);
+    else
+      return ep;
+  }
+
+  __device__ __forceinline__ static void store(const GemvParams& p, const Params& ep, int b, int t, int o, float g,
+                                               float up) {
+    if constexpr (!ALPHA_ONE) {
+      g *= p.alpha;
+      up *= p.alpha;
+    }
+    const long long m = VEC_M ? t : o, n = VEC_M ? o : t;  // D's coordinates
+    float v = g;
+    if constexpr (HAS_C) v += p.beta * load_any<CT>(p.c, b * p.c_batch + t * p.c_t + o * p.c_r);
+    if constexpr (Chain::kGlu)
+      v = Chain::apply_glu(g, up, m, n, ep);
+    else if constexpr (kFused)
+      v = Chain::apply(v, m, n, ep);
+    store_any<OUT>(p.d, b * p.d_batch + t * p.d_t + o * p.d_r, v);
+  }
+};
+
+}  // namespace gt_gemv
