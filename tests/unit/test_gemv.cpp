@@ -2,7 +2,9 @@
 // every enumerated config of a few decode problems with zero spills.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -115,15 +117,23 @@ TEST(GemvConfig, Enumeration) {
   bool both[2] = {};
   for (const auto& c : gemv::enumerate_configs(decode(6, 8, 512), kDev)) both[c.vec_m] = true;
   EXPECT_TRUE(both[0] && both[1]);
-  // Best first, every config valid.
+  // Every config valid; the best estimate first, then the best of each other (kernel, ksplit) family, then the rest
+  // by estimate.
   const Problem p = decode(1, 4096, 14336);
-  double prev = 0;
+  std::vector<std::pair<bool, int>> fams;
+  size_t head = 0;
   for (const auto& c : m1) {
     EXPECT_EQ(gemv::config_reason(c, p, kDev), "") << c.str();
-    const double cost = gemv::estimate_cost(c, p, kDev);
-    EXPECT_GE(cost, prev) << c.str();
-    prev = cost;
+    EXPECT_GE(gemv::estimate_cost(c, p, kDev), gemv::estimate_cost(m1.front(), p, kDev)) << c.str();
+    if (std::find(fams.begin(), fams.end(), std::pair<bool, int>{c.mma, c.ksplit}) == fams.end()) {
+      EXPECT_EQ(head, fams.size()) << "family of " << c.str() << " not in the head";
+      fams.push_back({c.mma, c.ksplit});
+      ++head;
+    }
   }
+  EXPECT_EQ(fams.size(), 8u);  // both kernels x ksplit 1, 2, 4, 8
+  for (size_t i = fams.size() + 1; i < m1.size(); ++i)
+    EXPECT_LE(gemv::estimate_cost(m1[i - 1], p, kDev), gemv::estimate_cost(m1[i], p, kDev)) << m1[i].str();
   // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most
   // SMs idle).
   EXPECT_GT(gemv::enumerate_configs(decode(1, 256, 65536), kDev).front().ksplit, 1);

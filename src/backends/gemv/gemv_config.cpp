@@ -189,14 +189,18 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double per_sm = ctas / sms;
   const double imbalance = per_sm <= resident ? std::ceil(per_sm) / per_sm : 1.0 + 1.0 / std::ceil(per_sm / resident);
   const double w_bytes = static_cast<double>(v.r) * v.k * 2 * v.batch;
-  const double mem_us = w_bytes / (4.0e12 * mlp) * 1e6 * std::min(imbalance, 2.0);
+  // K slices cost their meeting and the CTA's slowest warp: 2% a slice (mma=1 at 8x28672x4096: ksplit 1 ran 62.4 us,
+  // 2 and 8 the model's picks 68-71).
+  const double mem_us = w_bytes / (4.0e12 * mlp) * 1e6 * std::min(imbalance, 2.0) * (1 + 0.02 * (c.ksplit - 1));
   // Warp instructions: per 8-element W chunk 8 FMAs a vector, W's unpack, the vectors' loads and unpacks per row;
   // per warp the reductions (5 shuffles a sum), shared memory and the epilogue.
   const double issue = sms * 4 * 1.7e9;
   const double chunks = static_cast<double>(v.r) * v.k / 8.0 * v.batch;
   // With mma=1 per 32 k and m-block: two W loads, 2 n-blocks' mmas, the vectors' loads shared by the m-blocks.
+  // (The CUDA-core kernel measured about twice its instruction count in issue slots: 8 vectors at 8x28672x4096 ran
+  // 100-135 us, the count says 55.)
   const double alu_us = c.mma ? chunks / 64.0 * (2 + 2 * nb + nb / mb + 2) / issue * 1e6
-                              : chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
+                              : 2 * chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
   const double warp_us = ctas * c.warps * (c.mma ? 8 * mb * nb * (c.ksplit + 1) + 60 : nr * t * 6 + 60) / issue * 1e6;
   return std::max(mem_us, alu_us) + warp_us + 3.0 + (c.ksplit > 1 ? 0.3 : 0.0);
 }
@@ -224,8 +228,22 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<std::pair<double, size_t>> ranked;
   for (size_t i = 0; i < out.size(); ++i) ranked.push_back({estimate_cost(out[i], p, dev), i});
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // The head of the list holds the best of each (kernel, ksplit) family, best family first, then the rest by cost:
+  // which family wins turns on how many warps an SM holds and what the K slices cost, which the model reads only
+  // roughly (on the H200, at 4096 weight rows ksplit 8 of the mma kernel was fastest, at 28672 ksplit 1; the model
+  // alone put the winner 8th-60th at some problems), and the tuner times the first 8.
   std::vector<Config> sorted;
-  for (const auto& [cost, i] : ranked) sorted.push_back(out[i]);
+  std::vector<bool> taken(out.size(), false);
+  std::vector<std::pair<bool, int>> families;
+  for (const auto& [cost, i] : ranked) {
+    const std::pair<bool, int> f{out[i].mma, out[i].ksplit};
+    if (std::find(families.begin(), families.end(), f) != families.end()) continue;
+    families.push_back(f);
+    sorted.push_back(out[i]);
+    taken[i] = true;
+  }
+  for (const auto& [cost, i] : ranked)
+    if (!taken[i]) sorted.push_back(out[i]);
   return sorted;
 }
 
