@@ -94,6 +94,7 @@ TEST(GemvConfig, Reasons) {
             "");
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=32,ksplit=1,unroll=4,mma=1"), t12, kDev),
                   "must be <= 24"));
+  EXPECT_TRUE(has(gemv::problem_reason(decode(64, 8, 4096, "silu_glu"), kDev), "needs M <= 16"));
   // A GLU pairs B's columns (the weights' rows): only the vec=m orientation.
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
                                       decode(4, 8, 4096, "silu_glu"), kDev),

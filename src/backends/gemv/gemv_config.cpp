@@ -109,6 +109,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (p.m > kMaxVectors && p.n > kMaxVectors)
     return "gemv: needs M <= " + std::to_string(kMaxVectors) + " or N <= " + std::to_string(kMaxVectors) +
            " (the vectors), got M=" + std::to_string(p.m) + ", N=" + std::to_string(p.n);
+  if (p.epilogue.has_glu() && p.m > kMaxVectors)
+    return "gemv: a GLU pairs B's columns (the weights' rows), so the vectors must be A's rows: needs M <= " +
+           std::to_string(kMaxVectors) + ", got M=" + std::to_string(p.m);
   if (p.a.layout != Layout::row || p.b.layout != Layout::col)
     return "gemv: A must be row-major and B column-major (both K-contiguous, as x·Wᵀ with W stored [N, K] like "
            "torch.nn.Linear's weight), got A " + std::string(layout_name(p.a.layout)) + ", B " +
