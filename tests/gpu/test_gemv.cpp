@@ -1,16 +1,14 @@
 // gemv backend on the GPU (both kernels: CUDA-core FMAs and mma=1): 1-16 vectors as the problem's rows (vec=m) or
-// columns (vec=n), ragged row counts and K (K % 8 != 0, K % 64 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out, D row- and column-major, C with beta, batches with a
-// broadcast weight matrix, padded leading dimensions, fused chains (GLU halves and interleaved), many configs per
-// problem. Fresh random inputs, D poisoned with NaN (padding included: writes outside fail too), normalized error
-// against the double-precision CPU reference (gpu_test_util.h). Kernels are compiled in parallel first.
+// columns (vec=n), ragged row counts and K (K % 8 != 0, K % 64 != 0, K < 8), bf16 / f16 in, bf16 / f16 / f32 out,
+// D row- and column-major, C with beta, batches with a broadcast weight matrix, padded leading dimensions, fused
+// chains (GLU halves and interleaved), many configs per problem; checked by gpu_jobs.h (fresh random inputs, D
+// poisoned, the double-precision reference; kernels compiled in parallel first).
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends/gemv/gemv_backend.h"
@@ -19,13 +17,11 @@
 #include "cuda/memory.h"
 #include "gemmtune/device.h"
 #include "gemmtune/errors.h"
+#include "gpu_jobs.h"
 #include "gpu_test_util.h"
-#include "jit/thread_pool.h"
 
 namespace gemmtune {
 namespace {
-
-constexpr double kTolerance = 1e-2;
 
 struct Spec {
   int64_t m, n, k, batch;
@@ -59,47 +55,7 @@ Problem make(const Spec& s) {
   return p;
 }
 
-cuda::DeviceBuffer upload(const std::vector<uint8_t>& v) {
-  if (v.empty()) return {};
-  cuda::DeviceBuffer buf(v.size());
-  buf.upload(v.data(), v.size());
-  return buf;
-}
-
-struct Job {
-  Problem p;
-  Candidate cand;
-  CompileResult cr;
-  std::string compile_error;
-};
-
-std::string run_job(const Job& j, std::mt19937_64& rng) {
-  const Problem& p = j.p;
-  if (!j.compile_error.empty()) return "compile: " + j.compile_error;
-  if (j.cr.spill_bytes != 0) return "spills " + std::to_string(j.cr.spill_bytes);
-  auto exe = make_gemv_backend()->load(p, j.cand, j.cr);
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
-  std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = test::random_operand(p, 'C', rng);
-  const test::EpilogueData e = test::random_epilogue(p, rng);
-  const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, c), e);
-  auto da = upload(a), db = upload(b), dc = upload(c), bias = upload(e.bias), res = upload(e.residual),
-       rs = upload(e.row_scale), cs = upload(e.col_scale);
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
-  auto dd = upload(d);
-  GemmArgs args{da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()};
-  args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
-  cuda::StreamOwner s;
-  exe->launch(args, s.get());
-  exe->launch(args, s.get());
-  s.sync();
-  dd.download(d.data(), d.size());
-  const double err = test::normalized_error(p, d, ref);
-  const int64_t outside = test::written_outside(p, d);
-  if (!(err <= kTolerance) || outside)
-    return "err=" + std::to_string(err) + " bytes-written-outside=" + std::to_string(outside);
-  return "";
-}
+using test::Job;
 
 class GemvGpu : public ::testing::Test {
  protected:
@@ -109,35 +65,7 @@ class GemvGpu : public ::testing::Test {
     cuda::ensure_context();
   }
 
-  // Compiles every job in parallel, runs each, expects all correct; returns how many ran.
-  static size_t run_all(std::vector<Job>& jobs) {
-    auto be = make_gemv_backend();
-    const DeviceInfo dev = current_device();
-    const auto t0 = std::chrono::steady_clock::now();
-    jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
-      try {
-        jobs[i].cr = be->compile(jobs[i].p, jobs[i].cand, dev);
-      } catch (const std::exception& e) {
-        jobs[i].compile_error = e.what();
-      }
-    });
-    std::printf("%zu jobs compiled in %.1f s\n", jobs.size(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    std::mt19937_64 rng(std::random_device{}());
-    int failed = 0;
-    for (const Job& j : jobs) {
-      std::string r;
-      try {
-        r = run_job(j, rng);
-      } catch (const std::exception& e) {
-        r = std::string("threw: ") + e.what();
-      }
-      if (!r.empty()) ++failed;
-      EXPECT_EQ(r, "") << j.cand.str() << " on " << j.p.str();
-    }
-    std::printf("%zu jobs run, %d failed\n", jobs.size(), failed);
-    return jobs.size();
-  }
+  static size_t run_all(std::vector<Job>& jobs) { return test::run_jobs(*make_gemv_backend(), jobs); }
 };
 
 // Every enumerated config of each problem is a candidate the tuner may pick: the first four and every fifth of the

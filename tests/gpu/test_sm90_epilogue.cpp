@@ -5,11 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends/sm90/sm90_backend.h"
@@ -18,13 +16,11 @@
 #include "cuda/memory.h"
 #include "gemmtune/device.h"
 #include "gemmtune/errors.h"
+#include "gpu_jobs.h"
 #include "gpu_test_util.h"
-#include "jit/thread_pool.h"
 
 namespace gemmtune {
 namespace {
-
-constexpr double kTolerance = 1e-2;
 
 struct Shape {
   int64_t m, n, k, batch;
@@ -52,49 +48,7 @@ Problem make(const Shape& s, const std::string& chain, Layout ld, DType out, Lay
   return p;
 }
 
-cuda::DeviceBuffer upload(const std::vector<uint8_t>& v) {
-  if (v.empty()) return {};
-  cuda::DeviceBuffer buf(v.size());
-  buf.upload(v.data(), v.size());
-  return buf;
-}
-
-struct Job {
-  Problem p;
-  Candidate cand;
-  CompileResult cr;
-  std::string compile_error;
-};
-
-// Runs one compiled job; "" or a failure description.
-std::string run_job(const Job& j, std::mt19937_64& rng) {
-  const Problem& p = j.p;
-  if (!j.compile_error.empty()) return "compile: " + j.compile_error;
-  if (j.cr.spill_bytes != 0) return "spills " + std::to_string(j.cr.spill_bytes);
-  auto be = make_sm90_backend();
-  auto exe = be->load(p, j.cand, j.cr);
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
-  std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = test::random_operand(p, 'C', rng);
-  const test::EpilogueData e = test::random_epilogue(p, rng);
-  const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, c), e);
-  auto da = upload(a), db = upload(b), dc = upload(c), bias = upload(e.bias), res = upload(e.residual),
-       rs = upload(e.row_scale), cs = upload(e.col_scale);
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
-  auto dd = upload(d);
-  GemmArgs args{da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()};
-  args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
-  cuda::StreamOwner s;
-  exe->launch(args, s.get());
-  exe->launch(args, s.get());  // twice: the second launch reuses the tensor maps
-  s.sync();
-  dd.download(d.data(), d.size());
-  const double err = test::normalized_error(p, d, ref);
-  const int64_t outside = test::written_outside(p, d);
-  if (!(err <= kTolerance) || outside)
-    return "err=" + std::to_string(err) + " bytes-written-outside=" + std::to_string(outside);
-  return "";
-}
+using test::Job;
 
 // Up to `n` candidates of the problem, spread over schedules and cluster shapes.
 std::vector<Candidate> pick(const Problem& p, size_t n, size_t rot) {
@@ -167,31 +121,7 @@ TEST_F(Sm90EpilogueGpu, ChainsLayoutsShapesConfigs) {
       }
     }
   }
-  auto be = make_sm90_backend();
-  const DeviceInfo dev = current_device();
-  const auto t0 = std::chrono::steady_clock::now();
-  jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
-    try {
-      jobs[i].cr = be->compile(jobs[i].p, jobs[i].cand, dev);
-    } catch (const std::exception& e) {
-      jobs[i].compile_error = e.what();
-    }
-  });
-  std::printf("%zu jobs compiled in %.1f s\n", jobs.size(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  std::mt19937_64 rng(std::random_device{}());
-  int failed = 0;
-  for (const Job& j : jobs) {
-    std::string r;
-    try {
-      r = run_job(j, rng);
-    } catch (const std::exception& e) {
-      r = std::string("threw: ") + e.what();
-    }
-    if (!r.empty()) ++failed;
-    EXPECT_EQ(r, "") << j.cand.str() << " on " << j.p.str();
-  }
-  std::printf("%zu jobs run, %d failed\n", jobs.size(), failed);
+  test::run_jobs(*make_sm90_backend(), jobs);
   EXPECT_GT(jobs.size(), 60u);
 }
 
@@ -222,7 +152,7 @@ static void run_chains(const std::vector<const char*>& chains, const std::vector
     std::string r;
     try {
       j.cr = be->compile(j.p, j.cand, dev);
-      r = run_job(j, rng);
+      r = test::run_job(*be, j, rng);
     } catch (const std::exception& e) {
       r = std::string("threw: ") + e.what();
     }
