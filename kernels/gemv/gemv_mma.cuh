@@ -11,8 +11,9 @@
 // fragment registers {a0, a2} (row g), {a1, a3} (row g + 8) and {b0, b1}: mma position 2q + {0, 1} is k = k0 + 4j +
 // {0, 1}, position 2q + 8 + {0, 1} is k = k0 + 4j + 2 + {0, 1}, for A and B alike. A step is 64 k: k0 = 16q and
 // 16q + 8, so a quad reads a whole 128-byte line of each row (with 32-k steps and one load per row, half-lines:
-// 3.4 TB/s at 4x4096x14336, bench/NOTES.md step 21). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1
-// column g at k 2q, 2q + 1 and k + 8; c0, c1 row g at columns 2q, 2q + 1; c2, c3 row g + 8.)
+// 3.4 TB/s at 4x4096x14336, bench/NOTES.md step 21). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at
+// k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1 column g at k 2q, 2q + 1 and k + 8; c0, c1 row g at columns 2q,
+// 2q + 1; c2, c3 row g + 8.)
 //
 // Work split as gemv_kmajor: a CTA of WARPS warps owns WARPS / KSPLIT row groups of MB x 16 W rows; KSPLIT warps
 // split a group's K in slices of whole 64-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are

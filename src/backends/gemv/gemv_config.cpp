@@ -164,7 +164,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   return "";
 }
 
-int64_t grid_x(const Config& c, const View& v) { return cdiv(v.r_out, static_cast<int64_t>(c.rows) * (c.warps / c.ksplit)); }
+int64_t grid_x(const Config& c, const View& v) {
+  return cdiv(v.r_out, static_cast<int64_t>(c.rows) * (c.warps / c.ksplit));
+}
 
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Fitted to every config of ten decode problems timed side by side on the H200 (bench/NOTES.md step 21): the

@@ -5,8 +5,8 @@
 // vec: which of the problem's dimensions holds the few vectors (m: M rows of A against B's N columns as the matrix;
 // n: N columns of B against A's M rows; at most 8 vectors, 16 with mma=1); warps per CTA; rows: output rows per warp
 // (1-4; with mma=1 m-blocks of 16 weight rows: 16 or 32, or 8 or 16 with a GLU, whose m-blocks hold 8 gate and 8 up
-// rows); ksplit: warps that share one row group's K; unroll: 16-byte chunks (mma=1: 64-k steps, two chunks) of each weight row
-// a lane has in flight.
+// rows); ksplit: warps that share one row group's K; unroll: 16-byte chunks (mma=1: 64-k steps, two chunks) of each
+// weight row a lane has in flight.
 // The single validity function serves enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
