@@ -33,12 +33,6 @@ struct HostGemvParams {
 };
 static_assert(sizeof(HostGemvParams) == 128, "HostGemvParams must mirror gt_gemv::GemvParams");
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
-
 // The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
 // a GPU is an sm_90 one).
 std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
@@ -66,7 +60,7 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
 
 std::string kernel_name(const std::string& source) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "gt_gemv_%016llx", static_cast<unsigned long long>(fnv1a(source)));
+  std::snprintf(buf, sizeof buf, "gt_gemv_%016llx", static_cast<unsigned long long>(jit::name_hash(source)));
   return buf;
 }
 

@@ -24,12 +24,6 @@ namespace {
 using sm90::Config;
 using sm90::KernelView;
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
-
 // The compile-time problem class: what the kernel template is specialised on besides the config.
 std::string problem_class(const KernelView& v) {
   return std::string("amn=") + (v.a_mn ? "1" : "0") + ",bmn=" + (v.b_mn ? "1" : "0") + ",in=" + std::to_string(v.a.type) +
@@ -84,7 +78,7 @@ Config kernel_config(Config c) {
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
-                static_cast<unsigned long long>(fnv1a(c.str() + "|" + problem_class(v) +
+                static_cast<unsigned long long>(jit::name_hash(c.str() + "|" + problem_class(v) +
                                                       (epi_class.empty() ? "" : "|" + epi_class))));
   return buf;
 }
