@@ -1,5 +1,8 @@
 #include "core/epilogue_codegen.h"
 
+#include <cstdint>
+#include <utility>
+
 #include "gemmtune/errors.h"
 
 namespace gemmtune::epi {
@@ -80,6 +83,15 @@ EpiParams make_params(const Problem& p, const GemmArgs& args) {
   e.res_row = p.d.layout == Layout::row;
   e.glu_half = p.n / 2;
   return e;
+}
+
+bool operands_aligned(const Problem& p, const EpiParams& e, int elems) {
+  const std::pair<const void*, EpiOpKind> ops[] = {
+      {e.bias, p.epilogue.has(EpiOpKind::bias_row) ? EpiOpKind::bias_row : EpiOpKind::bias_col},
+      {e.residual, EpiOpKind::residual}, {e.row_scale, EpiOpKind::row_scale}, {e.col_scale, EpiOpKind::col_scale}};
+  for (const auto& [q, kind] : ops)
+    if (q && reinterpret_cast<uintptr_t>(q) % (dtype_size(p.epilogue_dtype(kind)) * elems) != 0) return false;
+  return true;
 }
 
 std::string elementwise_source(const Problem& p, DType in, const std::string& kernel_name) {

@@ -29,6 +29,9 @@ struct EpiParams {
 // From the problem (residual geometry = D's, glu_half = N/2) and the call's pointers. Throws gemmtune::Error when
 // the chain needs a pointer that is null.
 EpiParams make_params(const Problem& p, const GemmArgs& args);
+// True when every operand pointer of `e` is aligned to `elems` of its own dtype (a kernel reading one element, or a
+// pair of them, at a time).
+bool operands_aligned(const Problem& p, const EpiParams& e, int elems = 1);
 
 // Host mirror of gemmtune_epi::EwParams: the separate elementwise epilogue kernel.
 struct EwParams {

@@ -57,6 +57,18 @@ Problem make(const Spec& s) {
 
 using test::Job;
 
+// The gemv candidates of a test problem; a problem the checks refuse, or one with no candidate, fails the test.
+std::vector<Candidate> candidates(const Problem& p) {
+  if (std::string why = p.check(); !why.empty()) {
+    ADD_FAILURE() << "bad test problem " << p.str() << ": " << why;
+    return {};
+  }
+  auto be = make_gemv_backend();
+  const auto all = be->enumerate(p, current_device());
+  EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+  return all;
+}
+
 class GemvGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -92,17 +104,12 @@ TEST_F(GemvGpu, ShapesLayoutsConfigs) {
       {3000, 13, 520, 1, "", bf, bf, R, false, 8, false, false},   // vec=n, 13 columns
       {9, 100, 24, 1, "", bf, f16, R, true, 0, false, false},      // K < 64: only the ragged step
   };
-  auto be = make_gemv_backend();
   std::vector<Job> jobs;
   size_t rot = 0;
   for (const Spec& s : specs) {
     const Problem p = make(s);
-    if (std::string why = p.check(); !why.empty()) {
-      ADD_FAILURE() << "bad test problem " << p.str() << ": " << why;
-      continue;
-    }
-    const auto all = be->enumerate(p, current_device());
-    EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+    const auto all = candidates(p);
+    if (all.empty()) continue;
     bool mma[2] = {};
     for (size_t i = 0; i < all.size(); ++i)
       if (i < 4 || (i + rot) % 5 == 0) {
@@ -128,7 +135,6 @@ TEST_F(GemvGpu, Chains) {
     int64_t m, n, k, batch;
   };
   const Sh shapes[] = {{1, 1024, 1000, 1}, {5, 384, 264, 3}, {700, 3, 200, 2}, {13, 640, 136, 1}};
-  auto be = make_gemv_backend();
   std::vector<Job> jobs;
   int v = 0;
   for (const char* chain : chains) {
@@ -141,12 +147,8 @@ TEST_F(GemvGpu, Chains) {
                      v % 3 == 0 ? DType::f32 : DType::bf16, d, !glu && v % 4 == 1, (v % 2) * 8, v % 3 == 1,
                      v % 5 == 2};
         const Problem p = make(s);
-        if (std::string why = p.check(); !why.empty()) {
-          ADD_FAILURE() << "bad test problem " << p.str() << ": " << why;
-          continue;
-        }
-        const auto all = be->enumerate(p, current_device());
-        EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+        const auto all = candidates(p);
+        if (all.empty()) continue;
         for (size_t i = 0; i < all.size() && i < 3; ++i) jobs.push_back({p, all[(i * 7 + v) % all.size()], {}, {}});
         // and the best-ranked config of the other kernel than the first pick's
         const bool first_mma = gemv::Config::parse(all[v % all.size()].config).mma;
@@ -174,8 +176,8 @@ TEST_F(GemvGpu, MisalignedPointerThrows) {
     q.epilogue = parse_epilogue("bias");
     return q.resolve();
   }();
-  auto fe = be->load(f, be->enumerate(f, current_device()).front(),
-                     be->compile(f, be->enumerate(f, current_device()).front(), current_device()));
+  const Candidate fc = be->enumerate(f, current_device()).front();
+  auto fe = be->load(f, fc, be->compile(f, fc, current_device()));
   EXPECT_THROW(fe->launch({a.get(), b.get(), nullptr, d.get()}, nullptr), Error);  // the bias is missing
 }
 

@@ -79,6 +79,21 @@ class GemvExecutable final : public Executable {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
     grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
+    // Everything but the pointers is fixed per problem: set once, the launches fill in w, x, d, c.
+    params_.ldw = view_.ldw;
+    params_.w_batch = view_.w_batch;
+    params_.ldx = view_.ldx;
+    params_.x_batch = view_.x_batch;
+    params_.d_t = view_.d_t;
+    params_.d_r = view_.d_r;
+    params_.d_batch = view_.d_batch;
+    params_.c_t = view_.c_t;
+    params_.c_r = view_.c_r;
+    params_.c_batch = view_.c_batch;
+    params_.alpha = p.alpha;
+    params_.beta = p.beta;
+    params_.rows = static_cast<int>(view_.r_out);
+    params_.k = static_cast<int>(view_.k);
   }
 
   const Candidate& candidate() const override { return cand_; }
@@ -94,36 +109,16 @@ class GemvExecutable final : public Executable {
       GT_REQUIRE(args.c, "gemv: C pointer is null but beta != 0");
       GT_REQUIRE(aligned(args.c, dtype_size(problem_.c.dtype)), "gemv: C pointer is not element-aligned");
     }
-    HostGemvParams hp{};
+    HostGemvParams hp = params_;
     hp.w = view_.w_is_b ? args.b : args.a;
     hp.x = view_.w_is_b ? args.a : args.b;
-    hp.ldw = view_.ldw;
-    hp.w_batch = view_.w_batch;
-    hp.ldx = view_.ldx;
-    hp.x_batch = view_.x_batch;
     hp.d = args.d;
-    hp.d_t = view_.d_t;
-    hp.d_r = view_.d_r;
-    hp.d_batch = view_.d_batch;
     hp.c = has_c ? args.c : nullptr;
-    hp.c_t = view_.c_t;
-    hp.c_r = view_.c_r;
-    hp.c_batch = view_.c_batch;
-    hp.alpha = problem_.alpha;
-    hp.beta = has_c ? problem_.beta : 0.0f;
-    hp.rows = static_cast<int>(view_.r_out);
-    hp.k = static_cast<int>(view_.k);
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
       ep = epi::make_params(problem_, args);  // throws naming a missing operand
-      for (const auto& [q, kind] :
-           {std::pair<const void*, EpiOpKind>{ep.bias, problem_.epilogue.has(EpiOpKind::bias_row)
-                                                           ? EpiOpKind::bias_row
-                                                           : EpiOpKind::bias_col},
-            {ep.residual, EpiOpKind::residual}, {ep.row_scale, EpiOpKind::row_scale},
-            {ep.col_scale, EpiOpKind::col_scale}})
-        GT_REQUIRE(!q || aligned(q, dtype_size(problem_.epilogue_dtype(kind))),
-                   "gemv: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
+      GT_REQUIRE(epi::operands_aligned(problem_, ep),
+                 "gemv: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
     }
     void* kargs[2] = {&hp, &ep};
     GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), 1, 32u * cfg_.warps, 1, 1, 0,
@@ -138,6 +133,7 @@ class GemvExecutable final : public Executable {
   std::shared_ptr<const jit::Cubin> cubin_;
   CUfunction fn_ = nullptr;
   unsigned grid_x_ = 1;
+  HostGemvParams params_{};  // the launch parameters but the pointers
 };
 
 class GemvBackend final : public Backend {

@@ -213,23 +213,17 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
 std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Config> out;
   if (!problem_reason(p, dev).empty()) return out;
-  for (bool vec_m : {true, false})
-    for (int warps : {4, 8})
-      for (int rows : {1, 2, 4})
-        for (int ksplit : {1, 2, 4, 8})
-          for (int unroll : {2, 4, 8}) {
-            const Config c{vec_m, warps, rows, ksplit, unroll, false};
-            if (config_reason(c, p, dev).empty()) out.push_back(c);
-          }
+  // The CUDA-core kernel: 1-4 output rows per warp, 2-8 chunks in flight; mma=1: one or two m-blocks, 1-8 steps.
   const int mrows = p.epilogue.has_glu() ? 8 : 16;
-  for (bool vec_m : {true, false})
-    for (int warps : {4, 8})
-      for (int rows : {mrows, 2 * mrows})
-        for (int ksplit : {1, 2, 4, 8})
-          for (int unroll : {1, 2, 4, 8}) {
-            const Config c{vec_m, warps, rows, ksplit, unroll, true};
-            if (config_reason(c, p, dev).empty()) out.push_back(c);
-          }
+  for (bool mma : {false, true})
+    for (bool vec_m : {true, false})
+      for (int warps : {4, 8})
+        for (int rows : mma ? std::vector<int>{mrows, 2 * mrows} : std::vector<int>{1, 2, 4})
+          for (int ksplit : {1, 2, 4, 8})
+            for (int unroll : {1, 2, 4, 8}) {
+              const Config c{vec_m, warps, rows, ksplit, unroll, mma};
+              if ((mma || unroll > 1) && config_reason(c, p, dev).empty()) out.push_back(c);
+            }
   std::vector<std::pair<double, size_t>> ranked;
   for (size_t i = 0; i < out.size(); ++i) ranked.push_back({estimate_cost(out[i], p, dev), i});
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

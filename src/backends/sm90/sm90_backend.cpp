@@ -239,14 +239,10 @@ class Sm90Executable final : public Executable {
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
       ep = epi::make_params(problem_, args);  // throws naming a missing operand
-      const std::pair<const void*, EpiOpKind> ops[] = {
-          {ep.bias, problem_.epilogue.has(EpiOpKind::bias_row) ? EpiOpKind::bias_row : EpiOpKind::bias_col},
-          {ep.residual, EpiOpKind::residual}, {ep.row_scale, EpiOpKind::row_scale}, {ep.col_scale, EpiOpKind::col_scale}};
-      for (const auto& [q, kind] : ops)
-        GT_REQUIRE(!q || aligned(q, dtype_size(problem_.epilogue_dtype(kind)) * (flags_.vec_ops ? 2 : 1)),
-                   std::string("sm90: an epilogue operand pointer is not ") +
-                       (flags_.vec_ops ? "aligned to two elements (this kernel reads operands in pairs)"
-                                       : "element-aligned") + " (" + cand_.str() + ")");
+      GT_REQUIRE(epi::operands_aligned(problem_, ep, flags_.vec_ops ? 2 : 1),
+                 std::string("sm90: an epilogue operand pointer is not ") +
+                     (flags_.vec_ops ? "aligned to two elements (this kernel reads operands in pairs)"
+                                     : "element-aligned") + " (" + cand_.str() + ")");
     }
     void* kargs[6] = {&maps_[0], &maps_[1], &maps_[2], &maps_[3], &params, &ep};
     CUlaunchAttribute attr;
