@@ -10,11 +10,14 @@ fresh Inductor cache directory per run unless --inductor-cache names one) and wh
 (`inductor_pick`, read from the generated code: "aten" = cuBLAS through ATen, or the Triton template with its
 BLOCK_M/N/K, stages and warps).
 
-Timing: triton.testing.do_bench (median of its repetitions, L2 flushed between runs) of each mode captured in a CUDA
-graph (replays: the same small host cost per launch for both modes), eager and compiled alternating for --rounds
-rounds (median of the rounds), random normal bf16 inputs; outputs checked against fp64.
-gemmtune's own harness (rotating buffers totalling >= 2x L2, per-launch CUDA events, launches interleaved) is
-another process: compare through the cuBLAS anchor each harness measured itself (--gemmtune-json prints that table).
+Timing: each mode captured in CUDA graphs (replays: the same small host cost per launch for both modes), eager and
+compiled alternating for --rounds rounds (median of the rounds), random normal bf16 inputs; outputs checked against
+fp64. --timing rotate (default) times it as gemmtune's harness does: one graph per input set, the sets rotated so that
+>= 2x L2 of other sets' data is read between two reads of one set, per-launch CUDA events, median. --timing flush
+uses triton.testing.do_bench (median; its L2 flush is a 256 MB memset before every run, which leaves L2 full of dirty
+lines that the timed kernel's reads then wait behind: on the H200 12-25% slower at decode sizes than a cold L2 of
+clean lines, bench/NOTES.md step 22). gemmtune's harness is another process: compare in absolute time (same
+timing) or through the cuBLAS anchor each harness measured itself (--gemmtune-json prints both).
 
 Epilogue semantics match gemmtune's (gemmtune/epilogue.h):
   none            y = x W^T
@@ -126,6 +129,42 @@ def graphed(f):
     return g.replay
 
 
+def timing_sets(set_bytes, l2_bytes):
+    """Input sets to rotate (gemmtune's timing_set_count, src/tuner/evaluate.cpp): >= 2x L2 of other sets between two
+    reads of one set, at least two, at most 64."""
+    others = -(-2 * l2_bytes // max(set_bytes, 1))
+    return min(others + 1, 64)
+
+
+def time_rotating(replays, rep_ms):
+    """Median us of per-launch CUDA events over about rep_ms of launches, launch i replaying replays[i % len]. Bursts
+    of launches are queued behind a GPU sleep so that the GPU does not wait on the host between them."""
+    import torch
+    ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+    n = len(replays)
+    for i in range(2 * n):
+        replays[i % n]()
+    e0, e1 = ev(), ev()
+    e0.record()
+    for i in range(20):
+        replays[i % n]()
+    e1.record()
+    torch.cuda.synchronize()
+    per_ms = max(e0.elapsed_time(e1) / 20, 1e-3)
+    iters = int(min(5000, max(100, rep_ms / per_ms)))
+    starts, ends = [ev() for _ in range(iters)], [ev() for _ in range(iters)]
+    burst = 200
+    for b0 in range(0, iters, burst):
+        torch.cuda._sleep(4_000_000)  # ~2 ms: the host queues the burst meanwhile
+        for i in range(b0, min(iters, b0 + burst)):
+            starts[i].record()
+            replays[i % n]()
+            ends[i].record()
+    torch.cuda.synchronize()
+    us = sorted(1e3 * s.elapsed_time(e) for s, e in zip(starts, ends))
+    return us[len(us) // 2]
+
+
 def set_inductor_options(pairs):
     """--inductor-option KEY=VALUE: torch._inductor.config.KEY = literal VALUE; an unknown key is an error."""
     import ast
@@ -214,14 +253,23 @@ def run(args, root):
                 raise SystemExit(f"{shape['name']}: torch.compile output error {err:.3g} against fp64")
             fns["compile"] = lambda: cfn(x, w, b, r)
             row.update({"compile_error": err, "autotune_s": autotune_s, "inductor_pick": inductor_pick(codes)})
-        # The two modes alternate --rounds times (the GPU's clocks drift with its power state between do_bench calls);
-        # each mode's median over the rounds counts.
-        if not args.no_graphs:
+        # The two modes alternate --rounds times (the GPU's clocks drift with its power state between timings); each
+        # mode's median over the rounds counts.
+        if args.timing == "rotate":
+            set_bytes = sum(t.numel() * t.element_size() for t in (x, w, b, r))
+            nsets = timing_sets(set_bytes, torch.cuda.get_device_properties(dev).L2_cache_size)
+            sets = [(x, w, b, r)] + [inputs(shape, dev) for _ in range(nsets - 1)]
+            fns = {"eager": lambda s: fn(*s)} | ({"compile": lambda s: cfn(*s)} if "compile" in fns else {})
+            wrap = (lambda f, s: graphed(lambda: f(s))) if not args.no_graphs else (lambda f, s: lambda: f(s))
+            fns = {mode: [wrap(f, s) for s in sets] for mode, f in fns.items()}
+            row["timing_sets"] = nsets
+        elif not args.no_graphs:
             fns = {mode: graphed(f) for mode, f in fns.items()}
         times = {mode: [] for mode in fns}
         for _ in range(args.rounds):
             for mode, f in fns.items():
-                times[mode].append(do_bench(f, rep=args.rep, return_mode="median"))
+                times[mode].append(time_rotating(f, args.rep) / 1e3 if args.timing == "rotate" else
+                                   do_bench(f, rep=args.rep, return_mode="median"))
         for mode, ts in times.items():
             ms = statistics.median(ts)
             row.update({f"{mode}_us": ms * 1e3, f"{mode}_tflops": flops / (ms * 1e-3) / 1e12,
@@ -243,7 +291,9 @@ def write(out_path, suite, gpu, args, cache, options, rows):
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     meta = {"suite": suite.get("name"), "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
             "cuda": torch.version.cuda, "host": platform.node(),
-            "timing": "triton.testing.do_bench median" + ("" if args.no_graphs else " of CUDA-graph replays"),
+            "timing": ("median of per-launch CUDA events over rotated input sets (>= 2x L2 between reads of a set)"
+                       if args.timing == "rotate" else "triton.testing.do_bench median (256 MB memset between runs)")
+                      + ("" if args.no_graphs else ", CUDA-graph replays"),
             "modes": {"eager": "F.linear (cuBLAS) + separate elementwise ops",
                       "compile": "torch.compile(mode='max-autotune-no-cudagraphs')"},
             "autotune_s": "wall time of the first compiled call (trace, Inductor compile, autotune), cold cache "
@@ -261,16 +311,19 @@ def report(torch_json, gemmtune_json):
     """gemmtune (`gemmtune bench --json`) against Inductor, shape by shape. Each harness's time of its own cuBLAS anchor
     is the bridge: gemmtune's winner x cuBLASLt's default (its harness) and Inductor's pick x F.linear (this script's);
     their quotient is gemmtune x Inductor. Tuning time: gemmtune's tune wall (compile, verify, time; cold result cache
-    when the bench ran without one) against Inductor's autotune_s."""
+    when the bench ran without one) against Inductor's autotune_s. With --timing rotate (the same timing as
+    gemmtune's harness) the absolute quotient Inductor us / gemmtune us is printed too (`abs x ind`)."""
     with open(torch_json) as fh:
-        t = {r["name"]: r for r in json.load(fh)["results"]}
+        tj = json.load(fh)
+    t = {r["name"]: r for r in tj["results"]}
+    same_timing = tj["meta"].get("timing", "").startswith("median of per-launch")
     with open(gemmtune_json) as fh:
         g = json.load(fh)
     hdr = (f"{'name':24} | {'gemmtune us':>11} {'x cuBLAS':>8} | {'inductor us':>11} {'x cuBLAS':>8} | "
-           f"{'x inductor':>10} | {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
+           f"{'x inductor':>10} {'abs x ind':>9} | {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
     print(hdr)
     print("-" * len(hdr))
-    ratios, tune_g, tune_i = [], [], []
+    ratios, absolute, tune_g, tune_i = [], [], [], []
     for s in g["shapes"]:
         r = t.get(s["name"])
         if s.get("status") != "ok" or r is None or "compile_us" not in r:
@@ -281,14 +334,18 @@ def report(torch_json, gemmtune_json):
         tune = s.get("tune", {})
         tune_s = tune.get("wall_ms", float("nan")) / 1e3 if not tune.get("cache_hit") else float("nan")
         ratios.append(ours / ind)
+        absolute.append(r["compile_us"] / s["us"] if same_timing else float("nan"))
         if math.isfinite(tune_s):
             tune_g.append(tune_s)
             tune_i.append(r["autotune_s"])
         print(f"{s['name']:24} | {s['us']:11.1f} {ours:8.3f} | {r['compile_us']:11.1f} {ind:8.3f} | "
-              f"{ours / ind:10.3f} | {tune_s:6.1f} {r['autotune_s']:10.1f} | {s['winner']} / {r['inductor_pick']}")
+              f"{ours / ind:10.3f} {absolute[-1]:9.3f} | {tune_s:6.1f} {r['autotune_s']:10.1f} | {s['winner']} / {r['inductor_pick']}")
     if ratios:
         gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        print(f"geomean gemmtune x Inductor: {gm:.3f} over {len(ratios)} shapes")
+        print(f"geomean gemmtune x Inductor: {gm:.3f} over {len(ratios)} shapes (bridged by each harness's cuBLAS)")
+        if same_timing:
+            ga = math.exp(sum(math.log(x) for x in absolute) / len(absolute))
+            print(f"geomean Inductor us / gemmtune us: {ga:.3f} over {len(absolute)} shapes (same timing method)")
     if tune_g:
         print(f"tuning time, sum over {len(tune_g)} shapes: gemmtune {sum(tune_g):.1f} s, Inductor {sum(tune_i):.1f} s")
 
@@ -299,8 +356,10 @@ def main():
     ap.add_argument("--suite", default=os.path.join(root, "suites", "large.json"))
     ap.add_argument("--json", default=None, help="output JSON (default bench/results/torch_<suite>_<gpu>.json)")
     ap.add_argument("--no-compile", action="store_true", help="eager only (skip torch.compile)")
-    ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating do_bench rounds per mode (median counts)")
+    ap.add_argument("--timing", choices=["rotate", "flush"], default="rotate",
+                    help="rotate: input sets rotated, per-launch events (gemmtune's harness); flush: do_bench")
+    ap.add_argument("--rep", type=int, default=200, help="GPU time per timing (ms)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per mode (median counts)")
     ap.add_argument("--no-graphs", action="store_true",
                     help="time direct calls instead of CUDA-graph replays (host overhead then counts at small shapes)")
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",

@@ -36,12 +36,11 @@ class Bench {
     size_t free_b = 0, total_b = 0;
     GT_CU(cuMemGetInfo(&free_b, &total_b));
     const size_t ref_bytes = size_t(p.m * p.n_out() * p.batch) * sizeof(float);
-    const size_t want = size_t(2 * dev.l2_bytes) / std::max<size_t>(set_bytes, 1) + 1;
     const size_t fit = (free_b / 2 > ref_bytes ? free_b / 2 - ref_bytes : 0) / std::max<size_t>(set_bytes, 1);
     if (fit < 1)
       throw Error("problem needs " + std::to_string((set_bytes + ref_bytes) >> 20) + " MiB of GPU memory for "
                   "verification, only " + std::to_string(free_b >> 20) + " MiB free");
-    const size_t nsets = std::clamp<size_t>(want, 1, std::min<size_t>(fit, 64));
+    const size_t nsets = timing_set_count(set_bytes, size_t(dev.l2_bytes), fit);
     std::random_device rd;
     const uint64_t seed = (uint64_t(rd()) << 32) ^ rd();  // fresh inputs on every run
     for (size_t i = 0; i < nsets; ++i) {
@@ -176,7 +175,10 @@ int plan_iters(Bench& bench, const std::vector<Executable*>& exes, const TuneOpt
   return int(std::clamp<double>(std::max<double>(o.min_iters, want), o.min_iters, 5000));
 }
 
-// Per-launch CUDA-event timings, candidates interleaved round by round, buffer sets rotated.
+// Per-launch CUDA-event timings, candidates interleaved round by round in a fresh random order each round, buffer
+// sets rotated. The order changes because a launch's time can depend on the one before it: in a fixed order one
+// candidate of a mixed list ran 7-8% fast in every round behind the same neighbour at M = 1 on the H200 (bench/NOTES.md
+// step 22); shuffled, such a neighbour precedes it in few rounds and the median does not see it.
 std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Executable*>& exes, int iters) {
   const size_t n = exes.size();
   std::vector<std::vector<float>> us(n);
@@ -185,16 +187,21 @@ std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Exec
   std::vector<std::unique_ptr<cuda::Event>> ev(2 * chunk * n);
   for (auto& e : ev) e = std::make_unique<cuda::Event>();
   size_t set = 0;
+  std::mt19937 rng(12345);
+  std::vector<size_t> order(n);
+  for (size_t c = 0; c < n; ++c) order[c] = c;
   for (int done = 0; done < iters; done += chunk) {
     const int rounds = std::min(chunk, iters - done);
     gpu_spin(200000, bench.stream());  // the host queues the burst while the GPU waits
-    for (int r = 0; r < rounds; ++r)
-      for (size_t c = 0; c < n; ++c) {
+    for (int r = 0; r < rounds; ++r) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (size_t c : order) {
         auto& pair = ev[2 * (size_t(r) * n + c)];
         pair->record(bench.stream());
         exes[c]->launch(bench.args(set++), bench.stream());
         ev[2 * (size_t(r) * n + c) + 1]->record(bench.stream());
       }
+    }
     for (int r = 0; r < rounds; ++r)
       for (size_t c = 0; c < n; ++c)
         us[c].push_back(1e3f * ev[2 * (size_t(r) * n + c) + 1]->elapsed_ms_since(*ev[2 * (size_t(r) * n + c)]));
@@ -292,6 +299,12 @@ void time_side_by_side(const Problem& p, Bench& bench, std::vector<CandidateResu
 }
 
 }  // namespace
+
+size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit) {
+  set_bytes = std::max<size_t>(set_bytes, 1);
+  const size_t others = (2 * l2_bytes + set_bytes - 1) / set_bytes;  // sets read between two reads of one
+  return std::clamp<size_t>(others + 1, 1, std::clamp<size_t>(fit, 1, 64));
+}
 
 void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o, const EvaluateHooks& hooks) {
   cuda::ensure_context();

@@ -27,4 +27,10 @@ void evaluate(const Problem& p, std::vector<CandidateResult>& results, const Tun
 // Side-by-side timing: all candidates verified, then timed in interleaved rounds on the same buffers.
 void evaluate_interleaved(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& opts);
 
+// How many input buffer sets the timing rotates through (launch L reads set L % count): enough that at least 2x L2
+// of other sets' data is read between two reads of one set, hence never fewer than two, and at most `fit` (what GPU
+// memory holds; 64 at most). One set larger than L2 is not cold: every launch found lines of the previous launch's
+// in L2 (H200, 224 MiB of weights at M = 1: 51.9 us on one set against 55.3 on 2-8; bench/NOTES.md step 22).
+size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit);
+
 }  // namespace gemmtune

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gemmtune/gemm.h"
+#include "tuner/evaluate.h"
 #include "tuner/select.h"
 #include "tuner/worker_client.h"
 
@@ -113,4 +114,23 @@ TEST(TunerSelect, RunoffBandFromTheFourthFastestAndPickAmongTheRaced) {
   EXPECT_EQ(runoff_members(rs, true).size(), 7u);
   EXPECT_TRUE(runoff_members({rs[0], rs[7]}, false).empty());
   EXPECT_EQ(pick_winner({rs[7]}, {}), -1);
+}
+
+// The timing's buffer sets (H200: L2 60 MiB): at least 2x L2 of other sets between two reads of one set, so never a
+// single set when memory holds two (a 224 MiB set on its own ran 6% fast on the H200: the previous launch's lines).
+TEST(TunerTiming, BufferSetsKeepTwiceL2BetweenReadsOfOneSet) {
+  const size_t MiB = size_t(1) << 20, l2 = 60 * MiB;
+  EXPECT_EQ(timing_set_count(224 * MiB, l2, 100), 2u);  // 1x28672x4096 bf16 (one set before)
+  EXPECT_EQ(timing_set_count(112 * MiB, l2, 100), 3u);  // 1x4096x14336: 112 MiB between reads is < 120
+  EXPECT_EQ(timing_set_count(120 * MiB, l2, 100), 2u);  // exactly 2x L2
+  EXPECT_EQ(timing_set_count(32 * MiB, l2, 100), 5u);   // 4 others = 128 MiB (three = 96 MiB was one set short)
+  EXPECT_EQ(timing_set_count(4096, l2, 1000), 64u);     // tiny problems: capped
+  EXPECT_EQ(timing_set_count(224 * MiB, l2, 1), 1u);    // memory for one set only
+  EXPECT_EQ(timing_set_count(0, l2, 0), 1u);
+  for (size_t set = MiB; set < 2048 * MiB; set += 7 * MiB) {
+    const size_t n = timing_set_count(set, l2, 1 << 20);
+    EXPECT_GE(n, 2u) << set;
+    if (n < 64) EXPECT_GE((n - 1) * set, 2 * l2) << set;
+    if (n > 2) EXPECT_LT((n - 2) * set, 2 * l2) << set;  // no more than needed
+  }
 }
