@@ -8,6 +8,7 @@
 //   g++ -std=c++20 -O2 -Iinclude -I/usr/local/cuda/include scripts/timing_probe.cpp -Lbuild -lgemmtune \
 //       -L/usr/local/cuda/lib64 -lcudart -o build/timing_probe
 // Run: LD_LIBRARY_PATH=build build/timing_probe M N K "sets list" config [config ...]
+//   (env: SLOTS, ROUNDS, NOFLUSH=1 to skip the flush mode)
 //   e.g. build/timing_probe 1 4096 14336 "1 2 3 4 8" "gemv:vec=m,warps=8,rows=2,ksplit=1,unroll=4"
 #include <cuda_runtime.h>
 
@@ -108,7 +109,8 @@ int main(int argc, char** argv) {
     gemms[size_t(slot) % gemms.size()].run(a, st);
   };
   // Modes: 0 = flush (set 0 only), S > 0 = rotation over S sets.
-  std::vector<int> modes{0};
+  std::vector<int> modes;
+  if (!std::getenv("NOFLUSH")) modes.push_back(0);  // NOFLUSH=1: rotations only (e.g. under ncu)
   for (int s : set_counts) modes.push_back(s);
   for (int rep = 0; rep < 2; ++rep)
     for (int mode : modes) {

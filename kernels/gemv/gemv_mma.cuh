@@ -18,9 +18,17 @@
 // Work split as gemv_kmajor: a CTA of WARPS warps owns WARPS / KSPLIT row groups of MB x 16 W rows; KSPLIT warps
 // split a group's K in slices of whole 64-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
 // 8 gate rows and their 8 up rows, so c0, c1 (gate) and c2, c3 (up) of a lane belong to the same outputs.
+// RING > 0: the weights go through a per-warp ring of RING stages in shared memory (dynamic, ring_bytes()) filled
+// with cp.async, RING - 1 64-k steps in flight without holding registers; each lane copies 16-byte chunks of whole
+// 128-byte row lines (8 lanes a row), stored with the chunk index XOR (row % 8) so that the fragment reads
+// (ld.shared.v4: rows g and g + 8, chunk 2q + h) are free of bank conflicts. With RING = 0 the fragments are loaded
+// straight from global memory, UNROLL steps at a time in registers (ncu, H200, 16x4096x14336: 15 warps per SM with
+// 128 bytes in flight per lane reach 71% of DRAM bandwidth, where the CUDA-core kernel's 21 warps reach 80-88%,
+// bench/NOTES.md step 22).
 // Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); OUT / CT; HAS_C; WARPS; MB
-// (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight);
-// VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or gt_gemv::Plain). Parameters: gt_gemv::GemvParams.
+// (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight; 1 with
+// a ring); RING (stages, 0 = none); VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or gt_gemv::Plain).
+// Parameters: gt_gemv::GemvParams.
 #include "gemv/gemv_common.cuh"
 
 namespace gt_gemv {
@@ -50,12 +58,32 @@ __device__ __forceinline__ U4 ld_tail(const unsigned short* row, int k, int kend
             e[6] | (unsigned(e[7]) << 16)};
 }
 
-template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, bool VEC_M,
+__device__ __forceinline__ void cp_async16(unsigned smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ U4 ld_shared16(unsigned addr) {
+  U4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, int RING, bool VEC_M,
           bool ALPHA_ONE, class Chain>
 struct GemvMma {
   static_assert(T >= 1 && T <= 16, "1-16 vectors");
   static_assert(WARPS % KSPLIT == 0, "the K slices of a row group are warps of one CTA");
   static_assert(MB >= 1 && UNROLL >= 1, "");
+  static_assert(RING == 0 || (RING >= 2 && UNROLL == 1), "a ring of 2+ stages replaces the unrolled loads");
+  static constexpr int kStageBytes = MB * 16 * 128;  // one 64-k step of a warp's W rows
+  // Dynamic shared memory of a CTA (the launch passes it).
+  static constexpr int ring_bytes() { return RING * WARPS * kStageBytes; }
   static constexpr bool kGlu = Chain::kGlu;
   static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
   static_assert(!(kGlu && HAS_C), "a GLU takes no C");
@@ -112,6 +140,10 @@ struct GemvMma {
     const int per = (full + KSPLIT - 1) / KSPLIT;
     const int sb = ks * per, se = min(full, sb + per);
     int s = sb;
+    if constexpr (RING > 0) {
+      ring_steps(p, ep0, acc, wbase, o0, xv, xon, sb, se);
+      s = se;
+    }
     for (; s + UNROLL <= se; s += UNROLL) {
       U4 lo[UNROLL][2][MB], hi[UNROLL][2][MB], xx[UNROLL][2][NB];
 #pragma unroll
@@ -196,6 +228,74 @@ struct GemvMma {
             }
           }
         }
+  }
+
+  // Steps [sb, se) through this warp's ring. Copy side: chunk c = lane + 32 i (i < 4) of an m-block's 16 rows x 8
+  // chunks is row c / 8, chunk c % 8: 8 lanes read one whole 128-byte line.
+  __device__ __forceinline__ static void ring_steps(const GemvParams& p, const Params& ep0, float (&acc)[MB][NB][4],
+                                                    const unsigned short* wbase, int o0,
+                                                    const unsigned short* const (&xv)[NB], const bool (&xon)[NB],
+                                                    int sb, int se) {
+    extern __shared__ __align__(128) unsigned char gemv_ring[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    const unsigned base =
+        static_cast<unsigned>(__cvta_generic_to_shared(gemv_ring)) + warp * RING * kStageBytes;
+    const int cc = lane % 8;  // this lane's chunk of a row
+    const unsigned short* src[MB][4];
+    unsigned dst[MB][4];  // offsets within a stage
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = lane / 8 + 4 * i;  // 0-15 within the m-block
+        long long r;
+        if constexpr (kGlu) {
+          const int o = min(o0 + mb * 8 + row % 8, p.rows - 1);
+          r = row < 8 ? Chain::gate_col(o, ep0) : Chain::up_col(o, ep0);
+        } else {
+          r = min(o0 + mb * 16 + row, p.rows - 1);
+        }
+        src[mb][i] = wbase + r * p.ldw + cc * 8;
+        dst[mb][i] = mb * 2048 + row * 128 + ((cc ^ (row % 8)) * 16);
+      }
+    auto issue = [&](int st) {  // step st into its slot (an empty group past se keeps the count uniform)
+      if (st < se) {
+        const unsigned slot = base + ((st - sb) % RING) * kStageBytes;
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) cp_async16(slot + dst[mb][i], src[mb][i] + st * 64);
+      }
+      cp_async_commit();
+    };
+#pragma unroll
+    for (int j = 0; j < RING - 1; ++j) issue(sb + j);
+    // Fragment side: rows g (lo) and g + 8 (hi), chunk 2q + h, swizzled by row % 8 = g.
+    for (int s = sb; s < se; ++s) {
+      issue(s + RING - 1);
+      U4 xx[2][NB];
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+          xx[h][nb] = xon[nb] ? ld_cached(xv[nb] + s * 64 + 16 * q + 8 * h) : U4{0, 0, 0, 0};
+      cp_async_wait<RING - 1>();
+      __syncwarp();
+      const unsigned slot = base + ((s - sb) % RING) * kStageBytes;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        U4 lo[MB], hi[MB];
+        const unsigned off = (((2 * q + h) ^ g) * 16) + g * 128;
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) {
+          lo[mb] = ld_shared16(slot + mb * 2048 + off);
+          hi[mb] = ld_shared16(slot + mb * 2048 + off + 8 * 128);
+        }
+        step(acc, lo, hi, xx[h]);
+      }
+      __syncwarp();  // the slot is refilled by the next step's issue
+    }
+    cp_async_wait<0>();
   }
 
   // Per m-block and n-block the two mmas of the 16 bytes each lane holds (half a 64-k step).

@@ -110,13 +110,17 @@ TEST_F(GemvGpu, ShapesLayoutsConfigs) {
     const Problem p = make(s);
     const auto all = candidates(p);
     if (all.empty()) continue;
-    bool mma[2] = {};
+    bool mma[2] = {}, ring = false;
     for (size_t i = 0; i < all.size(); ++i)
       if (i < 4 || (i + rot) % 5 == 0) {
         jobs.push_back({p, all[i], {}, {}});
         mma[gemv::Config::parse(all[i].config).mma] = true;
+        ring |= gemv::Config::parse(all[i].config).ring > 0;
       }
     EXPECT_TRUE(mma[1]) << "no mma=1 config ran on " << p.str();
+    for (size_t i = 0; i < all.size() && !ring; ++i)  // and a ring wherever one is listed (K >= 64)
+      if (gemv::Config::parse(all[i].config).ring > 0) jobs.push_back({p, all[i], {}, {}}), ring = true;
+    EXPECT_TRUE(ring || p.k < 64) << "no ring config ran on " << p.str();
     ++rot;
   }
   EXPECT_GT(run_all(jobs), 100u);
@@ -154,6 +158,11 @@ TEST_F(GemvGpu, Chains) {
         const bool first_mma = gemv::Config::parse(all[v % all.size()].config).mma;
         for (const Candidate& c : all)
           if (gemv::Config::parse(c.config).mma != first_mma) {
+            jobs.push_back({p, c, {}, {}});
+            break;
+          }
+        for (const Candidate& c : all)  // and the best-ranked ring
+          if (gemv::Config::parse(c.config).ring > 0) {
             jobs.push_back({p, c, {}, {}});
             break;
           }

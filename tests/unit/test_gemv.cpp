@@ -30,10 +30,13 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 
 TEST(GemvConfig, RoundTrip) {
   for (const char* s : {"vec=m,warps=8,rows=2,ksplit=4,unroll=4", "vec=n,warps=4,rows=1,ksplit=1,unroll=8",
-                        "vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1"})
+                        "vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1",
+                        "vec=m,warps=8,rows=32,ksplit=1,unroll=1,mma=1,ring=4"})
     EXPECT_EQ(gemv::Config::parse(s).str(), s);
   EXPECT_EQ(gemv::Config::parse("vec=m,warps=4,rows=2,ksplit=2,unroll=4,mma=0").str(),
             "vec=m,warps=4,rows=2,ksplit=2,unroll=4");
+  EXPECT_EQ(gemv::Config::parse("vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1,ring=0").str(),
+            "vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1");
   for (const char* bad : {"vec=x,warps=8,rows=2,ksplit=4,unroll=4", "vec=m,warps=8,rows=2,ksplit=4",
                           "vec=m,warps=eight,rows=2,ksplit=4,unroll=4", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,x=1",
                           "vec=m warps=8"}) {
@@ -95,6 +98,25 @@ TEST(GemvConfig, Reasons) {
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=32,ksplit=1,unroll=4,mma=1"), t12, kDev),
                   "must be <= 24"));
   EXPECT_TRUE(has(gemv::problem_reason(decode(64, 8, 4096, "silu_glu"), kDev), "needs M <= 16"));
+  // The ring: mma=1 only, unroll 1, 2-8 stages, within a CTA's shared memory (8 warps x 8 stages x 2 m-blocks x
+  // 4 KB = 256 KB is not).
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=8"), t12,
+                                kDev),
+            "");
+  EXPECT_EQ(gemv::ring_bytes(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=8"), t12),
+            8 * 8 * 2048);
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=4,rows=2,ksplit=1,unroll=1,ring=4"),
+                                      decode(1, 4096, 4096), kDev),
+                  "ring needs mma=1"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=4,rows=16,ksplit=1,unroll=2,mma=1,ring=4"),
+                                      t12, kDev),
+                  "unroll must be 1"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=4,rows=16,ksplit=1,unroll=1,mma=1,ring=9"),
+                                      t12, kDev),
+                  "2-8 stages"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=32,ksplit=1,unroll=1,mma=1,ring=8"),
+                                      t12, kDev),
+                  "bytes of shared memory"));
   // A GLU pairs B's columns (the weights' rows): only the vec=m orientation.
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
                                       decode(4, 8, 4096, "silu_glu"), kDev),
@@ -121,18 +143,19 @@ TEST(GemvConfig, Enumeration) {
   // Every config valid; the best estimate first, then the best of each other (kernel, ksplit) family, then the rest
   // by estimate.
   const Problem p = decode(1, 4096, 14336);
-  std::vector<std::pair<bool, int>> fams;
+  std::vector<std::pair<int, int>> fams;
   size_t head = 0;
   for (const auto& c : m1) {
     EXPECT_EQ(gemv::config_reason(c, p, kDev), "") << c.str();
     EXPECT_GE(gemv::estimate_cost(c, p, kDev), gemv::estimate_cost(m1.front(), p, kDev)) << c.str();
-    if (std::find(fams.begin(), fams.end(), std::pair<bool, int>{c.mma, c.ksplit}) == fams.end()) {
+    const std::pair<int, int> f{c.ring ? 2 : c.mma ? 1 : 0, c.ksplit};
+    if (std::find(fams.begin(), fams.end(), f) == fams.end()) {
       EXPECT_EQ(head, fams.size()) << "family of " << c.str() << " not in the head";
-      fams.push_back({c.mma, c.ksplit});
+      fams.push_back(f);
       ++head;
     }
   }
-  EXPECT_EQ(fams.size(), 8u);  // both kernels x ksplit 1, 2, 4, 8
+  EXPECT_EQ(fams.size(), 12u);  // the CUDA-core kernel, mma=1, mma=1 with a ring x ksplit 1, 2, 4, 8
   for (size_t i = fams.size() + 1; i < m1.size(); ++i)
     EXPECT_LE(gemv::estimate_cost(m1[i - 1], p, kDev), gemv::estimate_cost(m1[i], p, kDev)) << m1[i].str();
   // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most

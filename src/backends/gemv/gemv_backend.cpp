@@ -51,7 +51,7 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
        std::to_string(epi::dtype_code(p.a.dtype)) + ", " + std::to_string(epi::dtype_code(p.d.dtype)) + ", " +
        std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) + ", " + tf(has_c) + ", " + std::to_string(c.warps) +
        ", " + std::to_string(rows) + ", " + std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " +
-       tf(c.vec_m) + ", " + tf(p.alpha == 1.0f) + ", " +
+       (c.mma ? std::to_string(c.ring) + ", " : std::string()) + tf(c.vec_m) + ", " + tf(p.alpha == 1.0f) + ", " +
        (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) + ">;\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * c.warps) + ", 1) " + name +
        "(const gt_gemv::GemvParams p, const G::Params ep) {\n  G::run(p, ep);\n}\n";
@@ -79,6 +79,9 @@ class GemvExecutable final : public Executable {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
     grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
+    smem_ = static_cast<unsigned>(gemv::ring_bytes(cfg_, p));
+    if (smem_ > 48 * 1024)
+      GT_CU(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_)));
     // Everything but the pointers is fixed per problem: set once, the launches fill in w, x, d, c.
     params_.ldw = view_.ldw;
     params_.w_batch = view_.w_batch;
@@ -121,7 +124,7 @@ class GemvExecutable final : public Executable {
                  "gemv: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
     }
     void* kargs[2] = {&hp, &ep};
-    GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), 1, 32u * cfg_.warps, 1, 1, 0,
+    GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), 1, 32u * cfg_.warps, 1, 1, smem_,
                          reinterpret_cast<CUstream>(stream), kargs, nullptr));
   }
 
@@ -133,6 +136,7 @@ class GemvExecutable final : public Executable {
   std::shared_ptr<const jit::Cubin> cubin_;
   CUfunction fn_ = nullptr;
   unsigned grid_x_ = 1;
+  unsigned smem_ = 0;  // the ring (dynamic shared memory)
   HostGemvParams params_{};  // the launch parameters but the pointers
 };
 
@@ -169,7 +173,7 @@ class GemvBackend final : public Backend {
     jit::CompileOptions opts;
     opts.arch = arch_of(dev);
     auto cubin = jit::compile(source, name, opts, c.str() + " for " + p.str());
-    CompileResult r = jit_compile_result(cubin);
+    CompileResult r = jit_compile_result(cubin, gemv::ring_bytes(Config::parse(c.config), p));
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }

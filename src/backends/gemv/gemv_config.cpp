@@ -14,6 +14,13 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool out_type_ok(DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; }
 
+// Static shared memory of the mma kernel: the K slices' meeting buffer (gemv_mma.cuh `red`).
+int64_t static_smem(const Config& c, const Problem& p) {
+  if (!c.mma || c.ksplit == 1) return 0;
+  const int64_t t = c.vec_m ? p.m : p.n;
+  return int64_t(c.warps) * (c.rows / (p.epilogue.has_glu() ? 8 : 16)) * ((t + 7) / 8) * 4 * 32 * 4;
+}
+
 }  // namespace
 
 std::string Config::str() const {
@@ -21,6 +28,7 @@ std::string Config::str() const {
   os << "vec=" << (vec_m ? "m" : "n") << ",warps=" << warps << ",rows=" << rows << ",ksplit=" << ksplit
      << ",unroll=" << unroll;
   if (mma) os << ",mma=1";
+  if (ring) os << ",ring=" << ring;
   return os.str();
 }
 
@@ -29,7 +37,7 @@ Config Config::parse(const std::string& s) {
   std::istringstream is(s);
   std::string kv;
   auto bad = [&](const std::string& why) { GT_THROW("gemv: bad config '" + s + "': " + why); };
-  bool seen[5] = {};
+  bool seen[6] = {};
   while (std::getline(is, kv, ',')) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
@@ -61,8 +69,10 @@ Config Config::parse(const std::string& s) {
     } else if (k == "mma") {
       if (v != "0" && v != "1") bad("mma must be 0 or 1");
       c.mma = v == "1";
+    } else if (k == "ring") {
+      c.ring = num(5);
     } else {
-      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma)");
+      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma, ring)");
     }
   }
   const char* names[5] = {"vec", "warps", "rows", "ksplit", "unroll"};
@@ -152,6 +162,16 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return pre + "vec=" + (c.vec_m ? "m" : "n") + " needs " + (c.vec_m ? "M" : "N") + " <= " +
            std::to_string(max_vectors(c)) + (c.mma ? "" : " (16 with mma=1)") + " (got " + std::to_string(t) + ")";
   if (glu && !c.vec_m) return pre + "a GLU pairs B's columns (the weights' rows): it needs vec=m";
+  if (c.ring != 0) {
+    if (!c.mma) return pre + "ring needs mma=1";
+    if (c.ring < 2 || c.ring > 8) return pre + "ring must be 0 or 2-8 stages";
+    if (c.unroll != 1) return pre + "with a ring unroll must be 1 (the ring holds the steps in flight)";
+    const int64_t smem = ring_bytes(c, p) + static_smem(c, p);
+    const int64_t cap = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;
+    if (smem > cap)
+      return pre + "the ring and the K-split buffer need " + std::to_string(smem) + " bytes of shared memory, more "
+             "than the " + std::to_string(cap) + " a CTA can have";
+  }
   if (c.mma) {
     const int64_t loads = 2 * c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
     if (loads > 24) return pre + "2 x unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
@@ -162,6 +182,11 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   }
   if (grid_x(c, make_view(p, c.vec_m)) >= (int64_t(1) << 31)) return pre + "too many CTAs for the grid";
   return "";
+}
+
+int ring_bytes(const Config& c, const Problem& p) {
+  // kernels/gemv/gemv_mma.cuh GemvMma::ring_bytes(): RING stages x warps x m-blocks x 16 rows x 128 bytes.
+  return c.ring * c.warps * (c.rows / (p.epilogue.has_glu() ? 8 : 16)) * 16 * 128;
 }
 
 int64_t grid_x(const Config& c, const View& v) {
@@ -179,17 +204,23 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const double ctas = static_cast<double>(grid_x(c, v)) * v.batch;
   // Registers per thread (ptxas, sm_90a; CUDA-core kernel fitted over 280 configs: mean error 11).
-  const double regs = std::min(255.0, c.mma ? 40.0 + 8.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
-                                            : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
+  // (A ring holds no weights in registers: its copy addresses, the fragments of one step and the vectors'; ptxas:
+  // 88 with one m-block, 126 with two, at 16 vectors.)
+  const double regs = std::min(255.0, c.ring ? 42.0 + 38 * mb + 4 * mb * nb
+                                      : c.mma ? 40.0 + 8.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
+                                              : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
   const double res_by_regs = std::floor(65536.0 / (std::ceil(regs / 8) * 8 * 32 * c.warps));
-  const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, 32.0}));
+  const double res_by_smem =
+      c.ring ? std::floor(233472.0 / (ring_bytes(c, p) + static_smem(c, p) + 1024)) : 32.0;  // 228 KB an SM
+  const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, res_by_smem, 32.0}));
   // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 64-k steps, two 16-byte loads per
   // row and lane each, of 16 rows), then one at a time.
   const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 64.0 : 256.0) / c.ksplit));
   const double rounds = std::floor(lane_chunks / c.unroll) + std::fmod(lane_chunks, c.unroll);
   const double per_round = lane_chunks / rounds;
   const double ctas_per_sm = std::min(resident, ctas / sms);
-  const double inflight = ctas_per_sm * c.warps * (c.mma ? 4 * mb : nr) * per_round * 512.0;
+  const double inflight = c.ring ? ctas_per_sm * c.warps * (c.ring - 1) * mb * 2048.0
+                                 : ctas_per_sm * c.warps * (c.mma ? 4 * mb : nr) * per_round * 512.0;
   const double mlp = std::min(1.0, inflight / 49152.0);  // ~48 KB per SM cover the latency at the DRAM rate
   const double per_sm = ctas / sms;
   const double imbalance = per_sm <= resident ? std::ceil(per_sm) / per_sm : 1.0 + 1.0 / std::ceil(per_sm / resident);
@@ -213,17 +244,21 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
 std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Config> out;
   if (!problem_reason(p, dev).empty()) return out;
-  // The CUDA-core kernel: 1-4 output rows per warp, 2-8 chunks in flight; mma=1: one or two m-blocks, 1-8 steps.
+  // The CUDA-core kernel: 1-4 output rows per warp, 2-8 chunks in flight; mma=1: one or two m-blocks, 1-8 steps
+  // in registers or, with one m-block, a ring of 4 stages (on the H200 8 stages and two m-blocks with a ring lost to
+  // 4 stages and one m-block in every whole list of bench/NOTES.md step 22).
   const int mrows = p.epilogue.has_glu() ? 8 : 16;
   for (bool mma : {false, true})
     for (bool vec_m : {true, false})
       for (int warps : {4, 8})
         for (int rows : mma ? std::vector<int>{mrows, 2 * mrows} : std::vector<int>{1, 2, 4})
           for (int ksplit : {1, 2, 4, 8})
-            for (int unroll : {1, 2, 4, 8}) {
-              const Config c{vec_m, warps, rows, ksplit, unroll, mma};
-              if ((mma || unroll > 1) && config_reason(c, p, dev).empty()) out.push_back(c);
-            }
+            for (int ring : mma ? std::vector<int>{0, 4} : std::vector<int>{0})
+              for (int unroll : {1, 2, 4, 8}) {
+                const Config c{vec_m, warps, rows, ksplit, unroll, mma, ring};
+                if ((mma || unroll > 1) && (ring == 0 || rows == mrows) && config_reason(c, p, dev).empty())
+                  out.push_back(c);
+              }
   std::vector<std::pair<double, size_t>> ranked;
   for (size_t i = 0; i < out.size(); ++i) ranked.push_back({estimate_cost(out[i], p, dev), i});
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -233,9 +268,9 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // alone put the winner 8th-60th at some problems), and the tuner times the first 8.
   std::vector<Config> sorted;
   std::vector<bool> taken(out.size(), false);
-  std::vector<std::pair<bool, int>> families;
+  std::vector<std::pair<int, int>> families;  // (CUDA cores / mma / mma with a ring, ksplit)
   for (const auto& [cost, i] : ranked) {
-    const std::pair<bool, int> f{out[i].mma, out[i].ksplit};
+    const std::pair<int, int> f{out[i].ring ? 2 : out[i].mma ? 1 : 0, out[i].ksplit};
     if (std::find(families.begin(), families.end(), f) != families.end()) continue;
     families.push_back(f);
     sorted.push_back(out[i]);
