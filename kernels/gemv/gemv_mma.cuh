@@ -18,7 +18,8 @@
 // Work split as gemv_kmajor: a CTA of WARPS warps owns WARPS / KSPLIT row groups of MB x 16 W rows; KSPLIT warps
 // split a group's K in slices of whole 64-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
 // 8 gate rows and their 8 up rows, so c0, c1 (gate) and c2, c3 (up) of a lane belong to the same outputs.
-// RING > 0: the weights go through a per-warp ring of RING stages in shared memory (dynamic, ring_bytes()) filled
+// RING > 0: the weights go through a per-warp ring of RING stages in dynamic shared memory (RING x WARPS x
+// kStageBytes: the host's gemv::ring_bytes, src/backends/gemv/gemv_config.cpp, sizes the launch) filled
 // with cp.async, RING - 1 64-k steps in flight without holding registers; each lane copies 16-byte chunks of whole
 // 128-byte row lines (8 lanes a row), stored with the chunk index XOR (row % 8) so that the fragment reads
 // (ld.shared.v4: rows g and g + 8, chunk 2q + h) are free of bank conflicts. With RING = 0 the fragments are loaded
@@ -82,8 +83,6 @@ struct GemvMma {
   static_assert(MB >= 1 && UNROLL >= 1, "");
   static_assert(RING == 0 || (RING >= 2 && UNROLL == 1), "a ring of 2+ stages replaces the unrolled loads");
   static constexpr int kStageBytes = MB * 16 * 128;  // one 64-k step of a warp's W rows
-  // Dynamic shared memory of a CTA (the launch passes it).
-  static constexpr int ring_bytes() { return RING * WARPS * kStageBytes; }
   static constexpr bool kGlu = Chain::kGlu;
   static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
   static_assert(!(kGlu && HAS_C), "a GLU takes no C");

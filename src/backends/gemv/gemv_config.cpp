@@ -167,7 +167,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.ring < 2 || c.ring > 8) return pre + "ring must be 0 or 2-8 stages";
     if (c.unroll != 1) return pre + "with a ring unroll must be 1 (the ring holds the steps in flight)";
     const int64_t smem = ring_bytes(c, p) + static_smem(c, p);
-    const int64_t cap = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;
+    const int64_t cap = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;  // 227 KiB (sm_90)
     if (smem > cap)
       return pre + "the ring and the K-split buffer need " + std::to_string(smem) + " bytes of shared memory, more "
              "than the " + std::to_string(cap) + " a CTA can have";
@@ -185,7 +185,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
 }
 
 int ring_bytes(const Config& c, const Problem& p) {
-  // kernels/gemv/gemv_mma.cuh GemvMma::ring_bytes(): RING stages x warps x m-blocks x 16 rows x 128 bytes.
+  // kernels/gemv/gemv_mma.cuh ring_steps(): RING stages x warps x kStageBytes (m-blocks x 16 rows x 128 bytes).
   return c.ring * c.warps * (c.rows / (p.epilogue.has_glu() ? 8 : 16)) * 16 * 128;
 }
 

@@ -2,7 +2,7 @@
 // The gemv backend's config: one canonical, parseable line, e.g.
 //   vec=m,warps=8,rows=2,ksplit=4,unroll=4          (kernels/gemv/gemv_kmajor.cuh: FMAs on the CUDA cores)
 //   vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1   (kernels/gemv/gemv_mma.cuh: mma.sync on the tensor cores)
-//   vec=m,warps=4,rows=16,ksplit=2,unroll=1,mma=1,ring=8   (the same, the weights through a shared-memory ring)
+//   vec=m,warps=4,rows=16,ksplit=2,unroll=1,mma=1,ring=4   (the same, the weights through a shared-memory ring)
 // vec: which of the problem's dimensions holds the few vectors (m: M rows of A against B's N columns as the matrix;
 // n: N columns of B against A's M rows; at most 8 vectors, 16 with mma=1); warps per CTA; rows: output rows per warp
 // (1-4; with mma=1 m-blocks of 16 weight rows: 16 or 32, or 8 or 16 with a GLU, whose m-blocks hold 8 gate and 8 up
