@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "backends/canonical_config.h"
 #include "backends/gemv/gemv_config.h"
 #include "backends/jit_result.h"
 #include "core/epilogue_codegen.h"
@@ -155,25 +156,18 @@ class GemvBackend final : public Backend {
   }
 
   std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
-    if (c.backend != "gemv") return "gemv: candidate is for backend '" + c.backend + "'";
-    Config cfg;
-    try {
-      cfg = Config::parse(c.config);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    if (cfg.str() != c.config) return "gemv: config '" + c.config + "' is not canonical (expected '" + cfg.str() + "')";
-    return gemv::config_reason(cfg, p, dev);
+    return validate_canonical<Config>("gemv", c, [&](const Config& cfg) { return gemv::config_reason(cfg, p, dev); });
   }
 
   CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
-    const auto [source, name] = unit(Config::parse(c.config), p);
+    const Config cfg = Config::parse(c.config);
+    const auto [source, name] = unit(cfg, p);
     jit::CompileOptions opts;
     opts.arch = arch_of(dev);
     auto cubin = jit::compile(source, name, opts, c.str() + " for " + p.str());
-    CompileResult r = jit_compile_result(cubin, gemv::ring_bytes(Config::parse(c.config), p));
+    CompileResult r = jit_compile_result(cubin, gemv::ring_bytes(cfg, p));
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }

@@ -11,6 +11,7 @@
 #include "backends/sm90/sm90_cluster_order.h"
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
+#include "backends/canonical_config.h"
 #include "backends/jit_result.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
@@ -329,15 +330,7 @@ class Sm90Backend final : public Backend {
   }
 
   std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
-    if (c.backend != "sm90") return "sm90: candidate is for backend '" + c.backend + "'";
-    Config cfg;
-    try {
-      cfg = Config::parse(c.config);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    if (cfg.str() != c.config) return "sm90: config '" + c.config + "' is not canonical (expected '" + cfg.str() + "')";
-    return sm90::config_reason(cfg, p, dev);
+    return validate_canonical<Config>("sm90", c, [&](const Config& cfg) { return sm90::config_reason(cfg, p, dev); });
   }
 
   CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
