@@ -22,6 +22,10 @@ struct GemvParams {
   float alpha, beta;
   int rows;  // output rows: W's rows, or half of them with a GLU
   int k;
+  // K split across CTAs (gemv_mma.cuh CSPLIT > 1): the CTAs' partial sums and, per row group, the count of CTAs that
+  // have written theirs (zero between launches: the last CTA sets it back). Unused otherwise.
+  float* ws;
+  int* cnt;
 };
 
 struct Plain {  // no fused chain

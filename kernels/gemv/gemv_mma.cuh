@@ -26,10 +26,18 @@
 // straight from global memory, UNROLL steps at a time in registers (ncu, H200, 16x4096x14336: 15 warps per SM with
 // 128 bytes in flight per lane reach 71% of DRAM bandwidth, where the CUDA-core kernel's 21 warps reach 80-88%,
 // bench/NOTES.md step 22).
+// CSPLIT > 1: K is also split across CSPLIT CTAs (grid z; 64-k steps in CSPLIT near-equal ranges, the CTA's KSPLIT
+// warps split its range), for problems with too few row groups to fill the SMs (16-row groups of 4096 weight rows:
+// 256 CTAs with 8 K-slice warps each, 3.2-3.3 TB/s; H200, 16x4096x14336: 34.7 us with 8 CTAs a group against 36.0
+// for the best config without, level at 8 vectors, bench/NOTES.md step 23). Each CTA writes its group's partial
+// sums (the lanes' fragments, fp32) to slot [group][split] of p.ws and counts itself on p.cnt[group]; the CTA that
+// counts last adds the CSPLIT partials in split order (the same sum whichever CTA is last), sets the count back to
+// zero for the next launch on the stream and runs the output. The host keeps p.ws / p.cnt per stream
+// (src/backends/stream_scratch.h).
 // Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); OUT / CT; HAS_C; WARPS; MB
 // (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight; 1 with
-// a ring); RING (stages, 0 = none); VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or gt_gemv::Plain).
-// Parameters: gt_gemv::GemvParams.
+// a ring); RING (stages, 0 = none); CSPLIT (CTAs per row group, 1 = none); VEC_M; ALPHA_ONE; Chain
+// (gemmtune_epi::Epi<...> or gt_gemv::Plain). Parameters: gt_gemv::GemvParams.
 #include "gemv/gemv_common.cuh"
 
 namespace gt_gemv {
@@ -67,6 +75,21 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
+// The CTA split's partials (L2 only: they are read by another SM) and its count.
+__device__ __forceinline__ void st_cg(float* p, float v) {
+  asm volatile("st.global.cg.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ int count_in(int* p) {  // old value
+  int v;
+  asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], 1;" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ U4 ld_shared16(unsigned addr) {
   U4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -75,13 +98,14 @@ __device__ __forceinline__ U4 ld_shared16(unsigned addr) {
   return v;
 }
 
-template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, int RING, bool VEC_M,
-          bool ALPHA_ONE, class Chain>
+template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, int RING, int CSPLIT,
+          bool VEC_M, bool ALPHA_ONE, class Chain>
 struct GemvMma {
   static_assert(T >= 1 && T <= 16, "1-16 vectors");
   static_assert(WARPS % KSPLIT == 0, "the K slices of a row group are warps of one CTA");
   static_assert(MB >= 1 && UNROLL >= 1, "");
   static_assert(RING == 0 || (RING >= 2 && UNROLL == 1), "a ring of 2+ stages replaces the unrolled loads");
+  static_assert(CSPLIT >= 1, "");
   static constexpr int kStageBytes = MB * 16 * 128;  // one 64-k step of a warp's W rows
   static constexpr bool kGlu = Chain::kGlu;
   static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
@@ -133,11 +157,15 @@ struct GemvMma {
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[mb][nb][i] = 0.0f;
 
-    // 64-k steps: slice ks covers [sb, se); the ragged last step of K is done on its own. In a step, lane q reads
-    // k [16q, 16q + 16) of each of its rows (two adjacent 16-byte loads): a quad covers a whole 128-byte line.
+    // 64-k steps: this CTA's range [cb, ce) (all of them without a CTA split), slice ks of it [sb, se); the ragged
+    // last step of K is done on its own by the last slice of the last CTA. In a step, lane q reads k [16q, 16q + 16)
+    // of each of its rows (two adjacent 16-byte loads): a quad covers a whole 128-byte line.
     const int full = p.k / 64;
-    const int per = (full + KSPLIT - 1) / KSPLIT;
-    const int sb = ks * per, se = min(full, sb + per);
+    const int cz = CSPLIT > 1 ? static_cast<int>(blockIdx.z) : 0;
+    const int per_c = (full + CSPLIT - 1) / CSPLIT;
+    const int cb = min(full, cz * per_c), ce = min(full, cb + per_c);
+    const int per = (ce - cb + KSPLIT - 1) / KSPLIT;
+    const int sb = min(ce, cb + ks * per), se = min(ce, sb + per);
     int s = sb;
     if constexpr (RING > 0) {
       ring_steps(p, ep0, acc, wbase, o0, xv, xon, sb, se);
@@ -174,7 +202,7 @@ struct GemvMma {
         for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
         step(acc, lo, hi, xx);
       }
-    if (full * 64 < p.k && ks == KSPLIT - 1) {  // K % 64: the last slice takes the ragged step, zero-filled
+    if (full * 64 < p.k && ks == KSPLIT - 1 && cz == CSPLIT - 1) {  // K % 64: the last slice, zero-filled
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int k = full * 64 + 16 * q + 8 * h;
@@ -206,6 +234,8 @@ struct GemvMma {
             for (int i = 0; i < 4; ++i)
               acc[mb][nb][i] += red[((((warp + sl) * MB + mb) * NB + nb) * 4 + i) * 32 + lane];
     }
+    if constexpr (CSPLIT > 1)
+      if (!gather_split(p, acc, b, group, cz, lane)) return;  // another CTA of the group runs the output
 
     const Params ep = Out::at_batch(ep0, b);
 #pragma unroll
@@ -227,6 +257,41 @@ struct GemvMma {
             }
           }
         }
+  }
+
+  // K split across CTAs: write this CTA's partial of the row group to its slot, count it; the last of the CSPLIT CTAs
+  // gets true and acc = the sum of all partials in split order. (Writers: stores, fence, then the count; the last:
+  // the count, fence, then the loads, .cg: the partials come from other SMs.)
+  static constexpr int kAcc = MB * NB * 4;  // fp32 fragments per lane
+  __device__ __forceinline__ static bool gather_split(const GemvParams& p, float (&acc)[MB][NB][4], int b, int group,
+                                                      int cz, int lane) {
+    const long long slot = (static_cast<long long>(b) * gridDim.x + blockIdx.x) * GROUPS + group;
+    float* part = p.ws + slot * (CSPLIT * kAcc * 32);
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) st_cg(part + (cz * kAcc + (mb * NB + nb) * 4 + i) * 32 + lane, acc[mb][nb][i]);
+    fence_gpu();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0) last = count_in(p.cnt + slot) == CSPLIT - 1;
+    if (!__shfl_sync(0xffffffffu, last, 0)) return false;
+    fence_gpu();
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float v = 0.0f;
+#pragma unroll
+          for (int c = 0; c < CSPLIT; ++c) v += ld_cg(part + (c * kAcc + (mb * NB + nb) * 4 + i) * 32 + lane);
+          acc[mb][nb][i] = v;
+        }
+    if (lane == 0) *reinterpret_cast<volatile int*>(p.cnt + slot) = 0;  // ready for the next launch on this stream
+    return true;
   }
 
   // Steps [sb, se) through this warp's ring. Copy side: chunk c = lane + 32 i (i < 4) of an m-block's 16 rows x 8

@@ -1,8 +1,10 @@
 #pragma once
 // Compile-then-run correctness jobs for GPU tests of any JIT backend: every (problem, candidate) is compiled in
-// parallel first, then launched twice on fresh random operands (epilogue operands included) with D poisoned with
-// NaN (padding too), and checked against the double-precision CPU reference of gpu_test_util.h: normalized error at
-// most 1e-2, no byte outside D's logical elements written, no spills.
+// parallel first, then launched `launches` times (default 2: the second reuses what the first set up, e.g. sm90's
+// tensor maps, and meets the device state the first left, e.g. counts that must be back to zero) on fresh random
+// operands (epilogue operands included), D poisoned with NaN (padding too) before every launch, launches 1-2 on one
+// stream and 3-4 on another; D is checked against the double-precision CPU reference of gpu_test_util.h: normalized
+// error at most 1e-2, no byte outside D's logical elements written, no spills.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@ struct Job {
   Candidate cand;
   CompileResult cr;
   std::string compile_error;
+  int launches = 2;
 };
 
 inline cuda::DeviceBuffer upload(const std::vector<uint8_t>& v) {
@@ -54,10 +57,12 @@ inline std::string run_job(const Backend& be, const Job& j, std::mt19937_64& rng
   auto dd = upload(d);
   GemmArgs args{da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()};
   args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
-  cuda::StreamOwner s;
-  exe->launch(args, s.get());
-  exe->launch(args, s.get());  // twice: a second launch reuses what the first set up (e.g. sm90's tensor maps)
-  s.sync();
+  cuda::StreamOwner s[2];
+  for (int i = 0; i < j.launches; ++i) {
+    dd.upload(d.data(), d.size());  // the poison, before every launch: each must write all of D
+    exe->launch(args, s[(i / 2) % 2].get());
+    s[(i / 2) % 2].sync();
+  }
   dd.download(d.data(), d.size());
   const double err = normalized_error(p, d, ref);
   const int64_t outside = written_outside(p, d);

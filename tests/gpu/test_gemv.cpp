@@ -171,6 +171,45 @@ TEST_F(GemvGpu, Chains) {
   EXPECT_GT(run_all(jobs), 100u);
 }
 
+// K split across CTAs (csplit): explicit configs, as the enumerator lists them only where the row groups are few and
+// from 4 vectors. The 8 x 4096 x 14336 it is made for; ragged K (K % 64 = 40 and 8: the last CTA's last warp takes the
+// ragged step) and rows; CTAs with no 64-k step at all (K = 200: 3 steps for up to 8 CTAs); batches (slots per
+// batch) with one weight matrix; C with an f32 column-major D; a chain and a GLU; four launches on two streams with D
+// poisoned before each (every group's count must be back to zero after a launch, per stream).
+TEST_F(GemvGpu, CtaSplit) {
+  const Layout R = Layout::row, C = Layout::col;
+  const DType bf = DType::bf16, f16 = DType::f16, f32 = DType::f32;
+  const Spec specs[] = {
+      {8, 4096, 14336, 1, "", bf, bf, R, false, 0, false, true},
+      {12, 2050, 1000, 1, "", bf, bf, R, true, 8, false, false},
+      {5, 96, 200, 3, "", f16, f32, C, true, 8, true, false},
+      {16, 1024, 4104, 2, "bias,gelu_tanh", bf, bf, R, false, 0, false, true},
+      {8, 1024, 1000, 1, "silu_glu", bf, bf, R, false, 0, false, false},
+  };
+  const char* const configs[] = {
+      "vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4",
+      "vec=m,warps=4,rows=16,ksplit=1,unroll=1,mma=1,ring=4,csplit=8",
+      "vec=m,warps=4,rows=32,ksplit=2,unroll=1,mma=1,csplit=2",
+      "vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=4,csplit=2",
+  };
+  auto be = make_gemv_backend();
+  std::vector<Job> jobs;
+  int refused = 0;
+  for (const Spec& s : specs) {
+    const Problem p = make(s);
+    for (const char* cfg : configs) {
+      const Candidate cand{"gemv", cfg};
+      if (!be->validate(p, cand, current_device()).empty()) {
+        ++refused;  // rows=32 with a GLU (m-blocks of 8 gate and 8 up rows: rows 8 or 16)
+        continue;
+      }
+      jobs.push_back({p, cand, {}, {}, 4});
+    }
+  }
+  EXPECT_LE(refused, 1);
+  EXPECT_EQ(run_all(jobs), 19u);
+}
+
 TEST_F(GemvGpu, MisalignedPointerThrows) {
   Problem p = Problem::make(1, 256, 256, DType::bf16, DType::bf16);
   p.resolve();

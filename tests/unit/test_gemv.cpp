@@ -31,8 +31,12 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 TEST(GemvConfig, RoundTrip) {
   for (const char* s : {"vec=m,warps=8,rows=2,ksplit=4,unroll=4", "vec=n,warps=4,rows=1,ksplit=1,unroll=8",
                         "vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1",
-                        "vec=m,warps=8,rows=32,ksplit=1,unroll=1,mma=1,ring=4"})
+                        "vec=m,warps=8,rows=32,ksplit=1,unroll=1,mma=1,ring=4",
+                        "vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4",
+                        "vec=m,warps=4,rows=16,ksplit=1,unroll=1,mma=1,ring=4,csplit=8"})
     EXPECT_EQ(gemv::Config::parse(s).str(), s);
+  EXPECT_EQ(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=1").str(),
+            "vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1");
   EXPECT_EQ(gemv::Config::parse("vec=m,warps=4,rows=2,ksplit=2,unroll=4,mma=0").str(),
             "vec=m,warps=4,rows=2,ksplit=2,unroll=4");
   EXPECT_EQ(gemv::Config::parse("vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1,ring=0").str(),
@@ -117,6 +121,16 @@ TEST(GemvConfig, Reasons) {
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=32,ksplit=1,unroll=1,mma=1,ring=8"),
                                       t12, kDev),
                   "bytes of shared memory"));
+  // The K split across CTAs: mma=1 only, 2, 4 or 8 CTAs.
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4"), t12,
+                                kDev),
+            "");
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=3"),
+                                      t12, kDev),
+                  "csplit must be 1, 2, 4 or 8"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=2,ksplit=2,unroll=2,csplit=2"),
+                                      decode(4, 4096, 4096), kDev),
+                  "csplit (K split across CTAs) needs mma=1"));
   // A GLU pairs B's columns (the weights' rows): only the vec=m orientation.
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
                                       decode(4, 8, 4096, "silu_glu"), kDev),
@@ -158,6 +172,32 @@ TEST(GemvConfig, Enumeration) {
   EXPECT_EQ(fams.size(), 12u);  // the CUDA-core kernel, mma=1, mma=1 with a ring x ksplit 1, 2, 4, 8
   for (size_t i = fams.size() + 1; i < m1.size(); ++i)
     EXPECT_LE(gemv::estimate_cost(m1[i - 1], p, kDev), gemv::estimate_cost(m1[i], p, kDev)) << m1[i].str();
+  // K split across CTAs: listed where a config's row groups leave SMs without two CTAs (fewer than 1.9 x 132), from
+  // 4 vectors (8 x 4096 x 14336: 256 groups of 16 rows for 8 warps splitting K, 32-128 with fewer), never below; its
+  // scratch: per row group, csplit slots of the lanes' fragments, and one count.
+  int splits = 0;
+  for (const Problem& q : {decode(8, 4096, 14336), decode(8, 28672, 4096)})
+    for (const auto& c : gemv::enumerate_configs(q, kDev)) {
+      if (c.csplit == 1) continue;
+      ++splits;
+      EXPECT_TRUE(c.mma) << c.str();
+      const int64_t ctas = gemv::grid_x(c, gemv::make_view(q, true)), groups = ctas * (c.warps / c.ksplit);
+      EXPECT_LT(10 * ctas, 19 * 132) << c.str();
+      EXPECT_GE(q.k / 64 / (c.ksplit * c.csplit), 4) << c.str();
+      EXPECT_EQ(gemv::csplit_counts(c, q), groups) << c.str();
+      EXPECT_EQ(gemv::csplit_ws_floats(c, q), groups * c.csplit * (c.rows / 16) * 1 * 4 * 32) << c.str();
+    }
+  EXPECT_GT(splits, 8);
+  // The twins come after the family heads: the first 8 (what the tuner times by default) are plain configs.
+  for (const Problem& q : {decode(8, 4096, 14336), decode(16, 4096, 14336), decode(8, 6144, 4096)}) {
+    const auto list = gemv::enumerate_configs(q, kDev);
+    ASSERT_GT(list.size(), 8u);
+    for (size_t i = 0; i < 8; ++i) EXPECT_EQ(list[i].csplit, 1) << list[i].str() << " at " << i << " on " << q.str();
+  }
+  for (const Problem& q : {decode(1, 4096, 14336), decode(3, 4096, 14336)})
+    for (const auto& c : gemv::enumerate_configs(q, kDev)) EXPECT_EQ(c.csplit, 1) << c.str() << " on " << q.str();
+  const Problem d8 = decode(8, 4096, 14336);
+  EXPECT_EQ(gemv::csplit_ws_floats(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1"), d8), 0);
   // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most
   // SMs idle).
   EXPECT_GT(gemv::enumerate_configs(decode(1, 256, 65536), kDev).front().ksplit, 1);
@@ -199,6 +239,31 @@ TEST(GemvCompile, EveryConfig) {
   p.beta = 0.5f;
   p.resolve();
   compile_every(p);
+}
+
+// The GPU test's K-split configs (tests/gpu/test_gemv.cpp GemvGpu.CtaSplit) on its problem kinds compile without
+// spills here, so a register change is caught without a GPU.
+TEST(GemvCompile, CtaSplitConfigs) {
+  auto be = make_gemv_backend();
+  Problem c32 = Problem::make(5, 96, 200, DType::f16, DType::f32, Layout::row, Layout::col, 3);
+  c32.d.layout = Layout::col;
+  c32.c = c32.d;
+  c32.beta = -1.25f;
+  c32.resolve();
+  int compiled = 0;
+  for (const Problem& p : {decode(8, 4096, 14336), c32, decode(16, 1024, 4104, "bias,gelu_tanh"),
+                           decode(8, 1024, 1000, "silu_glu")})
+    for (const char* cfg : {"vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4",
+                            "vec=m,warps=4,rows=16,ksplit=1,unroll=1,mma=1,ring=4,csplit=8",
+                            "vec=m,warps=4,rows=32,ksplit=2,unroll=1,mma=1,csplit=2",
+                            "vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=4,csplit=2"}) {
+      const Candidate cand{"gemv", cfg};
+      if (!be->validate(p, cand, kDev).empty()) continue;
+      const CompileResult r = be->compile(p, cand, kDev);
+      EXPECT_EQ(r.spill_bytes, 0) << cfg << " on " << p.str() << "\n" << r.log;
+      ++compiled;
+    }
+  EXPECT_EQ(compiled, 15);
 }
 
 TEST(GemvCompile, BadCandidateIsAClearError) {

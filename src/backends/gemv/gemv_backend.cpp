@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 
 #include "backends/canonical_config.h"
 #include "backends/gemv/gemv_config.h"
 #include "backends/jit_result.h"
+#include "backends/stream_scratch.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
@@ -31,8 +33,10 @@ struct HostGemvParams {
   float alpha, beta;
   int rows;
   int k;
+  float* ws;
+  int* cnt;
 };
-static_assert(sizeof(HostGemvParams) == 128, "HostGemvParams must mirror gt_gemv::GemvParams");
+static_assert(sizeof(HostGemvParams) == 144, "HostGemvParams must mirror gt_gemv::GemvParams");
 
 // The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
 // a GPU is an sm_90 one).
@@ -52,7 +56,8 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
        std::to_string(epi::dtype_code(p.a.dtype)) + ", " + std::to_string(epi::dtype_code(p.d.dtype)) + ", " +
        std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) + ", " + tf(has_c) + ", " + std::to_string(c.warps) +
        ", " + std::to_string(rows) + ", " + std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " +
-       (c.mma ? std::to_string(c.ring) + ", " : std::string()) + tf(c.vec_m) + ", " + tf(p.alpha == 1.0f) + ", " +
+       (c.mma ? std::to_string(c.ring) + ", " + std::to_string(c.csplit) + ", " : std::string()) + tf(c.vec_m) + ", " +
+       tf(p.alpha == 1.0f) + ", " +
        (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) + ">;\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * c.warps) + ", 1) " + name +
        "(const gt_gemv::GemvParams p, const G::Params ep) {\n  G::run(p, ep);\n}\n";
@@ -83,6 +88,14 @@ class GemvExecutable final : public Executable {
     smem_ = static_cast<unsigned>(gemv::ring_bytes(cfg_, p));
     if (smem_ > 48 * 1024)
       GT_CU(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_)));
+    if (cfg_.csplit > 1) {
+      // The K split across CTAs: partials and counts per stream (kernels/gemv/gemv_mma.cuh gather_split); the first
+      // stream's are made here, so that the usual single-stream use never allocates in launch().
+      scratch_ = StreamScratch("gemv: a csplit executable", cand_.str(),
+                               static_cast<size_t>(gemv::csplit_ws_floats(cfg_, p)) * sizeof(float),
+                               static_cast<size_t>(gemv::csplit_counts(cfg_, p)));
+      scratch_.make_first();
+    }
     // Everything but the pointers is fixed per problem: set once, the launches fill in w, x, d, c.
     params_.ldw = view_.ldw;
     params_.w_batch = view_.w_batch;
@@ -124,9 +137,16 @@ class GemvExecutable final : public Executable {
       GT_REQUIRE(epi::operands_aligned(problem_, ep),
                  "gemv: an epilogue operand pointer is not element-aligned (" + cand_.str() + ")");
     }
+    std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+    if (cfg_.csplit > 1) {
+      lk.lock();  // the per-stream scratch (launches on one stream run in order; the kernel zeroes its counts)
+      const StreamScratch::Buffers s = scratch_.get(reinterpret_cast<CUstream>(stream));
+      hp.ws = static_cast<float*>(s.ws);
+      hp.cnt = s.zeros;
+    }
     void* kargs[2] = {&hp, &ep};
-    GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), 1, 32u * cfg_.warps, 1, 1, smem_,
-                         reinterpret_cast<CUstream>(stream), kargs, nullptr));
+    GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), static_cast<unsigned>(cfg_.csplit),
+                         32u * cfg_.warps, 1, 1, smem_, reinterpret_cast<CUstream>(stream), kargs, nullptr));
   }
 
  private:
@@ -139,6 +159,8 @@ class GemvExecutable final : public Executable {
   unsigned grid_x_ = 1;
   unsigned smem_ = 0;  // the ring (dynamic shared memory)
   HostGemvParams params_{};  // the launch parameters but the pointers
+  std::mutex mu_;            // csplit > 1: scratch_
+  StreamScratch scratch_;    // csplit > 1: the partials and counts of each stream launched on
 };
 
 class GemvBackend final : public Backend {

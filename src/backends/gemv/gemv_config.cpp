@@ -29,6 +29,7 @@ std::string Config::str() const {
      << ",unroll=" << unroll;
   if (mma) os << ",mma=1";
   if (ring) os << ",ring=" << ring;
+  if (csplit != 1) os << ",csplit=" << csplit;
   return os.str();
 }
 
@@ -37,7 +38,7 @@ Config Config::parse(const std::string& s) {
   std::istringstream is(s);
   std::string kv;
   auto bad = [&](const std::string& why) { GT_THROW("gemv: bad config '" + s + "': " + why); };
-  bool seen[6] = {};
+  bool seen[7] = {};
   while (std::getline(is, kv, ',')) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
@@ -71,8 +72,10 @@ Config Config::parse(const std::string& s) {
       c.mma = v == "1";
     } else if (k == "ring") {
       c.ring = num(5);
+    } else if (k == "csplit") {
+      c.csplit = num(6);
     } else {
-      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma, ring)");
+      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma, ring, csplit)");
     }
   }
   const char* names[5] = {"vec", "warps", "rows", "ksplit", "unroll"};
@@ -172,6 +175,10 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
       return pre + "the ring and the K-split buffer need " + std::to_string(smem) + " bytes of shared memory, more "
              "than the " + std::to_string(cap) + " a CTA can have";
   }
+  if (c.csplit != 1) {
+    if (c.csplit != 2 && c.csplit != 4 && c.csplit != 8) return pre + "csplit must be 1, 2, 4 or 8";
+    if (!c.mma) return pre + "csplit (K split across CTAs) needs mma=1";
+  }
   if (c.mma) {
     const int64_t loads = 2 * c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
     if (loads > 24) return pre + "2 x unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
@@ -193,6 +200,21 @@ int64_t grid_x(const Config& c, const View& v) {
   return cdiv(v.r_out, static_cast<int64_t>(c.rows) * (c.warps / c.ksplit));
 }
 
+int64_t csplit_ws_floats(const Config& c, const Problem& p) {
+  if (c.csplit == 1) return 0;
+  // kernels/gemv/gemv_mma.cuh gather_split: per row group (batch x grid x warps / ksplit), csplit slots of every
+  // lane's fragments (m-blocks x n-blocks x 4).
+  const View v = make_view(p, c.vec_m);
+  const int64_t frags = int64_t(c.rows / (p.epilogue.has_glu() ? 8 : 16)) * ((v.t + 7) / 8) * 4;
+  return csplit_counts(c, p) * c.csplit * frags * 32;
+}
+
+int64_t csplit_counts(const Config& c, const Problem& p) {
+  if (c.csplit == 1) return 0;
+  const View v = make_view(p, c.vec_m);
+  return v.batch * grid_x(c, v) * (c.warps / c.ksplit);
+}
+
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Fitted to every config of ten decode problems timed side by side on the H200 (bench/NOTES.md step 21): the
   // model's top 8 held a config within 1.4% of the best measured at each.
@@ -202,7 +224,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double mb = c.mma ? c.rows / (p.epilogue.has_glu() ? 8 : 16) : 0, nb = std::ceil(t / 8);
   const double nr = c.mma ? 16 * mb : w_rows(c, p);
   const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
-  const double ctas = static_cast<double>(grid_x(c, v)) * v.batch;
+  const double ctas = static_cast<double>(grid_x(c, v)) * v.batch * c.csplit;
   // Registers per thread (ptxas, sm_90a; CUDA-core kernel fitted over 280 configs: mean error 11).
   // (A ring holds no weights in registers: its copy addresses, the fragments of one step and the vectors'; ptxas:
   // 88 with one m-block, 126 with two, at 16 vectors.)
@@ -215,7 +237,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, res_by_smem, 32.0}));
   // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 64-k steps, two 16-byte loads per
   // row and lane each, of 16 rows), then one at a time.
-  const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 64.0 : 256.0) / c.ksplit));
+  const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 64.0 : 256.0) / c.ksplit / c.csplit));
   const double rounds = std::floor(lane_chunks / c.unroll) + std::fmod(lane_chunks, c.unroll);
   const double per_round = lane_chunks / rounds;
   const double ctas_per_sm = std::min(resident, ctas / sms);
@@ -238,7 +260,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double alu_us = c.mma ? chunks / 64.0 * (2 + 2 * nb + nb / mb + 2) / issue * 1e6
                               : 2 * chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
   const double warp_us = ctas * c.warps * (c.mma ? 8 * mb * nb * (c.ksplit + 1) + 60 : nr * t * 6 + 60) / issue * 1e6;
-  return std::max(mem_us, alu_us) + warp_us + 3.0 + (c.ksplit > 1 ? 0.3 : 0.0);
+  // A K split across CTAs writes and reads its partials through L2 and ends with the last CTA's pass over them.
+  const double split_us = c.csplit > 1 ? 1.0 + csplit_ws_floats(c, p) * 4.0 * 2 / 4.0e12 * 1e6 : 0.0;
+  return std::max(mem_us, alu_us) + warp_us + split_us + 3.0 + (c.ksplit > 1 ? 0.3 : 0.0);
 }
 
 std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
@@ -246,8 +270,10 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   if (!problem_reason(p, dev).empty()) return out;
   // The CUDA-core kernel: 1-4 output rows per warp, 2-8 chunks in flight; mma=1: one or two m-blocks, 1-8 steps
   // in registers or, with one m-block, a ring of 4 stages (on the H200 8 stages and two m-blocks with a ring lost to
-  // 4 stages and one m-block in every whole list of bench/NOTES.md step 22).
+  // 4 stages and one m-block in every whole list of bench/NOTES.md step 22); mma=1 also with K split across 2-8 CTAs
+  // where the row groups are few (bench/NOTES.md step 23).
   const int mrows = p.epilogue.has_glu() ? 8 : 16;
+  const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
   for (bool mma : {false, true})
     for (bool vec_m : {true, false})
       for (int warps : {4, 8})
@@ -256,8 +282,22 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
             for (int ring : mma ? std::vector<int>{0, 4} : std::vector<int>{0})
               for (int unroll : {1, 2, 4, 8}) {
                 const Config c{vec_m, warps, rows, ksplit, unroll, mma, ring};
-                if ((mma || unroll > 1) && (ring == 0 || rows == mrows) && config_reason(c, p, dev).empty())
-                  out.push_back(c);
+                if (!((mma || unroll > 1) && (ring == 0 || rows == mrows) && config_reason(c, p, dev).empty()))
+                  continue;
+                out.push_back(c);
+                // K split across CTAs where the row groups alone leave SMs without two CTAs (e.g. 4096 weight rows
+                // in 16-row groups): the fewest CTAs per group (2, 4, 8) that give ~2 an SM, every warp keeping 4+
+                // steps of 64 k. From 4 vectors: below, the CUDA-core kernel wins and keeps its places in the head.
+                const View v = make_view(p, vec_m);
+                const int64_t ctas = grid_x(c, v) * p.batch;
+                if (!mma || v.t < 4 || 10 * ctas >= 19 * sms) continue;
+                for (int cs : {2, 4, 8}) {
+                  if (10 * ctas * cs < 19 * sms && cs < 8) continue;
+                  Config s = c;
+                  s.csplit = cs;
+                  if (p.k / 64 / (int64_t(ksplit) * cs) >= 4 && config_reason(s, p, dev).empty()) out.push_back(s);
+                  break;
+                }
               }
   std::vector<std::pair<double, size_t>> ranked;
   for (size_t i = 0; i < out.size(); ++i) ranked.push_back({estimate_cost(out[i], p, dev), i});
@@ -265,11 +305,15 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // The head of the list holds the best of each (kernel, ksplit) family, best family first, then the rest by cost:
   // which family wins turns on how many warps an SM holds and what the K slices cost, which the model reads only
   // roughly (on the H200, at 4096 weight rows ksplit 8 of the mma kernel was fastest, at 28672 ksplit 1; the model
-  // alone put the winner 8th-60th at some problems), and the tuner times the first 8.
+  // alone put the winner 8th-60th at some problems), and the tuner times the first 8. Heads are configs without a
+  // K split across CTAs: the model rates those twins too well (8x6144x4096: four of them pushed the winning ring
+  // config out of the first 8; at 8x4096x14336 the best of them ran level with the best plain config, at
+  // 16x4096x14336 4% faster: bench/NOTES.md step 23), so they come after the heads, by cost.
   std::vector<Config> sorted;
   std::vector<bool> taken(out.size(), false);
   std::vector<std::pair<int, int>> families;  // (CUDA cores / mma / mma with a ring, ksplit)
   for (const auto& [cost, i] : ranked) {
+    if (out[i].csplit != 1) continue;
     const std::pair<int, int> f{out[i].ring ? 2 : out[i].mma ? 1 : 0, out[i].ksplit};
     if (std::find(families.begin(), families.end(), f) != families.end()) continue;
     families.push_back(f);

@@ -3,12 +3,14 @@
 //   vec=m,warps=8,rows=2,ksplit=4,unroll=4          (kernels/gemv/gemv_kmajor.cuh: FMAs on the CUDA cores)
 //   vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1   (kernels/gemv/gemv_mma.cuh: mma.sync on the tensor cores)
 //   vec=m,warps=4,rows=16,ksplit=2,unroll=1,mma=1,ring=4   (the same, the weights through a shared-memory ring)
+//   vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4 (the same, K also split across 4 CTAs)
 // vec: which of the problem's dimensions holds the few vectors (m: M rows of A against B's N columns as the matrix;
 // n: N columns of B against A's M rows; at most 8 vectors, 16 with mma=1); warps per CTA; rows: output rows per warp
 // (1-4; with mma=1 m-blocks of 16 weight rows: 16 or 32, or 8 or 16 with a GLU, whose m-blocks hold 8 gate and 8 up
 // rows); ksplit: warps that share one row group's K; unroll: 16-byte chunks (mma=1: 64-k steps, two chunks) of each
 // weight row a lane has in flight; ring (mma=1 only, unroll 1): stages of a per-warp cp.async ring in shared memory
-// (64-k steps of the warp's weight rows; 0 = loads straight into registers).
+// (64-k steps of the warp's weight rows; 0 = loads straight into registers); csplit (mma=1 only): CTAs that share one
+// row group's K (1, 2, 4 or 8; their partial sums meet in a per-stream workspace, the last CTA stores).
 // The single validity function serves enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
@@ -28,6 +30,7 @@ struct Config {
   int unroll = 4;
   bool mma = false;
   int ring = 0;
+  int csplit = 1;
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
@@ -56,8 +59,11 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Dynamic shared memory of a CTA: the ring (0 without one).
 int ring_bytes(const Config& c, const Problem& p);
-// CTAs along x of the launch grid (output row groups; batches along y).
+// CTAs along x of the launch grid (output row groups; batches along y, the K split across CTAs along z).
 int64_t grid_x(const Config& c, const View& v);
+// The K split across CTAs: fp32 partials and counts per stream (0 / 0 without one).
+int64_t csplit_ws_floats(const Config& c, const Problem& p);
+int64_t csplit_counts(const Config& c, const Problem& p);
 // Estimated relative run time (lower is better), for ranking.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Valid configs for the problem, best first.

@@ -13,6 +13,7 @@
 #include "backends/sm90/sm90_plan.h"
 #include "backends/canonical_config.h"
 #include "backends/jit_result.h"
+#include "backends/stream_scratch.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
@@ -154,16 +155,18 @@ class Sm90Executable final : public Executable {
     if (cfg_.dynamic) {
       // One {next, done} counter pair per stream (kernels/sm90/sm90_tile_stream.cuh): zero now, reset to zero by
       // each launch's last cluster. Allocated here so that launch() never allocates (it may be graph-captured).
-      counters_ = zeroed_ints(kCounterStreams * 2);
+      counters_ = StreamScratch::zeroed_ints(StreamScratch::kMaxStreams * 2);
+      scratch_ = StreamScratch(kScratchWho, cand_.str(), 0, 0);
     }
     if (sk && sm90::sk_tail(ctiles, grid_ / cs, kblocks)) {
       // The stream-K tail's partials and flags, per stream like the counters (flags zero between launches; two
       // launches on different streams may overlap). The first stream's scratch is allocated here, so that the usual
       // single-stream use never allocates in launch(); another stream's first launch allocates its own.
-      sk_parts_ = sm90::sk_parts(cs, cfg_.pingpong);
-      sk_slots_ = static_cast<int>(grid_) / cs;
-      sk_floats_ = sm90::sk_ws_floats(sk_slots_, sk_parts_, sm90::acc_regs(cfg_));
-      sk_.push_back(make_sk_scratch());
+      const int parts = sm90::sk_parts(cs, cfg_.pingpong), slots = static_cast<int>(grid_) / cs;
+      sk_floats_ = sm90::sk_ws_floats(slots, parts, sm90::acc_regs(cfg_));
+      scratch_ = StreamScratch(kScratchWho, cand_.str(), sk_floats_ * sizeof(float),
+                               static_cast<size_t>(slots) * parts);
+      scratch_.make_first();
     }
     if (cfg_.gpc) {
       // GPC-major cluster ids for this grid (sm90_cluster_order.h): where the grid lands (one probe launch, cached
@@ -233,9 +236,9 @@ class Sm90Executable final : public Executable {
     params.raster_n = cfg_.raster_n ? 1 : 0;
     params.group = cfg_.group;
     if (sk_floats_ > 0) {
-      const SkScratch& s = sk_for(reinterpret_cast<CUstream>(stream));
-      params.sk_ws = static_cast<float*>(s.ws.get());
-      params.sk_flags = static_cast<int*>(s.flags.get());
+      const StreamScratch::Buffers s = scratch_.get(reinterpret_cast<CUstream>(stream));
+      params.sk_ws = static_cast<float*>(s.ws);
+      params.sk_flags = s.zeros;
     }
     epi::EpiParams ep;
     if (!problem_.epilogue.empty()) {
@@ -253,44 +256,10 @@ class Sm90Executable final : public Executable {
   }
 
  private:
-  static constexpr int kCounterStreams = 64;
+  static constexpr const char* kScratchWho = "sm90: a tiles=dynamic or tail=sk executable";
 
-  // The index of stream `s` among the streams this executable has run on (mu_ held). Launches on one stream run one
-  // after another, so per-launch device state (the dynamic order's counters, the stream-K scratch) is kept per
-  // stream; launches of this executable on different streams may then overlap.
-  size_t stream_index(CUstream s) {
-    size_t i = 0;
-    while (i < streams_.size() && streams_[i] != s) ++i;
-    if (i == streams_.size()) {
-      GT_REQUIRE(i < kCounterStreams, "sm90: a tiles=dynamic or tail=sk executable runs on at most " +
-                                          std::to_string(kCounterStreams) + " distinct streams (" + cand_.str() + ")");
-      streams_.push_back(s);
-    }
-    return i;
-  }
-
-  // The dynamic tile order's counters for `s` (mu_ held).
-  int* counters_for(CUstream s) { return static_cast<int*>(counters_.get()) + 2 * stream_index(s); }
-
-  struct SkScratch {
-    cuda::DeviceBuffer ws, flags;
-  };
-  SkScratch make_sk_scratch() const {
-    return {cuda::DeviceBuffer(sk_floats_ * sizeof(float)), zeroed_ints(static_cast<size_t>(sk_slots_) * sk_parts_)};
-  }
-  // `n` ints on the device, all zero (the counters' and the flags' state between launches).
-  static cuda::DeviceBuffer zeroed_ints(size_t n) {
-    cuda::DeviceBuffer b(n * sizeof(int));
-    const std::vector<int> zeros(n, 0);
-    b.upload(zeros.data(), n * sizeof(int));
-    return b;
-  }
-  // The stream-K scratch for `s` (mu_ held): the one made at load for the first stream, a new one for each other.
-  const SkScratch& sk_for(CUstream s) {
-    const size_t i = stream_index(s);
-    while (sk_.size() <= i) sk_.push_back(make_sk_scratch());
-    return sk_[i];
-  }
+  // The dynamic tile order's counters for `s` (mu_ held): one {next, done} pair per stream.
+  int* counters_for(CUstream s) { return static_cast<int*>(counters_.get()) + 2 * scratch_.index(s); }
 
   Candidate cand_;
   Config cfg_;
@@ -307,12 +276,10 @@ class Sm90Executable final : public Executable {
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
   alignas(64) CUtensorMap maps_[4];  // A, B, D, D's tail strips (sm90::encode_maps)
-  cuda::DeviceBuffer counters_;          // tiles=dynamic only
+  cuda::DeviceBuffer counters_;          // tiles=dynamic only: a pair per stream of scratch_
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
-  std::vector<CUstream> streams_;        // the streams launched on (counters_ pairs, sk_ scratch by index)
-  std::vector<SkScratch> sk_;            // tail=sk with a tail on this grid only
+  StreamScratch scratch_;                // tiles=dynamic / tail=sk: the streams launched on; tail=sk: partials, flags
   size_t sk_floats_ = 0;                 // > 0: the stream-K tail runs
-  int sk_slots_ = 0, sk_parts_ = 0;
 };
 
 class Sm90Backend final : public Backend {
