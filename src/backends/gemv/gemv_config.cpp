@@ -14,11 +14,16 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool out_type_ok(DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; }
 
-// Static shared memory of the mma kernel: the K slices' meeting buffer (gemv_mma.cuh `red`).
+// The mma kernel's fp32 accumulator fragments per lane: m-blocks x n-blocks x 4 (gemv_mma.cuh acc[MB][NB][4]).
+int64_t lane_frags(const Config& c, const Problem& p) {
+  const int64_t t = c.vec_m ? p.m : p.n;
+  return int64_t(c.rows / (p.epilogue.has_glu() ? 8 : 16)) * ((t + 7) / 8) * 4;
+}
+
+// Static shared memory of the mma kernel: the K slices' meeting buffer (gemv_mma.cuh `red`, a slot per warp).
 int64_t static_smem(const Config& c, const Problem& p) {
   if (!c.mma || c.ksplit == 1) return 0;
-  const int64_t t = c.vec_m ? p.m : p.n;
-  return int64_t(c.warps) * (c.rows / (p.epilogue.has_glu() ? 8 : 16)) * ((t + 7) / 8) * 4 * 32 * 4;
+  return int64_t(c.warps) * lane_frags(c, p) * 32 * 4;
 }
 
 }  // namespace
@@ -203,10 +208,8 @@ int64_t grid_x(const Config& c, const View& v) {
 int64_t csplit_ws_floats(const Config& c, const Problem& p) {
   if (c.csplit == 1) return 0;
   // kernels/gemv/gemv_mma.cuh gather_split: per row group (batch x grid x warps / ksplit), csplit slots of every
-  // lane's fragments (m-blocks x n-blocks x 4).
-  const View v = make_view(p, c.vec_m);
-  const int64_t frags = int64_t(c.rows / (p.epilogue.has_glu() ? 8 : 16)) * ((v.t + 7) / 8) * 4;
-  return csplit_counts(c, p) * c.csplit * frags * 32;
+  // lane's fragments.
+  return csplit_counts(c, p) * c.csplit * lane_frags(c, p) * 32;
 }
 
 int64_t csplit_counts(const Config& c, const Problem& p) {
