@@ -139,15 +139,14 @@ struct GemvMma {
         whi[mb] = wbase + static_cast<long long>(min(o0 + mb * 16 + g + 8, p.rows - 1)) * p.ldw;
       }
     }
-    // The vectors this lane feeds: g (and g + 8); past T they are read as zeros.
+    // The vectors this lane feeds: g (and g + 8). Past T a lane reads vector T - 1 again: an mma's output column n
+    // depends on its B column n alone, so those columns are the only ones it touches, and they are never stored.
+    // (Reading zeros there instead took a per-lane select on every load: 12-52 bytes of spills at 80 registers with
+    // T < 8, none with T = 8, bench/NOTES.md step 24.)
     const unsigned short* xbase = static_cast<const unsigned short*>(p.x) + b * p.x_batch;
     const unsigned short* xv[NB];
-    bool xon[NB];
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb) {
-      xon[nb] = nb * 8 + g < T;
-      xv[nb] = xbase + (xon[nb] ? nb * 8 + g : 0) * p.ldx;
-    }
+    for (int nb = 0; nb < NB; ++nb) xv[nb] = xbase + min(nb * 8 + g, T - 1) * p.ldx;
 
     float acc[MB][NB][4];
 #pragma unroll
@@ -168,7 +167,7 @@ struct GemvMma {
     const int sb = min(ce, cb + ks * per), se = min(ce, sb + per);
     int s = sb;
     if constexpr (RING > 0) {
-      ring_steps(p, ep0, acc, wbase, o0, xv, xon, sb, se);
+      ring_steps(p, ep0, acc, wbase, o0, xv, sb, se);
       s = se;
     }
     for (; s + UNROLL <= se; s += UNROLL) {
@@ -184,7 +183,7 @@ struct GemvMma {
             hi[u][h][mb] = ld_stream(whi[mb] + k);
           }
 #pragma unroll
-          for (int nb = 0; nb < NB; ++nb) xx[u][h][nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
+          for (int nb = 0; nb < NB; ++nb) xx[u][h][nb] = ld_cached(xv[nb] + k);
         }
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
@@ -199,7 +198,7 @@ struct GemvMma {
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_stream(wlo[mb] + k), hi[mb] = ld_stream(whi[mb] + k);
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_cached(xv[nb] + k) : U4{0, 0, 0, 0};
+        for (int nb = 0; nb < NB; ++nb) xx[nb] = ld_cached(xv[nb] + k);
         step(acc, lo, hi, xx);
       }
     if (full * 64 < p.k && ks == KSPLIT - 1 && cz == CSPLIT - 1) {  // K % 64: the last slice, zero-filled
@@ -210,7 +209,7 @@ struct GemvMma {
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_tail(wlo[mb], k, p.k), hi[mb] = ld_tail(whi[mb], k, p.k);
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) xx[nb] = xon[nb] ? ld_tail(xv[nb], k, p.k) : U4{0, 0, 0, 0};
+        for (int nb = 0; nb < NB; ++nb) xx[nb] = ld_tail(xv[nb], k, p.k);
         step(acc, lo, hi, xx);
       }
     }
@@ -298,7 +297,7 @@ struct GemvMma {
   // chunks is row c / 8, chunk c % 8: 8 lanes read one whole 128-byte line.
   __device__ __forceinline__ static void ring_steps(const GemvParams& p, const Params& ep0, float (&acc)[MB][NB][4],
                                                     const unsigned short* wbase, int o0,
-                                                    const unsigned short* const (&xv)[NB], const bool (&xon)[NB],
+                                                    const unsigned short* const (&xv)[NB],
                                                     int sb, int se) {
     extern __shared__ __align__(128) unsigned char gemv_ring[];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -342,7 +341,7 @@ struct GemvMma {
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb)
-          xx[h][nb] = xon[nb] ? ld_cached(xv[nb] + s * 64 + 16 * q + 8 * h) : U4{0, 0, 0, 0};
+          xx[h][nb] = ld_cached(xv[nb] + s * 64 + 16 * q + 8 * h);
       cp_async_wait<RING - 1>();
       __syncwarp();
       const unsigned slot = base + ((s - sb) % RING) * kStageBytes;

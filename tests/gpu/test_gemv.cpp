@@ -210,6 +210,39 @@ TEST_F(GemvGpu, CtaSplit) {
   EXPECT_EQ(run_all(jobs), 19u);
 }
 
+// Configs --config takes that the enumerator does not list: rings of 2, 3 and 8 stages (3 with 8 warps splitting K
+// holds 48 KiB of ring beside the K slices' static buffer: more than a kernel gets without the shared-memory
+// attribute, which the launch failed on before it was set for every ring), and kernels compiled for more CTAs an SM
+// (occ) where the enumerator does not ask for it (each spill-free on these problems; more CTAs an SM, or other
+// configs, spill at some: --config takes them, the compile reports the spills).
+TEST_F(GemvGpu, ExplicitConfigs) {
+  const Layout R = Layout::row;
+  const DType bf = DType::bf16, f32 = DType::f32;
+  const Spec specs[] = {
+      {8, 4096, 4160, 1, "", bf, bf, R, false, 0, false, true},
+      {16, 1000, 1000, 2, "", bf, f32, R, true, 8, false, false},
+      {3, 2050, 520, 1, "bias,silu", bf, bf, R, false, 0, false, false},
+  };
+  const char* const configs[] = {
+      "vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=3",
+      "vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=2,occ=3",
+      "vec=m,warps=4,rows=16,ksplit=4,unroll=1,mma=1,ring=8",
+      "vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,occ=3",
+      "vec=m,warps=4,rows=16,ksplit=2,unroll=1,mma=1,occ=6",
+  };
+  auto be = make_gemv_backend();
+  std::vector<Job> jobs;
+  for (const Spec& s : specs) {
+    const Problem p = make(s);
+    for (const char* cfg : configs) {
+      const Candidate cand{"gemv", cfg};
+      EXPECT_EQ(be->validate(p, cand, current_device()), "") << cfg;
+      jobs.push_back({p, cand, {}, {}});
+    }
+  }
+  EXPECT_EQ(run_all(jobs), 15u);
+}
+
 TEST_F(GemvGpu, MisalignedPointerThrows) {
   Problem p = Problem::make(1, 256, 256, DType::bf16, DType::bf16);
   p.resolve();

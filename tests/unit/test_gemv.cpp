@@ -33,8 +33,12 @@ TEST(GemvConfig, RoundTrip) {
                         "vec=m,warps=4,rows=16,ksplit=2,unroll=4,mma=1",
                         "vec=m,warps=8,rows=32,ksplit=1,unroll=1,mma=1,ring=4",
                         "vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4",
-                        "vec=m,warps=4,rows=16,ksplit=1,unroll=1,mma=1,ring=4,csplit=8"})
+                        "vec=m,warps=4,rows=16,ksplit=1,unroll=1,mma=1,ring=4,csplit=8",
+                        "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1,occ=3",
+                        "vec=m,warps=4,rows=2,ksplit=4,unroll=4,occ=6"})
     EXPECT_EQ(gemv::Config::parse(s).str(), s);
+  EXPECT_EQ(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1,occ=1").str(),
+            "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1");
   EXPECT_EQ(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=1").str(),
             "vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1");
   EXPECT_EQ(gemv::Config::parse("vec=m,warps=4,rows=2,ksplit=2,unroll=4,mma=0").str(),
@@ -131,6 +135,15 @@ TEST(GemvConfig, Reasons) {
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=2,ksplit=2,unroll=2,csplit=2"),
                                       decode(4, 4096, 4096), kDev),
                   "csplit (K split across CTAs) needs mma=1"));
+  // CTAs an SM the kernel is compiled for: at most 64 warps an SM.
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1,occ=8"), t12, kDev),
+            "");
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1,occ=9"),
+                                      t12, kDev),
+                  "occ (CTAs per SM) must be 1-8 with 8 warps"));
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=16,rows=16,ksplit=8,unroll=2,mma=1,occ=0"),
+                                      t12, kDev),
+                  "must be 1-4 with 16 warps"));
   // A GLU pairs B's columns (the weights' rows): only the vec=m orientation.
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
                                       decode(4, 8, 4096, "silu_glu"), kDev),
@@ -198,6 +211,20 @@ TEST(GemvConfig, Enumeration) {
     for (const auto& c : gemv::enumerate_configs(q, kDev)) EXPECT_EQ(c.csplit, 1) << c.str() << " on " << q.str();
   const Problem d8 = decode(8, 4096, 14336);
   EXPECT_EQ(gemv::csplit_ws_floats(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1"), d8), 0);
+  // occ=3 exactly where the rule asks for it: 8 warps of the mma kernel splitting K 4-8 ways, loads in registers
+  // (1-2 steps, one m-block), at most 8 vectors (bench/NOTES.md step 24); every listed config compiles without
+  // spills (GemvCompile.EveryConfig).
+  for (const Problem& q : {decode(8, 4096, 14336), decode(3, 28672, 4096), decode(16, 4096, 14336),
+                           decode(8, 14336, 4096, "bias,silu_glu")}) {
+    int occ3 = 0;
+    for (const auto& c : gemv::enumerate_configs(q, kDev)) {
+      const bool rule = c.mma && c.ring == 0 && c.warps == 8 && c.ksplit >= 4 && c.unroll <= 2 &&
+                        c.rows == (q.epilogue.has_glu() ? 8 : 16) && q.m <= 8;
+      EXPECT_EQ(c.occ, rule ? 3 : 1) << c.str() << " on " << q.str();
+      occ3 += c.occ == 3;
+    }
+    EXPECT_EQ(occ3 > 0, q.m <= 8) << q.str();
+  }
   // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most
   // SMs idle).
   EXPECT_GT(gemv::enumerate_configs(decode(1, 256, 65536), kDev).front().ksplit, 1);

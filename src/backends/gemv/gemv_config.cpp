@@ -35,6 +35,7 @@ std::string Config::str() const {
   if (mma) os << ",mma=1";
   if (ring) os << ",ring=" << ring;
   if (csplit != 1) os << ",csplit=" << csplit;
+  if (occ != 1) os << ",occ=" << occ;
   return os.str();
 }
 
@@ -43,7 +44,7 @@ Config Config::parse(const std::string& s) {
   std::istringstream is(s);
   std::string kv;
   auto bad = [&](const std::string& why) { GT_THROW("gemv: bad config '" + s + "': " + why); };
-  bool seen[7] = {};
+  bool seen[8] = {};
   while (std::getline(is, kv, ',')) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
@@ -79,8 +80,10 @@ Config Config::parse(const std::string& s) {
       c.ring = num(5);
     } else if (k == "csplit") {
       c.csplit = num(6);
+    } else if (k == "occ") {
+      c.occ = num(7);
     } else {
-      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma, ring, csplit)");
+      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma, ring, csplit, occ)");
     }
   }
   const char* names[5] = {"vec", "warps", "rows", "ksplit", "unroll"};
@@ -184,6 +187,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.csplit != 2 && c.csplit != 4 && c.csplit != 8) return pre + "csplit must be 1, 2, 4 or 8";
     if (!c.mma) return pre + "csplit (K split across CTAs) needs mma=1";
   }
+  if (c.occ < 1 || c.occ * c.warps > 64)
+    return pre + "occ (CTAs per SM) must be 1-" + std::to_string(64 / c.warps) + " with " + std::to_string(c.warps) +
+           " warps (64 warps per SM)";
   if (c.mma) {
     const int64_t loads = 2 * c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
     if (loads > 24) return pre + "2 x unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
@@ -284,14 +290,24 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
           for (int ksplit : {1, 2, 4, 8})
             for (int ring : mma ? std::vector<int>{0, 4} : std::vector<int>{0})
               for (int unroll : {1, 2, 4, 8}) {
-                const Config c{vec_m, warps, rows, ksplit, unroll, mma, ring};
+                const View v = make_view(p, vec_m);
+                Config c{vec_m, warps, rows, ksplit, unroll, mma, ring};
+                // One n-block of vectors (T <= 8), one m-block, loads straight into registers (1-2 steps), 8 warps
+                // splitting K 4-8 ways: compiled for 3 CTAs an SM (80 registers, no spills; with 4 steps in flight,
+                // two m-blocks or ksplit 1 some spill; 100-128 registers and 2 CTAs otherwise), so that 24
+                // warps an SM stream the weights instead of 16. On the H200 (bench/NOTES.md step 24), side by side,
+                // default / occ=3: 8x4096x14336 42.3 / 33.8 us (ksplit 8, unroll 2), 42.1 / 35.6, 38.0 / 36.5
+                // (ksplit 4); 4x4096x14336 35.5 / 33.2, 35.7 / 34.6, 37.6 / 36.8; 8x28672x4096 85.4 / 62.0, 85.0 /
+                // 64.4, 78.6 / 61.6 (cuBLASLt 34.4, 34.7, 62.4). Not with 16 vectors (two n-blocks: 2-19% slower
+                // at 3 CTAs), a ring (level), or ksplit 1 (-4% to +6%).
+                if (mma && ring == 0 && warps == 8 && ksplit >= 4 && unroll <= 2 && rows == mrows && v.t <= 8)
+                  c.occ = 3;
                 if (!((mma || unroll > 1) && (ring == 0 || rows == mrows) && config_reason(c, p, dev).empty()))
                   continue;
                 out.push_back(c);
                 // K split across CTAs where the row groups alone leave SMs without two CTAs (e.g. 4096 weight rows
                 // in 16-row groups): the fewest CTAs per group (2, 4, 8) that give ~2 an SM, every warp keeping 4+
                 // steps of 64 k. From 4 vectors: below, the CUDA-core kernel wins and keeps its places in the head.
-                const View v = make_view(p, vec_m);
                 const int64_t ctas = grid_x(c, v) * p.batch;
                 if (!mma || v.t < 4 || 10 * ctas >= 19 * sms) continue;
                 for (int cs : {2, 4, 8}) {

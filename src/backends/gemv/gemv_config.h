@@ -10,7 +10,9 @@
 // rows); ksplit: warps that share one row group's K; unroll: 16-byte chunks (mma=1: 64-k steps, two chunks) of each
 // weight row a lane has in flight; ring (mma=1 only, unroll 1): stages of a per-warp cp.async ring in shared memory
 // (64-k steps of the warp's weight rows; 0 = loads straight into registers); csplit (mma=1 only): CTAs that share one
-// row group's K (1, 2, 4 or 8; their partial sums meet in a per-stream workspace, the last CTA stores).
+// row group's K (1, 2, 4 or 8; their partial sums meet in a per-stream workspace, the last CTA stores); occ: the CTAs
+// per SM the kernel is compiled for (__launch_bounds__'s minimum blocks: a register cap of 64K / (occ x threads)), so
+// that more warps stream the weights (default 1: as many registers as the code wants).
 // The single validity function serves enumerate() (pruning), validate() and error messages.
 #include <string>
 #include <vector>
@@ -31,6 +33,7 @@ struct Config {
   bool mma = false;
   int ring = 0;
   int csplit = 1;
+  int occ = 1;
 
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
