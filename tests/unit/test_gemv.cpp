@@ -225,6 +225,14 @@ TEST(GemvConfig, Enumeration) {
     }
     EXPECT_EQ(occ3 > 0, q.m <= 8) << q.str();
   }
+  // From 4 vectors two of them go first, K split 8 then 4, two steps in flight; below 4 the family heads lead.
+  for (const Problem& q : {decode(8, 4096, 14336), decode(4, 28672, 4096), decode(6, 4096, 4096)}) {
+    const auto list = gemv::enumerate_configs(q, kDev);
+    ASSERT_GT(list.size(), 2u);
+    EXPECT_EQ(list[0].str(), "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1,occ=3") << q.str();
+    EXPECT_EQ(list[1].str(), "vec=m,warps=8,rows=16,ksplit=4,unroll=2,mma=1,occ=3") << q.str();
+  }
+  EXPECT_NE(gemv::enumerate_configs(decode(3, 4096, 14336), kDev).front().occ, 3);
   // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most
   // SMs idle).
   EXPECT_GT(gemv::enumerate_configs(decode(1, 256, 65536), kDev).front().ksplit, 1);

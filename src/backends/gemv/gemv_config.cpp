@@ -1,5 +1,6 @@
 #include "backends/gemv/gemv_config.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -237,9 +238,11 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Registers per thread (ptxas, sm_90a; CUDA-core kernel fitted over 280 configs: mean error 11).
   // (A ring holds no weights in registers: its copy addresses, the fragments of one step and the vectors'; ptxas:
   // 88 with one m-block, 126 with two, at 16 vectors.)
-  const double regs = std::min(255.0, c.ring ? 42.0 + 38 * mb + 4 * mb * nb
-                                      : c.mma ? 40.0 + 8.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
-                                              : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
+  // occ > 1 caps them at what occ CTAs an SM leave (__launch_bounds__; ptxas rounds to 8).
+  const double cap = c.occ > 1 ? std::floor(65536.0 / (c.occ * 32.0 * c.warps) / 8) * 8 : 255.0;
+  const double regs = std::min(cap, c.ring ? 42.0 + 38 * mb + 4 * mb * nb
+                                    : c.mma ? 40.0 + 8.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
+                                            : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
   const double res_by_regs = std::floor(65536.0 / (std::ceil(regs / 8) * 8 * 32 * c.warps));
   const double res_by_smem =
       c.ring ? std::floor(233472.0 / (ring_bytes(c, p) + static_smem(c, p) + 1024)) : 32.0;  // 228 KB an SM
@@ -330,8 +333,25 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // 16x4096x14336 4% faster: bench/NOTES.md step 23), so they come after the heads, by cost.
   std::vector<Config> sorted;
   std::vector<bool> taken(out.size(), false);
+  // From 4 vectors, an occ=3 config of each K split (8, 4) goes first: on the H200 one of them was the
+  // fastest gemv config at every problem with 4-8 vectors of a rank survey (every candidate timed side by side, nine
+  // problems: N = 4096-28672, K = 4096-14336), which the model, fitted before occ, ranked 22nd-59th (bench/NOTES.md
+  // step 24). Below 4 vectors the CUDA-core kernel won.
+  // Two steps in flight: unroll 2 was the faster of the two at eight of those nine problems.
+  for (int ks : {8, 4}) {
+    size_t pick = out.size();
+    for (const auto& [cost, i] : ranked)
+      if (out[i].occ == 3 && out[i].ksplit == ks && out[i].csplit == 1 && make_view(p, out[i].vec_m).t >= 4 &&
+          (pick == out.size() || (out[i].unroll == 2 && out[pick].unroll != 2)))
+        pick = i;
+    if (pick < out.size()) {
+      sorted.push_back(out[pick]);
+      taken[pick] = true;
+    }
+  }
   std::vector<std::pair<int, int>> families;  // (CUDA cores / mma / mma with a ring, ksplit)
   for (const auto& [cost, i] : ranked) {
+    if (taken[i]) continue;
     if (out[i].csplit != 1) continue;
     const std::pair<int, int> f{out[i].ring ? 2 : out[i].mma ? 1 : 0, out[i].ksplit};
     if (std::find(families.begin(), families.end(), f) != families.end()) continue;
