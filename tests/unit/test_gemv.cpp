@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -167,24 +168,34 @@ TEST(GemvConfig, Enumeration) {
   bool both[2] = {};
   for (const auto& c : gemv::enumerate_configs(decode(6, 8, 512), kDev)) both[c.vec_m] = true;
   EXPECT_TRUE(both[0] && both[1]);
-  // Every config valid; the best estimate first, then the best of each other (kernel, ksplit) family, then the rest
-  // by estimate.
+  // Every config valid. Below 4 vectors: first the CUDA-core kernel's heads, the cheapest estimate with at most 4
+  // chunks in flight of each (ksplit, rows) family, by estimate; then the heads of the mma kernel's (kernel,
+  // ksplit) families, by estimate; then the rest by estimate.
   const Problem p = decode(1, 4096, 14336);
-  std::vector<std::pair<int, int>> fams;
-  size_t head = 0;
-  for (const auto& c : m1) {
+  const auto cost = [&](const gemv::Config& c) { return gemv::estimate_cost(c, p, kDev); };
+  const auto family = [](const gemv::Config& c) {
+    return std::tuple<int, int, int>{c.ring ? 2 : c.mma ? 1 : 0, c.ksplit, c.mma ? 0 : c.rows};
+  };
+  std::vector<std::tuple<int, int, int>> fams;
+  for (size_t i = 0; i < m1.size(); ++i) {
+    const auto& c = m1[i];
     EXPECT_EQ(gemv::config_reason(c, p, kDev), "") << c.str();
-    EXPECT_GE(gemv::estimate_cost(c, p, kDev), gemv::estimate_cost(m1.front(), p, kDev)) << c.str();
-    const std::pair<int, int> f{c.ring ? 2 : c.mma ? 1 : 0, c.ksplit};
-    if (std::find(fams.begin(), fams.end(), f) == fams.end()) {
-      EXPECT_EQ(head, fams.size()) << "family of " << c.str() << " not in the head";
-      fams.push_back(f);
-      ++head;
+    if (std::find(fams.begin(), fams.end(), family(c)) == fams.end()) {
+      EXPECT_EQ(i, fams.size()) << "family of " << c.str() << " not in the head";
+      fams.push_back(family(c));
     }
   }
-  EXPECT_EQ(fams.size(), 12u);  // the CUDA-core kernel, mma=1, mma=1 with a ring x ksplit 1, 2, 4, 8
+  ASSERT_EQ(fams.size(), 20u);  // CUDA cores: ksplit 1, 2, 4, 8 x rows 1, 2, 4; mma=1 and a ring x ksplit 1, 2, 4, 8
+  for (size_t i = 0; i < fams.size(); ++i) {
+    EXPECT_EQ(m1[i].mma, i >= 12) << m1[i].str() << " at " << i;
+    if (i < 12) EXPECT_LE(m1[i].unroll, 4) << m1[i].str();
+    if (i != 0 && i != 12) EXPECT_LE(cost(m1[i - 1]), cost(m1[i])) << m1[i].str();
+    for (size_t j = fams.size(); j < m1.size(); ++j)  // each head the cheapest of its family (unroll <= 4 on cores)
+      if (family(m1[j]) == fams[i] && (m1[j].mma || m1[j].unroll <= 4))
+        EXPECT_LE(cost(m1[i]), cost(m1[j])) << m1[i].str() << " vs " << m1[j].str();
+  }
   for (size_t i = fams.size() + 1; i < m1.size(); ++i)
-    EXPECT_LE(gemv::estimate_cost(m1[i - 1], p, kDev), gemv::estimate_cost(m1[i], p, kDev)) << m1[i].str();
+    EXPECT_LE(cost(m1[i - 1]), cost(m1[i])) << m1[i].str();
   // K split across CTAs: listed where a config's row groups leave SMs without two CTAs (fewer than 1.9 x 132), from
   // 4 vectors (8 x 4096 x 14336: 256 groups of 16 rows for 8 warps splitting K, 32-128 with fewer), never below; its
   // scratch: per row group, csplit slots of the lanes' fragments, and one count.
@@ -225,14 +236,24 @@ TEST(GemvConfig, Enumeration) {
     }
     EXPECT_EQ(occ3 > 0, q.m <= 8) << q.str();
   }
-  // From 4 vectors two of them go first, K split 8 then 4, two steps in flight; below 4 the family heads lead.
-  for (const Problem& q : {decode(8, 4096, 14336), decode(4, 28672, 4096), decode(6, 4096, 4096)}) {
+  // From 3 vectors two of them go first, K split 8 then 4, two steps in flight; at 3 the CUDA-core heads follow;
+  // below 3 those lead.
+  for (const Problem& q : {decode(8, 4096, 14336), decode(4, 28672, 4096), decode(6, 4096, 4096),
+                           decode(3, 14336, 4096)}) {
     const auto list = gemv::enumerate_configs(q, kDev);
     ASSERT_GT(list.size(), 2u);
     EXPECT_EQ(list[0].str(), "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1,occ=3") << q.str();
     EXPECT_EQ(list[1].str(), "vec=m,warps=8,rows=16,ksplit=4,unroll=2,mma=1,occ=3") << q.str();
+    if (q.m == 3) EXPECT_FALSE(list[2].mma) << list[2].str();
   }
-  EXPECT_NE(gemv::enumerate_configs(decode(3, 4096, 14336), kDev).front().occ, 3);
+  for (const Problem& q : {decode(2, 4096, 14336), decode(4096, 2, 4096), decode(1, 28672, 4096)}) {
+    const auto list = gemv::enumerate_configs(q, kDev);
+    ASSERT_GT(list.size(), 8u);
+    for (size_t i = 0; i < 8; ++i) {  // what the tuner times by default
+      EXPECT_FALSE(list[i].mma) << list[i].str() << " at " << i << " on " << q.str();
+      EXPECT_LE(list[i].unroll, 4) << list[i].str() << " at " << i << " on " << q.str();
+    }
+  }
   // Few output rows and a long K: the best configs split K across warps (one CTA per row group would leave most
   // SMs idle).
   EXPECT_GT(gemv::enumerate_configs(decode(1, 256, 65536), kDev).front().ksplit, 1);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #include "gemmtune/errors.h"
 
@@ -333,15 +334,16 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // 16x4096x14336 4% faster: bench/NOTES.md step 23), so they come after the heads, by cost.
   std::vector<Config> sorted;
   std::vector<bool> taken(out.size(), false);
-  // From 4 vectors, an occ=3 config of each K split (8, 4) goes first: on the H200 one of them was the
+  // From 3 vectors, an occ=3 config of each K split (8, 4) goes first: on the H200 one of them was the
   // fastest gemv config at every problem with 4-8 vectors of a rank survey (every candidate timed side by side, nine
   // problems: N = 4096-28672, K = 4096-14336), which the model, fitted before occ, ranked 22nd-59th (bench/NOTES.md
-  // step 24). Below 4 vectors the CUDA-core kernel won.
+  // step 24); on the H100 at 3 vectors it was the fastest at two of four problems and within 1.7% at the others
+  // (step 25). Below 3 vectors the CUDA-core kernel won.
   // Two steps in flight: unroll 2 was the faster of the two at eight of those nine problems.
   for (int ks : {8, 4}) {
     size_t pick = out.size();
     for (const auto& [cost, i] : ranked)
-      if (out[i].occ == 3 && out[i].ksplit == ks && out[i].csplit == 1 && make_view(p, out[i].vec_m).t >= 4 &&
+      if (out[i].occ == 3 && out[i].ksplit == ks && out[i].csplit == 1 && make_view(p, out[i].vec_m).t >= 3 &&
           (pick == out.size() || (out[i].unroll == 2 && out[pick].unroll != 2)))
         pick = i;
     if (pick < out.size()) {
@@ -349,16 +351,26 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       taken[pick] = true;
     }
   }
-  std::vector<std::pair<int, int>> families;  // (CUDA cores / mma / mma with a ring, ksplit)
-  for (const auto& [cost, i] : ranked) {
-    if (taken[i]) continue;
-    if (out[i].csplit != 1) continue;
-    const std::pair<int, int> f{out[i].ring ? 2 : out[i].mma ? 1 : 0, out[i].ksplit};
-    if (std::find(families.begin(), families.end(), f) != families.end()) continue;
-    families.push_back(f);
-    sorted.push_back(out[i]);
-    taken[i] = true;
-  }
+  // Below 4 vectors the CUDA-core kernel's heads come next, one per (ksplit, rows per warp) family, each with at most
+  // 4 chunks in flight: at all twelve 1-2-vector problems of two rank surveys (the H100 and the H200; N = 1024-
+  // 128256, K = 4096-14336) a CUDA-core config was the fastest, the mma kernel's best 0.5-20% behind; which K split
+  // and how many rows a warp takes turned on the problem and the GPU (one head per ksplit put the fastest 14th-73rd),
+  // and unroll 8, the model's pick in many families, was never the fastest (0.2-9% behind). At eight 1-2-vector
+  // problems surveyed afterwards the first 8 lost 0-1.3% to the fastest gemv config (one head per ksplit: 0.2-7.1%;
+  // bench/NOTES.md step 25).
+  std::vector<std::tuple<int, int, int>> families;  // (CUDA cores / mma / mma with a ring, ksplit, rows below 4)
+  for (bool cuda_core_heads : {true, false})
+    for (const auto& [cost, i] : ranked) {
+      const Config& c = out[i];
+      if (taken[i] || c.csplit != 1) continue;
+      const bool few = !c.mma && make_view(p, c.vec_m).t < 4;
+      if (cuda_core_heads && !(few && c.unroll <= 4)) continue;
+      const std::tuple<int, int, int> f{c.ring ? 2 : c.mma ? 1 : 0, c.ksplit, few ? c.rows : 0};
+      if (std::find(families.begin(), families.end(), f) != families.end()) continue;
+      families.push_back(f);
+      sorted.push_back(c);
+      taken[i] = true;
+    }
   for (const auto& [cost, i] : ranked)
     if (!taken[i]) sorted.push_back(out[i]);
   return sorted;
