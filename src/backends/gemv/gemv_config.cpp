@@ -354,7 +354,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // Below 4 vectors the CUDA-core kernel's heads come next, one per (ksplit, rows per warp) family, each with at most
   // 4 chunks in flight: at all twelve 1-2-vector problems of two rank surveys (the H100 and the H200; N = 1024-
   // 128256, K = 4096-14336) a CUDA-core config was the fastest, the mma kernel's best 0.5-20% behind; which K split
-  // and how many rows a warp takes turned on the problem and the GPU (one head per ksplit put the fastest 14th-73rd),
+  // and how many rows a warp takes turned on the problem and the GPU (one head per ksplit put the fastest 14th-70th),
   // and unroll 8, the model's pick in many families, was never the fastest (0.2-9% behind). At eight 1-2-vector
   // problems surveyed afterwards the first 8 lost 0-1.3% to the fastest gemv config (one head per ksplit: 0.2-7.1%;
   // bench/NOTES.md step 25).
