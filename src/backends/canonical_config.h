@@ -1,6 +1,6 @@
 #pragma once
 // validate() of a backend whose config is one canonical line (sm90, gemv): the candidate names this backend, its
-// config parses and prints back unchanged, then the backend's own validity function decides.
+// config parses, the backend's own validity function accepts it, and it prints back unchanged.
 #include <string>
 
 #include "gemmtune/candidate.h"
@@ -18,9 +18,9 @@ std::string validate_canonical(const std::string& backend, const Candidate& c, R
   } catch (const Error& e) {
     return e.what();
   }
-  if (cfg.str() != c.config)
-    return backend + ": config '" + c.config + "' is not canonical (expected '" + cfg.str() + "')";
-  return reason(cfg);
+  // What is wrong with the config comes first: the canonical spelling of an invalid config helps nobody.
+  if (std::string r = reason(cfg); !r.empty() || cfg.str() == c.config) return r;
+  return backend + ": config '" + c.config + "' is not canonical (expected '" + cfg.str() + "')";
 }
 
 }  // namespace gemmtune

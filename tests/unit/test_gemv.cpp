@@ -326,6 +326,8 @@ TEST(GemvCompile, BadCandidateIsAClearError) {
   auto be = make_gemv_backend();
   const Problem p = decode(1, 4096, 4096);
   EXPECT_TRUE(has(be->validate(p, {"gemv", "vec=m,warps=8,ksplit=1,rows=2,unroll=4"}, kDev), "not canonical"));
+  // An invalid config says what is wrong with it, in whatever order its keys come.
+  EXPECT_TRUE(has(be->validate(p, {"gemv", "vec=m,warps=8,ksplit=3,rows=2,unroll=4"}, kDev), "ksplit must divide"));
   EXPECT_TRUE(has(be->validate(p, {"sm90", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), "for backend 'sm90'"));
   EXPECT_THROW(be->compile(decode(64, 64, 64), {"gemv", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), Error);
 }

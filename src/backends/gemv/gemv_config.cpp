@@ -1,6 +1,5 @@
 #include "backends/gemv/gemv_config.h"
 
-#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
