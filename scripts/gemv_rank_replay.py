@@ -7,10 +7,10 @@ where the best sits in the order. Candidates the survey did not time (new ones) 
 (FILE.log alone will do: the survey's stderr, named ..._MxNxK.log or ..._M_N_K.log.)
 
 usage: gemv_rank_replay.py BUILD_DIR FILE.json... [--k 8] [--show 3]"""
-import argparse, json, os, re, statistics, subprocess, sys
+import argparse, json, os, re, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rank_survey import first_pass
+from rank_survey import first_pass, print_losses
 
 
 def main():
@@ -45,9 +45,7 @@ def main():
             for c in sorted(timed, key=timed.get)[: a.show]:
                 r = order.index(c) + 1 if c in order else -1
                 print(f"    #{r:<4d} {timed[c]:8.2f}  {c}")
-    if losses:
-        print(f"top-{a.k} loss: median {100 * statistics.median(losses):.2f}%, max {100 * max(losses):.2f}%, "
-              f"{sum(l > 0.01 for l in losses)} of {len(losses)} problems lose > 1%")
+    print_losses(losses, a.k)
 
 
 if __name__ == "__main__":

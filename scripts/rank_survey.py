@@ -19,6 +19,13 @@ def first_pass(log):
     return first
 
 
+def print_losses(losses, k):
+    """The summary line of a replay: the top-k loss against the best candidate, over problems."""
+    if losses:
+        print(f"top-{k} loss: median {100 * statistics.median(losses):.2f}%, max {100 * max(losses):.2f}%, "
+              f"{sum(l > 0.01 for l in losses)} of {len(losses)} problems lose > 1%")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
@@ -50,9 +57,7 @@ def main():
         if a.show:
             for i, r in sorted(ok, key=lambda x: x[1]["us_median"])[: a.show]:
                 print(f"    #{i + 1:<4d} {r['us_median']:8.2f}  {r['config']}")
-    if losses:
-        print(f"top-{a.k} loss: median {100 * statistics.median(losses):.2f}%, max {100 * max(losses):.2f}%, "
-              f"{sum(l > 0.01 for l in losses)} of {len(losses)} problems lose > 1%")
+    print_losses(losses, a.k)
 
 
 if __name__ == "__main__":
