@@ -105,8 +105,8 @@ const std::vector<std::string>& toolkit_include_flags() {
 // Flags that define the output (hashed into the key).
 std::vector<std::string> key_flags(const CompileOptions& opts) {
   // -minimal: NVRTC skips its builtin declarations for textures, surfaces and device-side runtime calls, which no
-  // kernel in kernels/ uses (a unit that does fails to compile, naming the missing symbol): byte-identical SASS and a
-  // median 286 -> 276 ms per candidate over the 4096³ list (bench/NOTES.md step 8).
+  // kernel in kernels/ uses (a unit that does fails to compile, naming the missing symbol): byte-identical SASS and
+  // about 4% less compile time per candidate (docs/PERFORMANCE.md, compile time).
   std::vector<std::string> f = {"--gpu-architecture=" + opts.arch, "-default-device", "-minimal",
                                 "--ptxas-options=-v"};
   bool has_std = false;
@@ -145,7 +145,7 @@ std::shared_ptr<Cubin> nvrtc_compile(const std::string& source, const std::strin
                                      const CompileOptions& opts, const std::string& context, const std::string& key) {
   const HeaderArrays& headers = header_arrays();
   std::vector<std::string> flags = key_flags(opts);
-  // NOTES: with a driver present, NVRTC keeps its own cache in the driver's compute cache (~/.nv/ComputeCache) and on
+  // With a driver present, NVRTC keeps its own cache in the driver's compute cache (~/.nv/ComputeCache) and on
   // a hit skips ptxas -- and with it the resource report we parse. We cache ourselves, so switch that one off.
   flags.push_back("--no-cache");
   for (const auto& f : toolkit_include_flags()) flags.push_back(f);
