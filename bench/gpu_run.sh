@@ -2,7 +2,7 @@
 # The GPU-host run: build (or reuse a carried build), GPU tests, one tune (cold, then warm from the result cache in a
 # new process), the benchmark suites side by side with cuBLASLt, and a SASS check of a dumped sm90 cubin.
 #
-#   scripts/gpu_run.sh OUTDIR [BUILD_DIR]
+#   bench/gpu_run.sh OUTDIR [BUILD_DIR]
 #
 # Environment:
 #   SUITES        suites under bench/suites to run (default "llama3_8b llama3_70b squares"; "" = none)
@@ -186,7 +186,7 @@ done
 # ---- compute-sanitizer on one config of each schedule -----------------------------------------------------------------
 if [[ -n "${SANITIZE:-}" ]]; then
   step "compute-sanitizer"
-  out=$("$ROOT/scripts/sanitize_sm90.sh" "$OUT/sanitize.log" "$GT" "$STEP_TIMEOUT" \
+  out=$("$ROOT/tools/dev/sanitize_sm90.sh" "$OUT/sanitize.log" "$GT" "$STEP_TIMEOUT" \
     "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8" \
     "tile=128x128x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=8") || fail "compute-sanitizer (see sanitize.log)"
   echo "$out"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck + racecheck on sm90 configs, each on a ragged problem with several tiles per CTA
 # (persistent loop, ring wrap-around), in-process so the kernel runs under the tool.
-#   scripts/sanitize_sm90.sh LOGFILE GEMMTUNE_BIN TIMEOUT_S CONFIG...   (configs without the "sm90:" prefix)
+#   tools/dev/sanitize_sm90.sh LOGFILE GEMMTUNE_BIN TIMEOUT_S CONFIG...   (configs without the "sm90:" prefix)
 #   SAN_SHAPE="M N K" overrides the problem (default "1000 1096 520"; a tail=sk config needs a partial last round of
 #   cluster tiles to run its stream-K path, e.g. "1536 1536 520").
 # Prints one line per run: "<tool> <config>: rc=<rc> <summary>"; exits 1 when any run failed.
