@@ -16,7 +16,7 @@ fp64. --timing rotate (default) times it as gemmtune's harness does: one graph p
 >= 2x L2 of other sets' data is read between two reads of one set, per-launch CUDA events, median. --timing flush
 uses triton.testing.do_bench (median; its L2 flush is a 256 MB memset before every run, which leaves L2 full of dirty
 lines that the timed kernel's reads then wait behind: on the H200 12-25% slower at decode sizes than a cold L2 of
-clean lines, bench/NOTES.md step 22). gemmtune's harness is another process: compare in absolute time (same
+clean lines, docs/PERFORMANCE.md "How we time"). gemmtune's harness is another process: compare in absolute time (same
 timing) or through the cuBLAS anchor each harness measured itself (--gemmtune-json prints both).
 
 Epilogue semantics match gemmtune's (gemmtune/epilogue.h):
