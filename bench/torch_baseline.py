@@ -16,7 +16,7 @@ fp64. --timing rotate (default) times it as gemmtune's harness does: one graph p
 >= 2x L2 of other sets' data is read between two reads of one set, per-launch CUDA events, median. --timing flush
 uses triton.testing.do_bench (median; its L2 flush is a 256 MB memset before every run, which leaves L2 full of dirty
 lines that the timed kernel's reads then wait behind: on the H200 12-25% slower at decode sizes than a cold L2 of
-clean lines, bench/NOTES.md step 22). gemmtune's harness is another process: compare in absolute time (same
+clean lines, docs/PERFORMANCE.md "How we time"). gemmtune's harness is another process: compare in absolute time (same
 timing) or through the cuBLAS anchor each harness measured itself (--gemmtune-json prints both).
 
 Epilogue semantics match gemmtune's (gemmtune/epilogue.h):
@@ -217,9 +217,8 @@ def run(args, root):
 
     rows = []
     compile_spent = 0.0
-    out_path = args.json or os.path.join(root, "results",
-                                         "torch_" + suite.get("name", "suite") + "_" +
-                                         gpu.replace(" ", "_").replace("/", "_") + ".json")
+    out_path = args.json or os.path.join(root, "results", suite.get("name", "suite"), gpu_slug(gpu) + "-inductor.json")
+    os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
     hdr = (f"{'name':24} {'M':>5} {'N':>6} {'K':>6} {'epilogue':14} | {'eager us':>9} {'TFLOP/s':>8} | "
            f"{'compile us':>10} {'TFLOP/s':>8} | {'eager/compile':>13} | {'autotune s':>10} | inductor pick")
     print(f"# {gpu}, torch {torch.__version__}, triton {triton.__version__}, Inductor cache {cache}, "
@@ -350,11 +349,17 @@ def report(torch_json, gemmtune_json):
         print(f"tuning time, sum over {len(tune_g)} shapes: gemmtune {sum(tune_g):.1f} s, Inductor {sum(tune_i):.1f} s")
 
 
+def gpu_slug(name):
+    """The GPU part of a results file name (bench/README.md): "NVIDIA H100 80GB HBM3" -> "h100"."""
+    m = re.search(r"\b([A-Z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
+    return (m.group(1) if m else name.replace(" ", "_").replace("/", "_")).lower()
+
+
 def main():
     root = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=os.path.join(root, "suites", "large.json"))
-    ap.add_argument("--json", default=None, help="output JSON (default bench/results/torch_<suite>_<gpu>.json)")
+    ap.add_argument("--json", default=None, help="output JSON (default bench/results/<suite>/<gpu>-inductor.json)")
     ap.add_argument("--no-compile", action="store_true", help="eager only (skip torch.compile)")
     ap.add_argument("--timing", choices=["rotate", "flush"], default="rotate",
                     help="rotate: input sets rotated, per-launch events (gemmtune's harness); flush: do_bench")

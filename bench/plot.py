@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Plot `gemmtune bench --json` output as an SVG: the speedup of gemmtune's tuned winner per shape against cuBLASLt's
+default algorithm and, given a `bench/torch_baseline.py` JSON of the same suite, against TorchInductor max-autotune,
+with the geomeans, the GPU and the date in the title. Python 3 standard library only: the SVG is written by hand.
+
+  python3 bench/plot.py bench/results/large/h200-gemmtune.json \\
+      --inductor bench/results/large/h200-inductor.json \\
+      --inductor-gemmtune bench/results/large/h200-inductor-gemmtune.json \\
+      --out bench/results/large/h200.svg
+  python3 bench/plot.py --self-test
+
+Against Inductor the ratio is Inductor µs / gemmtune µs when both were timed the same way (`torch_baseline.py
+--timing rotate`), else the two harnesses bridged by each one's own cuBLAS time (as `torch_baseline.py --report`).
+The Inductor run is compared with the gemmtune run it was measured beside (`--inductor-gemmtune`, default the plotted
+JSON)."""
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from xml.sax.saxutils import escape
+
+COLORS = {"cublas": "#4c72b0", "inductor": "#dd8452"}
+GPU_SHORT = {"NVIDIA H100 80GB HBM3": "H100 SXM", "NVIDIA H200": "H200"}
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def inductor_ratios(torch_json, gemmtune_json):
+    """name -> gemmtune's speedup over Inductor, and whether it is absolute (same timing) or bridged."""
+    t = {r["name"]: r for r in torch_json["results"] if "compile_us" in r}
+    same_timing = torch_json["meta"].get("timing", "").startswith("median of per-launch")
+    out = {}
+    for s in gemmtune_json["shapes"]:
+        r = t.get(s["name"])
+        if s.get("status") != "ok" or r is None:
+            continue
+        out[s["name"]] = (r["compile_us"] / s["us"] if same_timing
+                          else s["speedup_vs_cublas"] / (r["eager_us"] / r["compile_us"]))
+    return out, same_timing
+
+
+def series(bench, torch_json=None, torch_gemmtune=None):
+    """Rows (name, x cuBLAS, x Inductor or None) and the title's facts."""
+    ind, same = ({}, True)
+    if torch_json is not None:
+        ind, same = inductor_ratios(torch_json, torch_gemmtune or bench)
+    rows = [(s["name"], s["speedup_vs_cublas"], ind.get(s["name"]))
+            for s in bench["shapes"] if s.get("status") == "ok"]
+    gpu = bench.get("device", {}).get("name", "unknown GPU")
+    date = (bench.get("finished_at") or bench.get("started_at") or "")[:10]
+    return rows, {"suite": bench.get("suite", "suite"), "gpu": GPU_SHORT.get(gpu, gpu), "date": date,
+                  "inductor_kind": "same timing" if same else "bridged by cuBLAS"}
+
+
+def svg(rows, facts, title=None):
+    """A horizontal bar chart: one group per shape, the speedup axis log-scaled around 1.0."""
+    has_ind = any(r[2] is not None for r in rows)
+    vals = [v for r in rows for v in r[1:] if v is not None] + [1.0]
+    lo = min(0.9, min(vals) * 0.97)
+    hi = max(1.1, max(vals) * 1.03)
+    left, right, top, bar, gap = 190, 40, 78, 11, 8
+    width = 820
+    plot_w = width - left - right
+    group = bar * (2 if has_ind else 1) + gap
+    height = top + group * len(rows) + 44
+
+    def x(v):
+        return left + plot_w * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+
+    gm_c = geomean([r[1] for r in rows])
+    ind_vals = [r[2] for r in rows if r[2] is not None]
+    head = title or (f"gemmtune on {facts['suite']}: speedup per shape, {facts['gpu']}, measured {facts['date']}")
+    sub = f"vs cuBLASLt's default: geomean {gm_c:.3f}x over {len(rows)} shapes"
+    if has_ind:
+        sub += (f"; vs TorchInductor max-autotune ({facts['inductor_kind']}): geomean {geomean(ind_vals):.3f}x "
+                f"over {len(ind_vals)}")
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+         f'<rect width="{width}" height="{height}" fill="white"/>',
+         f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{escape(head)}</text>',
+         f'<text x="{width / 2}" y="40" text-anchor="middle">{escape(sub)}</text>']
+    # legend
+    lx = left
+    for key, label in (("cublas", "x cuBLASLt default"), ("inductor", "x TorchInductor")):
+        if key == "inductor" and not has_ind:
+            continue
+        o.append(f'<rect x="{lx}" y="50" width="12" height="10" fill="{COLORS[key]}"/>')
+        o.append(f'<text x="{lx + 16}" y="59">{label}</text>')
+        lx += 150
+    # grid: ticks every 5% (every 10% on a wide range)
+    step = 0.05 if hi / lo < 1.6 else 0.1
+    t = math.ceil(lo / step) * step
+    axis_y = top + group * len(rows)
+    while t <= hi + 1e-9:
+        xt = x(t)
+        stroke = "#333" if abs(t - 1.0) < 1e-9 else "#ddd"
+        o.append(f'<line x1="{xt:.1f}" y1="{top - 4}" x2="{xt:.1f}" y2="{axis_y}" stroke="{stroke}"/>')
+        o.append(f'<text x="{xt:.1f}" y="{axis_y + 14}" text-anchor="middle">{t:.2f}</text>')
+        t += step
+    o.append(f'<text x="{left + plot_w / 2}" y="{axis_y + 32}" text-anchor="middle">'
+             f'speedup (reference time / gemmtune time, log scale; right of 1.00 = gemmtune faster)</text>')
+    x1 = x(1.0)
+    for i, (name, c, ind) in enumerate(rows):
+        y = top + i * group
+        o.append(f'<text x="{left - 6}" y="{y + bar * (2 if has_ind else 1) / 2 + 4:.1f}" '
+                 f'text-anchor="end">{escape(name)}</text>')
+        for j, (key, v) in enumerate((("cublas", c), ("inductor", ind))):
+            if v is None:
+                continue
+            xv = x(v)
+            yb = y + j * bar
+            o.append(f'<rect x="{min(x1, xv):.1f}" y="{yb}" width="{abs(xv - x1):.1f}" height="{bar - 1}" '
+                     f'fill="{COLORS[key]}"><title>{escape(name)}: {v:.3f}x</title></rect>')
+            tx, anchor = (xv + 3, "start") if v >= 1 else (xv - 3, "end")
+            o.append(f'<text x="{tx:.1f}" y="{yb + bar - 2}" text-anchor="{anchor}" font-size="9">{v:.3f}</text>')
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
+def self_test():
+    """Plot a synthetic suite and check what the picture must say."""
+    bench = {"suite": "demo", "device": {"name": "NVIDIA H200"}, "finished_at": "2026-01-02T03:04:05Z",
+             "shapes": [{"name": "a<b", "status": "ok", "us": 10.0, "speedup_vs_cublas": 1.10},
+                        {"name": "b", "status": "ok", "us": 20.0, "speedup_vs_cublas": 0.95},
+                        {"name": "failed", "status": "failed", "us": 0.0, "speedup_vs_cublas": 0.0}]}
+    torch_json = {"meta": {"timing": "median of per-launch CUDA events over rotated input sets"},
+                  "results": [{"name": "a<b", "eager_us": 11.0, "compile_us": 12.0}]}
+    rows, facts = series(bench, torch_json)
+    assert [r[0] for r in rows] == ["a<b", "b"], rows
+    assert abs(rows[0][2] - 1.2) < 1e-12 and rows[1][2] is None, rows
+    text = svg(rows, facts)
+    for needle in ("H200", "2026-01-02", "geomean 1.022x over 2 shapes", "geomean 1.200x over 1", "a&lt;b", "0.950"):
+        assert needle in text, needle
+    bridged = dict(torch_json, meta={"timing": "do_bench"})
+    rows, facts = series(bench, bridged)
+    assert abs(rows[0][2] - 1.10 / (11.0 / 12.0)) < 1e-12 and facts["inductor_kind"] == "bridged by cuBLAS"
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "b.json")
+        with open(p, "w") as fh:
+            json.dump(bench, fh)
+        out = os.path.join(d, "b.svg")
+        main([p, "--out", out])
+        import xml.dom.minidom
+        xml.dom.minidom.parse(out)  # well-formed
+    print("plot.py self-test: ok")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench_json", nargs="?", help="`gemmtune bench --json` output")
+    ap.add_argument("--inductor", metavar="TORCH_JSON", help="bench/torch_baseline.py output of the same suite")
+    ap.add_argument("--inductor-gemmtune", metavar="GEMMTUNE_JSON",
+                    help="the gemmtune bench run the Inductor run was measured beside (default: bench_json)")
+    ap.add_argument("--out", help="SVG to write (default: bench_json with .svg)")
+    ap.add_argument("--title", help="replace the title line")
+    ap.add_argument("--self-test", action="store_true", help="check the script on synthetic data and exit")
+    a = ap.parse_args(argv)
+    if a.self_test:
+        self_test()
+        return
+    if not a.bench_json:
+        ap.error("bench_json is required")
+
+    def load(p):
+        with open(p) as fh:
+            return json.load(fh)
+    bench = load(a.bench_json)
+    rows, facts = series(bench, load(a.inductor) if a.inductor else None,
+                         load(a.inductor_gemmtune) if a.inductor_gemmtune else None)
+    if not rows:
+        sys.exit(f"{a.bench_json}: no shape with status ok")
+    out = a.out or os.path.splitext(a.bench_json)[0] + ".svg"
+    with open(out, "w") as fh:
+        fh.write(svg(rows, facts, a.title))
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
