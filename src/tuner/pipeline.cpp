@@ -112,7 +112,7 @@ void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc)
       r.status = Status::unsupported, r.reason = why;
     } else {
       pc.compiled = pc.backend->compile(p, r.candidate, dev);
-      record_compile(r, *pc.compiled);
+      if (r.compile_ms == 0) record_compile(r, *pc.compiled);  // a worker keeps the numbers of the parent's compile
       if (pc.compiled->spill_bytes > 0) {
         r.status = Status::spills;
         r.reason = "ptxas spilled " + std::to_string(pc.compiled->spill_bytes) + " bytes to local memory (" +
