@@ -1,5 +1,6 @@
 #include "tuner/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -10,16 +11,24 @@ namespace gemmtune {
 
 namespace {
 
+// The spellings of the statuses: printed in tables and progress lines, stored in the result cache and sent over the
+// worker protocol, so they never change.
 constexpr struct {
   Status status;
   const char* name;
 } kStatusNames[] = {
-    {Status::pending, "pending"},         {Status::ok, "ok"},
-    {Status::unsupported, "unsupported"}, {Status::spills, "spills"},
-    {Status::compile_error, "compile_error"}, {Status::needs_gpu, "needs_gpu"},
-    {Status::load_error, "load_error"},   {Status::launch_error, "launch_error"},
-    {Status::wrong_result, "wrong_result"}, {Status::timeout, "timeout"},
-    {Status::crashed, "crashed"},         {Status::skipped, "skipped"},
+    {Status::pending, "pending"},
+    {Status::ok, "ok"},
+    {Status::unsupported, "unsupported"},
+    {Status::spills, "spills"},
+    {Status::compile_error, "compile_error"},
+    {Status::needs_gpu, "needs_gpu"},
+    {Status::load_error, "load_error"},
+    {Status::launch_error, "launch_error"},
+    {Status::wrong_result, "wrong_result"},
+    {Status::timeout, "timeout"},
+    {Status::crashed, "crashed"},
+    {Status::skipped, "skipped"},
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {

@@ -10,6 +10,11 @@
 #include "gpu/gpu_test_util.h"
 
 using namespace gemmtune;
+
+namespace gemmtune {
+// gtest prints a Status by its name.
+inline void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
+}  // namespace gemmtune
 namespace fs = std::filesystem;
 
 namespace {

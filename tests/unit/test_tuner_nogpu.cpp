@@ -17,6 +17,11 @@
 
 using namespace gemmtune;
 
+namespace gemmtune {
+// gtest prints a Status by its name.
+inline void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
+}  // namespace gemmtune
+
 TEST(TunerNoGpu, TuneSaysThereIsNoGpu) {
   if (gpu_available()) GTEST_SKIP() << "a GPU is present";
   Tuner t;
