@@ -177,8 +177,8 @@ TEST_F(Cli, LdaSmallerThanK) {
   expect_usage_error(with({"tune"}, with(kShape, {"--ldb", "128"})), "ldb");
 }
 
-// --batch without strides packs every operand (it used to pass stride 0 = broadcast, so D's batches overlapped and
-// every batched problem was refused); an explicit 0 broadcasts A, B or C; a negative stride is a usage error.
+// --batch without strides packs every operand (stride 0 would broadcast, D's batches would overlap and the problem be
+// refused); an explicit 0 broadcasts A, B or C; a negative stride is a usage error.
 TEST_F(Cli, BatchStrides) {
   const std::vector<std::string> packed = with({"list"}, with(kShape, {"--batch", "3", "--arch-sms", "132"}));
   CliRun r = run_cli(packed, env());

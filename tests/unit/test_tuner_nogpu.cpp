@@ -128,10 +128,10 @@ TEST(TunerSelect, RunoffBandFromTheFourthFastestAndPickAmongTheRaced) {
 // single set when memory holds two (a 224 MiB set on its own ran 6% fast on the H200: the previous launch's lines).
 TEST(TunerTiming, BufferSetsKeepTwiceL2BetweenReadsOfOneSet) {
   const size_t MiB = size_t(1) << 20, l2 = 60 * MiB;
-  EXPECT_EQ(timing_set_count(224 * MiB, l2, 100), 2u);  // 1x28672x4096 bf16 (one set before)
+  EXPECT_EQ(timing_set_count(224 * MiB, l2, 100), 2u);  // 1x28672x4096 bf16: two sets, not one
   EXPECT_EQ(timing_set_count(112 * MiB, l2, 100), 3u);  // 1x4096x14336: 112 MiB between reads is < 120
   EXPECT_EQ(timing_set_count(120 * MiB, l2, 100), 2u);  // exactly 2x L2
-  EXPECT_EQ(timing_set_count(32 * MiB, l2, 100), 5u);   // 4 others = 128 MiB (three = 96 MiB was one set short)
+  EXPECT_EQ(timing_set_count(32 * MiB, l2, 100), 5u);   // 4 others = 128 MiB (three, 96 MiB, are too few)
   EXPECT_EQ(timing_set_count(4096, l2, 1000), 64u);     // tiny problems: capped
   EXPECT_EQ(timing_set_count(224 * MiB, l2, 1), 1u);    // memory for one set only
   EXPECT_EQ(timing_set_count(0, l2, 0), 1u);
