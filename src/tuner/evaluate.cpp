@@ -103,7 +103,8 @@ class Bench {
 };
 
 // Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
-std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, PreparedCandidate& pc, const TuneOptions& o) {
+std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, PreparedCandidate& pc,
+                                            const TuneOptions& o) {
   CandidateResult& r = pc.result;
   if (!pc.compiled) {
     compile_one(p, current_device(), pc);  // in the worker: a compile of the parent's, served by the kernel cache
@@ -241,7 +242,8 @@ std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vect
     const auto t0 = Clock::now();
     std::unique_ptr<Executable> exe = load_and_verify(p, bench, cands[i], o);
     if (exe && seconds_since(t0) > o.max_candidate_s) {
-      r.status = Status::timeout, r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
+      r.status = Status::timeout;
+      r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
       return nullptr;
     }
     return exe;
@@ -297,7 +299,8 @@ size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit) {
   return std::clamp<size_t>(others + 1, 1, std::clamp<size_t>(fit, 1, 64));
 }
 
-void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o, const EvaluateHooks& hooks) {
+void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o,
+              const EvaluateHooks& hooks) {
   cuda::ensure_context();
   Bench bench(p);
   // Verify every candidate first (one at a time: a failure is attributed to its candidate) ...

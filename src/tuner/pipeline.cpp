@@ -84,7 +84,8 @@ std::string RankedList::note() const {
                                       : ": does not support this problem: " + why);
 }
 
-std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev, const std::vector<std::string>& names) {
+std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev,
+                                         const std::vector<std::string>& names) {
   std::vector<RankedList> out;
   for (const auto& b : enabled_backends(names)) {
     RankedList l;

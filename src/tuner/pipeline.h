@@ -45,7 +45,8 @@ struct RankedList {
 // Enumerates every enabled backend for the (resolved, valid) problem. A backend that needs the GPU to enumerate
 // throws NoGpuError on a real device and is skipped (needs_gpu) on an assumed one (DeviceInfo::assumed_sm90: the
 // CLI's --arch-sms / no-GPU enumeration).
-std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev, const std::vector<std::string>& names);
+std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev,
+                                         const std::vector<std::string>& names);
 
 // The first `top_k` of each list (0 = all), backend by backend.
 std::vector<Candidate> top_candidates(const std::vector<RankedList>& lists, int top_k);

@@ -176,7 +176,8 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
         } else if (in_flight != kNone) {
           CandidateResult& r = cands[map[in_flight]].result;
           if (timed_out) {
-            r.status = Status::timeout, r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
+            r.status = Status::timeout;
+            r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
           } else {
             r.status = Status::crashed, r.reason = "worker process " + how + " while running this candidate";
           }

@@ -242,7 +242,8 @@ TEST(Pipeline, SpilledCandidateGivesItsSlotToTheNextInRank) {
   const Problem p = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   auto a = std::make_shared<FakeBackend>("fa", std::set<std::string>{"c1", "c3"});
-  auto b = std::make_shared<FakeBackend>("fb", std::set<std::string>{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"});
+  auto b = std::make_shared<FakeBackend>(
+      "fb", std::set<std::string>{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"});
   std::vector<RankedList> lists(2);
   lists[0].backend = a, lists[0].ranked = a->enumerate(p, dev);
   lists[1].backend = b, lists[1].ranked = b->enumerate(p, dev);

@@ -464,7 +464,8 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
     co.on_compiled = [](size_t done, size_t planned, const CompiledCandidate& c) {
       const CandidateResult& r = c.result;
       std::fprintf(stderr, "[%zu/%zu] %s: %s %.1f ms%s\n", done, planned, r.candidate.str().c_str(),
-                   to_string(r.status), r.compile_ms, r.status == Status::ok && r.compile_cache_hit ? " (cache hit)" : "");
+                   to_string(r.status), r.compile_ms,
+                   r.status == Status::ok && r.compile_cache_hit ? " (cache hit)" : "");
     };
   const CompileReport rep = compile_candidates(p, dev, co);
 
