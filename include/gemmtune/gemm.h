@@ -1,5 +1,6 @@
 #pragma once
 // gemmtune: one include for the public API.
+#include "gemmtune/bench.h"
 #include "gemmtune/candidate.h"
 #include "gemmtune/device.h"
 #include "gemmtune/epilogue.h"

@@ -19,7 +19,8 @@ enum class Isolation {
 
 struct TuneOptions {
   std::vector<std::string> backends;        // empty = all compiled-in backends
-  int top_k = 8;                            // per backend, after ranking (cuBLASLt: heuristic results asked for)
+  int top_k = 8;                            // per backend, after ranking (cuBLASLt: heuristic results asked for);
+                                            // a candidate that spills gives its slot to the next one in rank order
   std::vector<Candidate> only;              // tune exactly these candidates (CLI --config, repeatable); with
                                             // several, all of them are also timed side by side (interleaved)
   bool use_cache = true;                    // read and write the result cache
@@ -41,9 +42,8 @@ struct TuneOptions {
 // The fate of one candidate during tuning.
 struct CandidateResult {
   Candidate candidate;
-  std::string status = "pending";  // ok | unsupported | compile_error | load_error | launch_error | wrong_result
-                                   // | timeout | crashed | skipped
-  std::string reason;              // for anything but ok
+  Status status = Status::pending;
+  std::string reason;  // for anything but ok
   double compile_ms = 0;
   bool compile_cache_hit = false;
   int registers = -1, spill_bytes = -1, smem_bytes = -1;
@@ -75,9 +75,9 @@ class Gemm {
   void run(const GemmArgs& args, Stream stream = nullptr) const;
   const Candidate& candidate() const;
   const Problem& problem() const;
-  struct Impl;
 
  private:
+  struct Impl;
   explicit Gemm(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend class Tuner;
@@ -98,13 +98,15 @@ class Tuner {
   TuneOptions opts_;
 };
 
-// Lists candidates (all enabled backends, ranked) without running them.
+// Lists candidates (all enabled backends, each ranked best first; at most `top_k` per backend, 0 = all) without
+// compiling or running them. Without a GPU (dev.real false) a backend that needs one to enumerate is left out.
 std::vector<Candidate> list_candidates(const Problem& p, const DeviceInfo& dev,
-                                       const std::vector<std::string>& backends = {});
+                                       const std::vector<std::string>& backends = {}, int top_k = 0);
 
-// Times the given candidates side by side in this process: same inputs, rotating buffer sets (cold L2), rounds
-// interleaved (c0, c1, ..., c0, c1, ...), median per candidate. Each candidate is verified first; failures are
-// recorded in its result, not thrown. Used by `gemmtune bench` to compare a winner with cuBLASLt's default.
+// Times the given candidates side by side in this process, as the tuner times its candidates: same inputs, rotating
+// buffer sets (cold L2), the clocks settled first, rounds interleaved (c0, c1, ..., c0, c1, ...), median per
+// candidate. Each candidate is compiled and verified first; failures are recorded in its result, not thrown. Used by
+// `gemmtune bench` to compare a winner with cuBLASLt's default.
 std::vector<CandidateResult> compare(const Problem& p, const std::vector<Candidate>& cands, const TuneOptions& opts = {});
 
 std::string version();  // gemmtune version, e.g. "0.1.0"

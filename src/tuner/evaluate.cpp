@@ -103,39 +103,29 @@ class Bench {
 };
 
 // Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
-std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, CandidateResult& r, const TuneOptions& o) {
-  auto backend = find_backend(r.candidate.backend);
-  if (!backend) {
-    r.status = "unsupported", r.reason = "unknown backend '" + r.candidate.backend + "'";
-    return nullptr;
+std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, PreparedCandidate& pc,
+                                            const TuneOptions& o) {
+  CandidateResult& r = pc.result;
+  if (!pc.compiled) {
+    compile_one(p, current_device(), pc);  // in the worker: a compile of the parent's, served by the kernel cache
+    if (r.status != Status::pending) return nullptr;
   }
   std::unique_ptr<Executable> exe;
   try {
-    const DeviceInfo& dev = current_device();
-    const std::string why = backend->validate(p, r.candidate, dev);
-    if (!why.empty()) {
-      r.status = "unsupported", r.reason = why;
-      return nullptr;
-    }
-    CompileResult cr = backend->compile(p, r.candidate, dev);
-    if (r.compile_ms == 0) {
-      r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;
-      r.registers = cr.registers, r.spill_bytes = cr.spill_bytes, r.smem_bytes = cr.smem_bytes;
-    }
-    exe = backend->load(p, r.candidate, cr);
+    exe = load_prepared(p, pc);
   } catch (const CudaError& e) {
     if (e.sticky) throw;
-    r.status = "load_error", r.reason = e.what();
+    r.status = Status::load_error, r.reason = e.what();
     return nullptr;
   } catch (const Error& e) {
-    r.status = r.status == "pending" ? "load_error" : r.status, r.reason = e.what();
+    r.status = Status::load_error, r.reason = e.what();
     return nullptr;
   }
   try {
     const ErrorStats err = bench.verify(*exe);
     r.error = err.normalized;
     if (!err.ok(o.tolerance)) {
-      r.status = "wrong_result";
+      r.status = Status::wrong_result;
       r.reason = err.nonfinite ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
                                : "normalized error " + std::to_string(err.normalized) + " > tolerance " +
                                      std::to_string(o.tolerance);
@@ -143,10 +133,10 @@ std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, Cand
     }
   } catch (const CudaError& e) {
     if (e.sticky) throw;
-    r.status = "launch_error", r.reason = e.what();
+    r.status = Status::launch_error, r.reason = e.what();
     return nullptr;
   } catch (const Error& e) {
-    r.status = "launch_error", r.reason = e.what();
+    r.status = Status::launch_error, r.reason = e.what();
     return nullptr;
   }
   return exe;
@@ -159,7 +149,7 @@ void summarize(const Problem& p, CandidateResult& r, std::vector<float>& us) {
   r.us_median = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
   r.tflops = p.flops() / (r.us_median * 1e-6) / 1e12;
   r.gbps = p.min_bytes() / (r.us_median * 1e-6) / 1e9;
-  r.status = "ok", r.reason.clear();
+  r.status = Status::ok, r.reason.clear();
 }
 
 // Launch count for timing: at least min_iters and min_time_ms, at most 5000, from a warm-up estimate.
@@ -177,8 +167,8 @@ int plan_iters(Bench& bench, const std::vector<Executable*>& exes, const TuneOpt
 
 // Per-launch CUDA-event timings, candidates interleaved round by round in a fresh random order each round, buffer
 // sets rotated. The order changes because a launch's time can depend on the one before it: in a fixed order one
-// candidate of a mixed list ran 7-8% fast in every round behind the same neighbour at M = 1 on the H200 (bench/NOTES.md
-// step 22); shuffled, such a neighbour precedes it in few rounds and the median does not see it.
+// candidate of a mixed list ran 7-8% fast in every round behind the same neighbour at M = 1 on the H200; shuffled,
+// such a neighbour precedes it in few rounds and the median does not see it.
 std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Executable*>& exes, int iters) {
   const size_t n = exes.size();
   std::vector<std::vector<float>> us(n);
@@ -211,7 +201,7 @@ std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Exec
 
 // Runs `exe` back to back for about `ms` milliseconds of GPU time. The H200 boosts its clocks after an idle spell and
 // settles lower under its power limit within a fraction of a second: without this the first candidate timed in a
-// tuning run was measured up to 10% faster than the same kernel later in the run (bench/NOTES.md, 2026-11-21).
+// tuning run was measured up to 10% faster than the same kernel later in the run.
 void settle(Bench& bench, Executable& exe, double ms) {
   cuda::Event e0, e1;
   double elapsed = 0;
@@ -229,37 +219,40 @@ void settle(Bench& bench, Executable& exe, double ms) {
 
 // A sticky CUDA error while candidate i ran: the context is gone, nothing else can run in this process. Marks it
 // crashed and the rest skipped, reports it, rethrows (the worker's client restarts a worker for the rest).
-[[noreturn]] void context_lost(std::vector<CandidateResult>& results, size_t i, const CudaError& e,
+[[noreturn]] void context_lost(std::vector<PreparedCandidate>& cands, size_t i, const CudaError& e,
                                const EvaluateHooks& hooks) {
-  CandidateResult& r = results[i];
-  r.status = "crashed", r.reason = std::string("corrupted the CUDA context: ") + e.what();
+  CandidateResult& r = cands[i].result;
+  r.status = Status::crashed, r.reason = std::string("corrupted the CUDA context: ") + e.what();
   if (hooks.on_result) hooks.on_result(i, r);
-  for (size_t j = 0; j < results.size(); ++j)
-    if (j != i && results[j].status == "pending")
-      results[j].status = "skipped", results[j].reason = "CUDA context lost after " + r.candidate.str();
+  for (size_t j = 0; j < cands.size(); ++j) {
+    CandidateResult& o = cands[j].result;
+    if (j != i && o.status == Status::pending)
+      o.status = Status::skipped, o.reason = "CUDA context lost after " + r.candidate.str();
+  }
   throw e;
 }
 
 // One candidate's load + verification in evaluate(), with the sticky-error protocol: a non-sticky CUDA error or a
 // gemmtune error is this candidate's failure; a sticky one (the context is gone) marks it crashed, the rest
 // skipped, and is rethrown (nothing else can run in this process; the worker's client restarts a worker).
-std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vector<CandidateResult>& results, size_t i,
+std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vector<PreparedCandidate>& cands, size_t i,
                                        const TuneOptions& o, const EvaluateHooks& hooks) {
-  CandidateResult& r = results[i];
+  CandidateResult& r = cands[i].result;
   try {
     const auto t0 = Clock::now();
-    std::unique_ptr<Executable> exe = load_and_verify(p, bench, r, o);
+    std::unique_ptr<Executable> exe = load_and_verify(p, bench, cands[i], o);
     if (exe && seconds_since(t0) > o.max_candidate_s) {
-      r.status = "timeout", r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
+      r.status = Status::timeout;
+      r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";
       return nullptr;
     }
     return exe;
   } catch (const CudaError& e) {
-    if (e.sticky) context_lost(results, i, e, hooks);
-    r.status = "launch_error", r.reason = e.what();
+    if (e.sticky) context_lost(cands, i, e, hooks);
+    r.status = Status::launch_error, r.reason = e.what();
     return nullptr;
   } catch (const Error& e) {
-    r.status = "launch_error", r.reason = e.what();
+    r.status = Status::launch_error, r.reason = e.what();
     return nullptr;
   }
 }
@@ -267,7 +260,7 @@ std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vect
 // Times `exes` (results `idx`) side by side: one short timed burst each first, so that a candidate more than
 // kSlow x slower than the fastest (it cannot win) is timed on its own afterwards instead of stretching every round;
 // the rest run interleaved, each getting about min_time_ms of GPU time as if it were timed alone.
-void time_side_by_side(const Problem& p, Bench& bench, std::vector<CandidateResult>& results,
+void time_side_by_side(const Problem& p, Bench& bench, std::vector<PreparedCandidate>& cands,
                        const std::vector<size_t>& idx, const std::vector<Executable*>& exes, const TuneOptions& o) {
   constexpr double kSlow = 4.0;
   std::vector<double> est(exes.size());
@@ -290,11 +283,11 @@ void time_side_by_side(const Problem& p, Bench& bench, std::vector<CandidateResu
   TuneOptions all = o;
   all.min_time_ms = o.min_time_ms * double(fast.size());
   auto us = time_rounds(bench, fast, plan_iters(bench, fast, all));
-  for (size_t j = 0; j < fast.size(); ++j) summarize(p, results[fast_idx[j]], us[j]);
+  for (size_t j = 0; j < fast.size(); ++j) summarize(p, cands[fast_idx[j]].result, us[j]);
   for (size_t j : slow) {
     std::vector<Executable*> one{exes[j]};
     auto u = time_rounds(bench, one, plan_iters(bench, one, o));
-    summarize(p, results[idx[j]], u[0]);
+    summarize(p, cands[idx[j]].result, u[0]);
   }
 }
 
@@ -306,21 +299,22 @@ size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit) {
   return std::clamp<size_t>(others + 1, 1, std::clamp<size_t>(fit, 1, 64));
 }
 
-void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o, const EvaluateHooks& hooks) {
+void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o,
+              const EvaluateHooks& hooks) {
   cuda::ensure_context();
   Bench bench(p);
   // Verify every candidate first (one at a time: a failure is attributed to its candidate) ...
-  std::vector<std::unique_ptr<Executable>> exes(results.size());
+  std::vector<std::unique_ptr<Executable>> exes(cands.size());
   std::vector<size_t> idx;
   std::vector<Executable*> live;
-  for (size_t i = 0; i < results.size(); ++i) {
-    CandidateResult& r = results[i];
-    if (r.status != "pending") {
+  for (size_t i = 0; i < cands.size(); ++i) {
+    CandidateResult& r = cands[i].result;
+    if (r.status != Status::pending) {
       if (hooks.on_result) hooks.on_result(i, r);
       continue;
     }
     if (hooks.on_begin) hooks.on_begin(i);
-    exes[i] = verify_one(p, bench, results, i, o, hooks);
+    exes[i] = verify_one(p, bench, cands, i, o, hooks);
     if (!exes[i]) {
       if (hooks.on_result) hooks.on_result(i, r);
       continue;
@@ -337,8 +331,8 @@ void evaluate(const Problem& p, std::vector<CandidateResult>& results, const Tun
       auto us = time_rounds(bench, one, plan_iters(bench, one, o));
       summarize(p, r, us[0]);
     } catch (const CudaError& e) {
-      if (e.sticky) context_lost(results, i, e, hooks);
-      r.status = "launch_error", r.reason = e.what();
+      if (e.sticky) context_lost(cands, i, e, hooks);
+      r.status = Status::launch_error, r.reason = e.what();
     }
     exes[i].reset();
     if (hooks.on_result) hooks.on_result(i, r);
@@ -346,35 +340,19 @@ void evaluate(const Problem& p, std::vector<CandidateResult>& results, const Tun
   if (!o.interleave || live.empty()) return;
   // ... then time the verified ones side by side, interleaved round by round: timed one after another, each
   // candidate saw the GPU in another power state (after the idle host-side check of its verification the clocks
-  // boost), and on the H200 first timings were up to 15% off their side-by-side numbers (bench/NOTES.md step 10).
+  // boost), and on the H200 first timings were up to 15% off their side-by-side numbers.
   if (hooks.on_timing) hooks.on_timing(idx);
   try {
     if (o.settle_ms > 0) settle(bench, *live.front(), o.settle_ms);
-    time_side_by_side(p, bench, results, idx, live, o);
+    time_side_by_side(p, bench, cands, idx, live, o);
   } catch (const CudaError& e) {
     // Sticky: reported for none of them (which one did it is not known); the worker's client then times them again
     // one at a time, which tells.
     if (e.sticky) throw;
-    for (size_t i : idx) results[i].status = "launch_error", results[i].reason = e.what();
+    for (size_t i : idx) cands[i].result.status = Status::launch_error, cands[i].result.reason = e.what();
   }
   for (size_t i : idx)
-    if (hooks.on_result) hooks.on_result(i, results[i]);
-}
-
-void evaluate_interleaved(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {
-  cuda::ensure_context();
-  Bench bench(p);
-  std::vector<std::unique_ptr<Executable>> exes(results.size());
-  std::vector<Executable*> live;
-  std::vector<size_t> live_idx;
-  for (size_t i = 0; i < results.size(); ++i) {
-    exes[i] = load_and_verify(p, bench, results[i], o);
-    if (exes[i]) live.push_back(exes[i].get()), live_idx.push_back(i);
-  }
-  if (live.empty()) return;
-  const int iters = plan_iters(bench, live, o);
-  auto us = time_rounds(bench, live, iters);
-  for (size_t j = 0; j < live.size(); ++j) summarize(p, results[live_idx[j]], us[j]);
+    if (hooks.on_result) hooks.on_result(i, cands[i].result);
 }
 
 }  // namespace gemmtune

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gemmtune/tuner.h"
+#include "tuner/pipeline.h"
 
 namespace gemmtune {
 
@@ -16,21 +17,19 @@ struct EvaluateHooks {
   std::function<void(const std::vector<size_t>& indices)> on_timing;
 };
 
-// For each candidate in order: load (compile from cache) and verify once against the reference on fresh random
-// inputs with a poisoned output; then time the verified ones side by side, interleaved round by round (cold L2 by
-// rotating buffer sets; warm-up; median of CUDA-event timed runs), or each right after its verification when
-// TuneOptions::interleave is off. `results[i]` carries compile info already filled in by the caller; it is updated
-// and handed to on_result (a failure right away, a timed candidate after the timing).
-void evaluate(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& opts,
-              const EvaluateHooks& hooks);
-
-// Side-by-side timing: all candidates verified, then timed in interleaved rounds on the same buffers.
-void evaluate_interleaved(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& opts);
+// The one timing path (first timings, the runoff, compare). For each pending candidate in order: load (compiling it
+// first when it was not compiled in this process, as in the worker) and verify once against the reference on fresh
+// random inputs with a poisoned output; then settle the clocks and time the verified ones side by side, interleaved
+// round by round (cold L2 by rotating buffer sets; warm-up; median of CUDA-event timed runs), or each right after
+// its verification when TuneOptions::interleave is off. Each candidate's result is updated and handed to on_result
+// (a failure right away, a timed candidate after the timing); candidates not pending are only reported.
+void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts,
+              const EvaluateHooks& hooks = {});
 
 // How many input buffer sets the timing rotates through (launch L reads set L % count): enough that at least 2x L2
 // of other sets' data is read between two reads of one set, hence never fewer than two, and at most `fit` (what GPU
 // memory holds; 64 at most). One set larger than L2 is not cold: every launch found lines of the previous launch's
-// in L2 (H200, 224 MiB of weights at M = 1: 51.9 us on one set against 55.3 on 2-8; bench/NOTES.md step 22).
+// in L2 (H200, 224 MiB of weights at M = 1: 51.9 us on one set against 55.3 on 2-8).
 size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit);
 
 }  // namespace gemmtune

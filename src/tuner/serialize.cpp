@@ -50,7 +50,7 @@ Problem problem_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const CandidateResult& r) {
-  return {{"backend", r.candidate.backend}, {"config", r.candidate.config}, {"status", r.status},
+  return {{"backend", r.candidate.backend}, {"config", r.candidate.config}, {"status", to_string(r.status)},
           {"reason", r.reason}, {"compile_ms", r.compile_ms}, {"compile_cache_hit", r.compile_cache_hit},
           {"registers", r.registers}, {"spill_bytes", r.spill_bytes}, {"smem_bytes", r.smem_bytes},
           {"error", r.error}, {"us_median", r.us_median}, {"us_min", r.us_min}, {"us_max", r.us_max},
@@ -61,7 +61,10 @@ CandidateResult result_from_json(const nlohmann::json& j) {
   CandidateResult r;
   try {
     r.candidate = {j.at("backend").get<std::string>(), j.at("config").get<std::string>()};
-    r.status = j.at("status").get<std::string>();
+    const std::string status = j.at("status").get<std::string>();
+    const std::optional<Status> st = status_from_string(status);
+    if (!st) throw Error("unknown candidate status '" + status + "' in JSON");
+    r.status = *st;
     r.reason = j.value("reason", "");
     r.compile_ms = j.value("compile_ms", 0.0);
     r.compile_cache_hit = j.value("compile_cache_hit", false);

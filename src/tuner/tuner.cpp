@@ -10,8 +10,8 @@
 #include "backends/cublaslt/cublaslt_backend.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
-#include "jit/thread_pool.h"
 #include "tuner/evaluate.h"
+#include "tuner/pipeline.h"
 #include "tuner/result_cache.h"
 #include "tuner/select.h"
 #include "tuner/serialize.h"
@@ -52,21 +52,6 @@ const Problem& Gemm::problem() const {
 // ---------------------------------------------------------------------------------------------------------------
 namespace {
 
-std::vector<std::shared_ptr<Backend>> enabled_backends(const std::vector<std::string>& names) {
-  if (names.empty()) return all_backends();
-  std::vector<std::shared_ptr<Backend>> out;
-  for (const auto& n : names) {
-    auto b = find_backend(n);
-    if (!b) {
-      std::string known;
-      for (const auto& x : all_backends()) known += (known.empty() ? "" : ", ") + x->name();
-      throw Error("unknown backend '" + n + "' (known: " + known + ")");
-    }
-    out.push_back(b);
-  }
-  return out;
-}
-
 std::string cache_key(const Problem& p, const DeviceInfo& dev, const std::vector<std::shared_ptr<Backend>>& backends) {
   std::set<std::string> names;
   for (const auto& b : backends) names.insert(b->name());
@@ -80,57 +65,50 @@ void progress(const TuneOptions& o, const std::string& s) {
   if (o.progress) o.progress(s);
 }
 
-// Compiles every pending candidate in parallel (no GPU needed); failures are recorded, not thrown.
-void compile_all(const Problem& p, const DeviceInfo& dev, std::vector<CandidateResult>& results, const TuneOptions& o) {
-  jit::parallel_for(results.size(), o.compile_threads, [&](size_t i) {
-    CandidateResult& r = results[i];
-    if (r.status != "pending") return;
-    auto b = find_backend(r.candidate.backend);
-    try {
-      const std::string why = b->validate(p, r.candidate, dev);
-      if (!why.empty()) {
-        r.status = "unsupported", r.reason = why;
-        return;
-      }
-      CompileResult cr = b->compile(p, r.candidate, dev);
-      r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;
-      r.registers = cr.registers, r.spill_bytes = cr.spill_bytes, r.smem_bytes = cr.smem_bytes;
-    } catch (const std::exception& e) {
-      r.status = "compile_error", r.reason = e.what();
-    }
-  });
+// Pending candidates of an explicit list; an unknown backend is an error, as for TuneOptions::backends.
+std::vector<PreparedCandidate> prepared_list(const std::vector<Candidate>& cs) {
+  std::vector<PreparedCandidate> out;
+  for (const Candidate& c : cs) {
+    out.push_back(make_prepared(c));
+    if (!out.back().backend) enabled_backends({c.backend});  // throws the "unknown backend" message
+  }
+  return out;
 }
 
-CandidateResult pending_result(const Candidate& c) {
-  CandidateResult r;
-  r.candidate = c;
-  return r;
+std::vector<CandidateResult> results_of(const std::vector<PreparedCandidate>& cands) {
+  std::vector<CandidateResult> out;
+  for (const auto& c : cands) out.push_back(c.result);
+  return out;
+}
+
+// Times the candidates again side by side, as the first timing does with TuneOptions::interleave (the same
+// evaluate(): verification, the clocks settled, interleaved rounds).
+void time_interleaved(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
+  TuneOptions so = o;
+  so.interleave = true;
+  evaluate(p, cands, so);
 }
 
 // The kRunoffMin fastest and the contenders within `kRunoffBand` of the kRunoffMin-th fastest (at most kRunoffMax) are
 // timed again side by side, interleaved on the same buffers, and their numbers are replaced by that runoff's: a
 // second, longer look at the close ones (first timings and runoff numbers differed by 0.9% median, 3.6% at most on
-// the H200, bench/NOTES.md step 10). With TuneOptions::interleave off the first timings were taken one after another,
-// each in another power state of the GPU (up to 15% off); then an explicit list of candidates (several --config) is
-// timed side by side whole here. With it on, such a list was timed side by side whole already: no runoff. They all
-// passed verification; the runoff runs in this process (a failure there only keeps the first timings). Returns the
-// indices of the candidates it re-timed (empty when none ran): the winner is picked among them.
-// NOTES: the band was anchored to the fastest first timing; an optimistic outlier there (cuBLASLt's default at 628 us
-// on gate_up_m2048, 2026-11-21) left a 691 us candidate out of the runoff, whose 693-726 us numbers then lost to that
-// one-at-a-time 691: it won the tune and ran 710 us side by side against the 685 us of a runoff member.
-std::vector<size_t> runoff(const Problem& p, std::vector<CandidateResult>& results, const TuneOptions& o) {
+// the H200). With TuneOptions::interleave off the first timings were taken one after another, each in another power
+// state of the GPU (up to 15% off); then an explicit list of candidates (several --config) is timed side by side
+// whole here. With it on, such a list was timed side by side whole already: no runoff. They all passed verification;
+// the runoff runs in this process (a failure there only keeps the first timings). Returns the indices of the
+// candidates it re-timed (empty when none ran): the winner is picked among them.
+std::vector<size_t> runoff(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
   const bool whole_list = o.only.size() > 1;
   if (whole_list && o.interleave) return {};
-  const std::vector<size_t> top = runoff_members(results, whole_list);
+  const std::vector<size_t> top = runoff_members(results_of(cands), whole_list);
   if (top.empty()) return {};
-  std::vector<CandidateResult> rr;
+  std::vector<PreparedCandidate> rr;
   for (size_t i : top) {
-    CandidateResult r = results[i];
-    r.status = "pending";
-    rr.push_back(r);
+    rr.push_back(cands[i]);  // shares the compiled artifact
+    rr.back().result.status = Status::pending;
   }
   try {
-    evaluate_interleaved(p, rr, o);
+    time_interleaved(p, rr, o);
   } catch (const std::exception& e) {
     progress(o, std::string("warning: runoff failed, keeping the first timings (") + e.what() + ")");
     return {};
@@ -138,11 +116,12 @@ std::vector<size_t> runoff(const Problem& p, std::vector<CandidateResult>& resul
   progress(o, "runoff of the " + std::to_string(top.size()) + " fastest, side by side:");
   std::vector<size_t> raced;
   for (size_t j = 0; j < top.size(); ++j) {
-    if (rr[j].status != "ok") continue;  // keep the first timing
+    const CandidateResult& t = rr[j].result;
+    if (t.status != Status::ok) continue;  // keep the first timing
     raced.push_back(top[j]);
-    CandidateResult& r = results[top[j]];
-    r.us_median = rr[j].us_median, r.us_min = rr[j].us_min, r.us_max = rr[j].us_max;
-    r.timed_iters = rr[j].timed_iters, r.tflops = rr[j].tflops, r.gbps = rr[j].gbps;
+    CandidateResult& r = cands[top[j]].result;
+    r.us_median = t.us_median, r.us_min = t.us_min, r.us_max = t.us_max;
+    r.timed_iters = t.timed_iters, r.tflops = t.tflops, r.gbps = t.gbps;
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
     progress(o, "  " + r.candidate.str() + "  " + buf);
@@ -156,13 +135,14 @@ std::vector<size_t> runoff_members(const std::vector<CandidateResult>& results, 
   const double kRunoffBand = whole_list ? 1e30 : 1.08;
   const size_t kRunoffMax = whole_list ? results.size() : 6;
   // The fastest few take part whatever their gap: a first timing can be optimistic for a kernel (one at a time,
-  // cuBLASLt's default algorithm timed 10-18% faster back to back than interleaved on the H200, 2026-11-21), and an
-  // outlier alone in the band would otherwise win on that number; the band is measured from the 4th fastest for the
-  // same reason.
+  // cuBLASLt's default algorithm timed 10-18% faster back to back than interleaved on the H200), and an outlier alone
+  // in the band would otherwise win on that number; the band is measured from the 4th fastest for the same reason
+  // (anchored to the fastest, an optimistic outlier there left a contender out of the runoff that then lost to the
+  // outlier's one-at-a-time number although it ran faster side by side).
   constexpr size_t kRunoffMin = 4;
   std::vector<size_t> ok;
   for (size_t i = 0; i < results.size(); ++i)
-    if (results[i].status == "ok") ok.push_back(i);
+    if (results[i].status == Status::ok) ok.push_back(i);
   std::sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return results[a].us_median < results[b].us_median; });
   std::vector<size_t> top;
   if (ok.empty()) return top;
@@ -179,28 +159,19 @@ int pick_winner(const std::vector<CandidateResult>& results, const std::vector<s
   for (size_t i = 0; i < results.size(); ++i) {
     const CandidateResult& r = results[i];
     if (!raced.empty() && std::find(raced.begin(), raced.end(), i) == raced.end()) continue;
-    if (r.status == "ok" && (best < 0 || r.us_median < results[static_cast<size_t>(best)].us_median))
+    if (r.status == Status::ok && (best < 0 || r.us_median < results[static_cast<size_t>(best)].us_median))
       best = static_cast<int>(i);
   }
   return best;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-std::vector<Candidate> list_candidates(const Problem& p0, const DeviceInfo& dev, const std::vector<std::string>& names) {
+std::vector<Candidate> list_candidates(const Problem& p0, const DeviceInfo& dev, const std::vector<std::string>& names,
+                                       int top_k) {
   Problem p = p0;
   p.resolve();
   p.validate();
-  std::vector<Candidate> out;
-  for (const auto& b : enabled_backends(names)) {
-    if (!b->supports(p, dev).empty()) continue;
-    try {
-      auto cs = b->enumerate(p, dev);
-      out.insert(out.end(), cs.begin(), cs.end());
-    } catch (const NoGpuError&) {
-      if (dev.real) throw;  // a backend that needs the GPU is skipped only when there is none
-    }
-  }
-  return out;
+  return top_candidates(enumerate_ranked(p, dev, names), top_k);
 }
 
 Tuner::Tuner(TuneOptions opts) : opts_(std::move(opts)) {}
@@ -236,41 +207,38 @@ TuneReport Tuner::tune(const Problem& p0) {
     }
   }
 
-  // Enumerate: top_k per backend, best first by each backend's heuristic.
-  std::vector<CandidateResult>& results = rep.results;
+  // Enumerate and compile in parallel: top_k per backend, best first by each backend's heuristic, a candidate that
+  // fails to compile replaced by the next in rank order.
+  const CompileFn compile = [&](PreparedCandidate& pc) { compile_one(p, dev, pc); };
+  std::vector<PreparedCandidate> cands;
+  const auto tc = std::chrono::steady_clock::now();
   if (!opts_.only.empty()) {
-    for (const Candidate& c : opts_.only) {
-      if (!find_backend(c.backend)) enabled_backends({c.backend});  // throws the "unknown backend" message
-      results.push_back(pending_result(c));
-    }
+    cands = prepared_list(opts_.only);
+    compile_all(cands, opts_.compile_threads, compile);
   } else {
-    for (const auto& b : backends) {
-      const std::string why = b->supports(p, dev);
-      if (!why.empty()) {
-        progress(opts_, b->name() + ": skipped (" + why + ")");
+    const std::vector<RankedList> lists = enumerate_ranked(p, dev, opts_.backends);
+    for (const RankedList& l : lists) {
+      if (!l.skipped.empty()) {
+        progress(opts_, l.backend->name() + ": skipped (" + l.skipped + ")");
         continue;
       }
-      auto cs = b->enumerate(p, dev);
-      const size_t total = cs.size();
-      if (opts_.top_k > 0 && cs.size() > size_t(opts_.top_k)) cs.resize(size_t(opts_.top_k));
-      progress(opts_, b->name() + ": " + std::to_string(cs.size()) + " of " + std::to_string(total) + " candidates");
-      for (auto& c : cs) results.push_back(pending_result(c));
+      const size_t n = opts_.top_k > 0 ? std::min(l.ranked.size(), size_t(opts_.top_k)) : l.ranked.size();
+      progress(opts_, l.backend->name() + ": " + std::to_string(n) + " of " + std::to_string(l.ranked.size()) +
+                          " candidates");
     }
+    cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile);
   }
-  if (results.empty()) throw Error("no backend supports this problem (" + p.str() + ")");
-
-  // Compile in parallel.
-  const auto tc = std::chrono::steady_clock::now();
-  compile_all(p, dev, results, opts_);
+  if (cands.empty()) throw Error("no backend supports this problem (" + p.str() + ")");
   {
     int failed = 0;
-    for (const auto& r : results) failed += r.status == "compile_error";
+    for (const auto& c : cands) failed += c.status() != Status::pending;
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "compiled %zu candidates in %.0f ms (%d failed)", results.size(),
+    std::snprintf(buf, sizeof(buf), "compiled %zu candidates in %.0f ms (%d failed)", cands.size(),
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count(), failed);
     progress(opts_, buf);
-    for (const auto& r : results)
-      if (r.status != "pending") progress(opts_, "  " + r.candidate.str() + ": " + r.status + " (" + r.reason + ")");
+    for (const auto& c : cands)
+      if (c.status() != Status::pending)
+        progress(opts_, "  " + c.candidate().str() + ": " + to_string(c.status()) + " (" + c.result.reason + ")");
   }
 
   // Verify and time.
@@ -281,21 +249,24 @@ TuneReport Tuner::tune(const Problem& p0) {
   }
   progress(opts_, "verifying and timing" + std::string(worker ? " in worker " + *worker : " in-process"));
   if (worker) {
-    evaluate_in_worker(*worker, p, results, opts_);
+    evaluate_in_worker(*worker, p, cands, opts_);
   } else {
     EvaluateHooks hooks;
     hooks.on_result = [&](size_t, const CandidateResult& r) {
       char buf[96];
       std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
-      progress(opts_, "  " + r.candidate.str() + "  " + (r.status == "ok" ? std::string(buf) : r.status + ": " + r.reason));
+      progress(opts_, "  " + r.candidate.str() + "  " +
+                          (r.status == Status::ok ? std::string(buf) : to_string(r.status) + (": " + r.reason)));
     };
     hooks.on_timing = [&](const std::vector<size_t>& idx) {
       progress(opts_, "  timing " + std::to_string(idx.size()) + " verified candidates side by side");
     };
-    evaluate(p, results, opts_, hooks);
+    evaluate(p, cands, opts_, hooks);
   }
 
-  const std::vector<size_t> raced = runoff(p, results, opts_);
+  const std::vector<size_t> raced = runoff(p, cands, opts_);
+  rep.results = results_of(cands);
+  std::vector<CandidateResult>& results = rep.results;
 
   // Pick: among the runoff's candidates when one ran (numbers taken side by side), else among all.
   const int bi = pick_winner(results, raced);
@@ -323,16 +294,20 @@ Gemm Tuner::load(const Problem& p0, const Candidate& c) {
   Problem p = p0;
   p.resolve();
   p.validate();
-  auto b = find_backend(c.backend);
-  if (!b) enabled_backends({c.backend});
-  const DeviceInfo& dev = current_device();
-  const std::string why = b->validate(p, c, dev);
-  if (!why.empty()) throw Error("candidate " + c.str() + " cannot run this problem: " + why);
-  CompileResult cr = b->compile(p, c, dev);
+  PreparedCandidate pc = prepared_list({c}).front();
+  compile_one(p, current_device(), pc);
+  // A candidate that spills is slow, not wrong: the caller named it, so it loads.
+  switch (pc.status()) {
+    case Status::pending:
+    case Status::spills: break;
+    case Status::unsupported: throw Error("candidate " + c.str() + " cannot run this problem: " + pc.result.reason);
+    case Status::needs_gpu: throw NoGpuError(pc.result.reason);
+    default: throw Error(pc.result.reason);
+  }
   auto impl = std::make_unique<Gemm::Impl>();
   impl->problem = p;
   impl->candidate = c;
-  impl->exe = b->load(p, c, cr);
+  impl->exe = load_prepared(p, pc);
   return Gemm(std::move(impl));
 }
 
@@ -340,7 +315,7 @@ Gemm Tuner::select(const Problem& p) {
   TuneReport rep = tune(p);
   if (!rep.winner) {
     std::string why;
-    for (const auto& r : rep.results) why += "\n  " + r.candidate.str() + ": " + r.status + " " + r.reason;
+    for (const auto& r : rep.results) why += "\n  " + r.candidate.str() + ": " + to_string(r.status) + " " + r.reason;
     throw Error("no candidate works for " + rep.problem.str() + why);
   }
   return load(rep.problem, *rep.winner);
@@ -351,14 +326,10 @@ std::vector<CandidateResult> compare(const Problem& p0, const std::vector<Candid
   p.resolve();
   p.validate();
   const DeviceInfo& dev = current_device();
-  std::vector<CandidateResult> results;
-  for (const auto& c : cands) {
-    if (!find_backend(c.backend)) enabled_backends({c.backend});
-    results.push_back(pending_result(c));
-  }
-  compile_all(p, dev, results, o);
-  evaluate_interleaved(p, results, o);
-  return results;
+  std::vector<PreparedCandidate> pcs = prepared_list(cands);
+  compile_all(pcs, o.compile_threads, [&](PreparedCandidate& pc) { compile_one(p, dev, pc); });
+  time_interleaved(p, pcs, o);
+  return results_of(pcs);
 }
 
 }  // namespace gemmtune

@@ -139,25 +139,25 @@ nlohmann::json options_json(const TuneOptions& o) {
 
 }  // namespace
 
-void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<CandidateResult>& results,
+void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<PreparedCandidate>& cands,
                         const TuneOptions& o) {
   auto progress = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
   auto pending = [&] {
-    for (const auto& r : results)
-      if (r.status == "pending") return true;
+    for (const auto& c : cands)
+      if (c.status() == Status::pending) return true;
     return false;
   };
   int restarts = 0;
   TuneOptions wo = o;  // interleave turns off after a worker died while timing side by side
   while (pending()) {
-    if (restarts > int(results.size()) + 1) throw Error("worker keeps failing; giving up");
+    if (restarts > int(cands.size()) + 1) throw Error("worker keeps failing; giving up");
     Worker w(path);
     nlohmann::json req = {{"problem", to_json(p)}, {"options", options_json(wo)}, {"results", nlohmann::json::array()}};
     std::vector<size_t> map;  // request index -> results index
-    for (size_t i = 0; i < results.size(); ++i)
-      if (results[i].status == "pending") req["results"].push_back(to_json(results[i])), map.push_back(i);
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].status() == Status::pending) req["results"].push_back(to_json(cands[i].result)), map.push_back(i);
     w.send(req.dump());
     constexpr size_t kNone = ~size_t(0);
     size_t in_flight = kNone;  // the candidate between its "begin" and its "result"
@@ -174,13 +174,14 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<C
                    " candidates side by side; timing them again one at a time");
           wo.interleave = false;
         } else if (in_flight != kNone) {
-          CandidateResult& r = results[map[in_flight]];
+          CandidateResult& r = cands[map[in_flight]].result;
           if (timed_out) {
-            r.status = "timeout", r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
+            r.status = Status::timeout;
+            r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
           } else {
-            r.status = "crashed", r.reason = "worker process " + how + " while running this candidate";
+            r.status = Status::crashed, r.reason = "worker process " + how + " while running this candidate";
           }
-          progress("  " + r.candidate.str() + ": " + r.status + " (" + r.reason + ")");
+          progress("  " + r.candidate.str() + ": " + to_string(r.status) + " (" + r.reason + ")");
         } else if (pending()) {
           throw Error(timed_out ? "worker did not start within " + std::to_string(int(timeout)) + " s"
                                 : "worker " + how + " before running any candidate (run gemmtune-worker by hand?)");
@@ -205,15 +206,16 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<C
         progress("  timing " + std::to_string(timing) + " verified candidates side by side");
       } else if (kind == "result") {
         const size_t i = ev.at("index").get<size_t>();
-        results[map[i]] = result_from_json(ev.at("result"));
+        cands[map[i]].result = result_from_json(ev.at("result"));
         if (o.progress) {
-          const auto& r = results[map[i]];
+          const auto& r = cands[map[i]].result;
+          const bool ok = r.status == Status::ok;
           char buf[160];
-          if (r.status == "ok")
+          if (ok)
             std::snprintf(buf, sizeof(buf), "%9.2f us %8.1f TFLOP/s  err %.1e", r.us_median, r.tflops, r.error);
           else
-            std::snprintf(buf, sizeof(buf), "%s", r.status.c_str());
-          progress("  " + r.candidate.str() + "  " + buf + (r.status == "ok" ? "" : ": " + r.reason));
+            std::snprintf(buf, sizeof(buf), "%s", to_string(r.status));
+          progress("  " + r.candidate.str() + "  " + buf + (ok ? "" : ": " + r.reason));
         }
         in_flight = kNone;
       } else if (kind == "fatal") {
@@ -243,15 +245,20 @@ int worker_main() {
     o.max_candidate_s = oj.at("max_candidate_s").get<double>();
     o.tolerance = oj.at("tolerance").get<double>();
     o.interleave = oj.value("interleave", true);
-    std::vector<CandidateResult> results;
-    for (const auto& r : req.at("results")) results.push_back(result_from_json(r));
+    std::vector<PreparedCandidate> cands;
+    for (const auto& r : req.at("results")) {
+      const CandidateResult res = result_from_json(r);
+      PreparedCandidate pc = make_prepared(res.candidate);
+      if (pc.backend) pc.result = res;  // the parent's compile numbers; status pending
+      cands.push_back(std::move(pc));
+    }
     EvaluateHooks hooks;
     // Test hook: GEMMTUNE_WORKER_CRASH_ON=<backend:config> makes the worker die (SIGSEGV) on that candidate, so the
     // tuner's crash recovery can be tested without a kernel that really corrupts the context.
     const char* crash_on = std::getenv("GEMMTUNE_WORKER_CRASH_ON");
     hooks.on_begin = [&](size_t i) {
       emit({{"event", "begin"}, {"index", i}});
-      if (crash_on && results[i].candidate.str() == crash_on) raise(SIGSEGV);
+      if (crash_on && cands[i].candidate().str() == crash_on) raise(SIGSEGV);
     };
     hooks.on_result = [&](size_t i, const CandidateResult& r) {
       emit({{"event", "result"}, {"index", i}, {"result", to_json(r)}});
@@ -262,7 +269,7 @@ int worker_main() {
       emit({{"event", "timing"}, {"indices", indices}});
       if (crash_timing && std::string(crash_timing) == "1") raise(SIGSEGV);
     };
-    evaluate(p, results, o, hooks);
+    evaluate(p, cands, o, hooks);
     return 0;
   } catch (const CudaError& e) {
     if (e.sticky) return 3;  // the crashed candidate was reported; the tuner restarts a worker for the rest

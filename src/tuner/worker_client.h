@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gemmtune/tuner.h"
+#include "tuner/pipeline.h"
 
 namespace gemmtune {
 
@@ -14,7 +15,8 @@ namespace gemmtune {
 // <prefix>/libexec/gemmtune-worker. nullopt when none is found.
 std::optional<std::string> find_worker();
 
-void evaluate_in_worker(const std::string& worker, const Problem& p, std::vector<CandidateResult>& results,
+// evaluate() of the pending candidates in worker processes (the worker compiles them again: kernel cache hits).
+void evaluate_in_worker(const std::string& worker, const Problem& p, std::vector<PreparedCandidate>& cands,
                         const TuneOptions& opts);
 
 // The worker side: reads the request from stdin, writes events to stdout. Returns the process exit code.

@@ -10,6 +10,11 @@
 #include "gpu/gpu_test_util.h"
 
 using namespace gemmtune;
+
+namespace gemmtune {
+// gtest prints a Status by its name.
+inline void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
+}  // namespace gemmtune
 namespace fs = std::filesystem;
 
 namespace {
@@ -102,7 +107,7 @@ TEST(TunerGpu, SecondTuneIsACacheHit) {
   EXPECT_EQ(*second.winner, *first.winner);
   // Every reported ok candidate was verified.
   for (const auto& r : first.results)
-    if (r.status == "ok") EXPECT_TRUE(r.error >= 0 && r.error <= 1e-2) << r.candidate.str();
+    if (r.status == Status::ok) EXPECT_TRUE(r.error >= 0 && r.error <= 1e-2) << r.candidate.str();
 }
 
 TEST(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {
@@ -117,7 +122,7 @@ TEST(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {
   bool saw_crash = false;
   for (const auto& r : rep.results)
     if (r.candidate.config == "default") {
-      EXPECT_EQ(r.status, "crashed") << r.reason;
+      EXPECT_EQ(r.status, Status::crashed) << r.reason;
       saw_crash = true;
     }
   EXPECT_TRUE(saw_crash);
@@ -142,7 +147,7 @@ TEST(TunerGpu, CompareTimesSideBySide) {
   auto rs = compare(p, {Candidate{"cublaslt", "default"}, Candidate{"cublaslt", "default"}}, o);
   ASSERT_EQ(rs.size(), 2u);
   for (const auto& r : rs) {
-    EXPECT_EQ(r.status, "ok") << r.reason;
+    EXPECT_EQ(r.status, Status::ok) << r.reason;
     EXPECT_GT(r.us_median, 0);
     EXPECT_GE(r.timed_iters, o.min_iters);
   }
@@ -163,7 +168,7 @@ TEST(TunerGpu, CrashWhileTimingSideBySideFallsBackToOneAtATime) {
   unsetenv("GEMMTUNE_WORKER_CRASH_ON_TIMING");
   ASSERT_GE(rep.results.size(), 2u);
   for (const auto& r : rep.results) {
-    EXPECT_EQ(r.status, "ok") << r.candidate.str() << ": " << r.reason;
+    EXPECT_EQ(r.status, Status::ok) << r.candidate.str() << ": " << r.reason;
     EXPECT_GE(r.timed_iters, o.min_iters) << r.candidate.str();
   }
   EXPECT_TRUE(rep.winner);
@@ -184,7 +189,7 @@ TEST(TunerGpu, SideBySideAndOneAtATimeTimeEveryCandidate) {
     TuneReport rep = t.tune(Problem::make(640, 520, 384, DType::bf16, DType::bf16));
     int ok = 0;
     for (const auto& r : rep.results) {
-      if (r.status != "ok") continue;
+      if (r.status != Status::ok) continue;
       ++ok;
       EXPECT_GE(r.timed_iters, o.min_iters) << r.candidate.str() << " interleave " << interleave;
       EXPECT_GT(r.us_median, 0) << r.candidate.str();

@@ -177,8 +177,8 @@ TEST_F(Cli, LdaSmallerThanK) {
   expect_usage_error(with({"tune"}, with(kShape, {"--ldb", "128"})), "ldb");
 }
 
-// --batch without strides packs every operand (it used to pass stride 0 = broadcast, so D's batches overlapped and
-// every batched problem was refused); an explicit 0 broadcasts A, B or C; a negative stride is a usage error.
+// --batch without strides packs every operand (stride 0 would broadcast, D's batches would overlap and the problem be
+// refused); an explicit 0 broadcasts A, B or C; a negative stride is a usage error.
 TEST_F(Cli, BatchStrides) {
   const std::vector<std::string> packed = with({"list"}, with(kShape, {"--batch", "3", "--arch-sms", "132"}));
   CliRun r = run_cli(packed, env());
@@ -255,6 +255,17 @@ TEST_F(Cli, CompileWithoutGpuPrintsJson) {
   ASSERT_EQ(j2["candidates"].size(), 1u);
   EXPECT_EQ(j2["candidates"][0].value("candidate", ""), cand);
   EXPECT_TRUE(j2["candidates"][0].value("cache_hit", false)) << j2.dump(2);
+
+  // `list` enumerates as `compile` does: the same candidates, in the same order (none of them spilled).
+  std::vector<std::string> listed =
+      with({"list"}, with(kShape, {"--top-k", "2", "--json", "--arch-sms", "132", "--backends", "sm90,gemv"}));
+  CliRun r3 = run_cli(listed, env());
+  ASSERT_EQ(r3.rc, 0) << describe(listed, r3);
+  auto j3 = nlohmann::json::parse(r3.out);
+  std::vector<std::string> from_list, from_compile;
+  for (const auto& c : j3) from_list.push_back(c.get<std::string>());
+  for (const auto& c : cs) from_compile.push_back(c.value("candidate", ""));
+  EXPECT_EQ(from_list, from_compile) << describe(listed, r3);
 }
 
 TEST_F(Cli, CacheExportClearImportRoundTrip) {

@@ -3,15 +3,24 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <set>
 #include <vector>
 #include <string>
 
 #include "gemmtune/gemm.h"
 #include "tuner/evaluate.h"
+#include "tuner/pipeline.h"
+#include "tuner/serialize.h"
 #include "tuner/select.h"
 #include "tuner/worker_client.h"
 
 using namespace gemmtune;
+
+namespace gemmtune {
+// gtest prints a Status by its name.
+inline void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
+}  // namespace gemmtune
 
 TEST(TunerNoGpu, TuneSaysThereIsNoGpu) {
   if (gpu_available()) GTEST_SKIP() << "a GPU is present";
@@ -73,7 +82,7 @@ TEST(TunerNoGpu, WorkerIsFoundAndRejectsEmptyInput) {
 }
 
 namespace {
-CandidateResult timed(const char* cfg, double us, const char* status = "ok") {
+CandidateResult timed(const char* cfg, double us, Status status = Status::ok) {
   CandidateResult r;
   r.candidate = Candidate::parse(cfg);
   r.status = status;
@@ -82,8 +91,7 @@ CandidateResult timed(const char* cfg, double us, const char* status = "ok") {
 }
 }  // namespace
 
-// The runoff and the pick, on the numbers of gate_up_m2048 from the H200 run of 2026-11-21 (session 9, call 3): an
-// optimistic one-at-a-time outlier (cuBLASLt's default, 628 us) at the top must not push a 691 us contender out of
+// The runoff and the pick, on the numbers of gate_up_m2048 measured on an H200: an optimistic one-at-a-time outlier (cuBLASLt's default, 628 us) at the top must not push a 691 us contender out of
 // the runoff, and a candidate outside the runoff must not win on its one-at-a-time number.
 TEST(TunerSelect, RunoffBandFromTheFourthFastestAndPickAmongTheRaced) {
   std::vector<CandidateResult> rs = {
@@ -99,7 +107,7 @@ TEST(TunerSelect, RunoffBandFromTheFourthFastestAndPickAmongTheRaced) {
       timed("cublaslt:algo=66,tile=128x192,stages=64xAUTO,splitk=1,red=0,swizzle=0,custom=4,cluster=2x1x1,inner=0",
             826.24),
       timed("sm90:tile=128x192x64,stages=4,cluster=1x2,sched=pingpong,raster=m,group=8,tiles=gpc,tail=sk", 0,
-            "wrong_result"),
+            Status::wrong_result),
   };
   std::vector<size_t> m = runoff_members(rs, false);
   std::sort(m.begin(), m.end());
@@ -120,10 +128,10 @@ TEST(TunerSelect, RunoffBandFromTheFourthFastestAndPickAmongTheRaced) {
 // single set when memory holds two (a 224 MiB set on its own ran 6% fast on the H200: the previous launch's lines).
 TEST(TunerTiming, BufferSetsKeepTwiceL2BetweenReadsOfOneSet) {
   const size_t MiB = size_t(1) << 20, l2 = 60 * MiB;
-  EXPECT_EQ(timing_set_count(224 * MiB, l2, 100), 2u);  // 1x28672x4096 bf16 (one set before)
+  EXPECT_EQ(timing_set_count(224 * MiB, l2, 100), 2u);  // 1x28672x4096 bf16: two sets, not one
   EXPECT_EQ(timing_set_count(112 * MiB, l2, 100), 3u);  // 1x4096x14336: 112 MiB between reads is < 120
   EXPECT_EQ(timing_set_count(120 * MiB, l2, 100), 2u);  // exactly 2x L2
-  EXPECT_EQ(timing_set_count(32 * MiB, l2, 100), 5u);   // 4 others = 128 MiB (three = 96 MiB was one set short)
+  EXPECT_EQ(timing_set_count(32 * MiB, l2, 100), 5u);   // 4 others = 128 MiB (three, 96 MiB, are too few)
   EXPECT_EQ(timing_set_count(4096, l2, 1000), 64u);     // tiny problems: capped
   EXPECT_EQ(timing_set_count(224 * MiB, l2, 1), 1u);    // memory for one set only
   EXPECT_EQ(timing_set_count(0, l2, 0), 1u);
@@ -133,4 +141,153 @@ TEST(TunerTiming, BufferSetsKeepTwiceL2BetweenReadsOfOneSet) {
     if (n < 64) EXPECT_GE((n - 1) * set, 2 * l2) << set;
     if (n > 2) EXPECT_LT((n - 2) * set, 2 * l2) << set;  // no more than needed
   }
+}
+
+// Every status prints as one word and parses back; the JSON of the result cache and the worker carries that word.
+TEST(CandidateStatus, RoundTripsThroughItsName) {
+  std::set<std::string> names;
+  for (int i = 0; i <= int(Status::skipped); ++i) {
+    const Status s = static_cast<Status>(i);
+    const std::string name = to_string(s);
+    EXPECT_TRUE(names.insert(name).second) << name << " twice";
+    EXPECT_EQ(status_from_string(name), s) << name;
+    CandidateResult r;
+    r.candidate = Candidate{"sm90", "tile=128x128x64"};
+    r.status = s;
+    const nlohmann::json j = to_json(r);
+    EXPECT_EQ(j.at("status"), name);
+    EXPECT_EQ(result_from_json(j).status, s) << name;
+  }
+  EXPECT_EQ(std::string(to_string(Status::ok)), "ok");
+  EXPECT_EQ(std::string(to_string(Status::compile_error)), "compile_error");
+  EXPECT_EQ(std::string(to_string(Status::spills)), "spills");
+  EXPECT_FALSE(status_from_string("OK"));
+  EXPECT_FALSE(status_from_string(""));
+  nlohmann::json bad = to_json(CandidateResult{});
+  bad["status"] = "exploded";
+  EXPECT_THROW(result_from_json(bad), Error);
+}
+
+namespace {
+
+// A backend that exists only here: configs "c0".."c<n-1>"; the ones in `spill` compile with spilled registers,
+// "broken" does not compile, "bad" is not valid.
+class FakeBackend final : public Backend {
+ public:
+  FakeBackend(std::string name, std::set<std::string> spill) : name_(std::move(name)), spill_(std::move(spill)) {}
+  std::string name() const override { return name_; }
+  std::string supports(const Problem&, const DeviceInfo&) const override { return ""; }
+  std::vector<Candidate> enumerate(const Problem&, const DeviceInfo&) const override {
+    std::vector<Candidate> out;
+    for (int i = 0; i < 10; ++i) out.push_back({name_, "c" + std::to_string(i)});
+    return out;
+  }
+  std::string validate(const Problem&, const Candidate& c, const DeviceInfo&) const override {
+    return c.config == "bad" ? name_ + ": bad config" : "";
+  }
+  CompileResult compile(const Problem&, const Candidate& c, const DeviceInfo&) const override {
+    if (c.config == "broken") throw Error(name_ + ": ptxas failed");
+    CompileResult r;
+    r.compiled = true, r.compile_ms = 1, r.registers = 168;
+    r.spill_bytes = spill_.count(c.config) ? 96 : 0;
+    return r;
+  }
+  std::unique_ptr<Executable> load(const Problem&, const Candidate&, const CompileResult&) const override {
+    return nullptr;
+  }
+
+ private:
+  std::string name_;
+  std::set<std::string> spill_;
+};
+
+std::vector<std::string> configs_of(const std::vector<PreparedCandidate>& v, std::optional<Status> only = {}) {
+  std::vector<std::string> out;
+  for (const auto& pc : v)
+    if (!only || pc.status() == *only) out.push_back(pc.candidate().str());
+  return out;
+}
+
+}  // namespace
+
+// A compile whose ptxas report shows spills is a failed candidate of its own kind, with the byte count.
+TEST(Pipeline, CompileOneRejectsSpills) {
+  const Problem p = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto fake = std::make_shared<FakeBackend>("fake", std::set<std::string>{"c1"});
+  auto run = [&](const std::string& config) {
+    PreparedCandidate pc;
+    pc.result.candidate = {"fake", config};
+    pc.backend = fake;
+    compile_one(p, dev, pc);
+    return pc;
+  };
+  PreparedCandidate clean = run("c0");
+  EXPECT_EQ(clean.status(), Status::pending);  // compiled clean, ready to be verified
+  ASSERT_TRUE(clean.compiled);
+  EXPECT_EQ(clean.result.spill_bytes, 0);
+  EXPECT_EQ(clean.result.registers, 168);
+  PreparedCandidate spilled = run("c1");
+  EXPECT_EQ(spilled.status(), Status::spills);
+  EXPECT_EQ(spilled.result.spill_bytes, 96);
+  EXPECT_NE(spilled.result.reason.find("96 bytes"), std::string::npos) << spilled.result.reason;
+  EXPECT_EQ(run("broken").status(), Status::compile_error);
+  EXPECT_EQ(run("bad").status(), Status::unsupported);
+  EXPECT_EQ(make_prepared({"nosuch", "x"}).status(), Status::unsupported);
+}
+
+// Top-k after spills: each backend compiles in rank order until top_k compiled clean (or its list ends), so a tune
+// times as many candidates as asked for; the spilled ones stay in the report, in rank order.
+TEST(Pipeline, SpilledCandidateGivesItsSlotToTheNextInRank) {
+  const Problem p = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto a = std::make_shared<FakeBackend>("fa", std::set<std::string>{"c1", "c3"});
+  auto b = std::make_shared<FakeBackend>(
+      "fb", std::set<std::string>{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"});
+  std::vector<RankedList> lists(2);
+  lists[0].backend = a, lists[0].ranked = a->enumerate(p, dev);
+  lists[1].backend = b, lists[1].ranked = b->enumerate(p, dev);
+  int calls = 0;
+  const CompileFn compile = [&](PreparedCandidate& pc) {
+    ++calls;
+    compile_one(p, dev, pc);
+  };
+  for (int threads : {1, 3}) {
+    calls = 0;
+    std::vector<PreparedCandidate> got = prepare_ranked(lists, 3, threads, compile);
+    EXPECT_EQ(configs_of(got),
+              (std::vector<std::string>{"fa:c0", "fa:c1", "fa:c2", "fa:c3", "fa:c4", "fb:c0", "fb:c1", "fb:c2",
+                                        "fb:c3", "fb:c4", "fb:c5", "fb:c6", "fb:c7", "fb:c8", "fb:c9"}));
+    EXPECT_EQ(configs_of(got, Status::pending), (std::vector<std::string>{"fa:c0", "fa:c2", "fa:c4", "fb:c9"}));
+    EXPECT_EQ(configs_of(got, Status::spills).size(), 11u);
+    EXPECT_EQ(calls, 15) << "nothing compiled twice, nothing past the fill";
+  }
+  // No spills: exactly the top k, the same candidates top_candidates() lists.
+  auto clean = std::make_shared<FakeBackend>("fc", std::set<std::string>{});
+  std::vector<RankedList> one(1);
+  one[0].backend = clean, one[0].ranked = clean->enumerate(p, dev);
+  std::vector<std::string> listed;
+  for (const Candidate& c : top_candidates(one, 4)) listed.push_back(c.str());
+  EXPECT_EQ(configs_of(prepare_ranked(one, 4, 2, compile)), listed);
+  EXPECT_EQ(prepare_ranked(one, 0, 2, compile).size(), 10u);  // top_k 0: all
+}
+
+// Without a GPU the enumeration leaves out the backend that needs one (cuBLASLt) with a note, and lists the others.
+TEST(Pipeline, OfflineEnumerationSkipsBackendsThatNeedTheGpu) {
+  if (gpu_available()) GTEST_SKIP() << "a GPU is present";
+  Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
+  p.resolve();
+  const auto lists = enumerate_ranked(p, DeviceInfo::assumed_sm90(), {});
+  bool sm90 = false;
+  for (const RankedList& l : lists) {
+    if (l.backend->name() == "cublaslt") {
+      EXPECT_TRUE(l.needs_gpu);
+      EXPECT_TRUE(l.ranked.empty());
+      EXPECT_NE(l.note().find("needs a GPU"), std::string::npos) << l.note();
+    }
+    if (l.backend->name() == "sm90") sm90 = !l.ranked.empty();
+  }
+  EXPECT_TRUE(sm90);
+  const auto top = list_candidates(p, DeviceInfo::assumed_sm90(), {}, 2);
+  EXPECT_EQ(top, top_candidates(lists, 2));
 }

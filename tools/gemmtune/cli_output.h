@@ -60,7 +60,7 @@ inline json to_json(const CandidateResult& r) {
   return json{{"backend", r.candidate.backend},
               {"config", r.candidate.config},
               {"candidate", r.candidate.str()},
-              {"status", r.status},
+              {"status", to_string(r.status)},
               {"reason", r.reason},
               {"compile_ms", r.compile_ms},
               {"compile_cache_hit", r.compile_cache_hit},
@@ -100,7 +100,7 @@ inline json problem_json(const Problem& p) {
 // Results sorted for display: ok by median time, then everything else in the order tried.
 inline std::vector<CandidateResult> sorted_results(std::vector<CandidateResult> v) {
   std::stable_sort(v.begin(), v.end(), [](const CandidateResult& a, const CandidateResult& b) {
-    bool ao = a.status == "ok", bo = b.status == "ok";
+    bool ao = a.status == Status::ok, bo = b.status == Status::ok;
     if (ao != bo) return ao;
     return ao && a.us_median < b.us_median;
   });
@@ -112,8 +112,8 @@ inline Table results_table(const std::vector<CandidateResult>& results) {
           {false, false, false, true, true, true, true, true, false},
           {}};
   for (const auto& r : sorted_results(results)) {
-    bool ok = r.status == "ok";
-    std::string status = r.status;
+    bool ok = r.status == Status::ok;
+    std::string status = to_string(r.status);
     if (!r.reason.empty()) status += ": " + first_line(r.reason);
     std::string cms = r.compile_ms > 0 ? fmt_num(r.compile_ms, 1) + (r.compile_cache_hit ? " (hit)" : "") : "-";
     t.rows.push_back({r.winner ? "*" : "", r.candidate.backend, r.candidate.config, cms,
