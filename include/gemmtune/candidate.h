@@ -1,6 +1,8 @@
 #pragma once
 #include <string>
 
+#include "gemmtune/types.h"
+
 namespace gemmtune {
 
 // A backend plus that backend's config, printable as one line "backend:config" that the CLI accepts back
