@@ -29,8 +29,7 @@ int main(int argc, char** argv) try {
   const bool gpu = gpu_available();
   const DeviceInfo dev = gpu ? current_device() : DeviceInfo::assumed_sm90();
   const std::vector<Candidate> cands = list_candidates(p, dev);
-  std::printf("%zu candidates for %s%s, best ranked first:\n", cands.size(), dev.name.c_str(),
-              dev.real ? "" : " (assumed: no GPU here)");
+  std::printf("%zu candidates for %s, best ranked first:\n", cands.size(), dev.name.c_str());
   for (size_t i = 0; i < cands.size() && i < 5; ++i) std::printf("  %s\n", cands[i].str().c_str());
   if (!gpu || list_only) return 0;
 
