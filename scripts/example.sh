@@ -10,12 +10,12 @@ scripts/setup.sh
 BUILD_DIR=$BUILD_DIR scripts/build.sh
 
 problem=(--m 4096 --n 4096 --k 4096 --A bf16:row --B bf16:col --D bf16:row)
-echo "+ gemmtune tune ${problem[*]} $*"
+echo "+ gemmtune tune ${problem[*]}${*:+ $*}"
 rc=0
 "$BUILD_DIR/gemmtune" tune "${problem[@]}" "$@" || rc=$?
 if [ "$rc" = 3 ]; then  # the CLI's exit status for "no GPU", given before anything runs
   echo "no GPU on this machine: running the compile-only dry run of the same problem instead"
-  echo "+ gemmtune compile ${problem[*]} $*"
+  echo "+ gemmtune compile ${problem[*]}${*:+ $*}"
   "$BUILD_DIR/gemmtune" compile "${problem[@]}" "$@"
   rc=0
 fi
