@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Builds gemmtune and runs the CPU tests (what CI runs). On a GPU host, `scripts/test.sh gpu` runs the GPU tests too.
+# Installs what is missing (scripts/setup.sh), builds gemmtune and runs the CPU tests (what CI runs): every ctest entry
+# but those labelled `gpu`, in parallel, one line per test case. That includes the `package` entry, which installs
+# gemmtune to a temporary prefix and builds examples/consumer against it.
+# `scripts/test.sh gpu` (on a GPU host) then runs the `gpu` tests too, one at a time.
+# Other arguments go to ctest (e.g. scripts/test.sh -L unit, scripts/test.sh -R Sm90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build} scripts/build.sh
+export BUILD_DIR=${BUILD_DIR:-build}
+gpu=0
+if [ "${1:-}" = gpu ]; then gpu=1; shift; fi
+scripts/setup.sh
+scripts/build.sh
+
 # Kernel caches of the tests go to a fresh directory, so a stale cache never hides a compile failure.
 export GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$(mktemp -d /tmp/gemmtune-test-cache.XXXXXX)}
-if [ "${1:-}" = "gpu" ]; then
-  ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure
-else
-  ctest --test-dir "${BUILD_DIR:-build}" -LE gpu --output-on-failure
+ctest --test-dir "$BUILD_DIR" -LE gpu -j "$(nproc)" --output-on-failure "$@"
+if [ "$gpu" = 1 ]; then
+  ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure "$@"
 fi

@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include "gemmtune/types.h"
+
 namespace gemmtune {
 
 // A backend plus that backend's config, printable as one line "backend:config" that the CLI accepts back

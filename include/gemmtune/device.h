@@ -2,6 +2,8 @@
 #include <cstdint>
 #include <string>
 
+#include "gemmtune/types.h"
+
 namespace gemmtune {
 
 // What the backends need to know about the GPU. Without a GPU, `assumed_sm90()` stands in (an H100/H200 SXM).

@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "gemmtune/types.h"
+
 namespace gemmtune {
 
 class Error : public std::runtime_error {
@@ -25,14 +27,4 @@ class CudaError : public Error {
   bool sticky;
 };
 
-namespace detail {
-[[noreturn]] void throw_error(const std::string& msg, const char* file, int line);
-}  // namespace detail
-
 }  // namespace gemmtune
-
-#define GT_THROW(msg) ::gemmtune::detail::throw_error((msg), __FILE__, __LINE__)
-#define GT_REQUIRE(cond, msg)                    \
-  do {                                           \
-    if (!(cond)) GT_THROW(msg);                  \
-  } while (0)

@@ -1,4 +1,9 @@
 #pragma once
+// Every public header includes this one, so a translation unit below C++20 stops here with a clear message instead
+// of an error deep inside a header (the headers use defaulted comparisons and other C++20 features).
+#if __cplusplus < 202002L
+#error "gemmtune's headers need C++20 (-std=c++20); with CMake, link gemmtune::gemmtune, which requires cxx_std_20"
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <optional>

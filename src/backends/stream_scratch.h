@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/check.h"
 #include "gemmtune/errors.h"
 
 namespace gemmtune::epi {

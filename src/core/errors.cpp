@@ -1,3 +1,4 @@
+#include "core/check.h"
 #include "gemmtune/errors.h"
 
 #include <cstring>

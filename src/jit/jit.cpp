@@ -15,6 +15,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/check.h"
 #include "gemmtune/errors.h"
 #include "jit/disk_cache.h"
 #include "jit/resources.h"

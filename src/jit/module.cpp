@@ -3,6 +3,7 @@
 #include <mutex>
 #include <utility>
 
+#include "core/check.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"

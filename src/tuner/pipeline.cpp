@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "core/check.h"
 #include "gemmtune/errors.h"
 #include "jit/thread_pool.h"
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/check.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"

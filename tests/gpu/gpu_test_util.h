@@ -2,7 +2,7 @@
 // Host-side helpers for GPU correctness tests of any backend (header-only):
 //   fp32 <-> bf16/f16 on the host, random operands drawn fresh, a double-precision CPU reference that honours
 //   dtypes, layouts, leading dimensions, batch strides (0 = broadcast) and alpha/beta, the normalized error, and a
-//   check that nothing outside D's logical elements was written.
+//   check that nothing outside D's logical elements was written; GpuTest, the fixture that skips a test without a GPU.
 // Buffers are byte vectors that cover an operand's whole span (batches and padding included), exactly as uploaded.
 #include <cmath>
 #include <cstdint>
@@ -12,10 +12,34 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "gemmtune/device.h"
+#include "gemmtune/errors.h"
 #include "gemmtune/problem.h"
 #include "gemmtune/types.h"
 
 namespace gemmtune::test {
+
+// ---- needing a GPU ----
+
+// Why this host cannot run GPU tests (the driver's or device's own message), or "" when it can.
+inline std::string no_gpu_reason() {
+  try {
+    current_device();
+    return "";
+  } catch (const NoGpuError& e) {
+    return e.what();
+  }
+}
+
+// Fixture of tests that need a GPU: without one, each test is skipped (once, with the reason) instead of failing.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  }
+};
 
 // ---- scalar conversions (round to nearest even; NaN stays NaN) ----
 

@@ -57,9 +57,12 @@ double run_and_check(const Gemm& g, uint64_t seed) {
   return test::normalized_error(p, d, test::reference_d(p, a, b, c));
 }
 
+// Every test here needs a GPU: the fixture skips them without one.
+class TunerGpu : public test::GpuTest {};
+
 }  // namespace
 
-TEST(TunerGpu, SelectRunsCorrectlyAcrossLayouts) {
+TEST_F(TunerGpu, SelectRunsCorrectlyAcrossLayouts) {
   FreshCache cache;
   Tuner t(quick());
   int n = 0;
@@ -74,7 +77,7 @@ TEST(TunerGpu, SelectRunsCorrectlyAcrossLayouts) {
     }
 }
 
-TEST(TunerGpu, BatchedBetaAndF32Output) {
+TEST_F(TunerGpu, BatchedBetaAndF32Output) {
   FreshCache cache;
   Tuner t(quick());
   Problem p = Problem::make(96, 80, 130, DType::f16, DType::f32, Layout::row, Layout::col, 3);
@@ -85,7 +88,7 @@ TEST(TunerGpu, BatchedBetaAndF32Output) {
   EXPECT_LE(run_and_check(g, 99), 1e-2) << g.candidate().str();
 }
 
-TEST(TunerGpu, Fp32InputsRunOnCublasLt) {
+TEST_F(TunerGpu, Fp32InputsRunOnCublasLt) {
   FreshCache cache;
   Tuner t(quick());
   Problem p = Problem::make(100, 90, 70, DType::f32, DType::f32, Layout::col, Layout::row, 2);
@@ -94,7 +97,7 @@ TEST(TunerGpu, Fp32InputsRunOnCublasLt) {
   EXPECT_LE(run_and_check(g, 7), 1e-5) << g.candidate().str();  // full fp32, not TF32
 }
 
-TEST(TunerGpu, SecondTuneIsACacheHit) {
+TEST_F(TunerGpu, SecondTuneIsACacheHit) {
   FreshCache cache;
   Tuner t(quick());
   const Problem p = Problem::make(512, 512, 512, DType::bf16, DType::bf16);
@@ -110,7 +113,7 @@ TEST(TunerGpu, SecondTuneIsACacheHit) {
     if (r.status == Status::ok) EXPECT_TRUE(r.error >= 0 && r.error <= 1e-2) << r.candidate.str();
 }
 
-TEST(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {
+TEST_F(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {
   FreshCache cache;
   TuneOptions o = quick();
   o.backends = {"cublaslt"};
@@ -130,7 +133,7 @@ TEST(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {
   EXPECT_NE(rep.winner->config, "default");
 }
 
-TEST(TunerGpu, RunRejectsNullPointers) {
+TEST_F(TunerGpu, RunRejectsNullPointers) {
   FreshCache cache;
   Problem p = Problem::make(64, 64, 64, DType::bf16, DType::bf16);
   p.beta = 1.0f;
@@ -140,7 +143,7 @@ TEST(TunerGpu, RunRejectsNullPointers) {
   EXPECT_THROW(g.run({buf.get(), buf.get(), nullptr, buf.get()}), Error);  // beta != 0 needs C
 }
 
-TEST(TunerGpu, CompareTimesSideBySide) {
+TEST_F(TunerGpu, CompareTimesSideBySide) {
   FreshCache cache;
   TuneOptions o = quick();
   const Problem p = Problem::make(1024, 1024, 1024, DType::bf16, DType::bf16);
@@ -155,7 +158,7 @@ TEST(TunerGpu, CompareTimesSideBySide) {
 
 // The verified candidates are timed side by side; a worker that dies then (no one candidate to blame) is replaced by
 // one that times them one at a time, and every candidate still gets its numbers.
-TEST(TunerGpu, CrashWhileTimingSideBySideFallsBackToOneAtATime) {
+TEST_F(TunerGpu, CrashWhileTimingSideBySideFallsBackToOneAtATime) {
   FreshCache cache;
   TuneOptions o = quick();
   o.backends = {"cublaslt"};
@@ -178,7 +181,7 @@ TEST(TunerGpu, CrashWhileTimingSideBySideFallsBackToOneAtATime) {
 }
 
 // Both timing modes, in this process: every verified candidate is timed (min_iters at least) and a winner picked.
-TEST(TunerGpu, SideBySideAndOneAtATimeTimeEveryCandidate) {
+TEST_F(TunerGpu, SideBySideAndOneAtATimeTimeEveryCandidate) {
   FreshCache cache;
   for (bool interleave : {true, false}) {
     TuneOptions o = quick();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cublaslt/cublaslt_config.h"
+#include "core/check.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"

@@ -10,6 +10,7 @@
 #include "backends/gemv/gemv_config.h"
 #include "backends/jit_result.h"
 #include "backends/stream_scratch.h"
+#include "core/check.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/check.h"
 #include "gemmtune/errors.h"
 
 namespace gemmtune::gemv {

@@ -14,6 +14,7 @@
 #include "backends/canonical_config.h"
 #include "backends/jit_result.h"
 #include "backends/stream_scratch.h"
+#include "core/check.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"

@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 
+#include "core/check.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"

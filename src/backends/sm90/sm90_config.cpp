@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/check.h"
 #include "gemmtune/errors.h"
 
 namespace gemmtune::sm90 {
