@@ -14,29 +14,12 @@
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
+#include "gemv/gemv_params.cuh"  // kernels/: the kernels' parameter struct
 
 namespace gemmtune {
 namespace {
 
 using gemv::Config;
-
-// Mirror of gt_gemv::GemvParams.
-struct HostGemvParams {
-  const void* w;
-  long long ldw, w_batch;
-  const void* x;
-  long long ldx, x_batch;
-  void* d;
-  long long d_t, d_r, d_batch;
-  const void* c;
-  long long c_t, c_r, c_batch;
-  float alpha, beta;
-  int rows;
-  int k;
-  float* ws;
-  int* cnt;
-};
-static_assert(sizeof(HostGemvParams) == 144, "HostGemvParams must mirror gt_gemv::GemvParams");
 
 // The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
 // a GPU is an sm_90 one).
@@ -130,7 +113,7 @@ class GemvExecutable final : public Executable {
       GT_REQUIRE(args.c, "gemv: C pointer is null but beta != 0");
       GT_REQUIRE(aligned(args.c, dtype_size(problem_.c.dtype)), "gemv: C pointer is not element-aligned");
     }
-    HostGemvParams hp = params_;
+    gt_gemv::GemvParams hp = params_;
     hp.w = view_.w_is_b ? args.b : args.a;
     hp.x = view_.w_is_b ? args.a : args.b;
     hp.d = args.d;
@@ -162,7 +145,7 @@ class GemvExecutable final : public Executable {
   CUfunction fn_ = nullptr;
   unsigned grid_x_ = 1;
   unsigned smem_ = 0;  // the ring (dynamic shared memory)
-  HostGemvParams params_{};  // the launch parameters but the pointers
+  gt_gemv::GemvParams params_{};  // the launch parameters but the pointers
   std::mutex mu_;            // csplit > 1: scratch_
   StreamScratch scratch_;    // csplit > 1: the partials and counts of each stream launched on
 };

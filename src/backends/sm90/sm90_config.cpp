@@ -57,8 +57,8 @@ std::string Config::str() const {
   std::ostringstream os;
   os << "tile=" << bm << "x" << bn << "x" << bk << ",stages=" << stages << ",cluster=" << cm << "x" << cn
      << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
-  if (dynamic) os << ",tiles=dynamic";
-  if (gpc) os << ",tiles=gpc";
+  if (tiles == TileOrder::dynamic) os << ",tiles=dynamic";
+  if (tiles == TileOrder::gpc) os << ",tiles=gpc";
   if (sk) os << ",tail=sk";
   if (epi_warp) os << ",epi=warp";
   if (swap) os << ",swap=1";
@@ -91,8 +91,7 @@ Config Config::parse(const std::string& s) {
         c.group = std::stoi(v);
       } else if (k == "tiles") {
         if (v != "static" && v != "dynamic" && v != "gpc") bad("tiles must be static, dynamic or gpc");
-        c.dynamic = v == "dynamic";
-        c.gpc = v == "gpc";
+        c.tiles = v == "dynamic" ? TileOrder::dynamic : v == "gpc" ? TileOrder::gpc : TileOrder::static_order;
       } else if (k == "tail") {
         if (v != "dp" && v != "sk") bad("tail must be dp or sk");
         c.sk = v == "sk";
@@ -162,32 +161,43 @@ bool epi_direct(const Problem& p, const KernelView& v) {
   return (n_out * elem_size(v.d.type)) % 16 != 0;
 }
 
-// Shared memory besides the epilogue strip buffers (GemmConfig::kFixedBytes): the stage ring, the barriers, the
-// dynamic order's tile slots and the slack for the 1024-byte aligned base.
-static int fixed_smem(const Config& c) {
-  return gt_sm90::smem_fixed_bytes(c.stages, (c.bm + b_smem_rows(c.bn, c.cm)) * 128, c.dynamic);
+gt_sm90::Spec spec(const Config& c, const KernelView& v) {
+  gt_sm90::Spec s;
+  s.bm = c.bm;
+  s.bn = c.bn;
+  s.stages = c.stages;
+  s.cm = c.cm;
+  s.cn = c.cn;
+  s.a_mn = v.a_mn;
+  s.b_mn = v.b_mn;
+  s.in = v.a.type;
+  s.out = v.d.type;
+  s.ct = v.has_c ? v.c.type : 0;
+  s.has_c = v.has_c;
+  s.pingpong = c.pingpong;
+  s.dynamic = c.dynamic();
+  s.sk = c.sk;
+  s.epi_warp = c.epi_warp;
+  return s;
 }
 
-int epi_bytes(const Config& c, int out_type) {
-  const int row = c.bn * elem_size(out_type);
-  if (c.epi_warp) return gt_sm90::epi_warp_strip_bytes(row);
-  return gt_sm90::epi_strip_bytes(row, elem_size(out_type), fixed_smem(c));
+std::string spec_literal(const gt_sm90::Spec& s) {
+  auto tf = [](bool x) { return x ? "true" : "false"; };
+  std::ostringstream os;
+  os << "gt_sm90::Spec{.bm = " << s.bm << ", .bn = " << s.bn << ", .stages = " << s.stages << ", .cm = " << s.cm
+     << ", .cn = " << s.cn << ", .a_mn = " << tf(s.a_mn) << ", .b_mn = " << tf(s.b_mn) << ", .in = " << s.in
+     << ", .out = " << s.out << ", .ct = " << s.ct << ", .has_c = " << tf(s.has_c) << ", .pingpong = "
+     << tf(s.pingpong) << ", .dynamic = " << tf(s.dynamic) << ", .sk = " << tf(s.sk) << ", .epi_warp = "
+     << tf(s.epi_warp) << "}";
+  return os.str();
 }
 
-int epi_tail_bytes(const Config& c, int out_type) {
-  const int row = c.bn * elem_size(out_type);
-  return c.epi_warp ? gt_sm90::epi_warp_tail(row) : 0;
-}
+gt_sm90::Plan plan(const Config& c, const KernelView& v) { return gt_sm90::derive(spec(c, v)); }
 
-int epi_rows(const Config& c) { return gt_sm90::epi_rows(c.epi_warp, fixed_smem(c)); }
-
-int epi_buffers(const Config& c, int out_type) {
-  return gt_sm90::epi_buffers(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c));
-}
-
-int smem_bytes(const Config& c, int out_type) {
-  return fixed_smem(c) +
-         2 * gt_sm90::epi_region_bytes(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c), c.epi_warp);
+gt_sm90::Plan plan(const Config& c, int out_type) {
+  KernelView v;
+  v.d.type = out_type;
+  return plan(c, v);
 }
 
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
@@ -202,14 +212,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
     return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
-  if (c.dynamic && c.gpc) return "sm90: a tile order is static, dynamic or gpc, not two of them" + cs;
-  if (c.dynamic && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
-  if (c.sk && c.pingpong && c.epi_warp && c.cm == 2 && c.cn == 1 && (c.bn == 112 || c.bn == 128))
-    return "sm90: ping-pong 2x1 tail=sk with epi=warp spills at tile N 112 / 128 (48 bytes, ptxas); without epi=warp "
-           "or in a 1x2 / 1x1 cluster it does not" + cs;
-  if (c.sk && c.pingpong && !p.epilogue.empty())
-    return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
-           "the cooperative schedule takes it" + cs;
+  if (c.dynamic() && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
   if (c.swap) {
     if (p.epilogue.has_glu())
       return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
@@ -219,8 +222,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   }
   const KernelView v = kernel_view(p, c.swap);
   if (c.bn % 16 != 0) {
-    // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
-    // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
+    // Tile N = 8 (mod 16) makes narrow epilogue strips; of the unswizzled ones only the 112-byte strips of tile N 168
+    // are verified on the GPU (and the 32-byte swizzled ones of f32 D).
     const int eb = epi_narrow_bytes(c.bn, v.d.type);
     if (eb != 32 && eb != 112)
       return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
@@ -242,44 +245,20 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
       return "sm90: epi=warp (warp pieces of the GEMM tile's strips) does not take a GLU's half-width output" +
              cs;
   }
-  const int acc = acc_regs(c);
-  // 192 accumulators leave room for the epilogue only without a C input and with a 16-bit output (f32 out spilled
-  // 20 bytes on the H200 run of 2026-11-21).
-  // A fused epilogue needs registers of its own: 128 then too.
-  // The edge copy for rows that are not a multiple of 16 bytes needs registers too: with it, 128 accumulators and a C
-  // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
-  int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
-  if (epi_direct(p, v)) acc_max = v.has_c ? 64 : 128;
-  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v))
-    return "sm90: ping-pong with a fused residual and a ragged D row (edge copy) spills; the cooperative schedule "
-           "takes it" + cs;
-  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
-    return "sm90: ping-pong with a fused residual is limited to 96 accumulator registers per thread (" +
-           std::to_string(acc) + " spilled)" + cs;
-  if (acc > acc_max)
-    return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
-           " (spills)" + cs;
-  // Ping-pong tail=sk at 160-192 accumulators (tile 128 x 160-192; with C, f32 D or an edge copy they are refused
-  // above): ptxas spilled 16-48 bytes in 1x1 and 1x2 clusters (128x160 1x1, 128x168 1x2 epi=warp, 128x176 1x2, 128x192
-  // 1x1 at 4096x4096x14336) and in 2x1 with an M-major A (128x160, 128x176); 2x1 with a K-major A compiled clean for
-  // every tile, epilogue form and B layout (2026-11-22, also the session-19 kernels: Sm90Compile.Decode_SplitTwins
-  // found two of them listed at 16x4096x14336).
-  if (c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn))
-    return "sm90: ping-pong tail=sk at " + std::to_string(acc) + " accumulators per thread spills (16-48 bytes) "
-           "except in a 2x1 cluster with a K-major A" + cs;
-  // Found by Sm90Compile.Decode_SplitTwins (2026-11-22; the session-19 kernels too): with a C input, tail=sk in a 1x1
-  // cluster spilled 16 bytes at 112-128 accumulators (ping-pong 128x128, coop 128x224 / 128x240; 1x2 clusters and
-  // coop 128x208 compiled clean, so did coop 128x256 / 256x128 — refused with them for one rule).
-  if (c.sk && v.has_c && c.cm * c.cn == 1 && acc >= 112)
-    return "sm90: tail=sk with a C input in a 1x1 cluster is limited to 104 accumulator registers per thread (" +
-           std::to_string(acc) + " spilled 16 bytes); a 1x2 cluster takes it" + cs;
-  const int smem = smem_bytes(c, v.d.type);
+  const gt_sm90::Plan pl = plan(c, v);
+  // A consumer thread gets 232 registers (setmaxnreg), of which the kernel gives at most 192 to accumulators
+  // (GemmConfig's static_assert). Whether a config within that budget spills depends on the epilogue and the
+  // compiler: the compile's ptxas report decides, not a rule here.
+  if (pl.acc_regs > 192)
+    return "sm90: " + std::to_string(pl.acc_regs) + " accumulator registers per thread exceed the 192 of a consumer "
+           "warpgroup" + cs;
+  const int smem = pl.smem_bytes;
   const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   if (smem > smem_max)
     return "sm90: needs " + std::to_string(smem) + " bytes of shared memory, the device allows " +
            std::to_string(smem_max) + cs;
-  // Ping-pong with several tiles per CTA (mainloop ordering barrier) was verified on the H200 (Sm90Gpu.ManyTilesPerCta,
-  // 2026-11-21); GEMMTUNE_SM90_PINGPONG_MULTITILE=0 restores the old one-tile-per-CTA limit for debugging.
+  // Debugging switch: GEMMTUNE_SM90_PINGPONG_MULTITILE=0 limits ping-pong to one tile per CTA, which takes the
+  // mainloop ordering barrier between a CTA's tiles (Sm90Gpu.ManyTilesPerCta) out of the picture.
   if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
     const int sms = sm_count(dev);
     if (cluster_tiles(c, v) > sms / (c.cm * c.cn) / 2)
@@ -307,12 +286,13 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
   const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
   const double kblocks = static_cast<double>(cdiv(v.k, 64));
-  const int slabs = sm90::slabs(c);
+  const gt_sm90::Plan pl = plan(c, v);
+  const int slabs = pl.slabs;
   // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
   // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
   // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
   // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3 (step 9).
-  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc) ? 1.03 : 1.0;
+  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc()) ? 1.03 : 1.0;
   if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
@@ -323,8 +303,8 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // merged less than the static order).
   // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split among the cluster CTAs).
   const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
-  const double a_share = c.gpc && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
-  const double b_share = c.gpc && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
+  const double a_share = c.gpc() && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
+  const double b_share = c.gpc() && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
   const double l2_per_clk = (a_share * a_rows + b_share * b_rows) * 128.0 / mma;
   eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
   // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
@@ -362,7 +342,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // 0.3% of it: every candidate timed at 33 problems, bench/NOTES.md step 17.)
   if (!c.pingpong)
     epi += 400.0 * slabs *
-           static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type) + (epi_tail_bytes(c, v.d.type) > 0 ? 1 : 0));
+           static_cast<int>(c.bn * osz / pl.epi_strip_bytes + (pl.epi_tail_bytes > 0 ? 1 : 0));
   if (v.has_c) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
@@ -427,9 +407,9 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   const int deepest = decode_tile(c) ? 16 : 7;
   if (c.epi_warp)
     for (t.stages = deepest; t.stages > 2; --t.stages)
-      if (smem_bytes(t, out_type) <= limit && epi_rows(t) == 16) return t.stages;
+      if (const gt_sm90::Plan pl = plan(t, out_type); pl.smem_bytes <= limit && pl.epi_rows == 16) return t.stages;
   for (t.stages = deepest; t.stages > 2; --t.stages)
-    if (smem_bytes(t, out_type) <= limit) break;
+    if (plan(t, out_type).smem_bytes <= limit) break;
   return t.stages;
 }
 
@@ -484,7 +464,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16), 16-row ones up to 4%. The other tiles the
       // rule reaches, K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%.
       c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
-                   (epi_buffers(c, v.d.type) == 1 || epi_bytes(c, v.d.type) == 64);
+                   (plan(c, v).epi_bufs == 1 || plan(c, v).epi_strip_bytes == 64);
       if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
       if (!config_reason(c, p, dev).empty()) continue;
       out.push_back(c);
@@ -497,7 +477,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // host table), so it shares the compile with that static config where both are listed.
       if (!c.pingpong || cm == cn) continue;
       Config g = c;
-      g.gpc = true;
+      g.tiles = TileOrder::gpc;
       g.raster_n = cm == 2;
       // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
       // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
