@@ -19,7 +19,7 @@
 // split a group's K in slices of whole 64-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
 // 8 gate rows and their 8 up rows, so c0, c1 (gate) and c2, c3 (up) of a lane belong to the same outputs.
 // RING > 0: the weights go through a per-warp ring of RING stages in dynamic shared memory (RING x WARPS x
-// kStageBytes: the host's gemv::ring_bytes, src/backends/gemv/gemv_config.cpp, sizes the launch) filled
+// kStageBytes: gemv_params.cuh mma_ring_bytes, which the host sizes the launch with) filled
 // with cp.async, RING - 1 64-k steps in flight without holding registers; each lane copies 16-byte chunks of whole
 // 128-byte row lines (8 lanes a row), stored with the chunk index XOR (row % 8) so that the fragment reads
 // (ld.shared.v4: rows g and g + 8, chunk 2q + h) are free of bank conflicts. With RING = 0 the fragments are loaded
@@ -106,11 +106,11 @@ struct GemvMma {
   static_assert(MB >= 1 && UNROLL >= 1, "");
   static_assert(RING == 0 || (RING >= 2 && UNROLL == 1), "a ring of 2+ stages replaces the unrolled loads");
   static_assert(CSPLIT >= 1, "");
-  static constexpr int kStageBytes = MB * 16 * 128;  // one 64-k step of a warp's W rows
+  static constexpr int kStageBytes = mma_stage_bytes(MB);  // one 64-k step of a warp's W rows
   static constexpr bool kGlu = Chain::kGlu;
   static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
   static_assert(!(kGlu && HAS_C), "a GLU takes no C");
-  static constexpr int NB = (T + 7) / 8;            // n-blocks of 8 vectors
+  static constexpr int NB = mma_vector_blocks(T);   // n-blocks of 8 vectors
   static constexpr int OUT_ROWS = kGlu ? 8 : 16;    // output rows per m-block
   static constexpr int GROUPS = WARPS / KSPLIT;     // row groups per CTA
   static constexpr int ROWS = GROUPS * MB * OUT_ROWS;  // output rows per CTA
@@ -118,7 +118,7 @@ struct GemvMma {
   using Params = typename Out::Params;
 
   __device__ __forceinline__ static void run(const GemvParams& p, const Params& ep0) {
-    __shared__ float red[KSPLIT > 1 ? WARPS * MB * NB * 4 * 32 : 1];
+    __shared__ float red[mma_red_floats(WARPS, MB, NB, KSPLIT)];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
     const int ks = warp % KSPLIT, group = warp / KSPLIT;
     const int b = blockIdx.y;
@@ -261,11 +261,11 @@ struct GemvMma {
   // K split across CTAs: write this CTA's partial of the row group to its slot, count it; the last of the CSPLIT CTAs
   // gets true and acc = the sum of all partials in split order. (Writers: stores, fence, then the count; the last:
   // the count, fence, then the loads, .cg: the partials come from other SMs.)
-  static constexpr int kAcc = MB * NB * 4;  // fp32 fragments per lane
+  static constexpr int kAcc = mma_lane_frags(MB, NB);  // fp32 fragments per lane
   __device__ __forceinline__ static bool gather_split(const GemvParams& p, float (&acc)[MB][NB][4], int b, int group,
                                                       int cz, int lane) {
     const long long slot = (static_cast<long long>(b) * gridDim.x + blockIdx.x) * GROUPS + group;
-    float* part = p.ws + slot * (CSPLIT * kAcc * 32);
+    float* part = p.ws + slot * mma_csplit_slot_floats(CSPLIT, MB, NB);
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll

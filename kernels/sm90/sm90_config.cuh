@@ -57,7 +57,8 @@ struct GemmConfig {
   static constexpr int kEpiBytes = P.epi_bytes, kEpiBufs = P.epi_bufs, kEpiBufBytes = P.epi_buf_bytes;
   static_assert(kEpiWarp || epi_strip_ok(kEpiBytes, kOutSize),
                 "tile N must split into 32/64/128-byte (swizzled) or 16 x (odd)-byte (unswizzled) epilogue strips");
-  static constexpr int kEpiStripBytes = P.epi_strip_bytes, kEpiStrips = P.epi_strips, kEpiTailBytes = P.epi_tail_bytes;
+  static constexpr int kEpiStripBytes = P.epi_strip_bytes, kEpiStrips = P.epi_strips;
+  static constexpr int kEpiTailBytes = P.epi_tail_bytes;
   static_assert(kEpiTailBytes % 16 == 0 && (kEpiTailBytes / kOutSize) % 8 == 0, "strips hold whole 8-column groups");
   static constexpr int kEpiRegionBytes = P.epi_region_bytes;  // one consumer warpgroup's strip buffers
 

@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <tuple>
 
 #include "backends/canonical_config.h"
 #include "backends/gemv/gemv_config.h"
-#include "backends/jit_result.h"
+#include "backends/jit_backend.h"
 #include "backends/stream_scratch.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
@@ -48,16 +49,10 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
   return s;
 }
 
-std::string kernel_name(const std::string& source) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "gt_gemv_%016llx", static_cast<unsigned long long>(jit::name_hash(source)));
-  return buf;
-}
-
 // The unit of a candidate: its source with a placeholder name, then named by the hash of that source.
 std::pair<std::string, std::string> unit(const Config& c, const Problem& p) {
   const gemv::View v = gemv::make_view(p, c.vec_m);
-  const std::string name = kernel_name(jit_source(c, p, v, "KERNEL"));
+  const std::string name = jit_kernel_name("gt_gemv", jit_source(c, p, v, "KERNEL"));
   return {jit_source(c, p, v, name), name};
 }
 
@@ -172,18 +167,15 @@ class GemvBackend final : public Backend {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
     const Config cfg = Config::parse(c.config);
-    const auto [source, name] = unit(cfg, p);
-    jit::CompileOptions opts;
-    opts.arch = arch_of(dev);
-    auto cubin = jit::compile(source, name, opts, c.str() + " for " + p.str());
-    CompileResult r = jit_compile_result(cubin, gemv::ring_bytes(cfg, p));
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return r;
+    JitUnit u;
+    std::tie(u.source, u.name) = unit(cfg, p);
+    u.arch = arch_of(dev);
+    u.dynamic_smem = gemv::ring_bytes(cfg, p);
+    return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
   }
 
   std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
-    GT_REQUIRE(compiled.artifact, "gemv: load() needs the CompileResult of compile() (" + c.str() + ")");
-    return std::make_unique<GemvExecutable>(p, c, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
+    return std::make_unique<GemvExecutable>(p, c, jit_cubin(compiled, "gemv", c));
   }
 };
 

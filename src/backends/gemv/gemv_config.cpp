@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "gemmtune/errors.h"
+#include "gemv/gemv_params.cuh"  // kernels/: the kernels' sizes
 
 namespace gemmtune::gemv {
 namespace {
@@ -15,16 +16,16 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool out_type_ok(DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; }
 
-// The mma kernel's fp32 accumulator fragments per lane: m-blocks x n-blocks x 4 (gemv_mma.cuh acc[MB][NB][4]).
-int64_t lane_frags(const Config& c, const Problem& p) {
-  const int64_t t = c.vec_m ? p.m : p.n;
-  return int64_t(c.rows / (p.epilogue.has_glu() ? 8 : 16)) * ((t + 7) / 8) * 4;
+// The mma kernel's m-blocks of 16 W rows per warp (8 output rows each with a GLU) and n-blocks of 8 vectors.
+int m_blocks(const Config& c, const Problem& p) { return c.rows / (p.epilogue.has_glu() ? 8 : 16); }
+int n_blocks(const Config& c, const Problem& p) {
+  return gt_gemv::mma_vector_blocks(static_cast<int>(c.vec_m ? p.m : p.n));
 }
 
-// Static shared memory of the mma kernel: the K slices' meeting buffer (gemv_mma.cuh `red`, a slot per warp).
+// Static shared memory of the mma kernel: the K slices' meeting buffer (gemv_mma.cuh `red`).
 int64_t static_smem(const Config& c, const Problem& p) {
   if (!c.mma || c.ksplit == 1) return 0;
-  return int64_t(c.warps) * lane_frags(c, p) * 32 * 4;
+  return int64_t(gt_gemv::mma_red_floats(c.warps, m_blocks(c, p), n_blocks(c, p), c.ksplit)) * 4;
 }
 
 }  // namespace
@@ -203,10 +204,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   return "";
 }
 
-int ring_bytes(const Config& c, const Problem& p) {
-  // kernels/gemv/gemv_mma.cuh ring_steps(): RING stages x warps x kStageBytes (m-blocks x 16 rows x 128 bytes).
-  return c.ring * c.warps * (c.rows / (p.epilogue.has_glu() ? 8 : 16)) * 16 * 128;
-}
+int ring_bytes(const Config& c, const Problem& p) { return gt_gemv::mma_ring_bytes(c.ring, c.warps, m_blocks(c, p)); }
 
 int64_t grid_x(const Config& c, const View& v) {
   return cdiv(v.r_out, static_cast<int64_t>(c.rows) * (c.warps / c.ksplit));
@@ -214,9 +212,8 @@ int64_t grid_x(const Config& c, const View& v) {
 
 int64_t csplit_ws_floats(const Config& c, const Problem& p) {
   if (c.csplit == 1) return 0;
-  // kernels/gemv/gemv_mma.cuh gather_split: per row group (batch x grid x warps / ksplit), csplit slots of every
-  // lane's fragments.
-  return csplit_counts(c, p) * c.csplit * lane_frags(c, p) * 32;
+  // kernels/gemv/gemv_mma.cuh gather_split: a slot per row group (batch x grid x warps / ksplit).
+  return csplit_counts(c, p) * gt_gemv::mma_csplit_slot_floats(c.csplit, m_blocks(c, p), n_blocks(c, p));
 }
 
 int64_t csplit_counts(const Config& c, const Problem& p) {

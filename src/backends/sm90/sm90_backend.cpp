@@ -12,7 +12,7 @@
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
 #include "backends/canonical_config.h"
-#include "backends/jit_result.h"
+#include "backends/jit_backend.h"
 #include "backends/stream_scratch.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
@@ -78,11 +78,8 @@ Config kernel_config(Config c) {
 }
 
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
-                static_cast<unsigned long long>(jit::name_hash(c.str() + "|" + problem_class(v) +
-                                                      (epi_class.empty() ? "" : "|" + epi_class))));
-  return buf;
+  return jit_kernel_name(c.pingpong ? "gt_sm90_pp" : "gt_sm90_coop",
+                         c.str() + "|" + problem_class(v) + (epi_class.empty() ? "" : "|" + epi_class));
 }
 
 std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const EpiFlags& flags,
@@ -302,20 +299,16 @@ class Sm90Backend final : public Backend {
     const KernelView v = sm90::kernel_view(p, cfg.swap);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);
-    const std::string name = kernel_name(cfg, v, ec + "|" + flags.expr());
-    jit::CompileOptions opts;
-    opts.arch = "sm_90a";
-    opts.flags.push_back("-std=c++20");  // GemmConfig takes the Spec as a class-type template parameter
-    auto cubin = jit::compile(jit_source(cfg, v, ec, flags, name), name, opts, c.str() + " for " + p.str());
-    CompileResult r = jit_compile_result(cubin, sm90::plan(cfg, v).smem_bytes);
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return r;
+    JitUnit u;
+    u.name = kernel_name(cfg, v, ec + "|" + flags.expr());
+    u.source = jit_source(cfg, v, ec, flags, u.name);
+    u.flags = {"-std=c++20"};  // GemmConfig takes the Spec as a class-type template parameter
+    u.dynamic_smem = sm90::plan(cfg, v).smem_bytes;
+    return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
   }
 
   std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
-    GT_REQUIRE(compiled.artifact, "sm90: load() needs the CompileResult of compile() (" + c.str() + ")");
-    auto cubin = std::static_pointer_cast<const jit::Cubin>(compiled.artifact);
-    return std::make_unique<Sm90Executable>(p, c, std::move(cubin));
+    return std::make_unique<Sm90Executable>(p, c, jit_cubin(compiled, "sm90", c));
   }
 };
 

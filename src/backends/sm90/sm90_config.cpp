@@ -378,6 +378,63 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   return std::max(compute, dram) + 0.1 * compute;
 }
 
+namespace {
+
+// Ranking prior: register pressure. Valid configs whose compile spilled registers in the surveys behind these rows
+// (ptxas for sm_90a, the whole lists of tests/unit/test_sm90_compile.cpp and the configs of tests/gpu) are listed after
+// every other config, so that the tuner's top k holds configs that compile clean; a spilling compile is skipped by the
+// pipeline in any case. Some rows are conservative for today's compiler (ping-pong 128x160 with f32 D compiles clean),
+// so these configs stay listed, and a GPU survey that times them decides whether a row stays.
+struct SpillPriorRow {
+  const char* what;    // the configs, in words
+  const char* source;  // the evidence
+  bool (*match)(const Config& c, const Problem& p, const KernelView& v, int acc);
+};
+const SpillPriorRow kSpillPrior[] = {
+    {"accumulators over 128 with a C input, f32 D or a fused epilogue (192 only for the plain 16-bit store)",
+     "f32 D at 192 accumulators: 20 bytes spilled",
+     [](const Config&, const Problem& p, const KernelView& v, int acc) {
+       return acc > 128 && (v.has_c || v.d.type == kF32 || !p.epilogue.empty());
+     }},
+    {"the edge copy of a ragged D row (not a multiple of 16 bytes) over 128 accumulators, or 64 with a C input",
+     "128 accumulators with C: 32-88 bytes; 192: 172 bytes (tests/gpu/test_sm90_gemm.cpp configs)",
+     [](const Config&, const Problem& p, const KernelView& v, int acc) {
+       return epi_direct(p, v) && acc > (v.has_c ? 64 : 128);
+     }},
+    {"ping-pong with a fused residual and a ragged D row, or over 96 accumulators",
+     "ping-pong residual chains: spills above 96 accumulators and with the edge copy",
+     [](const Config& c, const Problem& p, const KernelView& v, int acc) {
+       return c.pingpong && p.epilogue.has(EpiOpKind::residual) && (epi_direct(p, v) || acc > 96);
+     }},
+    {"ping-pong tail=sk with a fused epilogue", "128x128 2x1: 20-884 bytes",
+     [](const Config& c, const Problem& p, const KernelView&, int) {
+       return c.sk && c.pingpong && !p.epilogue.empty();
+     }},
+    {"ping-pong 2x1 tail=sk epi=warp at tile N 112 / 128", "48 bytes (1x2, 1x1 and the warpgroup form clean)",
+     [](const Config& c, const Problem&, const KernelView&, int) {
+       return c.sk && c.pingpong && c.epi_warp && c.cm == 2 && c.cn == 1 && (c.bn == 112 || c.bn == 128);
+     }},
+    {"ping-pong tail=sk at 160+ accumulators except 2x1 with a K-major A",
+     "16-48 bytes: 128x160 1x1, 128x168 1x2 epi=warp, 128x176 1x2, 128x192 1x1 at 4096x4096x14336; 2x1 M-major A",
+     [](const Config& c, const Problem&, const KernelView& v, int acc) {
+       return c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn);
+     }},
+    {"tail=sk with a C input in a 1x1 cluster at 112+ accumulators",
+     "16 bytes: ping-pong 128x128, coop 128x224 / 128x240 (Sm90Compile.Decode_SplitTwins lists)",
+     [](const Config& c, const Problem&, const KernelView& v, int acc) {
+       return c.sk && v.has_c && c.cm * c.cn == 1 && acc >= 112;
+     }},
+};
+
+bool spill_prior(const Config& c, const Problem& p, const KernelView& v) {
+  const int acc = plan(c, v).acc_regs;
+  for (const SpillPriorRow& r : kSpillPrior)
+    if (r.match(c, p, v, acc)) return true;
+  return false;
+}
+
+}  // namespace
+
 // Tiles per band of the grouped raster: the clusters in flight at once cover G cluster tiles along the grouped
 // dimension and P/G along the other, so a wave touches G*ext_g + (P/G)*ext_o rows of A and B; minimal at
 // G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (was 8: 8 x 16.5 tiles read 26% more
@@ -415,6 +472,7 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
 
 std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Config> out;
+  std::vector<Config> late;  // valid configs of the spill prior (kSpillPrior): listed after all others
   if (!problem_reason(p, dev).empty()) return out;
   const KernelView v = kernel_view(p);
   struct Tile { int bm, bn; bool pp; };
@@ -467,6 +525,10 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
                    (plan(c, v).epi_bufs == 1 || plan(c, v).epi_strip_bytes == 64);
       if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
       if (!config_reason(c, p, dev).empty()) continue;
+      if (spill_prior(c, p, v)) {
+        late.push_back(c);
+        continue;
+      }
       out.push_back(c);
       // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
       // which neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2:
@@ -510,7 +572,9 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
         c.group = band_group(c, w, dev);
         c.stages = max_stages(c, w.d.type, dev);
         // (tile N 64 without swap may already be listed: the same ring depth where shared memory stops it at 7)
-        if (config_reason(c, p, dev).empty() && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        if (config_reason(c, p, dev).empty() && std::find(out.begin(), out.end(), c) == out.end() &&
+            std::find(late.begin(), late.end(), c) == late.end())
+          (spill_prior(c, p, w) ? late : out).push_back(c);
       }
   }
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
@@ -542,6 +606,10 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       if (!config_reason(s, p, dev).empty()) continue;
       const double cost = estimate_cost(s, p, dev);
       if (cost > 0.98 * order[i].first || cost > bar) continue;
+      if (spill_prior(s, p, v)) {
+        late.push_back(s);
+        continue;
+      }
       out.push_back(s);
       order.push_back({cost, out.size() - 1});
     }
@@ -556,6 +624,11 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // step 20).
   if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
     std::stable_partition(ranked.begin(), ranked.end(), decode_tile);
+  // Then the configs of the spill prior, in their estimated order.
+  std::vector<std::pair<double, size_t>> late_order;
+  for (size_t i = 0; i < late.size(); ++i) late_order.push_back({estimate_cost(late[i], p, dev), i});
+  std::stable_sort(late_order.begin(), late_order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& o : late_order) ranked.push_back(late[o.second]);
   return ranked;
 }
 

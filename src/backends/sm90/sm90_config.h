@@ -63,7 +63,7 @@ inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   return cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
 }
-// The most ring stages (<= 7; decode tiles — swap=1 or tile N < 64 — <= 16) whose shared memory (plan) fits on the device;
+// The most ring stages (<= 7; decode tiles — swap=1 or tile N < 64 — <= 16) whose shared memory fits on the device;
 // with epi=warp, with room for 16-row pieces.
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev);
 // Estimated relative run time (lower is better) for ranking.
