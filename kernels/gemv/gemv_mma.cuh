@@ -1,8 +1,8 @@
 #pragma once
 // Skinny GEMM on mma.sync: T <= 16 vectors (decode tokens) against a matrix W of R rows (weights), both stored
 // K-contiguous, as gemv_kmajor.cuh, but the products on the tensor cores (mma.sync.m16n8k16, fp32 accumulators):
-// from a few vectors on, gemv_kmajor's 8 T FMAs per 8-element chunk approach the SM's issue rate (bench/NOTES.md
-// step 21), while here one warp instruction multiplies 16 rows x 16 k x 8 vectors.
+// from a few vectors on, gemv_kmajor's 8 T FMAs per 8-element chunk approach the SM's issue rate
+// (docs/PERFORMANCE.md), while here one warp instruction multiplies 16 rows x 16 k x 8 vectors.
 //
 // No shared-memory staging: each lane loads its fragments straight from global memory with 16-byte loads. The dot
 // product sums over k in any order, so the mma's k positions are fed a permutation of K that makes every load 16
@@ -11,7 +11,7 @@
 // fragment registers {a0, a2} (row g), {a1, a3} (row g + 8) and {b0, b1}: mma position 2q + {0, 1} is k = k0 + 4j +
 // {0, 1}, position 2q + 8 + {0, 1} is k = k0 + 4j + 2 + {0, 1}, for A and B alike. A step is 64 k: k0 = 16q and
 // 16q + 8, so a quad reads a whole 128-byte line of each row (with 32-k steps and one load per row, half-lines:
-// 3.4 TB/s at 4x4096x14336, bench/NOTES.md step 21). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at
+// 3.4 TB/s at 4x4096x14336, docs/PERFORMANCE.md). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at
 // k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1 column g at k 2q, 2q + 1 and k + 8; c0, c1 row g at columns 2q,
 // 2q + 1; c2, c3 row g + 8.)
 //
@@ -25,11 +25,11 @@
 // (ld.shared.v4: rows g and g + 8, chunk 2q + h) are free of bank conflicts. With RING = 0 the fragments are loaded
 // straight from global memory, UNROLL steps at a time in registers (ncu, H200, 16x4096x14336: 15 warps per SM with
 // 128 bytes in flight per lane reach 71% of DRAM bandwidth, where the CUDA-core kernel's 21 warps reach 80-88%,
-// bench/NOTES.md step 22).
+// docs/PERFORMANCE.md).
 // CSPLIT > 1: K is also split across CSPLIT CTAs (grid z; 64-k steps in CSPLIT near-equal ranges, the CTA's KSPLIT
 // warps split its range), for problems with too few row groups to fill the SMs (16-row groups of 4096 weight rows:
 // 256 CTAs with 8 K-slice warps each, 3.2-3.3 TB/s; H200, 16x4096x14336: 34.7 us with 8 CTAs a group against 36.0
-// for the best config without, level at 8 vectors, bench/NOTES.md step 23). Each CTA writes its group's partial
+// for the best config without, level at 8 vectors, docs/PERFORMANCE.md). Each CTA writes its group's partial
 // sums (the lanes' fragments, fp32) to slot [group][split] of p.ws and counts itself on p.cnt[group]; the CTA that
 // counts last adds the CSPLIT partials in split order (the same sum whichever CTA is last), sets the count back to
 // zero for the next launch on the stream and runs the output. The host keeps p.ws / p.cnt per stream
@@ -142,7 +142,7 @@ struct GemvMma {
     // The vectors this lane feeds: g (and g + 8). Past T a lane reads vector T - 1 again: an mma's output column n
     // depends on its B column n alone, so those columns are the only ones it touches, and they are never stored.
     // (Reading zeros there instead took a per-lane select on every load: 12-52 bytes of spills at 80 registers with
-    // T < 8, none with T = 8, bench/NOTES.md step 24.)
+    // T < 8, none with T = 8, docs/PERFORMANCE.md.)
     const unsigned short* xbase = static_cast<const unsigned short*>(p.x) + b * p.x_batch;
     const unsigned short* xv[NB];
 #pragma unroll

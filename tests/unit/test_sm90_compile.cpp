@@ -639,6 +639,42 @@ TEST(Sm90Config, TileN168) {
   EXPECT_GE(n168_2x1, 3);
 }
 
+// The plan is one constexpr derivation from the spec: GemmConfig (NVRTC) and the host read the same numbers.
+TEST(Sm90Config, PlanDerivedOnce) {
+  constexpr gt_sm90::Spec s{.bm = 128, .bn = 176, .stages = 5, .cm = 2, .cn = 1, .pingpong = true};
+  constexpr gt_sm90::Plan pl = gt_sm90::derive(s);
+  static_assert(pl.smem_bytes <= gt_sm90::kSmemPerBlock, "the plan is a constant expression");
+  EXPECT_EQ(pl.acc_regs, 176);
+  EXPECT_EQ(pl.epi_bytes, 176);  // one wide unswizzled strip per buffer, one buffer
+  EXPECT_EQ(pl.epi_bufs, 1);
+  EXPECT_EQ(pl.b_box_rows, 88);  // tile N 176 split over 2 CTAs along M
+  const sm90::Config c = sm90::Config::parse("tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8");
+  EXPECT_EQ(sm90::plan(c, sm90::kBF16).smem_bytes, pl.smem_bytes);
+  const std::string lit = sm90::spec_literal(s);
+  EXPECT_EQ(lit.rfind("gt_sm90::Spec{.bm = 128, .bn = 176, .stages = 5, .cm = 2, .cn = 1,", 0), 0u) << lit;
+  EXPECT_NE(lit.find(".pingpong = true"), std::string::npos) << lit;
+}
+
+// Register pressure is a ranking prior, not a validity rule: with f32 D, tiles over 128 accumulators are valid and
+// listed after every other config, so the tuner's top k is unchanged by them.
+TEST(Sm90Enumerate, SpillPriorListedLast) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::f32);
+  p.resolve();
+  bool late = false;
+  for (const sm90::Config& c : sm90::enumerate_configs(p, dev)) {
+    if (sm90::plan(c, sm90::kF32).acc_regs > 128)
+      late = true;
+    else
+      EXPECT_FALSE(late) << c.str() << " after a config of the spill prior";
+  }
+  EXPECT_TRUE(late);
+  EXPECT_EQ(sm90::config_reason(sm90::Config::parse("tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,"
+                                                    "group=8"),
+                                p, dev),
+            "");
+}
+
 TEST(Sm90Enumerate, BestFirstAndValid) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();

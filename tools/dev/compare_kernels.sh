@@ -86,7 +86,8 @@ for be in ("sm90", "gemv"):
     elif undecided:
         verdicts.append(f"{be}: undecided (raise TOPK): first {len(n)} equal")
     elif n == o:
-        verdicts.append(f"{be}: top {len(o)} equal ({len(old)} -> {len(new)} listed, {len(dropped)} spilling skipped)")
+        n_old = sum(c.startswith(be + ":") for c in old)
+        verdicts.append(f"{be}: top {len(o)} equal ({n_old} -> {len(n_all)} listed, {len(dropped)} spilling skipped)")
     else:
         verdicts.append(f"{be}: DIFFERENT top {k}: old {o} new {n}")
 print(f"[{i}] {prob}: " + "; ".join(verdicts))

@@ -66,8 +66,8 @@ class GemvExecutable final : public Executable {
     grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
     smem_ = static_cast<unsigned>(gemv::ring_bytes(cfg_, p));
     // Any ring: the 48 KiB a kernel gets without this attribute count its static shared memory (the K slices'
-    // buffer) too, so 48 KiB of ring beside it failed to launch (ring=3 with 8 warps splitting K, bench/NOTES.md
-    // step 24); config_reason has checked the sum against the device's opt-in limit.
+    // buffer) too, so 48 KiB of ring beside it failed to launch (ring=3 with 8 warps splitting K,
+    // docs/PERFORMANCE.md); config_reason has checked the sum against the device's opt-in limit.
     if (smem_ > 0)
       GT_CU(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_)));
     if (cfg_.csplit > 1) {

@@ -223,7 +223,7 @@ int64_t csplit_counts(const Config& c, const Problem& p) {
 }
 
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  // Fitted to every config of ten decode problems timed side by side on the H200 (bench/NOTES.md step 21): the
+  // Fitted to every config of ten decode problems timed side by side on the H200 (docs/PERFORMANCE.md): the
   // model's top 8 held a config within 1.4% of the best measured at each.
   const View v = make_view(p, c.vec_m);
   const double t = static_cast<double>(v.t);
@@ -279,8 +279,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   if (!problem_reason(p, dev).empty()) return out;
   // The CUDA-core kernel: 1-4 output rows per warp, 2-8 chunks in flight; mma=1: one or two m-blocks, 1-8 steps
   // in registers or, with one m-block, a ring of 4 stages (on the H200 8 stages and two m-blocks with a ring lost to
-  // 4 stages and one m-block in every whole list of bench/NOTES.md step 22); mma=1 also with K split across 2-8 CTAs
-  // where the row groups are few (bench/NOTES.md step 23).
+  // 4 stages and one m-block in every whole list of docs/PERFORMANCE.md); mma=1 also with K split across 2-8 CTAs
+  // where the row groups are few (docs/PERFORMANCE.md).
   const int mrows = p.epilogue.has_glu() ? 8 : 16;
   const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
   for (bool mma : {false, true})
@@ -295,7 +295,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
                 // One n-block of vectors (T <= 8), one m-block, loads straight into registers (1-2 steps), 8 warps
                 // splitting K 4-8 ways: compiled for 3 CTAs an SM (80 registers, no spills; with 4 steps in flight,
                 // two m-blocks or ksplit 1 some spill; 100-128 registers and 2 CTAs otherwise), so that 24
-                // warps an SM stream the weights instead of 16. On the H200 (bench/NOTES.md step 24), side by side,
+                // warps an SM stream the weights instead of 16. On the H200 (docs/PERFORMANCE.md), side by side,
                 // default / occ=3: 8x4096x14336 42.3 / 33.8 us (ksplit 8, unroll 2), 42.1 / 35.6, 38.0 / 36.5
                 // (ksplit 4); 4x4096x14336 35.5 / 33.2, 35.7 / 34.6, 37.6 / 36.8; 8x28672x4096 85.4 / 62.0, 85.0 /
                 // 64.4, 78.6 / 61.6 (cuBLASLt 34.4, 34.7, 62.4). Not with 16 vectors (two n-blocks: 2-19% slower
@@ -327,14 +327,14 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // alone put the winner 8th-60th at some problems), and the tuner times the first 8. Heads are configs without a
   // K split across CTAs: the model rates those twins too well (8x6144x4096: four of them pushed the winning ring
   // config out of the first 8; at 8x4096x14336 the best of them ran level with the best plain config, at
-  // 16x4096x14336 4% faster: bench/NOTES.md step 23), so they come after the heads, by cost.
+  // 16x4096x14336 4% faster: docs/PERFORMANCE.md), so they come after the heads, by cost.
   std::vector<Config> sorted;
   std::vector<bool> taken(out.size(), false);
   // From 3 vectors, an occ=3 config of each K split (8, 4) goes first: on the H200 one of them was the
   // fastest gemv config at every problem with 4-8 vectors of a rank survey (every candidate timed side by side, nine
-  // problems: N = 4096-28672, K = 4096-14336), which the model, fitted before occ, ranked 22nd-59th (bench/NOTES.md
-  // step 24); on the H100 at 3 vectors it was the fastest at two of four problems and within 1.7% at the others
-  // (step 25). Below 3 vectors the CUDA-core kernel won.
+  // problems: N = 4096-28672, K = 4096-14336), which the model, fitted before occ, ranked 22nd-59th
+  // (docs/PERFORMANCE.md); on the H100 at 3 vectors it was the fastest at two of four problems and within 1.7% at
+  // the others. Below 3 vectors the CUDA-core kernel won.
   // Two steps in flight: unroll 2 was the faster of the two at eight of those nine problems.
   for (int ks : {8, 4}) {
     size_t pick = out.size();
@@ -353,7 +353,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // and how many rows a warp takes turned on the problem and the GPU (one head per ksplit put the fastest 14th-70th),
   // and unroll 8, the model's pick in many families, was never the fastest (0.2-9% behind). At eight 1-2-vector
   // problems surveyed afterwards the first 8 lost 0-1.3% to the fastest gemv config (one head per ksplit: 0.2-7.1%;
-  // bench/NOTES.md step 25).
+  // docs/PERFORMANCE.md).
   std::vector<std::tuple<int, int, int>> families;  // (CUDA cores / mma / mma with a ring, ksplit, rows below 4)
   for (bool cuda_core_heads : {true, false})
     for (const auto& [cost, i] : ranked) {

@@ -268,8 +268,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
 }
 
 // Ranking model, in SM clock cycles: waves of tiles x k-blocks x MMA clocks per k-block, times a per-config
-// efficiency measured on the H200 (bench/NOTES.md, side-by-side runs of 2026-11-21, 6 large shapes, 14 configs each,
-// interleaved). What the data says:
+// efficiency measured on the H200 (side-by-side runs, 6 large shapes, 14 configs each,
+// interleaved; docs/PERFORMANCE.md). What the data says:
 //   - a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another; this wave count explains
 //     most differences between good configs (4096^3: ping-pong 128x192 needs 6 waves of 0.75 the work = 4.5 against
 //     coop 128x256's 4, and ran 17% slower; at 8192^3 21 x 0.75 = 15.75 against 16, and ran 3% faster);
@@ -291,14 +291,14 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
   // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
   // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
-  // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3 (step 9).
+  // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3.
   double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc()) ? 1.03 : 1.0;
   if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
   // 96: +60%; multicast halves the shared operand's share).
   // tiles=gpc: the clusters of a GPC take neighbouring tiles, and the operand they share without multicast (A when
-  // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (bench/NOTES.md step 8);
+  // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (docs/PERFORMANCE.md);
   // charged as a quarter less of that operand's bytes. A multicast operand is not merged further (a 2x1 walking M
   // merged less than the static order).
   // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split among the cluster CTAs).
@@ -309,7 +309,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
   // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
   // cost every tile; off the 32-byte sectors too, the more the more operand bytes a tile reads per MMA clock (H200,
-  // 128-byte promotion, against K = 1024 at 4096x4096xK, bench/NOTES.md step 17): rows 2000 / 2064 bytes apart (off the
+  // 128-byte promotion, against K = 1024 at 4096x4096xK, docs/PERFORMANCE.md): rows 2000 / 2064 bytes apart (off the
   // sectors): coop 128x256 2x1 and 256x128 / 256x192 1x2 +6%, ping-pong 128x192 2x1 +7%, 128x176 2x1 +12%, 128x128 2x1
   // +27%; rows 2080 / 2112 / 2016 bytes apart (on the sectors): +3-8% whatever the tile. Charged per operand by its
   // share of the bytes, without the gpc walk's shares (the coalescer's merging did not show there).
@@ -339,7 +339,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
   // In ping-pong the strips' barrier round trips overlap the other consumer's MMAs: only the bytes are charged. (With
   // 400 clocks a strip too, the five-strip 128x160 ranked 17th-49th at K = 512-1024 where it was the fastest or within
-  // 0.3% of it: every candidate timed at 33 problems, bench/NOTES.md step 17.)
+  // 0.3% of it: every candidate timed at 33 problems, docs/PERFORMANCE.md.)
   if (!c.pingpong)
     epi += 400.0 * slabs *
            static_cast<int>(c.bn * osz / pl.epi_strip_bytes + (pl.epi_tail_bytes > 0 ? 1 : 0));
@@ -347,7 +347,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
   // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, less
-  // a penalty measured on the H200 (bench/NOTES.md step 9): after their uneven head units the clusters no longer walk
+  // a penalty measured on the H200 (docs/PERFORMANCE.md): after their uneven head units the clusters no longer walk
   // K in step, so neighbouring tiles stop sharing their operand reads in L2, and the partials go through L2 twice.
   // Interleaved against the plain walk: 8192^3 ping-pong 128x128 2x1 (R = 31, r / C = 0.03) -2.6%; 4096^3 (R = 7,
   // 0.76) -0.1%; 2048x4096x4096 (R = 3, 0.88) +3.2%; 2048x4096x14336 +10% (ping-pong) and +27% (coop 128x256, R = 1):
@@ -366,7 +366,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // share of the tiles' k-blocks, so the MMA work spreads over them, and more SMs stream the operands: charged as DRAM
   // bandwidth growing with the CTAs that stream, ~60 bytes per clock each up to the 2800, against the plain walk's
   // CTAs; each cluster writes or adds about two fp32 partial tiles through L2 (~64 bytes per clock), and the split
-  // costs ~10k clocks besides (H200, bench/NOTES.md step 19: at M = 16 / 128 and K = 4096, six split twins of 24-96
+  // costs ~10k clocks besides (H200, docs/PERFORMANCE.md: at M = 16 / 128 and K = 4096, six split twins of 24-96
   // CTA grids against their plain configs: -8% to +17%, none faster than the best plain config; at K = 14336 grids of
   // 16-32 CTAs ran 19-43% faster split).
   if (const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : 0; ctiles < split) {
@@ -458,9 +458,9 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   Config t = c;
   // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
-  // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (bench/NOTES.md step 18): -4.0% at
+  // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (docs/PERFORMANCE.md): -4.0% at
   // 4096x8192x512, -4.9% at 8192x6144x512, -0.4% at K = 1024, -0.1 to -0.5% at K = 4096-14336.
-  // The decode tiles (a stage of 10-18 KB): up to 16 stages (11, 12 and 16 measured, bench/NOTES.md step 20).
+  // The decode tiles (a stage of 10-18 KB): up to 16 stages (11, 12 and 16 measured, docs/PERFORMANCE.md).
   const int deepest = decode_tile(c) ? 16 : 7;
   if (c.epi_warp)
     for (t.stages = deepest; t.stages > 2; --t.stages)
@@ -479,10 +479,10 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Tile> tiles;
   // Every tile N in steps of 16 (the wgmma N, 16-byte TMA boxes and 32-byte epilogue strips allow it) lets a tile
   // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
-  // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200 2026-11-21);
+  // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200);
   // estimate_cost charges that, so they rank below the wide tiles on large problems.
   // Tile N 168 too: cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672: 170.7 tiles against 162.9
-  // at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md step 10). On 2 CTAs along M
+  // at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; docs/PERFORMANCE.md). On 2 CTAs along M
   // its B parts are 88 rows (8 rows of padding per stage). The other N = 8 (mod 16) split 16-bit D rows into strips
   // of 16-80 bytes, which config_reason refuses.
   auto widths = [](int hi) {
@@ -515,11 +515,11 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // with room for one buffer only (128x176 at 5 stages: 4 strips of 11 KB per tile, each waiting for the previous
       // one's store; 128x144 at 6), or 64-byte strips (128x160: 5 per slab) — store per warp instead: 128-byte
       // strips and a tail, 16-row pieces from two buffers per warp (sm90_shape.cuh: epi_warp_rows). Measured side by
-      // side on the H200 (bench/NOTES.md step 18), warp against warpgroup at 8192x6144x512 / 4096x8192x512 /
+      // side on the H200 (docs/PERFORMANCE.md), warp against warpgroup at 8192x6144x512 / 4096x8192x512 /
       // 8192x6144x1024 / 8192x6144x4096 / 8192^3: 128x176 2x1 -3.2 / -3.4 / -0.8 / -0.3 / -0.2%, 128x160 -1.2 / -1.2 /
       // -0.8 / -0.2 / +0.3%, 128x144 (8-row pieces) -1.7 / -1.6 / -0.1 / 0 / 0%. Not for the others: 128x192 +0.7 /
       // +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to +0.4%; in the cooperative schedule (both consumers
-      // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16), 16-row ones up to 4%. The other tiles the
+      // storing at once) 8-row warp pieces ran 1.5-10% slower, 16-row ones up to 4%. The other tiles the
       // rule reaches, K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%.
       c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
                    (plan(c, v).epi_bufs == 1 || plan(c, v).epi_strip_bytes == 64);
@@ -533,7 +533,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
       // which neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2:
       // raster m shares B), which is the read the L2 coalescer merges between the clusters of a GPC. Measured
-      // (bench/NOTES.md step 8): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
+      // (docs/PERFORMANCE.md): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
       // within 1%; but cooperative 128x256 2x1 10-12% slower and 1x1 configs unchanged, so those get none (a twin
       // takes a timing slot of the tuner's top k). It runs the static kernel of its raster and band (the order is a
       // host table), so it shares the compile with that static config where both are listed.
@@ -543,7 +543,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       g.raster_n = cm == 2;
       // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
       // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
-      // 208.3 with band_group's 12 (and group 4 was worse too, bench/NOTES.md step 8).
+      // 208.3 with band_group's 12 (and group 4 was worse too, docs/PERFORMANCE.md).
       g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
       if (config_reason(g, p, dev).empty()) out.push_back(g);
     }
@@ -552,7 +552,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // the few rows are the kernel view's N already (a column-major D at small M, a row-major one at small N) that is the
   // usual kernel; when they are its M, swap=1 takes the other orientation and stores D transposed. Without it a
   // 64-row tile computes 48 rows of zeros per 16 tokens and its A stage takes ring space the weights could use.
-  // Measured on the H200 (bench/NOTES.md step 20): 16x4096x14336 34.1 us against 40.3 for the best config without
+  // Measured on the H200 (docs/PERFORMANCE.md): 16x4096x14336 34.1 us against 40.3 for the best config without
   // these tiles (cuBLASLt 35.5), 16x4096x4096 14.0 against 20.5 (15.9), 1x4096x14336 34.0 against 41.4 (34.8).
   const bool decode_swap = v.m <= 64 && v.n > v.m, decode_plain = v.n <= 64 && v.m > v.n;
   if (decode_swap || decode_plain) {
@@ -584,14 +584,14 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // Stream-K tails (tail=sk) for configs whose last round is partial enough that the estimate gains 2% or more and
   // that then rank among the best 8 plain configs (the tuner's default top k): each is its own kernel, compiling in
   // about twice the time of its plain sibling, so only twins the tuner would time are listed. (At 8192^3 the ranking
-  // puts ping-pong 128x128 2x1 33rd, yet its tail twin ran 1.4% ahead of the best plain config: bench/NOTES.md step 9.
+  // puts ping-pong 128x128 2x1 33rd, yet its tail twin ran 1.4% ahead of the best plain config: docs/PERFORMANCE.md.
   // Listing twins down to rank 24 lists it, but the default top 8 does not time it either.)
   // Not below 24 k-blocks: with so few, a split tile's fixup (partials through L2, the wait for the neighbour) weighs
   // a fixed ~5-10k clocks against tiles of 6-25k, and the twins measured +6.5 to +14% at K = 512 and -1 to +4% at
   // K = 1000-1040 against their plain configs, -3 to -6% from K = 2000 on (H200, every candidate timed at 16
-  // problems, bench/NOTES.md step 17).
+  // problems, docs/PERFORMANCE.md).
   // Split twins (fewer tiles than clusters) only from 128 k-blocks: at K = 4096 no split twin measured beat the best
-  // plain config, at K = 14336 they did (bench/NOTES.md step 19).
+  // plain config, at K = 14336 they did (docs/PERFORMANCE.md).
   constexpr size_t kSkRank = 8;
   constexpr int64_t kSkMinKBlocks = 24, kSkSplitMinKBlocks = 128;
   const size_t n_static = order.size();
@@ -600,7 +600,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
     const double bar = order[std::min(kSkRank, n_static) - 1].first;
     for (size_t i = 0; i < n_static; ++i) {
       Config s = out[order[i].second];
-      if (decode_tile(s)) continue;  // 64-row decode tiles with 16 stages streamed as fast unsplit (step 20)
+      if (decode_tile(s)) continue;  // 64-row decode tiles with 16 stages streamed as fast unsplit
       s.sk = true;
       if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
       if (!config_reason(s, p, dev).empty()) continue;
@@ -620,14 +620,15 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // Up to 48 rows the decode tiles go first (in their estimated order), so that the tuner's top 8 times them all: the
   // cost model reads every config of such a problem as streaming at the DRAM floor, but on the H200 the best decode
   // tile beat the best other config at every such problem measured, by 0.8% (16x28672x4096) to 46% (16x4096x4096), and
-  // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them (bench/NOTES.md
-  // step 20).
+  // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them
+  // (docs/PERFORMANCE.md).
   if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
     std::stable_partition(ranked.begin(), ranked.end(), decode_tile);
   // Then the configs of the spill prior, in their estimated order.
   std::vector<std::pair<double, size_t>> late_order;
   for (size_t i = 0; i < late.size(); ++i) late_order.push_back({estimate_cost(late[i], p, dev), i});
-  std::stable_sort(late_order.begin(), late_order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(late_order.begin(), late_order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& o : late_order) ranked.push_back(late[o.second]);
   return ranked;
 }

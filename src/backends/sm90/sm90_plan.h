@@ -166,7 +166,7 @@ inline CUtensorMapDataType tma_type(int t) {
 // that is not a multiple of 128 bytes, e.g. K = 1000 16-bit elements: rows 2000 bytes apart) most row reads straddle
 // two lines, and when the offset is not a multiple of 32 bytes they touch a fifth sector too. 0: on the lines; 1: on
 // sectors, off the lines; 2: off the sectors. (ncu, H200, 6000x6000x1000 against K = 1024: 2.3x the L2 requests,
-// 1.37x the sectors; bench/NOTES.md step 17.)
+// 1.37x the sectors; docs/PERFORMANCE.md.)
 inline int row_grid_class(uint64_t base, int64_t pitch_bytes, int64_t batch, int64_t batch_stride_bytes) {
   const uint64_t off =
       base | static_cast<uint64_t>(pitch_bytes) | (batch > 1 ? static_cast<uint64_t>(batch_stride_bytes) : 0);
@@ -174,7 +174,7 @@ inline int row_grid_class(uint64_t base, int64_t pitch_bytes, int64_t batch, int
 }
 
 // L2 promotion of a map: 256 bytes when the rows start on lines, 128 when they do not. Measured side by side on the
-// H200 (bench/NOTES.md step 17, 4096x4096xK, 8192x8192x4104, 6000x6000x1000): rows off the lines ran ping-pong tiles
+// H200 (docs/PERFORMANCE.md, 4096x4096xK, 8192x8192x4104, 6000x6000x1000): rows off the lines ran ping-pong tiles
 // 2-18% slower with 256-byte promotion than with 128 (the cooperative 256-row tiles level), rows on the lines the same
 // with either.
 inline CUtensorMapL2promotion l2_promotion(int row_class) {
