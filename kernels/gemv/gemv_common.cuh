@@ -4,6 +4,7 @@
 // output of one element.
 // A chain's unit includes epilogue/epilogue_ops.cuh before this header.
 
+#include "common/dtype_codes.cuh"
 #include "gemv/gemv_params.cuh"
 
 namespace gemmtune_epi {
@@ -47,7 +48,7 @@ __device__ __forceinline__ U4 ld_cached(const void* p) {
 // Two 16-bit elements of a 32-bit word as floats.
 template <int IN>
 __device__ __forceinline__ void unpack2(unsigned u, float& lo, float& hi) {
-  if constexpr (IN == 0) {
+  if constexpr (IN == gt::kBF16) {
     lo = __uint_as_float(u << 16);
     hi = __uint_as_float(u & 0xFFFF0000u);
   } else {
@@ -72,18 +73,18 @@ __device__ __forceinline__ float elem(const void* p, long long i) {
 }
 template <int TY>
 __device__ __forceinline__ float load_any(const void* p, long long i) {
-  if constexpr (TY == 2)
+  if constexpr (TY == gt::kF32)
     return static_cast<const float*>(p)[i];
   else
     return elem<TY>(p, i);
 }
 template <int TY>
 __device__ __forceinline__ void store_any(void* p, long long i, float v) {
-  if constexpr (TY == 2) {
+  if constexpr (TY == gt::kF32) {
     static_cast<float*>(p)[i] = v;
   } else {
     unsigned short h;
-    if constexpr (TY == 0)
+    if constexpr (TY == gt::kBF16)
       asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
     else
       asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));

@@ -64,32 +64,39 @@ def spills(side):
     except Exception:
         return {}
     return {c["candidate"]: (c["spill_bytes"] if c.get("compiled") else None) for c in j["candidates"]}
-old, new, sp = lst("old"), lst("new"), spills("new")
-verdicts = []
-for be in ("sm90", "gemv"):
-    o = [c for c in old if c.startswith(be + ":")][:k]
-    n_all = [c for c in new if c.startswith(be + ":")]
-    n, undecided = [], False
-    for c in n_all:
-        if len(n) == len(o):
+old, new = lst("old"), lst("new")
+sp_old, sp_new = spills("old"), spills("new")
+def first_clean(cands, sp, k):
+    """The first k candidates that compile without spills (None: a candidate before them was not compiled)."""
+    out = []
+    for c in cands:
+        if len(out) == k:
             break
         if c not in sp:
-            undecided = True
-            break
+            return None
         if sp[c] == 0:
-            n.append(c)
-    if not o and not n_all:
+            out.append(c)
+    return out
+verdicts = []
+for be in ("sm90", "gemv"):
+    o_all = [c for c in old if c.startswith(be + ":")]
+    n_all = [c for c in new if c.startswith(be + ":")]
+    if not o_all and not n_all:
         continue
-    dropped = [c for c in n_all[: n_all.index(n[-1]) + 1] if sp.get(c) != 0] if n else []
-    if undecided and n != o[: len(n)]:
-        verdicts.append(f"{be}: DIFFERENT within the compiled part")
-    elif undecided:
-        verdicts.append(f"{be}: undecided (raise TOPK): first {len(n)} equal")
-    elif n == o:
-        n_old = sum(c.startswith(be + ":") for c in old)
-        verdicts.append(f"{be}: top {len(o)} equal ({n_old} -> {len(n_all)} listed, {len(dropped)} spilling skipped)")
+    o = o_all[:k]
+    o_clean, n_clean = first_clean(o_all, sp_old, k), first_clean(n_all, sp_new, k)
+    prefix = n_all[: len(o_all)] == o_all
+    spilling_in_old_top = [c for c in o if sp_old.get(c)]
+    head = f"{be}: {len(o_all)} -> {len(n_all)} listed, old list {'a prefix of' if prefix else 'NOT a prefix of'} the new"
+    if n_clean is None or o_clean is None:
+        verdicts.append(head + "; undecided (raise TOPK)")
+    elif n_clean == o:
+        verdicts.append(head + f"; top {len(o)} equal")
+    elif n_clean == o_clean:
+        verdicts.append(head + f"; first {k} without spills equal ({len(spilling_in_old_top)} of the old top {k} "
+                        "spill in both builds)")
     else:
-        verdicts.append(f"{be}: DIFFERENT top {k}: old {o} new {n}")
+        verdicts.append(head + f"; DIFFERENT first {k} without spills: old {o_clean} new {n_clean}")
 print(f"[{i}] {prob}: " + "; ".join(verdicts))
 PY
 done <"$OUT/problems.txt"
