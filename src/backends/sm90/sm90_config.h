@@ -1,7 +1,10 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
 //   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp][,swap=1]
-// and the single validity function used by enumerate() (pruning), validate() and error messages.
+// In layers: config (parse / print, sm90_config.cpp), rules (the single validity function used by enumerate(),
+// validate() and error messages, sm90_rules.cpp), plan (derived once from the kernel's spec,
+// kernels/sm90/sm90_spec.cuh, which the kernels read too), heuristics (cost model and enumeration order,
+// sm90_heuristics.cpp).
 #include <string>
 #include <vector>
 
@@ -38,17 +41,20 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
+// ---- config ----
 // Kernel view of a problem (col-major D rewritten as the transposed problem; `swap`: the other orientation, see
 // make_kernel_view). Throws nothing; see problem_reason().
 KernelView kernel_view(const Problem& p, bool swap = false);
+// ---- rules ----
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
 // bounds-checked edge copy (TMA stores clip at 16-byte granularity); never with swap (no TMA store). Decides the
-// kEpiDirect flag and the register budget of a config.
+// kEpiDirect flag, and the spill prior of the ranking.
 bool epi_direct(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
+// ---- plan ----
 // The kernel's compile-time spec for the problem's kernel view (kernels/sm90/sm90_spec.cuh; tiles=gpc is the static
 // kernel) and the plan derived from it: shared memory, TMA boxes, epilogue strips, accumulator registers.
 gt_sm90::Spec spec(const Config& c, const KernelView& v);
@@ -58,6 +64,9 @@ gt_sm90::Plan plan(const Config& c, const KernelView& v);
 gt_sm90::Plan plan(const Config& c, int out_type);
 // The spec as the JIT unit's template argument: a designated initializer naming every field.
 std::string spec_literal(const gt_sm90::Spec& s);
+// ---- heuristics ----
+// The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
+inline int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
 // Cluster tiles of the problem (the tile scheduler's `total`).
 inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
