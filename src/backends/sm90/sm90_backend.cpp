@@ -118,7 +118,8 @@ class Sm90Executable final : public Executable {
  public:
   Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
       : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p, cfg_.swap)),
-        plan_(sm90::plan(cfg_, view_)), flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p), cubin_(std::move(cubin)) {
+        plan_(sm90::plan(cfg_, view_)), flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p),
+        cubin_(std::move(cubin)) {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
     smem_ = plan_.smem_bytes;
