@@ -4,7 +4,8 @@
 # Usage: tools/dev/compare_kernels.sh OLD_GEMMTUNE NEW_GEMMTUNE [PROBLEMS_FILE]
 #   PROBLEMS_FILE: one problem per line as `gemmtune compile` flags (default: the varied set below).
 #   TOPK (env, default 16): candidates compiled per backend and problem (0 = the whole lists).
-#   K (env, default 8): the tuner's top k; the new list's first K candidates without spills must be the old top K.
+#   K (env, default 8): the tuner's top k; the new list's first K candidates without spills must be the old top K (or,
+#   where the old top K holds configs that spill, the old list's first K without spills).
 #   OUT (env, default a temp dir): where dumps, lists and the report go.
 # Without a GPU: compiles through NVRTC only (`gemmtune compile`), no kernel runs.
 set -euo pipefail
