@@ -21,6 +21,8 @@
 // dtype codes: 0 = bf16, 1 = f16, 2 = f32 (as the reference kernels).
 #pragma once
 
+#include "common/dtype_codes.cuh"
+
 namespace gemmtune_epi {
 
 struct EpiParams {
@@ -44,19 +46,19 @@ struct EpiParams {
 // ---- element loads (fp32 math, any storage type) ----
 
 template <int T> struct Ld;
-template <> struct Ld<0> {  // bf16
+template <> struct Ld<gt::kBF16> {  // bf16
   static __device__ __forceinline__ float at(const void* p, long long i) {
     return __uint_as_float(((unsigned)static_cast<const unsigned short*>(p)[i]) << 16);
   }
 };
-template <> struct Ld<1> {  // f16
+template <> struct Ld<gt::kF16> {  // f16
   static __device__ __forceinline__ float at(const void* p, long long i) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<const unsigned short*>(p)[i]));
     return f;
   }
 };
-template <> struct Ld<2> {  // f32
+template <> struct Ld<gt::kF32> {  // f32
   static __device__ __forceinline__ float at(const void* p, long long i) { return static_cast<const float*>(p)[i]; }
 };
 
@@ -70,7 +72,7 @@ __device__ __forceinline__ float f16_at(unsigned short h) {
 }
 template <int T, bool VOLATILE = false>
 __device__ __forceinline__ void ld2(const void* p, long long i, float& a, float& b) {
-  if constexpr (T == 2) {
+  if constexpr (T == gt::kF32) {
     const float* q = static_cast<const float*>(p) + i;
     if constexpr (VOLATILE)
       asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "l"(q));
@@ -83,7 +85,7 @@ __device__ __forceinline__ void ld2(const void* p, long long i, float& a, float&
       asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(u) : "l"(q));
     else
       asm("ld.global.nc.b32 %0, [%1];" : "=r"(u) : "l"(q));
-    if constexpr (T == 0) {
+    if constexpr (T == gt::kBF16) {
       a = lo_bf16(u);
       b = hi_bf16(u);
     } else {
@@ -97,14 +99,14 @@ __device__ __forceinline__ void ld2(const void* p, long long i, float& a, float&
 // epilogue's shared-memory stores, so the compiler does not hoist a whole strip of them next to 128+ accumulators
 // (that spilled in the sm90 kernels, as C reads did: see epilogue_tma_store.cuh).
 template <int T> struct LdV;
-template <> struct LdV<0> {
+template <> struct LdV<gt::kBF16> {
   static __device__ __forceinline__ float at(const void* p, long long i) {
     unsigned short h;
     asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const unsigned short*>(p) + i));
     return __uint_as_float(((unsigned)h) << 16);
   }
 };
-template <> struct LdV<1> {
+template <> struct LdV<gt::kF16> {
   static __device__ __forceinline__ float at(const void* p, long long i) {
     unsigned short h;
     asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const unsigned short*>(p) + i));
@@ -113,7 +115,7 @@ template <> struct LdV<1> {
     return f;
   }
 };
-template <> struct LdV<2> {
+template <> struct LdV<gt::kF32> {
   static __device__ __forceinline__ float at(const void* p, long long i) {
     float f;
     asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(f) : "l"(static_cast<const float*>(p) + i));

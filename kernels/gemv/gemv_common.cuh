@@ -1,32 +1,17 @@
 #pragma once
 // What both gemv kernels (gemv_kmajor.cuh: FMAs on the CUDA cores, gemv_mma.cuh: mma.sync) share: the launch
-// parameters, the chain plumbing, 16-byte loads, conversions and the output of one element.
+// parameters (gemv_params.cuh, which the host reads too), the chain plumbing, 16-byte loads, conversions and the
+// output of one element.
 // A chain's unit includes epilogue/epilogue_ops.cuh before this header.
+
+#include "common/dtype_codes.cuh"
+#include "gemv/gemv_params.cuh"
 
 namespace gemmtune_epi {
 struct EpiParams;
 }
 
 namespace gt_gemv {
-
-// Mirror: src/backends/gemv/gemv_backend.cpp HostGemvParams.
-struct GemvParams {
-  const void* w;
-  long long ldw, w_batch;  // W row r at w + b * w_batch + r * ldw (elements)
-  const void* x;
-  long long ldx, x_batch;  // vector t at x + b * x_batch + t * ldx
-  void* d;
-  long long d_t, d_r, d_batch;  // output (t, r) at d + b * d_batch + t * d_t + r * d_r
-  const void* c;
-  long long c_t, c_r, c_batch;
-  float alpha, beta;
-  int rows;  // output rows: W's rows, or half of them with a GLU
-  int k;
-  // K split across CTAs (gemv_mma.cuh CSPLIT > 1): the CTAs' partial sums and, per row group, the count of CTAs that
-  // have written theirs (zero between launches: the last CTA sets it back). Unused otherwise.
-  float* ws;
-  int* cnt;
-};
 
 struct Plain {  // no fused chain
   static constexpr bool kGlu = false;
@@ -63,7 +48,7 @@ __device__ __forceinline__ U4 ld_cached(const void* p) {
 // Two 16-bit elements of a 32-bit word as floats.
 template <int IN>
 __device__ __forceinline__ void unpack2(unsigned u, float& lo, float& hi) {
-  if constexpr (IN == 0) {
+  if constexpr (IN == gt::kBF16) {
     lo = __uint_as_float(u << 16);
     hi = __uint_as_float(u & 0xFFFF0000u);
   } else {
@@ -88,18 +73,18 @@ __device__ __forceinline__ float elem(const void* p, long long i) {
 }
 template <int TY>
 __device__ __forceinline__ float load_any(const void* p, long long i) {
-  if constexpr (TY == 2)
+  if constexpr (TY == gt::kF32)
     return static_cast<const float*>(p)[i];
   else
     return elem<TY>(p, i);
 }
 template <int TY>
 __device__ __forceinline__ void store_any(void* p, long long i, float v) {
-  if constexpr (TY == 2) {
+  if constexpr (TY == gt::kF32) {
     static_cast<float*>(p)[i] = v;
   } else {
     unsigned short h;
-    if constexpr (TY == 0)
+    if constexpr (TY == gt::kBF16)
       asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
     else
       asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));

@@ -4,7 +4,7 @@
 //
 // Decode GEMMs are a stream of W through the SMs: 1 x 4096 x 14336 reads 117 MB of weights for 117 MFLOP. The
 // tensor-core kernels (sm90 decode tiles) pad the few tokens to a 16-wide tile N and reach ~3.5 TB/s on the H200
-// (bench/NOTES.md step 20): a grid of 64-128 CTAs whose TMA ring is one stream per SM. Here every warp streams its
+// (docs/PERFORMANCE.md): a grid of 64-128 CTAs whose TMA ring is one stream per SM. Here every warp streams its
 // own rows with 16-byte loads, UNROLL x NR of them in flight per lane, and a whole grid of warps keeps the memory
 // system full; fp32 FMAs on the CUDA cores keep up while T is small.
 //

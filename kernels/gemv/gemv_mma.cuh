@@ -1,8 +1,8 @@
 #pragma once
 // Skinny GEMM on mma.sync: T <= 16 vectors (decode tokens) against a matrix W of R rows (weights), both stored
 // K-contiguous, as gemv_kmajor.cuh, but the products on the tensor cores (mma.sync.m16n8k16, fp32 accumulators):
-// from a few vectors on, gemv_kmajor's 8 T FMAs per 8-element chunk approach the SM's issue rate (bench/NOTES.md
-// step 21), while here one warp instruction multiplies 16 rows x 16 k x 8 vectors.
+// from a few vectors on, gemv_kmajor's 8 T FMAs per 8-element chunk approach the SM's issue rate
+// (docs/PERFORMANCE.md), while here one warp instruction multiplies 16 rows x 16 k x 8 vectors.
 //
 // No shared-memory staging: each lane loads its fragments straight from global memory with 16-byte loads. The dot
 // product sums over k in any order, so the mma's k positions are fed a permutation of K that makes every load 16
@@ -11,7 +11,7 @@
 // fragment registers {a0, a2} (row g), {a1, a3} (row g + 8) and {b0, b1}: mma position 2q + {0, 1} is k = k0 + 4j +
 // {0, 1}, position 2q + 8 + {0, 1} is k = k0 + 4j + 2 + {0, 1}, for A and B alike. A step is 64 k: k0 = 16q and
 // 16q + 8, so a quad reads a whole 128-byte line of each row (with 32-k steps and one load per row, half-lines:
-// 3.4 TB/s at 4x4096x14336, bench/NOTES.md step 21). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at
+// 3.4 TB/s at 4x4096x14336, docs/PERFORMANCE.md). (Fragments, PTX ISA mma.m16n8k16: a0 / a1 rows g / g + 8 at
 // k 2q, 2q + 1; a2 / a3 the same at k + 8; b0 / b1 column g at k 2q, 2q + 1 and k + 8; c0, c1 row g at columns 2q,
 // 2q + 1; c2, c3 row g + 8.)
 //
@@ -19,17 +19,17 @@
 // split a group's K in slices of whole 64-k steps and meet in shared memory. With a GLU the 16 rows of an m-block are
 // 8 gate rows and their 8 up rows, so c0, c1 (gate) and c2, c3 (up) of a lane belong to the same outputs.
 // RING > 0: the weights go through a per-warp ring of RING stages in dynamic shared memory (RING x WARPS x
-// kStageBytes: the host's gemv::ring_bytes, src/backends/gemv/gemv_config.cpp, sizes the launch) filled
+// kStageBytes: gemv_params.cuh mma_ring_bytes, which the host sizes the launch with) filled
 // with cp.async, RING - 1 64-k steps in flight without holding registers; each lane copies 16-byte chunks of whole
 // 128-byte row lines (8 lanes a row), stored with the chunk index XOR (row % 8) so that the fragment reads
 // (ld.shared.v4: rows g and g + 8, chunk 2q + h) are free of bank conflicts. With RING = 0 the fragments are loaded
 // straight from global memory, UNROLL steps at a time in registers (ncu, H200, 16x4096x14336: 15 warps per SM with
 // 128 bytes in flight per lane reach 71% of DRAM bandwidth, where the CUDA-core kernel's 21 warps reach 80-88%,
-// bench/NOTES.md step 22).
+// docs/PERFORMANCE.md).
 // CSPLIT > 1: K is also split across CSPLIT CTAs (grid z; 64-k steps in CSPLIT near-equal ranges, the CTA's KSPLIT
 // warps split its range), for problems with too few row groups to fill the SMs (16-row groups of 4096 weight rows:
 // 256 CTAs with 8 K-slice warps each, 3.2-3.3 TB/s; H200, 16x4096x14336: 34.7 us with 8 CTAs a group against 36.0
-// for the best config without, level at 8 vectors, bench/NOTES.md step 23). Each CTA writes its group's partial
+// for the best config without, level at 8 vectors, docs/PERFORMANCE.md). Each CTA writes its group's partial
 // sums (the lanes' fragments, fp32) to slot [group][split] of p.ws and counts itself on p.cnt[group]; the CTA that
 // counts last adds the CSPLIT partials in split order (the same sum whichever CTA is last), sets the count back to
 // zero for the next launch on the stream and runs the output. The host keeps p.ws / p.cnt per stream
@@ -45,7 +45,7 @@ namespace gt_gemv {
 template <int IN>
 __device__ __forceinline__ void mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
                                          unsigned b1) {
-  if constexpr (IN == 0)
+  if constexpr (IN == gt::kBF16)
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -106,11 +106,11 @@ struct GemvMma {
   static_assert(MB >= 1 && UNROLL >= 1, "");
   static_assert(RING == 0 || (RING >= 2 && UNROLL == 1), "a ring of 2+ stages replaces the unrolled loads");
   static_assert(CSPLIT >= 1, "");
-  static constexpr int kStageBytes = MB * 16 * 128;  // one 64-k step of a warp's W rows
+  static constexpr int kStageBytes = mma_stage_bytes(MB);  // one 64-k step of a warp's W rows
   static constexpr bool kGlu = Chain::kGlu;
   static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
   static_assert(!(kGlu && HAS_C), "a GLU takes no C");
-  static constexpr int NB = (T + 7) / 8;            // n-blocks of 8 vectors
+  static constexpr int NB = mma_vector_blocks(T);   // n-blocks of 8 vectors
   static constexpr int OUT_ROWS = kGlu ? 8 : 16;    // output rows per m-block
   static constexpr int GROUPS = WARPS / KSPLIT;     // row groups per CTA
   static constexpr int ROWS = GROUPS * MB * OUT_ROWS;  // output rows per CTA
@@ -118,7 +118,7 @@ struct GemvMma {
   using Params = typename Out::Params;
 
   __device__ __forceinline__ static void run(const GemvParams& p, const Params& ep0) {
-    __shared__ float red[KSPLIT > 1 ? WARPS * MB * NB * 4 * 32 : 1];
+    __shared__ float red[mma_red_floats(WARPS, MB, NB, KSPLIT)];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
     const int ks = warp % KSPLIT, group = warp / KSPLIT;
     const int b = blockIdx.y;
@@ -142,7 +142,7 @@ struct GemvMma {
     // The vectors this lane feeds: g (and g + 8). Past T a lane reads vector T - 1 again: an mma's output column n
     // depends on its B column n alone, so those columns are the only ones it touches, and they are never stored.
     // (Reading zeros there instead took a per-lane select on every load: 12-52 bytes of spills at 80 registers with
-    // T < 8, none with T = 8, bench/NOTES.md step 24.)
+    // T < 8, none with T = 8, docs/PERFORMANCE.md.)
     const unsigned short* xbase = static_cast<const unsigned short*>(p.x) + b * p.x_batch;
     const unsigned short* xv[NB];
 #pragma unroll
@@ -261,11 +261,11 @@ struct GemvMma {
   // K split across CTAs: write this CTA's partial of the row group to its slot, count it; the last of the CSPLIT CTAs
   // gets true and acc = the sum of all partials in split order. (Writers: stores, fence, then the count; the last:
   // the count, fence, then the loads, .cg: the partials come from other SMs.)
-  static constexpr int kAcc = MB * NB * 4;  // fp32 fragments per lane
+  static constexpr int kAcc = mma_lane_frags(MB, NB);  // fp32 fragments per lane
   __device__ __forceinline__ static bool gather_split(const GemvParams& p, float (&acc)[MB][NB][4], int b, int group,
                                                       int cz, int lane) {
     const long long slot = (static_cast<long long>(b) * gridDim.x + blockIdx.x) * GROUPS + group;
-    float* part = p.ws + slot * (CSPLIT * kAcc * 32);
+    float* part = p.ws + slot * mma_csplit_slot_floats(CSPLIT, MB, NB);
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll

@@ -1,7 +1,10 @@
 // Reference GEMM and helpers for verification and benchmarking (JIT-compiled, no CUDA headers).
 // D_ref (fp32) = alpha * A * B + beta * C with fp32 accumulation on the CUDA cores: independent of the tensor-core
-// paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Element types are template parameters: 0 = bf16, 1 = f16, 2 = f32.
+// paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Element types are template
+// parameters and run-time arguments: the codes of common/dtype_codes.cuh.
 #pragma once
+
+#include "common/dtype_codes.cuh"
 
 namespace gemmtune_ref {
 
@@ -10,7 +13,7 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 
 template <int T> struct Elem;
-template <> struct Elem<0> {
+template <> struct Elem<gt::kBF16> {
   typedef u16 type;
   static __device__ __forceinline__ float load(const u16* p) { return __uint_as_float(u32(*p) << 16); }
   static __device__ __forceinline__ void store(u16* p, float v) {
@@ -19,7 +22,7 @@ template <> struct Elem<0> {
     *p = r;
   }
 };
-template <> struct Elem<1> {
+template <> struct Elem<gt::kF16> {
   typedef u16 type;
   static __device__ __forceinline__ float load(const u16* p) {
     float f;
@@ -32,7 +35,7 @@ template <> struct Elem<1> {
     *p = r;
   }
 };
-template <> struct Elem<2> {
+template <> struct Elem<gt::kF32> {
   typedef float type;
   static __device__ __forceinline__ float load(const float* p) { return *p; }
   static __device__ __forceinline__ void store(float* p, float v) { *p = v; }
@@ -157,8 +160,8 @@ struct RefEpi {
 };
 
 __device__ __forceinline__ float ref_load(int dt, const void* p, long long i) {
-  if (dt == 0) return Elem<0>::load(static_cast<const u16*>(p) + i);
-  if (dt == 1) return Elem<1>::load(static_cast<const u16*>(p) + i);
+  if (dt == gt::kBF16) return Elem<gt::kBF16>::load(static_cast<const u16*>(p) + i);
+  if (dt == gt::kF16) return Elem<gt::kF16>::load(static_cast<const u16*>(p) + i);
   return static_cast<const float*>(p)[i];
 }
 

@@ -84,7 +84,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 // The producer: one thread walks this cluster's tiles and fills the ring. With the dynamic tile order the producer of
 // cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it publishes that tile and
 // fetches the next index (the atomic's latency hides behind the tile's loads).
-// NOTES: fetching 2 k-blocks before the end of the tile instead measured the same (bench/NOTES.md step 7) and kept
+// NOTES: fetching 2 k-blocks before the end of the tile instead measured the same (docs/PERFORMANCE.md) and kept
 // the counter's address live through the k loop, which made the 40-register producer spill in coop 128x256 kernels.
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
@@ -133,7 +133,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
 //   a k16 step moves 16 rows = 2048 bytes.
 // Both kinds put the 64-row slab si at si * 8192 bytes from the consumer's first row.
 // NOTES: computing each descriptor from its address inside the k loop (mask, shift, or) cost ~108 instructions per
-// k-block and consumer warp around 8 wgmmas (ncu, 2026-11-21: 2.3x cuBLAS's instruction count); 64-67 with the low
+// k-block and consumer warp around 8 wgmmas (ncu: 2.3x cuBLAS's instruction count); 64-67 with the low
 // words stepped by 32-bit adds (ptxas then re-materialised the constant high word with a UMOV, and a NOP, for every
 // wgmma); 53-54 with 64-bit adds on whole descriptors (one UIADD3.64 per wgmma operand, as cuBLAS's kernel), the
 // descriptors in uniform registers when the caller's tile loop is warp-uniform (see gemm_pingpong).

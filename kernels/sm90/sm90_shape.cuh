@@ -47,10 +47,10 @@ constexpr int smem_fixed_bytes(int stages, int stage_bytes, bool dynamic) {
 // when it is wider and one buffer of it per consumer warpgroup fits (two when they fit, epi_buffers).
 // NOTES: 32-byte strips made the epilogue the bottleneck of short-K problems: at 8192x6144x256 ping-pong 128x176 2x1
 // (22 strips of 32 bytes per tile) took 64 us and 128x144 (18) 67 us, against 50-54 us for 128x192 / 128x128 / 128x160
-// (6 / 4 / 10 strips of 128 / 128 / 64 bytes) and cuBLAS's 176x128 48 us (bench/NOTES.md step 11). A ring of up to 8
+// (6 / 4 / 10 strips of 128 / 128 / 64 bytes) and cuBLAS's 176x128 48 us (docs/PERFORMANCE.md). A ring of up to 8
 // 32-byte buffers did not help (more stores in flight, slower); 176-byte strips make it 4 strips per tile. The first
 // version also gave f32 D (168 columns: 672-byte rows) 112-byte strips: 28 columns, not whole 8-column groups, wrong
-// results (GPU tests, session 11).
+// results (GPU tests).
 constexpr int epi_strip_bytes(int row_bytes, int out_size, int fixed) {
   const int n = epi_narrow_bytes(row_bytes);
   if (n >= 64) return n;
@@ -70,7 +70,7 @@ constexpr int epi_buffers(int row_bytes, int out_size, int fixed) {
 // starts and ends on a 32-byte sector of the tile row (a row shorter than 128 bytes is one strip). Two buffers per
 // warp, 1024-byte aligned: of 16 rows (one store per strip and slab) when their 32 KB fit beside the stage ring, else
 // of 8 rows (two stores, 16 KB).
-// NOTES (bench/NOTES.md step 18, H200, ping-pong 128x176 2x1 side by side with cuBLASLt's 176x128): the warpgroup
+// NOTES (docs/PERFORMANCE.md, H200, ping-pong 128x176 2x1 side by side with cuBLASLt's 176x128): the warpgroup
 // form's 176-byte strips split each 352-byte tile row mid-sector between two stores, writing D's sectors 1.2 times
 // over (ncu); 128 + 128 + 96-byte pieces (cuBLASLt's split) write them once. In 8-row pieces that was -0.4 to -0.6%
 // at K = 1024, +0.3% at K = 512 (12 stores per warp and tile instead of 8); in 16-row pieces (6 stores) -0.6 to -1.1%

@@ -5,7 +5,7 @@
 //   Static:  tile(j) = cluster_id + j * num_clusters, cluster_id = blockIdx.x / CS or, with a host table p.order (a
 //            permutation of the cluster ids), p.order[blockIdx.x / CS]: the "gpc" order gives the clusters of one GPC
 //            consecutive ids, so neighbouring tiles (which share an operand) run in one GPC, where the L2 request
-//            coalescer merges their identical reads (bench/NOTES.md step 8). Any permutation is correct: where the
+//            coalescer merges their identical reads (docs/PERFORMANCE.md). Any permutation is correct: where the
 //            grid lands only decides how much merges.
 //   Dynamic: position 0 is cluster_id, the rest come from a global counter (p.tiles[0]), so clusters that free up at
 //            the same time take neighbouring tiles. The producer thread of cluster rank 0 (the taker) publishes each
@@ -13,13 +13,13 @@
 //            into a ring of kTileSlots slots in the shared memory of every CTA of the cluster (send_s32_cluster: an
 //            st.async completing a transaction on the slot's full barrier); the other producers and the consumer
 //            warps read it there and free the slot on rank 0's empty barrier.
-// NOTES: why dynamic (bench/NOTES.md, steps 6-7): the L2 request coalescer merges reads of the same sectors by
+// NOTES: why dynamic (docs/PERFORMANCE.md): the L2 request coalescer merges reads of the same sectors by
 // different SMs that arrive close together; cuBLAS's kernels take tiles from a counter and got 40M of their 74M
 // coalescable non-multicast sectors merged at 8192x6144x4096 against 12-15M for our static walk. Ours did not get
 // that merging from the dynamic order, whenever the index is taken (4 tiles ahead, 1 tile ahead, or 2 k-blocks before
 // it is needed), and runs 0.5-2% behind the static order, so it is a --config knob, not enumerated. The first version
 // published with .release.cluster / .acquire.cluster and was 2-7% behind. The merging turned out to need the clusters
-// that share a non-multicast operand to sit in one GPC (step 8): that is the gpc order above, not the timing.
+// that share a non-multicast operand to sit in one GPC: that is the gpc order above, not the timing.
 // Stream-K tail (Cfg::SK, static orders, p.sk_ws set): with T = R * C + r cluster tiles on C clusters (0 < r < C,
 // R >= 1), round R + 1 would run r tiles on C clusters. Instead the first R - 1 rounds run whole tiles as above and
 // the last C + r tiles are shared out by k-blocks: cluster c takes the k-blocks [c * W / C, (c + 1) * W / C) of

@@ -1,8 +1,8 @@
 #pragma once
 // Per-stream device scratch of one executable (sm90's tile counters and stream-K partials, gemv's K split across
-// CTAs). Launches on one stream run one after another, so device state that a launch leaves for the next (counts and
-// flags the kernel sets back to zero) is kept per stream, and launches of the executable on different streams may
-// overlap. Not thread-safe: the executable holds its own mutex around every call.
+// CTAs, cuBLASLt's workspace). Launches on one stream run one after another, so device state that a launch leaves for
+// the next (counts and flags the kernel sets back to zero) is kept per stream, and launches of the executable on
+// different streams may overlap. Not thread-safe: the executable holds its own mutex around every call.
 #include <cuda.h>
 
 #include <string>

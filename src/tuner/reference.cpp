@@ -13,6 +13,7 @@
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
+#include "common/dtype_codes.cuh"  // kernels/: the element type codes of the reference kernels
 
 namespace gemmtune {
 
@@ -20,9 +21,9 @@ namespace {
 
 int type_code(DType t) {
   switch (t) {
-    case DType::bf16: return 0;
-    case DType::f16: return 1;
-    case DType::f32: return 2;
+    case DType::bf16: return gt::kBF16;
+    case DType::f16: return gt::kF16;
+    case DType::f32: return gt::kF32;
     default: GT_THROW("reference kernels: unsupported dtype " + std::string(dtype_name(t)));
   }
 }
@@ -176,7 +177,7 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
     tmp.emplace(size_t(p.m * p.n * p.batch) * sizeof(float));
     gemm_out = static_cast<float*>(tmp->get());
   }
-  const int tc = p.beta != 0.0f ? type_code(p.c.dtype) : 2;
+  const int tc = p.beta != 0.0f ? type_code(p.c.dtype) : gt::kF32;
   CUfunction f = get("gt_ref_gemm_" + std::to_string(type_code(p.a.dtype)) + std::to_string(type_code(p.b.dtype)) +
                      std::to_string(tc));
   struct {

@@ -1,5 +1,5 @@
 // sm90 backend without a GPU: config round trip, validity reasons, enumeration, and NVRTC compilation of the
-// enumerated candidates with zero spills. The whole list of the 4096^3 bf16 TN problem always compiles; for the other
+// enumerated candidates (each compiles; spilling ones are reported, the pipeline skips them). The whole list of the 4096^3 bf16 TN problem always compiles; for the other
 // problems a representative subset (the top of the ranking plus every schedule/cluster shape) keeps CI short, and
 // GEMMTUNE_SM90_COMPILE_ALL=1 compiles their whole lists too.
 #include <gtest/gtest.h>
@@ -32,27 +32,24 @@ TEST(Sm90Config, RoundTrip) {
   EXPECT_THROW(sm90::Config::parse("bogus=1"), Error);
   // The tile order: static is the default and is not printed; dynamic is.
   const std::string d = "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=7,tiles=dynamic";
-  EXPECT_TRUE(sm90::Config::parse(d).dynamic);
+  EXPECT_TRUE(sm90::Config::parse(d).dynamic());
   EXPECT_EQ(sm90::Config::parse(d).str(), d);
   EXPECT_EQ(sm90::Config::parse(s + ",tiles=static").str(), s);
   EXPECT_THROW(sm90::Config::parse(s + ",tiles=random"), Error);
-  // Its tile ring takes shared memory (mirrors GemmConfig::kSmemBytes).
-  EXPECT_EQ(sm90::smem_bytes(sm90::Config::parse(d), 0),
-            sm90::smem_bytes(sm90::Config::parse(d.substr(0, d.size() - 14)), 0) + 20 * sm90::kTileSlots);
+  // Its tile ring takes shared memory (the plan GemmConfig reads).
+  EXPECT_EQ(sm90::plan(sm90::Config::parse(d), 0).smem_bytes,
+            sm90::plan(sm90::Config::parse(d.substr(0, d.size() - 14)), 0).smem_bytes + 20 * sm90::kTileSlots);
 }
 
 TEST(Sm90Config, GpcOrder) {
   const std::string s = "tile=128x112x64,stages=7,cluster=2x1,sched=pingpong,raster=n,group=8";
   const sm90::Config g = sm90::Config::parse(s + ",tiles=gpc");
-  EXPECT_TRUE(g.gpc);
-  EXPECT_FALSE(g.dynamic);
+  EXPECT_TRUE(g.gpc());
+  EXPECT_FALSE(g.dynamic());
   EXPECT_EQ(g.str(), s + ",tiles=gpc");
-  EXPECT_EQ(sm90::smem_bytes(g, 0), sm90::smem_bytes(sm90::Config::parse(s), 0));  // the static kernel
-  sm90::Config both = g;
-  both.dynamic = true;
+  EXPECT_EQ(sm90::plan(g, 0).smem_bytes, sm90::plan(sm90::Config::parse(s), 0).smem_bytes);  // the static kernel
   Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
   q.resolve();
-  EXPECT_NE(sm90::config_reason(both, q, DeviceInfo::assumed_sm90()).find("not two of them"), std::string::npos);
   // The gpc twin runs the static kernel, and the walk (raster, group) is a launch parameter: configs that differ
   // only there compile one source (same cache key: the second and third compiles are cache hits); another tile not.
   auto be = make_sm90_backend();
@@ -72,7 +69,7 @@ TEST(Sm90Config, GpcOrder) {
 TEST(Sm90Config, StreamKTail) {
   const std::string s = "tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tiles=gpc";
   const sm90::Config c = sm90::Config::parse(s + ",tail=sk");
-  EXPECT_TRUE(c.sk && c.gpc);
+  EXPECT_TRUE(c.sk && c.gpc());
   EXPECT_EQ(c.str(), s + ",tail=sk");
   EXPECT_EQ(sm90::Config::parse(s + ",tail=dp").str(), s);
   EXPECT_THROW(sm90::Config::parse(s + ",tail=splitk"), Error);
@@ -81,7 +78,7 @@ TEST(Sm90Config, StreamKTail) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   sm90::Config d = sm90::Config::parse("tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk");
   EXPECT_EQ(sm90::config_reason(d, q, dev), "");
-  d.dynamic = true;
+  d.tiles = sm90::TileOrder::dynamic;
   EXPECT_NE(sm90::config_reason(d, q, dev).find("stream-K tail"), std::string::npos);
   // When the units run: a partial last round after full ones, or fewer tiles than clusters (split mode).
   EXPECT_TRUE(sm90::sk_tail(512, 66, 64));    // 7 rounds + 50
@@ -327,7 +324,7 @@ TEST(Sm90Enumerate, GpcTwinsWalkTheNonMulticastOperand) {
   p.resolve();
   int twins = 0;
   for (const sm90::Config& c : sm90::enumerate_configs(p, DeviceInfo::assumed_sm90())) {
-    if (!c.gpc) continue;
+    if (!c.gpc()) continue;
     ++twins;
     EXPECT_TRUE(c.pingpong) << c.str();
     EXPECT_NE(c.cm, c.cn) << c.str();
@@ -350,22 +347,21 @@ TEST(Sm90Config, Reasons) {
   EXPECT_NE(be->validate(q, {"sm90", "tile=128x256x64,stages=7,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
   EXPECT_NE(be->validate(q, {"sm90", "tile=64x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
   EXPECT_EQ(be->validate(q, {"sm90", "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, dev), "");
-  {  // tail=sk with a C input in a 1x1 cluster: 104 accumulators at most (a 1x2 cluster takes 128)
+  {  // Register pressure is no validity rule: tail=sk with a C input in a 1x1 cluster, ping-pong tail=sk at 176
+     // accumulators in a 1x2 cluster are valid (the compile reports any spills; the ranking lists them last).
     Problem c = q;
     c.c = c.d;
     c.beta = 0.5f;
     c.resolve();
     const std::string t11 = "tile=128x128x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=8,tail=sk";
-    const std::string t12 = "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=m,group=8,tail=sk";
-    const std::string r = be->validate(c, {"sm90", t11}, dev);
-    EXPECT_NE(r.find("limited to 104 accumulator registers"), std::string::npos) << r;
-    EXPECT_EQ(be->validate(c, {"sm90", t12}, dev), "");
+    EXPECT_EQ(be->validate(c, {"sm90", t11}, dev), "");
     EXPECT_EQ(be->validate(q, {"sm90", t11}, dev), "");
-    // ping-pong tail=sk at 160+ accumulators: only 2x1 with a K-major A
     const std::string p176 = "tile=128x176x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=5,tail=sk";
-    EXPECT_NE(be->validate(q, {"sm90", p176}, dev).find("except in a 2x1 cluster"), std::string::npos);
-    EXPECT_EQ(be->validate(q, {"sm90", "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=5,tail=sk"},
-                           dev), "");
+    EXPECT_EQ(be->validate(q, {"sm90", p176}, dev), "");
+    // Past the 192 accumulators a consumer warpgroup can hold, a config is invalid.
+    const std::string r = be->validate(q, {"sm90", "tile=128x208x64,stages=4,cluster=1x1,sched=pingpong,raster=m,"
+                                                   "group=8"}, dev);
+    EXPECT_NE(r.find("208 accumulator registers per thread exceed the 192"), std::string::npos) << r;
   }
   Problem e = q;
   e.epilogue = parse_epilogue("relu");
@@ -403,27 +399,27 @@ TEST(Sm90Config, WideEpilogueStrips) {
   EXPECT_EQ(gt_sm90::epi_wide_bytes(8), 0);
   auto cfg = [](const char* s) { return sm90::Config::parse(s); };
   const sm90::Config p176 = cfg("tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=8");
-  EXPECT_EQ(sm90::epi_bytes(p176, sm90::kBF16), 176);
-  EXPECT_EQ(sm90::epi_buffers(p176, sm90::kBF16), 1);  // two would take a stage
-  EXPECT_LE(sm90::smem_bytes(p176, sm90::kBF16), gt_sm90::kSmemPerBlock);
+  EXPECT_EQ(sm90::plan(p176, sm90::kBF16).epi_strip_bytes, 176);
+  EXPECT_EQ(sm90::plan(p176, sm90::kBF16).epi_bufs, 1);  // two would take a stage
+  EXPECT_LE(sm90::plan(p176, sm90::kBF16).smem_bytes, gt_sm90::kSmemPerBlock);
   sm90::Config p176s4 = p176;
   p176s4.stages = 4;
-  EXPECT_EQ(sm90::epi_buffers(p176s4, sm90::kBF16), 2);
-  EXPECT_EQ(sm90::smem_bytes(p176s4, sm90::kBF16) - sm90::smem_bytes(p176, sm90::kBF16),
+  EXPECT_EQ(sm90::plan(p176s4, sm90::kBF16).epi_bufs, 2);
+  EXPECT_EQ(sm90::plan(p176s4, sm90::kBF16).smem_bytes - sm90::plan(p176, sm90::kBF16).smem_bytes,
             -(128 + 176) * 128 - 16 + 2 * 64 * 176);
-  EXPECT_EQ(sm90::epi_bytes(cfg("tile=128x144x64,stages=6,cluster=1x1,sched=pingpong,raster=m,group=8"), sm90::kF16), 144);
+  EXPECT_EQ(sm90::plan(cfg("tile=128x144x64,stages=6,cluster=1x1,sched=pingpong,raster=m,group=8"), sm90::kF16).epi_strip_bytes, 144);
   // 128x208 with 5 stages: not even one 208-byte buffer per consumer fits: 32-byte strips as before.
   const sm90::Config c208 = cfg("tile=128x208x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8");
-  EXPECT_EQ(sm90::epi_bytes(c208, sm90::kBF16), 32);
-  EXPECT_EQ(sm90::epi_buffers(c208, sm90::kBF16), 2);
-  EXPECT_EQ(sm90::epi_bytes(cfg("tile=128x192x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"), sm90::kBF16), 128);
-  EXPECT_EQ(sm90::epi_bytes(p176, sm90::kF32), 64);  // 704-byte rows: 64-byte swizzled strips
+  EXPECT_EQ(sm90::plan(c208, sm90::kBF16).epi_strip_bytes, 32);
+  EXPECT_EQ(sm90::plan(c208, sm90::kBF16).epi_bufs, 2);
+  EXPECT_EQ(sm90::plan(cfg("tile=128x192x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"), sm90::kBF16).epi_strip_bytes, 128);
+  EXPECT_EQ(sm90::plan(p176, sm90::kF32).epi_strip_bytes, 64);  // 704-byte rows: 64-byte swizzled strips
   // f32 D: no wide strips (a strip holds whole 8-column groups: 112 bytes would be 28 columns).
   EXPECT_EQ(gt_sm90::epi_wide_bytes(672, 4), 0);
   const sm90::Config p168 = cfg("tile=128x168x64,stages=5,cluster=2x1,sched=coop,raster=n,group=8");
-  EXPECT_EQ(sm90::epi_bytes(p168, sm90::kF32), 32);
-  EXPECT_EQ(sm90::epi_buffers(p168, sm90::kF32), 2);
-  EXPECT_EQ(sm90::epi_bytes(p168, sm90::kBF16), 112);
+  EXPECT_EQ(sm90::plan(p168, sm90::kF32).epi_strip_bytes, 32);
+  EXPECT_EQ(sm90::plan(p168, sm90::kF32).epi_bufs, 2);
+  EXPECT_EQ(sm90::plan(p168, sm90::kBF16).epi_strip_bytes, 112);
   // The deepest ring that fits is what it was with 32-byte strips.
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   EXPECT_EQ(sm90::max_stages(p176, sm90::kBF16, dev), 5);
@@ -434,13 +430,13 @@ TEST(Sm90Config, WideEpilogueStrips) {
   const CompileResult r = be->compile(q, {"sm90", p176.str()}, dev);
   EXPECT_TRUE(r.compiled);
   EXPECT_EQ(r.spill_bytes, 0) << r.log;
-  EXPECT_GE(r.smem_bytes, sm90::smem_bytes(p176, sm90::kBF16));
+  EXPECT_GE(r.smem_bytes, sm90::plan(p176, sm90::kBF16).smem_bytes);
 }
 
 // epi=warp (each warp TMA-stores its own pieces): parsed and printed, chosen by the enumerator exactly for the
 // ping-pong configs whose warpgroup strips are wide with room for one buffer or 64 bytes, refused with a GLU, and the
-// GPU test's configs (tests/gpu/test_sm90_gemm.cpp WarpStrips) compile without spills on its plain and f32 / C
-// problems.
+// GPU test's configs (tests/gpu/test_sm90_gemm.cpp WarpStrips) compile on its plain and f32 / C problems, ten of
+// them at least without spills.
 TEST(Sm90Config, EpiWarp) {
   const std::string s = "tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8";
   EXPECT_FALSE(sm90::Config::parse(s).epi_warp);
@@ -452,24 +448,24 @@ TEST(Sm90Config, EpiWarp) {
   // 32-byte sectors), from two buffers per warp of 16 rows where they fit beside the ring (16 KB per consumer instead
   // of 128x176's one 11 KB strip), else of 8 rows.
   const sm90::Config w176 = sm90::Config::parse(s + ",epi=warp");
-  EXPECT_EQ(sm90::epi_rows(w176), 16);
-  EXPECT_EQ(sm90::smem_bytes(w176, sm90::kBF16),
-            sm90::smem_bytes(sm90::Config::parse(s), sm90::kBF16) - 2 * 64 * 176 + 2 * 16 * 1024);
-  EXPECT_LE(sm90::smem_bytes(w176, sm90::kBF16), gt_sm90::kSmemPerBlock);
+  EXPECT_EQ(sm90::plan(w176, 0).epi_rows, 16);
+  EXPECT_EQ(sm90::plan(w176, sm90::kBF16).smem_bytes,
+            sm90::plan(sm90::Config::parse(s), sm90::kBF16).smem_bytes - 2 * 64 * 176 + 2 * 16 * 1024);
+  EXPECT_LE(sm90::plan(w176, sm90::kBF16).smem_bytes, gt_sm90::kSmemPerBlock);
   const sm90::Config w144 =
       sm90::Config::parse("tile=128x144x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp");
-  EXPECT_EQ(sm90::epi_rows(w144), 8);  // six stages of 128x144 leave room for 16 KB of warp buffers, not 32
-  EXPECT_LE(sm90::smem_bytes(w144, sm90::kBF16), gt_sm90::kSmemPerBlock);
+  EXPECT_EQ(sm90::plan(w144, 0).epi_rows, 8);  // six stages of 128x144 leave room for 16 KB of warp buffers, not 32
+  EXPECT_LE(sm90::plan(w144, sm90::kBF16).smem_bytes, gt_sm90::kSmemPerBlock);
   // The enumerator's deepest ring for warp pieces is the deepest with 16-row pieces: 5 stages (6 without epi=warp).
   sm90::Config wg144 = w144;
   wg144.epi_warp = false;
   EXPECT_EQ(sm90::max_stages(wg144, sm90::kBF16, DeviceInfo::assumed_sm90()), 6);
   EXPECT_EQ(sm90::max_stages(w144, sm90::kBF16, DeviceInfo::assumed_sm90()), 5);
-  EXPECT_EQ(sm90::epi_rows(sm90::Config::parse(s)), 64);
-  EXPECT_EQ(sm90::epi_bytes(w176, sm90::kBF16), 128);
-  EXPECT_EQ(sm90::epi_tail_bytes(w176, sm90::kBF16), 96);   // 352 = 128 + 128 + 96
-  EXPECT_EQ(sm90::epi_tail_bytes(w176, sm90::kF32), 64);    // 704 = 5 x 128 + 64
-  EXPECT_EQ(sm90::epi_tail_bytes(sm90::Config::parse(s), sm90::kBF16), 0);  // the warpgroup form: no tail
+  EXPECT_EQ(sm90::plan(sm90::Config::parse(s), 0).epi_rows, 64);
+  EXPECT_EQ(sm90::plan(w176, sm90::kBF16).epi_strip_bytes, 128);
+  EXPECT_EQ(sm90::plan(w176, sm90::kBF16).epi_tail_bytes, 96);   // 352 = 128 + 128 + 96
+  EXPECT_EQ(sm90::plan(w176, sm90::kF32).epi_tail_bytes, 64);    // 704 = 5 x 128 + 64
+  EXPECT_EQ(sm90::plan(sm90::Config::parse(s), sm90::kBF16).epi_tail_bytes, 0);  // the warpgroup form: no tail
   auto warp_cfg = [](int bm, int bn) {
     sm90::Config c =
         sm90::Config::parse("tile=128x128x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8,epi=warp");
@@ -477,13 +473,13 @@ TEST(Sm90Config, EpiWarp) {
     c.bn = bn;
     return c;
   };
-  EXPECT_EQ(sm90::epi_tail_bytes(warp_cfg(128, 168), sm90::kBF16), 80);
-  EXPECT_EQ(sm90::epi_tail_bytes(warp_cfg(128, 192), sm90::kBF16), 0);
-  EXPECT_EQ(sm90::epi_tail_bytes(warp_cfg(128, 144), sm90::kF16), 32);
+  EXPECT_EQ(sm90::plan(warp_cfg(128, 168), sm90::kBF16).epi_tail_bytes, 80);
+  EXPECT_EQ(sm90::plan(warp_cfg(128, 192), sm90::kBF16).epi_tail_bytes, 0);
+  EXPECT_EQ(sm90::plan(warp_cfg(128, 144), sm90::kF16).epi_tail_bytes, 32);
   // A row shorter than 128 bytes is one strip, through D's own map.
-  EXPECT_EQ(sm90::epi_bytes(warp_cfg(64, 16), sm90::kBF16), 32);
-  EXPECT_EQ(sm90::epi_tail_bytes(warp_cfg(64, 16), sm90::kBF16), 0);
-  EXPECT_EQ(sm90::epi_bytes(warp_cfg(64, 48), sm90::kBF16), 96);
+  EXPECT_EQ(sm90::plan(warp_cfg(64, 16), sm90::kBF16).epi_strip_bytes, 32);
+  EXPECT_EQ(sm90::plan(warp_cfg(64, 16), sm90::kBF16).epi_tail_bytes, 0);
+  EXPECT_EQ(sm90::plan(warp_cfg(64, 48), sm90::kBF16).epi_strip_bytes, 96);
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = Problem::make(8192, 6144, 512, DType::bf16, DType::bf16);
   p.resolve();
@@ -492,9 +488,9 @@ TEST(Sm90Config, EpiWarp) {
     sm90::Config wg = c;
     wg.epi_warp = false;  // the warpgroup form's strips at its deepest ring decide
     wg.stages = sm90::max_stages(wg, sm90::kBF16, dev);
-    if (c.epi_warp) EXPECT_EQ(sm90::epi_rows(c), 16) << c.str();  // a stage fewer where 16-row pieces need it
+    if (c.epi_warp) EXPECT_EQ(sm90::plan(c, 0).epi_rows, 16) << c.str();  // a stage fewer where 16-row pieces need it
     EXPECT_EQ(c.epi_warp,
-              c.pingpong && (sm90::epi_buffers(wg, sm90::kBF16) == 1 || sm90::epi_bytes(wg, sm90::kBF16) == 64))
+              c.pingpong && (sm90::plan(wg, sm90::kBF16).epi_bufs == 1 || sm90::plan(wg, sm90::kBF16).epi_strip_bytes == 64))
         << c.str();
     if (c.pingpong && c.bm == 128 && (c.bn == 176 || c.bn == 160)) EXPECT_TRUE(c.epi_warp) << c.str();
     if (c.bn == 192 || c.bn == 128) EXPECT_FALSE(c.epi_warp) << c.str();
@@ -531,8 +527,10 @@ TEST(Sm90Config, EpiWarp) {
       const Candidate cand{"sm90", cfg};
       if (!be->validate(*q, cand, dev).empty()) continue;
       const CompileResult r = be->compile(*q, cand, dev);
-      EXPECT_EQ(r.spill_bytes, 0) << cfg << " for " << q->str() << "\n" << r.log;
-      ++compiled;
+      EXPECT_TRUE(r.compiled) << cfg << " for " << q->str();
+      // The 192-accumulator tiles spill with f32 D and C; the pipeline skips those compiles.
+      if (r.spill_bytes > 0) std::printf("  spills %d bytes: %s for %s\n", r.spill_bytes, cfg, q->str().c_str());
+      compiled += r.spill_bytes == 0;
     }
   EXPECT_GE(compiled, 10);
 }
@@ -618,7 +616,7 @@ TEST(Sm90Config, TileN168) {
   sm90::Config c2 = sm90::Config::parse("tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8");
   sm90::Config c1 = c2;
   c1.cm = 1;
-  EXPECT_EQ(sm90::smem_bytes(c2, sm90::kBF16) - sm90::smem_bytes(c1, sm90::kBF16), 5 * 8 * 128);
+  EXPECT_EQ(sm90::plan(c2, sm90::kBF16).smem_bytes - sm90::plan(c1, sm90::kBF16).smem_bytes, 5 * 8 * 128);
   const std::string r3 = be->validate(q, {"sm90", "tile=128x136x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev);
   EXPECT_NE(r3.find("16-byte epilogue strips"), std::string::npos) << r3;
   const std::string r4 = be->validate(q, {"sm90", "tile=128x216x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev);
@@ -638,6 +636,42 @@ TEST(Sm90Config, TileN168) {
   }
   EXPECT_GE(n168, 8);
   EXPECT_GE(n168_2x1, 3);
+}
+
+// The plan is one constexpr derivation from the spec: GemmConfig (NVRTC) and the host read the same numbers.
+TEST(Sm90Config, PlanDerivedOnce) {
+  constexpr gt_sm90::Spec s{.bm = 128, .bn = 176, .stages = 5, .cm = 2, .cn = 1, .pingpong = true};
+  constexpr gt_sm90::Plan pl = gt_sm90::derive(s);
+  static_assert(pl.smem_bytes <= gt_sm90::kSmemPerBlock, "the plan is a constant expression");
+  EXPECT_EQ(pl.acc_regs, 176);
+  EXPECT_EQ(pl.epi_bytes, 176);  // one wide unswizzled strip per buffer, one buffer
+  EXPECT_EQ(pl.epi_bufs, 1);
+  EXPECT_EQ(pl.b_box_rows, 88);  // tile N 176 split over 2 CTAs along M
+  const sm90::Config c = sm90::Config::parse("tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8");
+  EXPECT_EQ(sm90::plan(c, sm90::kBF16).smem_bytes, pl.smem_bytes);
+  const std::string lit = sm90::spec_literal(s);
+  EXPECT_EQ(lit.rfind("gt_sm90::Spec{.bm = 128, .bn = 176, .stages = 5, .cm = 2, .cn = 1,", 0), 0u) << lit;
+  EXPECT_NE(lit.find(".pingpong = true"), std::string::npos) << lit;
+}
+
+// Register pressure is a ranking prior, not a validity rule: with f32 D, tiles over 128 accumulators are valid and
+// listed after every other config, so the tuner's top k is unchanged by them.
+TEST(Sm90Enumerate, SpillPriorListedLast) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::f32);
+  p.resolve();
+  bool late = false;
+  for (const sm90::Config& c : sm90::enumerate_configs(p, dev)) {
+    if (sm90::plan(c, sm90::kF32).acc_regs > 128)
+      late = true;
+    else
+      EXPECT_FALSE(late) << c.str() << " after a config of the spill prior";
+  }
+  EXPECT_TRUE(late);
+  EXPECT_EQ(sm90::config_reason(sm90::Config::parse("tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,"
+                                                    "group=8"),
+                                p, dev),
+            "");
 }
 
 TEST(Sm90Enumerate, BestFirstAndValid) {
@@ -703,32 +737,35 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, c
       err[i] = e.what();
     }
   });
+  // Spills are not ruled out up front (the pipeline rejects a spilling compile and takes the next candidate), so
+  // every config must compile and the list must hold configs that compile clean: the best one among them at least.
   std::vector<double> ms;
+  size_t clean = 0;
   for (size_t i = 0; i < cands.size(); ++i) {
     const Candidate& c = cands[i];
     const CompileResult& r = res[i];
     ASSERT_EQ(err[i], "") << c.str() << " for " << p.str();
     EXPECT_TRUE(r.compiled);
-    EXPECT_EQ(r.spill_bytes, 0) << c.str() << " for " << p.str() << "\n" << r.log;
     EXPECT_GT(r.registers, 0) << c.str();
+    if (r.spill_bytes == 0) ++clean;
+    if (r.spill_bytes > 0) std::printf("  spills %d bytes: %s\n", r.spill_bytes, c.str().c_str());
     if (!r.cache_hit) ms.push_back(r.compile_ms);
   }
+  EXPECT_GT(clean, 0u) << p.str();
   std::sort(ms.begin(), ms.end());
-  std::printf("%s: %zu candidates compiled, median %.0f ms (uncached %zu)\n", p.str().c_str(), cands.size(),
-              ms.empty() ? 0.0 : ms[ms.size() / 2], ms.size());
+  std::printf("%s: %zu candidates compiled (%zu without spills), median %.0f ms (uncached %zu)\n", p.str().c_str(),
+              cands.size(), clean, ms.empty() ? 0.0 : ms[ms.size() / 2], ms.size());
 }
 
-// The rule: every config the enumerator emits for a 4096^3 bf16 problem compiles with zero spills.
+// Every config the enumerator emits for a 4096^3 bf16 problem compiles.
 TEST(Sm90Compile, Bf16TN_WholeList) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 4096, 4096, false, "none", true); }
 TEST(Sm90Compile, F16NN_F32Out) { compile_all({DType::f16, DType::f32, Layout::col, Layout::row, Layout::row}, 4096, 4096, 4096, false); }
 TEST(Sm90Compile, Bf16NT_ColD_Beta) { compile_all({DType::bf16, DType::f16, Layout::col, Layout::row, Layout::col}, 2048, 1024, 512, true); }
 // Ragged N (D rows not a multiple of 16 bytes: the epilogue's edge copy), with and without C: every emitted config
-// compiles without spills (the H200 run of 2026-11-21 found 32-172 spilled bytes in such configs before the register
-// budget took the edge copy into account).
+// compiles (the edge copy needs registers of its own: the larger tiles spill here, and the pipeline skips them).
 TEST(Sm90Compile, RaggedN_ColC_Beta_WholeList) { compile_all({DType::f16, DType::f16, Layout::col, Layout::row, Layout::col}, 17, 33, 65, true, "none", true, true); }
 TEST(Sm90Compile, RaggedN_RowC_Beta_WholeList) { compile_all({DType::f16, DType::f16, Layout::col, Layout::row, Layout::row}, 17, 33, 65, true, "none", true, true); }
 // Decode shapes: the split twins (tail=sk on fewer tiles than clusters, from 128 k-blocks) appear in no list above.
-// The second problem (a C input) found 1x1 tail=sk configs at 112-128 accumulators spilling 16 bytes, now refused.
 TEST(Sm90Compile, Decode_SplitTwins) {
   compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 16, 4096, 14336, false, "none", true,
               false, "tail=sk");
@@ -760,8 +797,7 @@ TEST(Sm90Compile, Decode_ColD) {
 TEST(Sm90Compile, RaggedM_ColD_WholeList) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::row, Layout::col}, 1, 1, 1, false, "none", true, true); }
 // Explicit configs of the GPU tile-order matrix (tests/gpu/test_sm90_gemm.cpp ManyTilesPerCta) and neighbours, on
 // that matrix's heaviest epilogue: an element-wise C, alpha != 1, MN-major A and B. Stage counts below the
-// enumerator's own are not in the whole lists above: the H200 run of session 12 found ping-pong 128x128 stages=5
-// spilling 24 bytes here (HEAD f5a4459) while every enumerated config compiled clean.
+// enumerator's own are not in the whole lists above; the GPU test runs these, so they must compile clean.
 TEST(Sm90Compile, GpuMatrixConfigs_RowC_Alpha) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
@@ -796,7 +832,7 @@ TEST(Sm90Compile, GpuMatrixConfigs_RowC_Alpha) {
   }
 }
 
-// Fused epilogue chains: the same zero-spill rule for the configs the enumerator emits with a chain.
+// Fused epilogue chains: the configs the enumerator emits with a chain compile, the best of them clean.
 TEST(Sm90Compile, Bf16TN_BiasGelu) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 4096, 4096, false, "bias,gelu_tanh"); }
 TEST(Sm90Compile, Bf16TN_SwiGluHalves) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 8192, 4096, false, "silu_glu"); }
 TEST(Sm90Compile, Bf16NT_ColD_BiasResidual_Beta) { compile_all({DType::bf16, DType::f32, Layout::col, Layout::row, Layout::col}, 2048, 1024, 512, true, "bias,residual"); }

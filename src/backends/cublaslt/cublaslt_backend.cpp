@@ -1,5 +1,6 @@
 #include "backends/cublaslt/cublaslt_backend.h"
 #include "backends/jit_result.h"
+#include "backends/stream_scratch.h"
 
 #include <cublasLt.h>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -465,7 +467,12 @@ class LtExecutable final : public Executable {
     if (!ck.reason.empty()) GT_THROW(ck.reason + " [" + c.str() + "]");
     std::memcpy(align_, ck.align, sizeof(align_));
     ws_size_ = ck.workspace;
-    if (ws_size_ > 0) ws_ = cuda::DeviceBuffer(ws_size_);
+    if (ws_size_ > 0) {
+      // A workspace per stream: cuBLASLt's algorithms use it as scratch during the launch, so launches on two
+      // streams must not share one. The first stream's is made here (no allocation in the usual launch).
+      ws_ = StreamScratch("cublaslt: an executable with a workspace", c.str(), ws_size_, 0);
+      ws_.make_first();
+    }
     c_ld_ = lp_.c.ld, c_stride_ = lp_.c.stride;
     d_ld_ = lp_.d.ld, d_stride_ = lp_.d.stride;
     if (split_.mode == EpiMode::separate) {
@@ -509,8 +516,13 @@ class LtExecutable final : public Executable {
       GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
                                            sizeof(args.bias)));
     }
+    void* ws = nullptr;
+    if (ws_size_ > 0) {
+      std::lock_guard<std::mutex> lk(ws_mu_);
+      ws = ws_.get(reinterpret_cast<CUstream>(stream)).ws;
+    }
     GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, d,
-                         descs_.d, &algo_, ws_.get(), ws_size_, reinterpret_cast<cudaStream_t>(stream)));
+                         descs_.d, &algo_, ws, ws_size_, reinterpret_cast<cudaStream_t>(stream)));
     if (split_.mode == EpiMode::separate) launch_elementwise(args, stream);
   }
 
@@ -535,7 +547,8 @@ class LtExecutable final : public Executable {
   LtDescs descs_;
   cublasLtMatmulAlgo_t algo_{};
   uint32_t align_[4] = {1, 1, 1, 1};
-  cuda::DeviceBuffer ws_;
+  StreamScratch ws_;  // the workspace of each stream launched on (ws_size_ > 0)
+  std::mutex ws_mu_;
   size_t ws_size_ = 0;
   int64_t c_ld_ = 0, c_stride_ = 0, d_ld_ = 0, d_stride_ = 0;
   Problem p_;

@@ -5,39 +5,23 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <tuple>
 
 #include "backends/canonical_config.h"
 #include "backends/gemv/gemv_config.h"
-#include "backends/jit_result.h"
+#include "backends/jit_backend.h"
 #include "backends/stream_scratch.h"
 #include "core/check.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
+#include "gemv/gemv_params.cuh"  // kernels/: the kernels' parameter struct
 
 namespace gemmtune {
 namespace {
 
 using gemv::Config;
-
-// Mirror of gt_gemv::GemvParams.
-struct HostGemvParams {
-  const void* w;
-  long long ldw, w_batch;
-  const void* x;
-  long long ldx, x_batch;
-  void* d;
-  long long d_t, d_r, d_batch;
-  const void* c;
-  long long c_t, c_r, c_batch;
-  float alpha, beta;
-  int rows;
-  int k;
-  float* ws;
-  int* cnt;
-};
-static_assert(sizeof(HostGemvParams) == 144, "HostGemvParams must mirror gt_gemv::GemvParams");
 
 // The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
 // a GPU is an sm_90 one).
@@ -66,16 +50,10 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
   return s;
 }
 
-std::string kernel_name(const std::string& source) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "gt_gemv_%016llx", static_cast<unsigned long long>(jit::name_hash(source)));
-  return buf;
-}
-
 // The unit of a candidate: its source with a placeholder name, then named by the hash of that source.
 std::pair<std::string, std::string> unit(const Config& c, const Problem& p) {
   const gemv::View v = gemv::make_view(p, c.vec_m);
-  const std::string name = kernel_name(jit_source(c, p, v, "KERNEL"));
+  const std::string name = jit_kernel_name("gt_gemv", jit_source(c, p, v, "KERNEL"));
   return {jit_source(c, p, v, name), name};
 }
 
@@ -89,8 +67,8 @@ class GemvExecutable final : public Executable {
     grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
     smem_ = static_cast<unsigned>(gemv::ring_bytes(cfg_, p));
     // Any ring: the 48 KiB a kernel gets without this attribute count its static shared memory (the K slices'
-    // buffer) too, so 48 KiB of ring beside it failed to launch (ring=3 with 8 warps splitting K, bench/NOTES.md
-    // step 24); config_reason has checked the sum against the device's opt-in limit.
+    // buffer) too, so 48 KiB of ring beside it failed to launch (ring=3 with 8 warps splitting K,
+    // docs/PERFORMANCE.md); config_reason has checked the sum against the device's opt-in limit.
     if (smem_ > 0)
       GT_CU(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_)));
     if (cfg_.csplit > 1) {
@@ -131,7 +109,7 @@ class GemvExecutable final : public Executable {
       GT_REQUIRE(args.c, "gemv: C pointer is null but beta != 0");
       GT_REQUIRE(aligned(args.c, dtype_size(problem_.c.dtype)), "gemv: C pointer is not element-aligned");
     }
-    HostGemvParams hp = params_;
+    gt_gemv::GemvParams hp = params_;
     hp.w = view_.w_is_b ? args.b : args.a;
     hp.x = view_.w_is_b ? args.a : args.b;
     hp.d = args.d;
@@ -163,7 +141,7 @@ class GemvExecutable final : public Executable {
   CUfunction fn_ = nullptr;
   unsigned grid_x_ = 1;
   unsigned smem_ = 0;  // the ring (dynamic shared memory)
-  HostGemvParams params_{};  // the launch parameters but the pointers
+  gt_gemv::GemvParams params_{};  // the launch parameters but the pointers
   std::mutex mu_;            // csplit > 1: scratch_
   StreamScratch scratch_;    // csplit > 1: the partials and counts of each stream launched on
 };
@@ -190,18 +168,15 @@ class GemvBackend final : public Backend {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
     const Config cfg = Config::parse(c.config);
-    const auto [source, name] = unit(cfg, p);
-    jit::CompileOptions opts;
-    opts.arch = arch_of(dev);
-    auto cubin = jit::compile(source, name, opts, c.str() + " for " + p.str());
-    CompileResult r = jit_compile_result(cubin, gemv::ring_bytes(cfg, p));
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return r;
+    JitUnit u;
+    std::tie(u.source, u.name) = unit(cfg, p);
+    u.arch = arch_of(dev);
+    u.dynamic_smem = gemv::ring_bytes(cfg, p);
+    return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
   }
 
   std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
-    GT_REQUIRE(compiled.artifact, "gemv: load() needs the CompileResult of compile() (" + c.str() + ")");
-    return std::make_unique<GemvExecutable>(p, c, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
+    return std::make_unique<GemvExecutable>(p, c, jit_cubin(compiled, "gemv", c));
   }
 };
 

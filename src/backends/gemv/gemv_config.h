@@ -13,7 +13,9 @@
 // row group's K (1, 2, 4 or 8; their partial sums meet in a per-stream workspace, the last CTA stores); occ: the CTAs
 // per SM the kernel is compiled for (__launch_bounds__'s minimum blocks: a register cap of 64K / (occ x threads)), so
 // that more warps stream the weights (default 1: as many registers as the code wants).
-// The single validity function serves enumerate() (pruning), validate() and error messages.
+// In layers: config and the launch sizes (gemv_config.cpp; the kernels' sizes: kernels/gemv/gemv_params.cuh), rules
+// (the single validity function of enumerate(), validate() and error messages: gemv_rules.cpp), heuristics (cost
+// model and enumeration order: gemv_heuristics.cpp).
 #include <string>
 #include <vector>
 
@@ -60,6 +62,8 @@ inline int max_vectors(const Config& c) { return c.mma ? 16 : 8; }
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p` on `dev`, else "gemv: <why>" (includes problem_reason).
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
+// Static shared memory of the mma kernel: where the K slices of a row group meet (gemv_mma.cuh `red`; 0 without).
+int64_t static_smem(const Config& c, const Problem& p);
 // Dynamic shared memory of a CTA: the ring (0 without one).
 int ring_bytes(const Config& c, const Problem& p);
 // CTAs along x of the launch grid (output row groups; batches along y, the K split across CTAs along z).

@@ -12,7 +12,7 @@
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
 #include "backends/canonical_config.h"
-#include "backends/jit_result.h"
+#include "backends/jit_backend.h"
 #include "backends/stream_scratch.h"
 #include "core/check.h"
 #include "core/epilogue_codegen.h"
@@ -72,23 +72,19 @@ EpiFlags epi_flags(const Problem& p, const KernelView& v) {
 
 // The part of a config its kernel is compiled from: the tile walk (raster, group, tiles=gpc) is a launch parameter.
 Config kernel_config(Config c) {
-  c.gpc = false;
+  if (c.gpc()) c.tiles = sm90::TileOrder::static_order;
   c.raster_n = false;
   c.group = 1;
   return c;
 }
 
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "gt_sm90_%s_%016llx", c.pingpong ? "pp" : "coop",
-                static_cast<unsigned long long>(jit::name_hash(c.str() + "|" + problem_class(v) +
-                                                      (epi_class.empty() ? "" : "|" + epi_class))));
-  return buf;
+  return jit_kernel_name(c.pingpong ? "gt_sm90_pp" : "gt_sm90_coop",
+                         c.str() + "|" + problem_class(v) + (epi_class.empty() ? "" : "|" + epi_class));
 }
 
 std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const EpiFlags& flags,
                        const std::string& name) {
-  auto tf = [](bool x) { return x ? "true" : "false"; };
   // The epilogue: its headers and type. A fused swap unit includes the chain types first (epilogue_transposed_store.cuh
   // does not, so that plain swap units skip them); epi_class is "<chain type>, <kernel rows are D's columns>".
   const bool fused = !epi_class.empty();
@@ -107,11 +103,7 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
   s += headers;
   s += "// " + c.str() + " | " + problem_class(v) + " (the tile walk is a launch parameter)\n";
-  s += "using Cfg = gt_sm90::GemmConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
-       std::to_string(c.stages) + ", " + std::to_string(c.cm) + ", " + std::to_string(c.cn) + ", " + tf(v.a_mn) +
-       ", " + tf(v.b_mn) + ", " + tf(v.a.type == sm90::kF16) + ", " + std::to_string(v.d.type) + ", " +
-       std::to_string(v.has_c ? v.c.type : 0) + ", " + tf(v.has_c) + ", " + tf(c.pingpong) + ", " + tf(c.dynamic) +
-       ", " + tf(c.sk) + ", " + tf(c.epi_warp) + ">;\n";
+  s += "using Cfg = gt_sm90::GemmConfig<" + sm90::spec_literal(sm90::spec(c, v)) + ">;\n";
   const std::string fn = std::string("gt_sm90::") + (c.pingpong ? "gemm_pingpong" : "gemm_coop");
   s += "extern \"C\" __global__ void __launch_bounds__(384, 1) " + name +
        "(const __grid_constant__ gt_sm90::TmaDesc ta, const __grid_constant__ gt_sm90::TmaDesc tb,\n"
@@ -127,10 +119,11 @@ class Sm90Executable final : public Executable {
  public:
   Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
       : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p, cfg_.swap)),
-        flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p), cubin_(std::move(cubin)) {
+        plan_(sm90::plan(cfg_, view_)), flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p),
+        cubin_(std::move(cubin)) {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
-    smem_ = sm90::smem_bytes(cfg_, view_.d.type);
+    smem_ = plan_.smem_bytes;
     GT_CU(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_));
     CUdevice dev;
     GT_CU(cuCtxGetDevice(&dev));
@@ -153,7 +146,7 @@ class Sm90Executable final : public Executable {
     const bool sk = cfg_.sk && static_cast<uint64_t>(kblocks) * 2 * max_clusters < (uint64_t(1) << 32);
     grid_ = static_cast<unsigned>(
         (sk ? sm90::sk_clusters(ctiles, kblocks, max_clusters) : std::min<int64_t>(ctiles, max_clusters)) * cs);
-    if (cfg_.dynamic) {
+    if (cfg_.dynamic()) {
       // One {next, done} counter pair per stream (kernels/sm90/sm90_tile_stream.cuh): zero now, reset to zero by
       // each launch's last cluster. Allocated here so that launch() never allocates (it may be graph-captured).
       counters_ = StreamScratch::zeroed_ints(StreamScratch::kMaxStreams * 2);
@@ -164,12 +157,12 @@ class Sm90Executable final : public Executable {
       // launches on different streams may overlap). The first stream's scratch is allocated here, so that the usual
       // single-stream use never allocates in launch(); another stream's first launch allocates its own.
       const int parts = sm90::sk_parts(cs, cfg_.pingpong), slots = static_cast<int>(grid_) / cs;
-      sk_floats_ = sm90::sk_ws_floats(slots, parts, sm90::acc_regs(cfg_));
+      sk_floats_ = sm90::sk_ws_floats(slots, parts, plan_.acc_regs);
       scratch_ = StreamScratch(kScratchWho, cand_.str(), sk_floats_ * sizeof(float),
                                static_cast<size_t>(slots) * parts);
       scratch_.make_first();
     }
-    if (cfg_.gpc) {
+    if (cfg_.gpc()) {
       // GPC-major cluster ids for this grid (sm90_cluster_order.h): where the grid lands (one probe launch, cached
       // per grid shape) and which SMs share a GPC (probe launches once per device).
       const std::vector<int> order = sm90::gpc_major_order(
@@ -189,12 +182,11 @@ class Sm90Executable final : public Executable {
   void encode_glu_maps(const GemmArgs& args) {
     const auto enc = cuda::cu().cuTensorMapEncodeTiled;
     const KernelView& v = view_;
-    const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
     const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
     CUresult r = CUDA_SUCCESS;
     if (g->glu == GluLayout::halves && !v.b_mn)
       r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
-                          std::min(sm90::b_box_rows(v, t), cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
+                          std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS) {
       const int eb = sm90::epi_narrow_bytes(cfg_.bn / 2, v.d.type);
       r = sm90::encode_3d(enc, &maps_[2], args.d, v.d.type, v.n / 2, v.m, v.batch, v.d.ld, v.d.batch_stride,
@@ -219,11 +211,8 @@ class Sm90Executable final : public Executable {
     std::lock_guard<std::mutex> lk(mu_);
     // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.
     if (args.a != last_a_ || args.b != last_b_ || args.d != last_d_) {
-      const sm90::TileShape t{cfg_.bm, cfg_.bn, cfg_.cm, cfg_.cn};
-      const int dt = view_.d.type;
       const CUresult r =
-          sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, t, sm90::epi_bytes(cfg_, dt),
-                            sm90::epi_tail_bytes(cfg_, dt), sm90::epi_rows(cfg_), args.a, args.b, args.d, maps_);
+          sm90::encode_maps(cuda::cu().cuTensorMapEncodeTiled, view_, plan_, args.a, args.b, args.d, maps_);
       if (r != CUDA_SUCCESS)
         GT_THROW("sm90: cuTensorMapEncodeTiled failed: " + cuda::error_string(r) + " (" + cand_.str() + ")");
       if (problem_.epilogue.has_glu()) encode_glu_maps(args);
@@ -231,9 +220,9 @@ class Sm90Executable final : public Executable {
       last_b_ = args.b;
       last_d_ = args.d;
     }
-    sm90::HostGemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
-    if (cfg_.dynamic) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
-    if (cfg_.gpc) params.order = static_cast<const int*>(order_.get());
+    gt_sm90::GemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
+    if (cfg_.dynamic()) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
+    if (cfg_.gpc()) params.order = static_cast<const int*>(order_.get());
     params.raster_n = cfg_.raster_n ? 1 : 0;
     params.group = cfg_.group;
     if (sk_floats_ > 0) {
@@ -265,6 +254,7 @@ class Sm90Executable final : public Executable {
   Candidate cand_;
   Config cfg_;
   KernelView view_;
+  gt_sm90::Plan plan_;  // the kernel's plan: shared memory, TMA boxes, epilogue strips
   EpiFlags flags_;
   float alpha_, beta_;
   Problem problem_;  // the epilogue's parameters (epi::make_params) come from it
@@ -311,19 +301,16 @@ class Sm90Backend final : public Backend {
     const KernelView v = sm90::kernel_view(p, cfg.swap);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);
-    const std::string name = kernel_name(cfg, v, ec + "|" + flags.expr());
-    jit::CompileOptions opts;
-    opts.arch = "sm_90a";
-    auto cubin = jit::compile(jit_source(cfg, v, ec, flags, name), name, opts, c.str() + " for " + p.str());
-    CompileResult r = jit_compile_result(cubin, sm90::smem_bytes(cfg, v.d.type));
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return r;
+    JitUnit u;
+    u.name = kernel_name(cfg, v, ec + "|" + flags.expr());
+    u.source = jit_source(cfg, v, ec, flags, u.name);
+    u.flags = {"-std=c++20"};  // GemmConfig takes the Spec as a class-type template parameter
+    u.dynamic_smem = sm90::plan(cfg, v).smem_bytes;
+    return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
   }
 
   std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
-    GT_REQUIRE(compiled.artifact, "sm90: load() needs the CompileResult of compile() (" + c.str() + ")");
-    auto cubin = std::static_pointer_cast<const jit::Cubin>(compiled.artifact);
-    return std::make_unique<Sm90Executable>(p, c, std::move(cubin));
+    return std::make_unique<Sm90Executable>(p, c, jit_cubin(compiled, "sm90", c));
   }
 };
 

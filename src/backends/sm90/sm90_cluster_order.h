@@ -1,7 +1,7 @@
 #pragma once
 // The "gpc" static tile order (Config tiles=gpc, kernels/sm90/sm90_tile_stream.cuh): cluster ids handed out GPC by
 // GPC, so that the clusters of one GPC take consecutive tiles, which share an operand; the L2 request coalescer then
-// merges their identical reads (bench/NOTES.md step 8). The kernel takes its cluster id from a permutation table
+// merges their identical reads (docs/PERFORMANCE.md). The kernel takes its cluster id from a permutation table
 // indexed by blockIdx.x / cluster size, so any table is correct and the placement it assumes only decides the speed.
 #include <vector>
 

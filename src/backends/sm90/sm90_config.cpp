@@ -1,8 +1,8 @@
+// sm90 config: the canonical line (parse / print), the kernel view of a problem, and the kernel's spec and plan
+// (kernels/sm90/sm90_spec.cuh: derived once, read by the kernels too).
 #include "backends/sm90/sm90_config.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
+#include <cstdio>
 #include <sstream>
 
 #include "core/check.h"
@@ -12,12 +12,6 @@ namespace gemmtune::sm90 {
 namespace {
 
 int elem_type(DType t) { return t == DType::bf16 ? kBF16 : t == DType::f16 ? kF16 : kF32; }
-
-// The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
-int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
-
-// The decode tiles of enumerate_configs: swap=1, or tile N < 64, which only they use.
-bool decode_tile(const Config& c) { return c.swap || c.bn < 64; }
 
 OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch) {
   OperandDesc d;
@@ -31,35 +25,14 @@ OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch)
   return d;
 }
 
-[[maybe_unused]] bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Chains the fused epilogue (kernels/epilogue/epilogue_fused_store.cuh) cannot take; the rest is shape/config.
-std::string epilogue_reason(const Problem& p) {
-  const EpiOp* g = p.epilogue.find(EpiOpKind::glu);
-  if (!g) return "";
-  const std::string pre = "sm90: epilogue '" + p.epilogue.key() + "': ";
-  if (p.d.layout != Layout::row)
-    return pre + "a GLU with column-major D is not fused (the kernel computes Dᵀ, so gate and up columns would sit in "
-                 "different threads' rows); use a row-major D or the cuBLASLt epi=separate candidate";
-  if (g->glu == GluLayout::interleaved && (g->glu_block % 8 != 0 || g->glu_block > 128))
-    return pre + "GLU interleave" + std::to_string(g->glu_block) +
-           ": the block must be a multiple of 8 columns and at most 128 (gate and up in one thread's wgmma fragment)";
-  return "";
-}
-
 }  // namespace
 
 std::string Config::str() const {
   std::ostringstream os;
   os << "tile=" << bm << "x" << bn << "x" << bk << ",stages=" << stages << ",cluster=" << cm << "x" << cn
      << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
-  if (dynamic) os << ",tiles=dynamic";
-  if (gpc) os << ",tiles=gpc";
+  if (tiles == TileOrder::dynamic) os << ",tiles=dynamic";
+  if (tiles == TileOrder::gpc) os << ",tiles=gpc";
   if (sk) os << ",tail=sk";
   if (epi_warp) os << ",epi=warp";
   if (swap) os << ",swap=1";
@@ -92,8 +65,7 @@ Config Config::parse(const std::string& s) {
         c.group = std::stoi(v);
       } else if (k == "tiles") {
         if (v != "static" && v != "dynamic" && v != "gpc") bad("tiles must be static, dynamic or gpc");
-        c.dynamic = v == "dynamic";
-        c.gpc = v == "gpc";
+        c.tiles = v == "dynamic" ? TileOrder::dynamic : v == "gpc" ? TileOrder::gpc : TileOrder::static_order;
       } else if (k == "tail") {
         if (v != "dp" && v != "sk") bad("tail must be dp or sk");
         c.sk = v == "sk";
@@ -126,458 +98,42 @@ KernelView kernel_view(const Problem& p, bool swap) {
   pp.has_c = p.beta != 0.0f;
   return make_kernel_view(pp, swap);
 }
-
-std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
-  if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
-    return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
-  if (std::string r = epilogue_reason(p); !r.empty()) return r;
-  if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
-    return "sm90: A and B must both be bf16 or both f16";
-  auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
-  if (!out_ok(p.d.dtype)) return "sm90: D must be bf16, f16 or f32";
-  if (p.beta != 0.0f && !out_ok(p.c.dtype)) return "sm90: C must be bf16, f16 or f32";
-  if (p.accum != DType::f32) return "sm90: accumulation must be f32";
-  const KernelView v = kernel_view(p);
-  struct Named { const char* name; const OperandDesc* o; int64_t rows, cols; };
-  const Named ops[] = {{"a", &v.a, v.m, v.k}, {"b", &v.b, v.k, v.n}, {"d", &v.d, v.m, v.n}};
-  for (const auto& n : ops) {
-    const int64_t es = elem_size(n.o->type);
-    const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
-    if ((n.o->ld * es) % 16 != 0)
-      return "sm90: ld" + nm + "=" + std::to_string(n.o->ld) + " (" + std::to_string(n.o->ld * es) +
-             " bytes) is not a multiple of 16 bytes (TMA)";
-    if (v.batch > 1 && n.o->batch_stride <= 0)
-      return "sm90: " + nm + " batch_stride must be > 0 with batch > 1 (broadcast operands are not supported)";
-    if (v.batch > 1 && (n.o->batch_stride * es) % 16 != 0)
-      return "sm90: " + nm + " batch_stride=" + std::to_string(n.o->batch_stride) + " (" +
-             std::to_string(n.o->batch_stride * es) + " bytes) is not a multiple of 16 bytes (TMA)";
-    if (n.o->ld * es >= (int64_t(1) << 40) || n.o->batch_stride * es >= (int64_t(1) << 40))
-      return "sm90: " + nm + " strides must be < 2^40 bytes (TMA)";
-  }
-  return "";
+gt_sm90::Spec spec(const Config& c, const KernelView& v) {
+  gt_sm90::Spec s;
+  s.bm = c.bm;
+  s.bn = c.bn;
+  s.stages = c.stages;
+  s.cm = c.cm;
+  s.cn = c.cn;
+  s.a_mn = v.a_mn;
+  s.b_mn = v.b_mn;
+  s.in = v.a.type;
+  s.out = v.d.type;
+  s.ct = v.has_c ? v.c.type : 0;
+  s.has_c = v.has_c;
+  s.pingpong = c.pingpong;
+  s.dynamic = c.dynamic();
+  s.sk = c.sk;
+  s.epi_warp = c.epi_warp;
+  return s;
 }
 
-bool epi_direct(const Problem& p, const KernelView& v) {
-  if (v.swap) return false;  // EpilogueTransposedStore bounds-checks every element: no edge copy
-  const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
-  return (n_out * elem_size(v.d.type)) % 16 != 0;
+std::string spec_literal(const gt_sm90::Spec& s) {
+  auto tf = [](bool x) { return x ? "true" : "false"; };
+  std::ostringstream os;
+  os << "gt_sm90::Spec{.bm = " << s.bm << ", .bn = " << s.bn << ", .stages = " << s.stages << ", .cm = " << s.cm
+     << ", .cn = " << s.cn << ", .a_mn = " << tf(s.a_mn) << ", .b_mn = " << tf(s.b_mn) << ", .in = " << s.in
+     << ", .out = " << s.out << ", .ct = " << s.ct << ", .has_c = " << tf(s.has_c) << ", .pingpong = "
+     << tf(s.pingpong) << ", .dynamic = " << tf(s.dynamic) << ", .sk = " << tf(s.sk) << ", .epi_warp = "
+     << tf(s.epi_warp) << "}";
+  return os.str();
 }
 
-// Shared memory besides the epilogue strip buffers (GemmConfig::kFixedBytes): the stage ring, the barriers, the
-// dynamic order's tile slots and the slack for the 1024-byte aligned base.
-static int fixed_smem(const Config& c) {
-  return gt_sm90::smem_fixed_bytes(c.stages, (c.bm + b_smem_rows(c.bn, c.cm)) * 128, c.dynamic);
+gt_sm90::Plan plan(const Config& c, const KernelView& v) { return gt_sm90::derive(spec(c, v)); }
+
+gt_sm90::Plan plan(const Config& c, int out_type) {
+  KernelView v;
+  v.d.type = out_type;
+  return plan(c, v);
 }
-
-int epi_bytes(const Config& c, int out_type) {
-  const int row = c.bn * elem_size(out_type);
-  if (c.epi_warp) return gt_sm90::epi_warp_strip_bytes(row);
-  return gt_sm90::epi_strip_bytes(row, elem_size(out_type), fixed_smem(c));
-}
-
-int epi_tail_bytes(const Config& c, int out_type) {
-  const int row = c.bn * elem_size(out_type);
-  return c.epi_warp ? gt_sm90::epi_warp_tail(row) : 0;
-}
-
-int epi_rows(const Config& c) { return gt_sm90::epi_rows(c.epi_warp, fixed_smem(c)); }
-
-int epi_buffers(const Config& c, int out_type) {
-  return gt_sm90::epi_buffers(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c));
-}
-
-int smem_bytes(const Config& c, int out_type) {
-  return fixed_smem(c) +
-         2 * gt_sm90::epi_region_bytes(c.bn * elem_size(out_type), elem_size(out_type), fixed_smem(c), c.epi_warp);
-}
-
-std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  if (std::string r = problem_reason(p, dev); !r.empty()) return r;
-  const std::string cs = " (config " + c.str() + ")";
-  if (c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
-  if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
-  if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
-  if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
-  if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
-  if (c.stages < 2 || c.stages > 16) return "sm90: stages must be in [2, 16]" + cs;
-  if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
-    return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
-  if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
-  if (c.dynamic && c.gpc) return "sm90: a tile order is static, dynamic or gpc, not two of them" + cs;
-  if (c.dynamic && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
-  if (c.sk && c.pingpong && c.epi_warp && c.cm == 2 && c.cn == 1 && (c.bn == 112 || c.bn == 128))
-    return "sm90: ping-pong 2x1 tail=sk with epi=warp spills at tile N 112 / 128 (48 bytes, ptxas); without epi=warp "
-           "or in a 1x2 / 1x1 cluster it does not" + cs;
-  if (c.sk && c.pingpong && !p.epilogue.empty())
-    return "sm90: the stream-K tail with a fused epilogue spills in the ping-pong schedule (128x128 2x1: 20-884 bytes); "
-           "the cooperative schedule takes it" + cs;
-  if (c.swap) {
-    if (p.epilogue.has_glu())
-      return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
-             "swap does" + cs;
-    if (c.epi_warp) return "sm90: swap=1 has no epilogue strips to store per warp (epi=warp)" + cs;
-    if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
-  }
-  const KernelView v = kernel_view(p, c.swap);
-  if (c.bn % 16 != 0) {
-    // Unswizzled strips narrower than 112 bytes: 216 (48-byte strips) spilled 24 bytes with a fused chain and C in the
-    // cooperative schedule (H200, 2026-11-21); only 112-byte strips are verified.
-    const int eb = epi_narrow_bytes(c.bn, v.d.type);
-    if (eb != 32 && eb != 112)
-      return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
-             " bytes) split into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168" + cs;
-  }
-  if (v.b_mn && c.bn % 64 != 0)
-    return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
-           " (N-major in the kernel) needs tile N a multiple of 64" + cs;
-  if (const EpiOp* g = p.epilogue.find(EpiOpKind::glu)) {
-    const int blk = g->glu == GluLayout::interleaved ? static_cast<int>(g->glu_block) : c.bn / 2;
-    if (c.bn % (2 * blk) != 0 || blk % 8 != 0)
-      return "sm90: GLU " + std::string(g->glu == GluLayout::interleaved ? "interleave" + std::to_string(blk) : "halves") +
-             " needs tile N a multiple of " + std::to_string(2 * blk) + " with a block of 8k columns" + cs;
-    if ((c.bn / 2 * elem_size(v.d.type)) % 32 != 0)
-      return "sm90: GLU output tile N/2=" + std::to_string(c.bn / 2) + " must be a multiple of 32 bytes of D" + cs;
-    if (g->glu == GluLayout::halves && v.b_mn && c.bn % 128 != 0)
-      return "sm90: GLU halves with N-major B needs tile N a multiple of 128" + cs;
-    if (c.epi_warp)
-      return "sm90: epi=warp (warp pieces of the GEMM tile's strips) does not take a GLU's half-width output" +
-             cs;
-  }
-  const int acc = acc_regs(c);
-  // 192 accumulators leave room for the epilogue only without a C input and with a 16-bit output (f32 out spilled
-  // 20 bytes on the H200 run of 2026-11-21).
-  // A fused epilogue needs registers of its own: 128 then too.
-  // The edge copy for rows that are not a multiple of 16 bytes needs registers too: with it, 128 accumulators and a C
-  // input spilled 32-88 bytes and 192 accumulators 172 bytes (H200 run of 2026-11-21, tests/gpu/test_sm90_gemm.cpp).
-  int acc_max = (!v.has_c && v.d.type != kF32 && p.epilogue.empty()) ? 192 : 128;
-  if (epi_direct(p, v)) acc_max = v.has_c ? 64 : 128;
-  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && epi_direct(p, v))
-    return "sm90: ping-pong with a fused residual and a ragged D row (edge copy) spills; the cooperative schedule "
-           "takes it" + cs;
-  if (c.pingpong && p.epilogue.has(EpiOpKind::residual) && acc > 96)
-    return "sm90: ping-pong with a fused residual is limited to 96 accumulator registers per thread (" +
-           std::to_string(acc) + " spilled)" + cs;
-  if (acc > acc_max)
-    return "sm90: " + std::to_string(acc) + " accumulator registers per thread exceed " + std::to_string(acc_max) +
-           " (spills)" + cs;
-  // Ping-pong tail=sk at 160-192 accumulators (tile 128 x 160-192; with C, f32 D or an edge copy they are refused
-  // above): ptxas spilled 16-48 bytes in 1x1 and 1x2 clusters (128x160 1x1, 128x168 1x2 epi=warp, 128x176 1x2, 128x192
-  // 1x1 at 4096x4096x14336) and in 2x1 with an M-major A (128x160, 128x176); 2x1 with a K-major A compiled clean for
-  // every tile, epilogue form and B layout (2026-11-22, also the session-19 kernels: Sm90Compile.Decode_SplitTwins
-  // found two of them listed at 16x4096x14336).
-  if (c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn))
-    return "sm90: ping-pong tail=sk at " + std::to_string(acc) + " accumulators per thread spills (16-48 bytes) "
-           "except in a 2x1 cluster with a K-major A" + cs;
-  // Found by Sm90Compile.Decode_SplitTwins (2026-11-22; the session-19 kernels too): with a C input, tail=sk in a 1x1
-  // cluster spilled 16 bytes at 112-128 accumulators (ping-pong 128x128, coop 128x224 / 128x240; 1x2 clusters and
-  // coop 128x208 compiled clean, so did coop 128x256 / 256x128 — refused with them for one rule).
-  if (c.sk && v.has_c && c.cm * c.cn == 1 && acc >= 112)
-    return "sm90: tail=sk with a C input in a 1x1 cluster is limited to 104 accumulator registers per thread (" +
-           std::to_string(acc) + " spilled 16 bytes); a 1x2 cluster takes it" + cs;
-  const int smem = smem_bytes(c, v.d.type);
-  const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
-  if (smem > smem_max)
-    return "sm90: needs " + std::to_string(smem) + " bytes of shared memory, the device allows " +
-           std::to_string(smem_max) + cs;
-  // Ping-pong with several tiles per CTA (mainloop ordering barrier) was verified on the H200 (Sm90Gpu.ManyTilesPerCta,
-  // 2026-11-21); GEMMTUNE_SM90_PINGPONG_MULTITILE=0 restores the old one-tile-per-CTA limit for debugging.
-  if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
-    const int sms = sm_count(dev);
-    if (cluster_tiles(c, v) > sms / (c.cm * c.cn) / 2)
-      return "sm90: ping-pong limited to one tile per CTA (GEMMTUNE_SM90_PINGPONG_MULTITILE=0)" + cs;
-  }
-  return "";
-}
-
-// Ranking model, in SM clock cycles: waves of tiles x k-blocks x MMA clocks per k-block, times a per-config
-// efficiency measured on the H200 (bench/NOTES.md, side-by-side runs of 2026-11-21, 6 large shapes, 14 configs each,
-// interleaved). What the data says:
-//   - a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another; this wave count explains
-//     most differences between good configs (4096^3: ping-pong 128x192 needs 6 waves of 0.75 the work = 4.5 against
-//     coop 128x256's 4, and ran 17% slower; at 8192^3 21 x 0.75 = 15.75 against 16, and ran 3% faster);
-//   - per MMA clock, every wgmma N >= 128 runs at the same rate (within ~2%); thin tiles lose through L2 bytes;
-//   - the coop epilogue is not overlapped (2-7% of a K = 4096 tile, by strip count); ping-pong hides it;
-//   - 2x1 / 1x2 clusters: within 1% of 1x1 (ping-pong 2x1 0-4% ahead); 2x2: 10-40% behind (not enumerated).
-// A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
-double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
-  const KernelView v = kernel_view(p, c.swap);
-  const int sms = sm_count(dev);
-  const int cs = c.cm * c.cn;
-  const int64_t ctiles = cluster_tiles(c, v);
-  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
-  const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
-  const double kblocks = static_cast<double>(cdiv(v.k, 64));
-  const int slabs = sm90::slabs(c);
-  // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
-  // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
-  // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
-  // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3 (step 9).
-  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc) ? 1.03 : 1.0;
-  if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
-  const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
-  // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
-  // 96: +60%; multicast halves the shared operand's share).
-  // tiles=gpc: the clusters of a GPC take neighbouring tiles, and the operand they share without multicast (A when
-  // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (bench/NOTES.md step 8);
-  // charged as a quarter less of that operand's bytes. A multicast operand is not merged further (a 2x1 walking M
-  // merged less than the static order).
-  // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split among the cluster CTAs).
-  const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
-  const double a_share = c.gpc && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
-  const double b_share = c.gpc && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
-  const double l2_per_clk = (a_share * a_rows + b_share * b_rows) * 128.0 / mma;
-  eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
-  // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
-  // cost every tile; off the 32-byte sectors too, the more the more operand bytes a tile reads per MMA clock (H200,
-  // 128-byte promotion, against K = 1024 at 4096x4096xK, bench/NOTES.md step 17): rows 2000 / 2064 bytes apart (off the
-  // sectors): coop 128x256 2x1 and 256x128 / 256x192 1x2 +6%, ping-pong 128x192 2x1 +7%, 128x176 2x1 +12%, 128x128 2x1
-  // +27%; rows 2080 / 2112 / 2016 bytes apart (on the sectors): +3-8% whatever the tile. Charged per operand by its
-  // share of the bytes, without the gpc walk's shares (the coalescer's merging did not show there).
-  {
-    const double l2_raw = (a_rows + b_rows) * 128.0 / mma;
-    const double sector_cost = 0.06 + 0.016 * std::max(0.0, l2_raw - 35.0), line_cost = 0.05;
-    const auto cost = [&](const OperandDesc& o) {
-      const int cls = row_grid_class(0, o.ld * elem_size(o.type), v.batch, o.batch_stride * elem_size(o.type));
-      return cls == 0 ? 0.0 : cls == 1 ? line_cost : sector_cost;
-    };
-    eff *= 1.0 + (cost(v.a) * a_rows + cost(v.b) * b_rows) / (a_rows + b_rows);
-  }
-  double per_k = mma * eff + kPerKOverhead;
-  if (cs == 4)
-    per_k *= 1.15;
-  else if (c.cn > 1)
-    per_k *= 1.01;  // 1x2 measured 0-2% behind 1x1 / 2x1
-  // Fewer stages than fit: shallower prefetch (enumerate() only emits the deepest ring; explicit configs may differ).
-  const int deepest = max_stages(c, v.d.type, dev);
-  if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
-  if (c.stages < 4) per_k *= 1.03;  // 256x192 with 3 stages: ~3% behind at the same wave count
-  // Epilogue: registers -> shared memory -> TMA store in 64-row strips (epi_bytes: 64/128-byte swizzled, wide
-  // unswizzled, or 32-byte), each strip a barrier round trip: not overlapped with the next tile's MMAs in the
-  // cooperative schedule (coop 128x176 2x1 with eleven 32-byte strips per slab ran 7% behind ping-pong 128x176 2x1 at
-  // 8192x6144x4096, ~4000 clocks per tile; with two 176-byte strips 3.5%); ping-pong hides most of it.
-  const double osz = elem_size(v.d.type);
-  double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
-  // In ping-pong the strips' barrier round trips overlap the other consumer's MMAs: only the bytes are charged. (With
-  // 400 clocks a strip too, the five-strip 128x160 ranked 17th-49th at K = 512-1024 where it was the fastest or within
-  // 0.3% of it: every candidate timed at 33 problems, bench/NOTES.md step 17.)
-  if (!c.pingpong)
-    epi += 400.0 * slabs *
-           static_cast<int>(c.bn * osz / epi_bytes(c, v.d.type) + (epi_tail_bytes(c, v.d.type) > 0 ? 1 : 0));
-  if (v.has_c) epi *= 1.5;
-  if (c.pingpong) epi *= 0.1;
-  double compute = rounds * (kblocks * per_k + epi);
-  // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, less
-  // a penalty measured on the H200 (bench/NOTES.md step 9): after their uneven head units the clusters no longer walk
-  // K in step, so neighbouring tiles stop sharing their operand reads in L2, and the partials go through L2 twice.
-  // Interleaved against the plain walk: 8192^3 ping-pong 128x128 2x1 (R = 31, r / C = 0.03) -2.6%; 4096^3 (R = 7,
-  // 0.76) -0.1%; 2048x4096x4096 (R = 3, 0.88) +3.2%; 2048x4096x14336 +10% (ping-pong) and +27% (coop 128x256, R = 1):
-  // about a quarter of a round up to K = 8192, growing beyond (~0.55 at K = 14336).
-  if (c.sk && sk_tail(ctiles, clusters, static_cast<int64_t>(kblocks))) {
-    const double sk_rounds = static_cast<double>(ctiles) / static_cast<double>(clusters) +
-                             0.25 * std::pow(std::max(1.0, kblocks / 128.0), 1.5);
-    compute = sk_rounds * (kblocks * per_k + epi);
-  }
-  // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
-  // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
-  const double bytes = (static_cast<double>(v.m) * v.k + static_cast<double>(v.k) * v.n) * elem_size(v.a.type) +
-                       static_cast<double>(v.m) * v.n * osz * (v.has_c ? 2.0 : 1.0);
-  double dram = bytes * v.batch / 2800.0;
-  // tail=sk with fewer tiles than clusters (split mode, sk_clusters): every cluster the grid can hold takes an equal
-  // share of the tiles' k-blocks, so the MMA work spreads over them, and more SMs stream the operands: charged as DRAM
-  // bandwidth growing with the CTAs that stream, ~60 bytes per clock each up to the 2800, against the plain walk's
-  // CTAs; each cluster writes or adds about two fp32 partial tiles through L2 (~64 bytes per clock), and the split
-  // costs ~10k clocks besides (H200, bench/NOTES.md step 19: at M = 16 / 128 and K = 4096, six split twins of 24-96
-  // CTA grids against their plain configs: -8% to +17%, none faster than the best plain config; at K = 14336 grids of
-  // 16-32 CTAs ran 19-43% faster split).
-  if (const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : 0; ctiles < split) {
-    const auto streaming = [&](double ctas) { return std::min(1.0, ctas * 60.0 / 2800.0); };
-    compute = static_cast<double>(ctiles) * kblocks / static_cast<double>(split) * per_k + epi +
-              2.0 * c.bm * c.bn * 4.0 / 64.0 + 10000.0;
-    dram *= streaming(static_cast<double>(clusters) * cs) / streaming(static_cast<double>(split) * cs);
-  }
-  return std::max(compute, dram) + 0.1 * compute;
-}
-
-// Tiles per band of the grouped raster: the clusters in flight at once cover G cluster tiles along the grouped
-// dimension and P/G along the other, so a wave touches G*ext_g + (P/G)*ext_o rows of A and B; minimal at
-// G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (was 8: 8 x 16.5 tiles read 26% more
-// operand rows per wave than 16 x 8) and 8 for raster n.
-// The largest useful band width: the cluster tiles along the grouped dimension (at most 64).
-static int max_group(const Config& c, const KernelView& v) {
-  const int64_t tiles_g = c.raster_n ? cdiv(cdiv(v.n, c.bn), c.cn) : cdiv(cdiv(v.m, c.bm), c.cm);
-  return static_cast<int>(std::min<int64_t>(tiles_g, 64));
-}
-
-static int band_group(const Config& c, const KernelView& v, const DeviceInfo& dev) {
-  const int sms = sm_count(dev);
-  const int cs = c.cm * c.cn;
-  const double inflight = sms / cs;
-  const double ext_g = c.raster_n ? c.bn * c.cn : c.bm * c.cm, ext_o = c.raster_n ? c.bm * c.cm : c.bn * c.cn;
-  const int g = static_cast<int>(std::lround(std::sqrt(inflight * ext_o / ext_g)));
-  return std::clamp<int>(g, 1, max_group(c, v));
-}
-
-int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
-  const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
-  Config t = c;
-  // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
-  // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (bench/NOTES.md step 18): -4.0% at
-  // 4096x8192x512, -4.9% at 8192x6144x512, -0.4% at K = 1024, -0.1 to -0.5% at K = 4096-14336.
-  // The decode tiles (a stage of 10-18 KB): up to 16 stages (11, 12 and 16 measured, bench/NOTES.md step 20).
-  const int deepest = decode_tile(c) ? 16 : 7;
-  if (c.epi_warp)
-    for (t.stages = deepest; t.stages > 2; --t.stages)
-      if (smem_bytes(t, out_type) <= limit && epi_rows(t) == 16) return t.stages;
-  for (t.stages = deepest; t.stages > 2; --t.stages)
-    if (smem_bytes(t, out_type) <= limit) break;
-  return t.stages;
-}
-
-std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
-  std::vector<Config> out;
-  if (!problem_reason(p, dev).empty()) return out;
-  const KernelView v = kernel_view(p);
-  struct Tile { int bm, bn; bool pp; };
-  std::vector<Tile> tiles;
-  // Every tile N in steps of 16 (the wgmma N, 16-byte TMA boxes and 32-byte epilogue strips allow it) lets a tile
-  // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
-  // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200 2026-11-21);
-  // estimate_cost charges that, so they rank below the wide tiles on large problems.
-  // Tile N 168 too: cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672: 170.7 tiles against 162.9
-  // at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; bench/NOTES.md step 10). On 2 CTAs along M
-  // its B parts are 88 rows (8 rows of padding per stage). The other N = 8 (mod 16) split 16-bit D rows into strips
-  // of 16-80 bytes, which config_reason refuses.
-  auto widths = [](int hi) {
-    std::vector<int> w;
-    for (int bn = 64; bn <= hi; bn += 16) w.push_back(bn);
-    if (hi >= 168) w.insert(std::upper_bound(w.begin(), w.end(), 168), 168);
-    return w;
-  };
-  for (int bn : widths(256)) tiles.push_back({128, bn, false});
-  for (int bn : widths(192)) tiles.push_back({256, bn, false});
-  for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
-  for (int bn : widths(192)) tiles.push_back({128, bn, true});
-  const bool raster_n = v.n > v.m;
-  for (const Tile& t : tiles)
-    // 2x2 clusters are valid (--config) but were 10-40% behind 1x1 on every large shape measured: not enumerated.
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
-      Config c;
-      c.bm = t.bm;
-      c.bn = t.bn;
-      c.pingpong = t.pp;
-      c.cm = cm;
-      c.cn = cn;
-      // A cluster wider than the tile grid only adds CTAs that compute zeros.
-      if (cdiv(v.m, c.bm) < cm || cdiv(v.n, c.bn) < cn) continue;
-      c.raster_n = raster_n;
-      c.group = band_group(c, v, dev);
-      // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
-      c.stages = max_stages(c, v.d.type, dev);
-      // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers — wide unswizzled strips
-      // with room for one buffer only (128x176 at 5 stages: 4 strips of 11 KB per tile, each waiting for the previous
-      // one's store; 128x144 at 6), or 64-byte strips (128x160: 5 per slab) — store per warp instead: 128-byte
-      // strips and a tail, 16-row pieces from two buffers per warp (sm90_shape.cuh: epi_warp_rows). Measured side by
-      // side on the H200 (bench/NOTES.md step 18), warp against warpgroup at 8192x6144x512 / 4096x8192x512 /
-      // 8192x6144x1024 / 8192x6144x4096 / 8192^3: 128x176 2x1 -3.2 / -3.4 / -0.8 / -0.3 / -0.2%, 128x160 -1.2 / -1.2 /
-      // -0.8 / -0.2 / +0.3%, 128x144 (8-row pieces) -1.7 / -1.6 / -0.1 / 0 / 0%. Not for the others: 128x192 +0.7 /
-      // +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to +0.4%; in the cooperative schedule (both consumers
-      // storing at once) 8-row warp pieces ran 1.5-10% slower (step 16), 16-row ones up to 4%. The other tiles the
-      // rule reaches, K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%.
-      c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
-                   (epi_buffers(c, v.d.type) == 1 || epi_bytes(c, v.d.type) == 64);
-      if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
-      if (!config_reason(c, p, dev).empty()) continue;
-      out.push_back(c);
-      // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
-      // which neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2:
-      // raster m shares B), which is the read the L2 coalescer merges between the clusters of a GPC. Measured
-      // (bench/NOTES.md step 8): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
-      // within 1%; but cooperative 128x256 2x1 10-12% slower and 1x1 configs unchanged, so those get none (a twin
-      // takes a timing slot of the tuner's top k). It runs the static kernel of its raster and band (the order is a
-      // host table), so it shares the compile with that static config where both are listed.
-      if (!c.pingpong || cm == cn) continue;
-      Config g = c;
-      g.gpc = true;
-      g.raster_n = cm == 2;
-      // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
-      // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
-      // 208.3 with band_group's 12 (and group 4 was worse too, bench/NOTES.md step 8).
-      g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
-      if (config_reason(g, p, dev).empty()) out.push_back(g);
-    }
-  // Decode sizes: with at most 64 rows on one side and more on the other, tiles whose N covers the few rows (rounded
-  // up to 16) and whose M runs along the wide side, with rings of up to 16 stages (a 128x16 stage holds 18 KB). When
-  // the few rows are the kernel view's N already (a column-major D at small M, a row-major one at small N) that is the
-  // usual kernel; when they are its M, swap=1 takes the other orientation and stores D transposed. Without it a
-  // 64-row tile computes 48 rows of zeros per 16 tokens and its A stage takes ring space the weights could use.
-  // Measured on the H200 (bench/NOTES.md step 20): 16x4096x14336 34.1 us against 40.3 for the best config without
-  // these tiles (cuBLASLt 35.5), 16x4096x4096 14.0 against 20.5 (15.9), 1x4096x14336 34.0 against 41.4 (34.8).
-  const bool decode_swap = v.m <= 64 && v.n > v.m, decode_plain = v.n <= 64 && v.m > v.n;
-  if (decode_swap || decode_plain) {
-    const KernelView w = kernel_view(p, decode_swap);
-    const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
-    for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}, Tile{256, bn, false}})
-      for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
-        Config c;
-        c.bm = t.bm;
-        c.bn = t.bn;
-        c.pingpong = t.pp;
-        c.cm = cm;
-        c.cn = cn;
-        c.swap = decode_swap;
-        if (cdiv(w.m, c.bm) < cm) continue;
-        c.raster_n = w.n > w.m;
-        c.group = band_group(c, w, dev);
-        c.stages = max_stages(c, w.d.type, dev);
-        // (tile N 64 without swap may already be listed: the same ring depth where shared memory stops it at 7)
-        if (config_reason(c, p, dev).empty() && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-      }
-  }
-  // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
-  std::vector<std::pair<double, size_t>> order;
-  for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], p, dev), i});
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  // Stream-K tails (tail=sk) for configs whose last round is partial enough that the estimate gains 2% or more and
-  // that then rank among the best 8 plain configs (the tuner's default top k): each is its own kernel, compiling in
-  // about twice the time of its plain sibling, so only twins the tuner would time are listed. (At 8192^3 the ranking
-  // puts ping-pong 128x128 2x1 33rd, yet its tail twin ran 1.4% ahead of the best plain config: bench/NOTES.md step 9.
-  // Listing twins down to rank 24 lists it, but the default top 8 does not time it either.)
-  // Not below 24 k-blocks: with so few, a split tile's fixup (partials through L2, the wait for the neighbour) weighs
-  // a fixed ~5-10k clocks against tiles of 6-25k, and the twins measured +6.5 to +14% at K = 512 and -1 to +4% at
-  // K = 1000-1040 against their plain configs, -3 to -6% from K = 2000 on (H200, every candidate timed at 16
-  // problems, bench/NOTES.md step 17).
-  // Split twins (fewer tiles than clusters) only from 128 k-blocks: at K = 4096 no split twin measured beat the best
-  // plain config, at K = 14336 they did (bench/NOTES.md step 19).
-  constexpr size_t kSkRank = 8;
-  constexpr int64_t kSkMinKBlocks = 24, kSkSplitMinKBlocks = 128;
-  const size_t n_static = order.size();
-  const int sms = sm_count(dev);
-  if (n_static > 0 && cdiv(v.k, 64) >= kSkMinKBlocks) {
-    const double bar = order[std::min(kSkRank, n_static) - 1].first;
-    for (size_t i = 0; i < n_static; ++i) {
-      Config s = out[order[i].second];
-      if (decode_tile(s)) continue;  // 64-row decode tiles with 16 stages streamed as fast unsplit (step 20)
-      s.sk = true;
-      if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
-      if (!config_reason(s, p, dev).empty()) continue;
-      const double cost = estimate_cost(s, p, dev);
-      if (cost > 0.98 * order[i].first || cost > bar) continue;
-      out.push_back(s);
-      order.push_back({cost, out.size() - 1});
-    }
-  }
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<Config> ranked;
-  for (const auto& o : order) ranked.push_back(out[o.second]);
-  // Up to 48 rows the decode tiles go first (in their estimated order), so that the tuner's top 8 times them all: the
-  // cost model reads every config of such a problem as streaming at the DRAM floor, but on the H200 the best decode
-  // tile beat the best other config at every such problem measured, by 0.8% (16x28672x4096) to 46% (16x4096x4096), and
-  // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them (bench/NOTES.md
-  // step 20).
-  if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
-    std::stable_partition(ranked.begin(), ranked.end(), decode_tile);
-  return ranked;
-}
-
 }  // namespace gemmtune::sm90

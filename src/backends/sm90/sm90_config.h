@@ -1,7 +1,10 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
 //   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp][,swap=1]
-// and the single validity function used by enumerate() (pruning), validate() and error messages.
+// In layers: config (parse / print, sm90_config.cpp), rules (the single validity function used by enumerate(),
+// validate() and error messages, sm90_rules.cpp), plan (derived once from the kernel's spec,
+// kernels/sm90/sm90_spec.cuh, which the kernels read too), heuristics (cost model and enumeration order,
+// sm90_heuristics.cpp).
 #include <string>
 #include <vector>
 
@@ -11,6 +14,11 @@
 
 namespace gemmtune::sm90 {
 
+// Which cluster takes which tile: static (cluster c takes tiles c, c + clusters, ...; omitted from the string),
+// "tiles=dynamic" (from a global counter as the clusters need them: its own kernel), or "tiles=gpc" (the static kernel
+// with GPC-major cluster ids, sm90_cluster_order.h: a host table, the same kernel as static).
+enum class TileOrder { static_order, dynamic, gpc };
+
 struct Config {
   int bm = 128, bn = 256, bk = 64;
   int stages = 4;
@@ -18,45 +26,47 @@ struct Config {
   bool pingpong = false;
   bool raster_n = false;  // false: "m", true: "n"
   int group = 8;
-  bool dynamic = false;   // tile order: static (omitted from the string), "tiles=dynamic" or "tiles=gpc"
-  bool gpc = false;       // static order with GPC-major cluster ids (sm90_cluster_order.h); same kernel as static
+  TileOrder tiles = TileOrder::static_order;
   bool sk = false;        // "tail=sk": the last round and a half of tiles shared out by k-blocks (stream-K tail);
                           // with fewer tiles than clusters, all tiles split over the clusters (split mode)
   bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own epilogue pieces (GemmConfig::kEpiWarp)
   bool swap = false;      // "swap=1": the other orientation (kernel M = the problem's N; decode sizes: the weights on
                           // the wgmma M side, the tokens on N), D stored transposed (EpilogueTransposedStore)
 
+  bool dynamic() const { return tiles == TileOrder::dynamic; }
+  bool gpc() const { return tiles == TileOrder::gpc; }
+
   std::string str() const;
   static Config parse(const std::string& s);  // throws gemmtune::Error naming the bad field
   bool operator==(const Config&) const = default;
 };
 
+// ---- config ----
 // Kernel view of a problem (col-major D rewritten as the transposed problem; `swap`: the other orientation, see
 // make_kernel_view). Throws nothing; see problem_reason().
 KernelView kernel_view(const Problem& p, bool swap = false);
+// ---- rules ----
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
 // bounds-checked edge copy (TMA stores clip at 16-byte granularity); never with swap (no TMA store). Decides the
-// kEpiDirect flag and the register budget of a config.
+// kEpiDirect flag, and the spill prior of the ranking.
 bool epi_direct(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
-// Dynamic shared memory of the config's kernel (mirrors GemmConfig::kSmemBytes).
-int smem_bytes(const Config& c, int out_type);
-// The config's epilogue strip width in bytes — the D map's box — and strip buffers per consumer warpgroup of the
-// warpgroup form (GemmConfig::kEpiBytes, kEpiBufs: gt_sm90::epi_strip_bytes, epi_buffers); with epi=warp 128-byte
-// strips (or the whole row when it is shorter) and the tail strip of epi_tail_bytes (GemmConfig::kEpiTailBytes, the
-// tail D map's box; 0: none).
-int epi_bytes(const Config& c, int out_type);
-int epi_tail_bytes(const Config& c, int out_type);
-int epi_buffers(const Config& c, int out_type);
-// Rows of one epilogue store, the D maps' box rows (GemmConfig::kEpiRows: 64, or a warp's 16 or 8 with epi=warp).
-int epi_rows(const Config& c);
-// m64 wgmma slabs per consumer warpgroup and fp32 accumulator registers per thread (mirror GemmConfig::kSlabs,
-// kAccRegs).
-inline int slabs(const Config& c) { return (c.pingpong ? c.bm : c.bm / 2) / 64; }
-inline int acc_regs(const Config& c) { return slabs(c) * c.bn / 2; }
+// ---- plan ----
+// The kernel's compile-time spec for the problem's kernel view (kernels/sm90/sm90_spec.cuh; tiles=gpc is the static
+// kernel) and the plan derived from it: shared memory, TMA boxes, epilogue strips, accumulator registers.
+gt_sm90::Spec spec(const Config& c, const KernelView& v);
+gt_sm90::Plan plan(const Config& c, const KernelView& v);
+// The plan of a view with K-major operands and D of `out_type`: every number but the MN-major operands' box rows, which
+// no shared-memory size depends on.
+gt_sm90::Plan plan(const Config& c, int out_type);
+// The spec as the JIT unit's template argument: a designated initializer naming every field.
+std::string spec_literal(const gt_sm90::Spec& s);
+// ---- heuristics ----
+// The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
+inline int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
 // Cluster tiles of the problem (the tile scheduler's `total`).
 inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };

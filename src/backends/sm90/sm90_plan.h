@@ -1,21 +1,23 @@
 #pragma once
-// Host-side plan of one sm90 GEMM launch, header-only and free of gemmtune types so the standalone nvcc harness
-// (scripts/sm90_dev) exercises exactly the code the backend uses:
+// Host side of one sm90 GEMM launch, header-only and free of gemmtune types:
 //   - the kernel view: col-major D is solved as the transposed problem Dᵀ = Bᵀ·Aᵀ (pure host rewrite);
-//   - TMA tensor maps for A, B, D (3-D: inner, outer, batch) matching the device config's boxes and swizzles;
-//   - the GemmParams mirror passed by value to the kernel.
+//   - TMA tensor maps for A, B, D (3-D: inner, outer, batch) with the boxes and swizzles of the kernel's plan
+//     (kernels/sm90/sm90_spec.cuh, the one derivation host and device read);
+//   - the kernel's GemmParams (the same header's struct), passed by value to the kernel.
 #include <cuda.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
-#include "sm90/sm90_shape.cuh"  // kernels/: the shape arithmetic the kernels use
+#include "sm90/sm90_spec.cuh"  // kernels/: the spec, plan and parameters the kernels use
 
 namespace gemmtune::sm90 {
 
-enum ElemType : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
-inline int elem_size(int t) { return t == kF32 ? 4 : 2; }
+using gt::kBF16;
+using gt::kF16;
+using gt::kF32;
+inline int elem_size(int t) { return gt::dtype_code_bytes(t); }
 
 struct OperandDesc {
   int type = kBF16;
@@ -77,22 +79,8 @@ inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
   return v;
 }
 
-// The config knobs the host plan depends on (must mirror kernels/sm90/sm90_config.cuh).
-struct TileShape {
-  int bm = 128, bn = 256, cm = 1, cn = 1;
-};
-
-inline int a_box_rows(const KernelView& v, const TileShape& t) { return (v.a_mn ? 64 : t.bm) / t.cn; }
-// A K-major B part is rounded up to whole 8-row swizzle atoms (GemmConfig::kBBoxRows: tile N 168 on 2 CTAs along M
-// loads 88 rows each).
-inline int b_box_rows(const KernelView& v, const TileShape& t) {
-  return v.b_mn ? 64 / t.cm : gt_sm90::operand_part_rows(t.bn, t.cm);
-}
-// B rows a stage holds in shared memory (GemmConfig::kBRows; N-major B needs tile N a multiple of 64, so the K-major
-// rounding is the general formula).
-inline int b_smem_rows(int bn, int cm) { return gt_sm90::operand_part_rows(bn, cm) * cm; }
 // Narrow epilogue strip width in bytes for output tiles of `bn` columns (gt_sm90::epi_narrow_bytes); the width a
-// kernel uses depends on its shared-memory plan too: sm90::epi_bytes(const Config&, ...) in sm90_config.h.
+// kernel uses depends on its shared-memory plan too: gt_sm90::Plan::epi_bytes.
 inline int epi_narrow_bytes(int bn, int out_type) { return gt_sm90::epi_narrow_bytes(bn * elem_size(out_type)); }
 // The D tensor map's swizzle for strips of `eb` bytes: the same as the width for 128/64/32, none otherwise.
 inline CUtensorMapSwizzle epi_swizzle(int eb) {
@@ -101,22 +89,6 @@ inline CUtensorMapSwizzle epi_swizzle(int eb) {
          : eb == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                     : CU_TENSOR_MAP_SWIZZLE_NONE;
 }
-
-// Mirror of gt_sm90::GemmParams.
-struct HostGemmParams {
-  int m, n, k, batch;
-  float alpha, beta;
-  const void* c;
-  long long ldc_m, ldc_n, c_batch;
-  void* d;
-  long long ldd, d_batch;
-  int* tiles;        // dynamic tile order: {next, done}, zero between launches
-  const int* order;  // static order: cluster id permutation (tiles=gpc), or null
-  int raster_n, group;  // the tile walk: raster n (1) or m (0), band width
-  float* sk_ws;         // stream-K tail (tail=sk): partial accumulators, or null (no tail this launch)
-  int* sk_flags;        // one per slot and part, zero between launches
-};
-static_assert(sizeof(HostGemmParams) == 120, "HostGemmParams must mirror gt_sm90::GemmParams");
 
 // Slots of the dynamic tile order's ring (GemmConfig::kTileSlots).
 using gt_sm90::kTileSlots;
@@ -143,8 +115,8 @@ inline size_t sk_ws_floats(int64_t clusters, int parts, int acc_regs) {
   return static_cast<size_t>(clusters) * parts * 128 * acc_regs;
 }
 
-inline HostGemmParams make_params(const KernelView& v, float alpha, float beta, const void* c, void* d) {
-  HostGemmParams p{};
+inline gt_sm90::GemmParams make_params(const KernelView& v, float alpha, float beta, const void* c, void* d) {
+  gt_sm90::GemmParams p{};
   p.m = static_cast<int>(v.m);
   p.n = static_cast<int>(v.n);
   p.k = static_cast<int>(v.k);
@@ -194,7 +166,7 @@ inline CUtensorMapDataType tma_type(int t) {
 // that is not a multiple of 128 bytes, e.g. K = 1000 16-bit elements: rows 2000 bytes apart) most row reads straddle
 // two lines, and when the offset is not a multiple of 32 bytes they touch a fifth sector too. 0: on the lines; 1: on
 // sectors, off the lines; 2: off the sectors. (ncu, H200, 6000x6000x1000 against K = 1024: 2.3x the L2 requests,
-// 1.37x the sectors; bench/NOTES.md step 17.)
+// 1.37x the sectors; docs/PERFORMANCE.md.)
 inline int row_grid_class(uint64_t base, int64_t pitch_bytes, int64_t batch, int64_t batch_stride_bytes) {
   const uint64_t off =
       base | static_cast<uint64_t>(pitch_bytes) | (batch > 1 ? static_cast<uint64_t>(batch_stride_bytes) : 0);
@@ -202,7 +174,7 @@ inline int row_grid_class(uint64_t base, int64_t pitch_bytes, int64_t batch, int
 }
 
 // L2 promotion of a map: 256 bytes when the rows start on lines, 128 when they do not. Measured side by side on the
-// H200 (bench/NOTES.md step 17, 4096x4096xK, 8192x8192x4104, 6000x6000x1000): rows off the lines ran ping-pong tiles
+// H200 (docs/PERFORMANCE.md, 4096x4096xK, 8192x8192x4104, 6000x6000x1000): rows off the lines ran ping-pong tiles
 // 2-18% slower with 256-byte promotion than with 128 (the cooperative 256-row tiles level), rows on the lines the same
 // with either.
 inline CUtensorMapL2promotion l2_promotion(int row_class) {
@@ -225,20 +197,21 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
              swizzle, l2_promotion(rows), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-// Tensor maps for A, B (loads, 128-byte swizzle) and D (store, boxes of the epilogue's `eb`-byte strips by `d_rows`
-// rows — GemmConfig::kEpiRows: 64 for a warpgroup's strips, 16 or 8 for a warp's — swizzle matching), and D's tail map
-// (maps[3]: boxes of the `tail`-byte tail strip of warp pieces, GemmConfig::kEpiTailBytes; with no tail a copy of
-// D's, which the kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed.
+// Tensor maps for A, B (loads, 128-byte swizzle, the plan's box rows) and D (store, boxes of the epilogue's
+// epi_strip_bytes strips by epi_rows rows — 64 for a warpgroup's strips, 16 or 8 for a warp's — swizzle matching), and
+// D's tail map (maps[3]: boxes of the epi_tail_bytes tail strip of warp pieces; with no tail a copy of D's, which the
+// kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed.
 // Returns the first failing CUresult.
-inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const TileShape& t, int eb, int tail, int d_rows,
-                            const void* a, const void* b, void* d, CUtensorMap maps[4]) {
+inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const gt_sm90::Plan& plan, const void* a,
+                            const void* b, void* d, CUtensorMap maps[4]) {
+  const int eb = plan.epi_strip_bytes, tail = plan.epi_tail_bytes, d_rows = plan.epi_rows;
   if (v.transposed) std::swap(a, b);
   // K-major boxes are {64 K, rows}, MN-major ones {64 M or N, 64 K}: only the order of the two inner dims differs.
   CUresult r = encode_3d(enc, &maps[0], a, v.a.type, v.a_mn ? v.m : v.k, v.a_mn ? v.k : v.m, v.batch, v.a.ld,
-                         v.a.batch_stride, 64, a_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
+                         v.a.batch_stride, 64, plan.a_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
   r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
-                64, b_box_rows(v, t), CU_TENSOR_MAP_SWIZZLE_128B);
+                64, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
   if (v.swap) {  // a column-major D is stored without TMA (EpilogueTransposedStore): copies of A's map, unused
     maps[2] = maps[3] = maps[0];

@@ -1,0 +1,124 @@
+#pragma once
+// The sm90 kernel's compile-time spec, the plan derived from it once, and the run-time parameters: no device code, so
+// NVRTC (the kernels: GemmConfig<Spec> in sm90_config.cuh) and the host compiler (src/backends/sm90: shared-memory
+// size, TMA boxes, launch arguments) read the same definitions.
+// Kernel view of the problem (the host rewrites col-major D as the transposed problem first):
+//   D (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C,  per batch b.
+//   A is K-major (row-major A) or M-major (A_MN); B is K-major (col-major B) or N-major (B_MN).
+#include "common/dtype_codes.cuh"
+#include "sm90/sm90_shape.cuh"
+
+namespace gt_sm90 {
+
+using gt::kBF16;
+using gt::kF16;
+using gt::kF32;
+
+// Everything a kernel is specialised on besides its fused epilogue: a structural literal type, so it is the kernel
+// template's one parameter and prints as one designated initializer in the JIT unit.
+struct Spec {
+  int bm = 128, bn = 256, stages = 4;  // tile M and N (tile K is 64), ring stages
+  int cm = 1, cn = 1;                  // cluster CTAs along M and N
+  bool a_mn = false, b_mn = false;     // A stored M-major, B stored N-major
+  int in = kBF16;                      // A and B element type (dtype code)
+  int out = kBF16;                     // D element type
+  int ct = 0;                          // C element type (0 without C)
+  bool has_c = false;
+  bool pingpong = false;  // ping-pong schedule (each consumer warpgroup a whole tile) or cooperative (half each)
+  bool dynamic = false;   // tile order: taken from a global counter (sm90_tile_stream.cuh), else static
+  bool sk = false;        // static order with a stream-K tail (sm90_tile_stream.cuh)
+  bool epi_warp = false;  // each warp TMA-stores its own epilogue pieces (config "epi=warp")
+};
+
+// Every number that follows from a spec: the stage ring, the TMA boxes, the epilogue strips and the shared-memory
+// layout. Derived once by derive(); the kernels read it through GemmConfig, the host through sm90::plan().
+struct Plan {
+  int wm = 0;        // rows of the tile one consumer warpgroup computes: half the tile (coop) or all of it (ping-pong)
+  int slabs = 0;     // m64 wgmma rows per consumer
+  int acc_regs = 0;  // fp32 accumulator registers per consumer thread
+  // TMA boxes. K-major: {64 K, rows}; MN-major: {64 M/N, 64 K}, one box per 64-wide chunk. With a cluster the shared
+  // operand's boxes are split by rows among the CTAs, each multicasting its part to all of them. A K-major B part is a
+  // whole number of 8-row swizzle atoms (operand_part_rows): the last 8 rows of tile N 168 on two CTAs along M (the
+  // next tile's columns, or TMA's zero fill) land in padding.
+  int a_parts = 0, b_parts = 0;
+  int a_box_rows = 0, b_box_rows = 0;
+  int b_rows = 0;  // B rows in shared memory (>= BN)
+  // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
+  int a_bytes = 0, b_bytes = 0, stage_bytes = 0;
+  int fixed_bytes = 0;  // shared memory besides the epilogue buffers (smem_fixed_bytes)
+  // Epilogue (sm90_shape.cuh): rows of one TMA store (the D map's box), stores per 64-row slab and strip per owner,
+  // whether a warp's piece is half its 16 rows, one of a warp's two buffers, the threads that stage one strip.
+  int out_size = 0;
+  int epi_rows = 0, epi_pieces = 0;
+  bool epi_half = false;
+  int epi_warp_buf_bytes = 0, epi_owner_threads = 0;
+  // The warpgroup form's strips: width (the D map's box), buffers per consumer warpgroup, bytes of one buffer.
+  int epi_bytes = 0, epi_bufs = 0, epi_buf_bytes = 0;
+  // The strips of a 64-row slab as stored: epi_strips of epi_strip_bytes (through the D map), then, with warp pieces,
+  // a tail strip of epi_tail_bytes (through the tail D map; 0: none).
+  int epi_strip_bytes = 0, epi_strips = 0, epi_tail_bytes = 0;
+  int epi_region_bytes = 0;  // one consumer warpgroup's strip buffers
+  // The layout from the 1024-byte aligned base: stages, two epilogue regions, barriers, the dynamic order's tile ring.
+  int epi_offset = 0, bar_offset = 0, tile_offset = 0;
+  int smem_bytes = 0;  // dynamic shared memory of the kernel, alignment slack included
+  // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its cluster
+  // row and column, itself included: CM + CN - 1 CTAs).
+  int load_peers = 0, empty_arrivals = 0;
+};
+
+constexpr Plan derive(const Spec& s) {
+  Plan p;
+  p.wm = s.pingpong ? s.bm : s.bm / 2;
+  p.slabs = p.wm / 64;
+  p.acc_regs = p.slabs * s.bn / 2;
+  p.a_parts = s.cn;
+  p.b_parts = s.cm;
+  p.a_box_rows = (s.a_mn ? 64 : s.bm) / p.a_parts;
+  p.b_box_rows = s.b_mn ? 64 / p.b_parts : operand_part_rows(s.bn, p.b_parts);
+  p.b_rows = s.b_mn ? s.bn : p.b_box_rows * p.b_parts;
+  p.a_bytes = s.bm * 128;
+  p.b_bytes = p.b_rows * 128;
+  p.stage_bytes = p.a_bytes + p.b_bytes;
+  p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes, s.dynamic);
+
+  p.out_size = s.out == kF32 ? 4 : 2;
+  const int row = s.bn * p.out_size;
+  p.epi_rows = epi_rows(s.epi_warp, p.fixed_bytes);
+  p.epi_pieces = s.epi_warp ? 16 / p.epi_rows : 1;
+  p.epi_half = s.epi_warp && p.epi_rows == 8;
+  p.epi_warp_buf_bytes = p.epi_rows * 128;
+  p.epi_owner_threads = s.epi_warp ? 32 : 128;
+  p.epi_bytes = epi_strip_bytes(row, p.out_size, p.fixed_bytes);
+  p.epi_bufs = epi_buffers(row, p.out_size, p.fixed_bytes);
+  p.epi_buf_bytes = 64 * p.epi_bytes;
+  p.epi_strip_bytes = s.epi_warp ? epi_warp_strip_bytes(row) : p.epi_bytes;
+  p.epi_strips = s.epi_warp ? epi_warp_strips(row) : (p.epi_bytes > 0 ? row / p.epi_bytes : 0);
+  p.epi_tail_bytes = s.epi_warp ? epi_warp_tail(row) : 0;
+  p.epi_region_bytes = epi_region_bytes(row, p.out_size, p.fixed_bytes, s.epi_warp);
+
+  p.epi_offset = s.stages * p.stage_bytes;
+  p.bar_offset = p.epi_offset + 2 * p.epi_region_bytes;
+  p.tile_offset = p.bar_offset + 16 * s.stages + 16;
+  p.smem_bytes = p.fixed_bytes + 2 * p.epi_region_bytes;
+
+  p.load_peers = s.cm + s.cn - 1;
+  p.empty_arrivals = (s.pingpong ? 1 : 2) * p.load_peers;
+  return p;
+}
+
+// Run-time arguments besides the tensor maps, passed by value to the kernel.
+struct GemmParams {
+  int m, n, k, batch;
+  float alpha, beta;
+  const void* c;        // C (m, n) of batch b at c + (b * c_batch + m * ldc_m + n * ldc_n) elements
+  long long ldc_m, ldc_n, c_batch;
+  void* d;              // D (m, n) of batch b at d + (b * d_batch + m * ldd + n) elements (edge strips only)
+  long long ldd, d_batch;
+  int* tiles;           // dynamic tile order: {next, done} counters, zero between launches (sm90/sm90_tile_stream.cuh)
+  const int* order;     // static order, optional: cluster blockIdx.x / CS walks as cluster order[blockIdx.x / CS]
+  int raster_n, group;  // the tile walk (scheduler/tile_scheduler.cuh): bands of tile rows (0) or columns (1)
+  float* sk_ws;         // stream-K tail (Spec::sk): partial accumulators, one slot per cluster boundary, or null (off)
+  int* sk_flags;        // one per slot and part: 1 = partial written, 0 = consumed (zero between launches)
+};
+
+}  // namespace gt_sm90

@@ -1,0 +1,382 @@
+// sm90 heuristics: the cost model that ranks configs, the register-pressure prior, and the enumeration order.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/sm90/sm90_config.h"
+
+namespace gemmtune::sm90 {
+namespace {
+
+// The decode tiles of enumerate_configs: swap=1, or tile N < 64, which only they use.
+bool decode_tile(const Config& c) { return c.swap || c.bn < 64; }
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+// Ranking model, in SM clock cycles: waves of tiles x k-blocks x MMA clocks per k-block, times a per-config
+// efficiency measured on the H200 (side-by-side runs, 6 large shapes, 14 configs each,
+// interleaved; docs/PERFORMANCE.md). What the data says:
+//   - a persistent CTA (cluster) runs ceil(cluster tiles / clusters) tiles one after another; this wave count explains
+//     most differences between good configs (4096^3: ping-pong 128x192 needs 6 waves of 0.75 the work = 4.5 against
+//     coop 128x256's 4, and ran 17% slower; at 8192^3 21 x 0.75 = 15.75 against 16, and ran 3% faster);
+//   - per MMA clock, every wgmma N >= 128 runs at the same rate (within ~2%); thin tiles lose through L2 bytes;
+//   - the coop epilogue is not overlapped (2-7% of a K = 4096 tile, by strip count); ping-pong hides it;
+//   - 2x1 / 1x2 clusters: within 1% of 1x1 (ping-pong 2x1 0-4% ahead); 2x2: 10-40% behind (not enumerated).
+// A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
+double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
+  const KernelView v = kernel_view(p, c.swap);
+  const int sms = sm_count(dev);
+  const int cs = c.cm * c.cn;
+  const int64_t ctiles = cluster_tiles(c, v);
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
+  const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
+  const double kblocks = static_cast<double>(cdiv(v.k, 64));
+  const gt_sm90::Plan pl = plan(c, v);
+  const int slabs = pl.slabs;
+  // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
+  // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
+  // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
+  // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3.
+  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc()) ? 1.03 : 1.0;
+  if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
+  const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
+  // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
+  // 96: +60%; multicast halves the shared operand's share).
+  // tiles=gpc: the clusters of a GPC take neighbouring tiles, and the operand they share without multicast (A when
+  // the walk is along N, B along M) is read ~once per GPC: measured L2 reads -19% to -35% (docs/PERFORMANCE.md);
+  // charged as a quarter less of that operand's bytes. A multicast operand is not merged further (a 2x1 walking M
+  // merged less than the static order).
+  // a_rows / b_rows: the rows of A and B a CTA loads per k-block (a multicast operand split among the cluster CTAs).
+  const double a_rows = static_cast<double>(c.bm) / c.cn, b_rows = static_cast<double>(c.bn) / c.cm;
+  const double a_share = c.gpc() && c.raster_n && c.cn == 1 ? 0.75 : 1.0;
+  const double b_share = c.gpc() && !c.raster_n && c.cm == 1 ? 0.75 : 1.0;
+  const double l2_per_clk = (a_share * a_rows + b_share * b_rows) * 128.0 / mma;
+  eff *= 1.0 + 0.008 * std::max(0.0, l2_per_clk - 50.0);
+  // Rows off the L2's 128-byte lines (row_grid_class: a pitch or batch stride that is not a multiple of 128 bytes)
+  // cost every tile; off the 32-byte sectors too, the more the more operand bytes a tile reads per MMA clock (H200,
+  // 128-byte promotion, against K = 1024 at 4096x4096xK, docs/PERFORMANCE.md): rows 2000 / 2064 bytes apart (off the
+  // sectors): coop 128x256 2x1 and 256x128 / 256x192 1x2 +6%, ping-pong 128x192 2x1 +7%, 128x176 2x1 +12%, 128x128 2x1
+  // +27%; rows 2080 / 2112 / 2016 bytes apart (on the sectors): +3-8% whatever the tile. Charged per operand by its
+  // share of the bytes, without the gpc walk's shares (the coalescer's merging did not show there).
+  {
+    const double l2_raw = (a_rows + b_rows) * 128.0 / mma;
+    const double sector_cost = 0.06 + 0.016 * std::max(0.0, l2_raw - 35.0), line_cost = 0.05;
+    const auto cost = [&](const OperandDesc& o) {
+      const int cls = row_grid_class(0, o.ld * elem_size(o.type), v.batch, o.batch_stride * elem_size(o.type));
+      return cls == 0 ? 0.0 : cls == 1 ? line_cost : sector_cost;
+    };
+    eff *= 1.0 + (cost(v.a) * a_rows + cost(v.b) * b_rows) / (a_rows + b_rows);
+  }
+  double per_k = mma * eff + kPerKOverhead;
+  if (cs == 4)
+    per_k *= 1.15;
+  else if (c.cn > 1)
+    per_k *= 1.01;  // 1x2 measured 0-2% behind 1x1 / 2x1
+  // Fewer stages than fit: shallower prefetch (enumerate() only emits the deepest ring; explicit configs may differ).
+  const int deepest = max_stages(c, v.d.type, dev);
+  if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
+  if (c.stages < 4) per_k *= 1.03;  // 256x192 with 3 stages: ~3% behind at the same wave count
+  // Epilogue: registers -> shared memory -> TMA store in 64-row strips (epi_bytes: 64/128-byte swizzled, wide
+  // unswizzled, or 32-byte), each strip a barrier round trip: not overlapped with the next tile's MMAs in the
+  // cooperative schedule (coop 128x176 2x1 with eleven 32-byte strips per slab ran 7% behind ping-pong 128x176 2x1 at
+  // 8192x6144x4096, ~4000 clocks per tile; with two 176-byte strips 3.5%); ping-pong hides most of it.
+  const double osz = elem_size(v.d.type);
+  double epi = static_cast<double>(c.bm) * c.bn * osz / kEpiBytesPerClk;
+  // In ping-pong the strips' barrier round trips overlap the other consumer's MMAs: only the bytes are charged. (With
+  // 400 clocks a strip too, the five-strip 128x160 ranked 17th-49th at K = 512-1024 where it was the fastest or within
+  // 0.3% of it: every candidate timed at 33 problems, docs/PERFORMANCE.md.)
+  if (!c.pingpong)
+    epi += 400.0 * slabs *
+           static_cast<int>(c.bn * osz / pl.epi_strip_bytes + (pl.epi_tail_bytes > 0 ? 1 : 0));
+  if (v.has_c) epi *= 1.5;
+  if (c.pingpong) epi *= 0.1;
+  double compute = rounds * (kblocks * per_k + epi);
+  // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, less
+  // a penalty measured on the H200 (docs/PERFORMANCE.md): after their uneven head units the clusters no longer walk
+  // K in step, so neighbouring tiles stop sharing their operand reads in L2, and the partials go through L2 twice.
+  // Interleaved against the plain walk: 8192^3 ping-pong 128x128 2x1 (R = 31, r / C = 0.03) -2.6%; 4096^3 (R = 7,
+  // 0.76) -0.1%; 2048x4096x4096 (R = 3, 0.88) +3.2%; 2048x4096x14336 +10% (ping-pong) and +27% (coop 128x256, R = 1):
+  // about a quarter of a round up to K = 8192, growing beyond (~0.55 at K = 14336).
+  if (c.sk && sk_tail(ctiles, clusters, static_cast<int64_t>(kblocks))) {
+    const double sk_rounds = static_cast<double>(ctiles) / static_cast<double>(clusters) +
+                             0.25 * std::pow(std::max(1.0, kblocks / 128.0), 1.5);
+    compute = sk_rounds * (kblocks * per_k + epi);
+  }
+  // Small-M / small-N problems stream an operand from DRAM whatever the tile: floor at the unique bytes over
+  // ~2800 bytes per clock (4.8 TB/s at ~1.7 GHz). Among configs at the floor the compute estimate still orders them.
+  const double bytes = (static_cast<double>(v.m) * v.k + static_cast<double>(v.k) * v.n) * elem_size(v.a.type) +
+                       static_cast<double>(v.m) * v.n * osz * (v.has_c ? 2.0 : 1.0);
+  double dram = bytes * v.batch / 2800.0;
+  // tail=sk with fewer tiles than clusters (split mode, sk_clusters): every cluster the grid can hold takes an equal
+  // share of the tiles' k-blocks, so the MMA work spreads over them, and more SMs stream the operands: charged as DRAM
+  // bandwidth growing with the CTAs that stream, ~60 bytes per clock each up to the 2800, against the plain walk's
+  // CTAs; each cluster writes or adds about two fp32 partial tiles through L2 (~64 bytes per clock), and the split
+  // costs ~10k clocks besides (H200, docs/PERFORMANCE.md: at M = 16 / 128 and K = 4096, six split twins of 24-96
+  // CTA grids against their plain configs: -8% to +17%, none faster than the best plain config; at K = 14336 grids of
+  // 16-32 CTAs ran 19-43% faster split).
+  if (const int64_t split = c.sk ? sk_clusters(ctiles, static_cast<int64_t>(kblocks), sms / cs) : 0; ctiles < split) {
+    const auto streaming = [&](double ctas) { return std::min(1.0, ctas * 60.0 / 2800.0); };
+    compute = static_cast<double>(ctiles) * kblocks / static_cast<double>(split) * per_k + epi +
+              2.0 * c.bm * c.bn * 4.0 / 64.0 + 10000.0;
+    dram *= streaming(static_cast<double>(clusters) * cs) / streaming(static_cast<double>(split) * cs);
+  }
+  return std::max(compute, dram) + 0.1 * compute;
+}
+
+namespace {
+
+// Ranking prior: register pressure. Valid configs whose compile spilled registers in the surveys behind these rows
+// (ptxas for sm_90a, the whole lists of tests/unit/test_sm90_compile.cpp and the configs of tests/gpu) are listed after
+// every other config, so that the tuner's top k holds configs that compile clean; a spilling compile is skipped by the
+// pipeline in any case. Some rows are conservative for today's compiler (ping-pong 128x160 with f32 D compiles clean),
+// so these configs stay listed, and a GPU survey that times them decides whether a row stays.
+struct SpillPriorRow {
+  const char* what;    // the configs, in words
+  const char* source;  // the evidence
+  bool (*match)(const Config& c, const Problem& p, const KernelView& v, int acc);
+};
+const SpillPriorRow kSpillPrior[] = {
+    {"accumulators over 128 with a C input, f32 D or a fused epilogue (192 only for the plain 16-bit store)",
+     "f32 D at 192 accumulators: 20 bytes spilled",
+     [](const Config&, const Problem& p, const KernelView& v, int acc) {
+       return acc > 128 && (v.has_c || v.d.type == kF32 || !p.epilogue.empty());
+     }},
+    {"the edge copy of a ragged D row (not a multiple of 16 bytes) over 128 accumulators, or 64 with a C input",
+     "128 accumulators with C: 32-88 bytes; 192: 172 bytes (tests/gpu/test_sm90_gemm.cpp configs)",
+     [](const Config&, const Problem& p, const KernelView& v, int acc) {
+       return epi_direct(p, v) && acc > (v.has_c ? 64 : 128);
+     }},
+    {"ping-pong with a fused residual and a ragged D row, or over 96 accumulators",
+     "ping-pong residual chains: spills above 96 accumulators and with the edge copy",
+     [](const Config& c, const Problem& p, const KernelView& v, int acc) {
+       return c.pingpong && p.epilogue.has(EpiOpKind::residual) && (epi_direct(p, v) || acc > 96);
+     }},
+    {"ping-pong tail=sk with a fused epilogue", "128x128 2x1: 20-884 bytes",
+     [](const Config& c, const Problem& p, const KernelView&, int) {
+       return c.sk && c.pingpong && !p.epilogue.empty();
+     }},
+    {"ping-pong 2x1 tail=sk epi=warp at tile N 112 / 128", "48 bytes (1x2, 1x1 and the warpgroup form clean)",
+     [](const Config& c, const Problem&, const KernelView&, int) {
+       return c.sk && c.pingpong && c.epi_warp && c.cm == 2 && c.cn == 1 && (c.bn == 112 || c.bn == 128);
+     }},
+    {"ping-pong tail=sk at 160+ accumulators except 2x1 with a K-major A",
+     "16-48 bytes: 128x160 1x1, 128x168 1x2 epi=warp, 128x176 1x2, 128x192 1x1 at 4096x4096x14336; 2x1 M-major A",
+     [](const Config& c, const Problem&, const KernelView& v, int acc) {
+       return c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn);
+     }},
+    {"tail=sk with a C input in a 1x1 cluster at 112+ accumulators",
+     "16 bytes: ping-pong 128x128, coop 128x224 / 128x240 (Sm90Compile.Decode_SplitTwins lists)",
+     [](const Config& c, const Problem&, const KernelView& v, int acc) {
+       return c.sk && v.has_c && c.cm * c.cn == 1 && acc >= 112;
+     }},
+};
+
+bool spill_prior(const Config& c, const Problem& p, const KernelView& v) {
+  const int acc = plan(c, v).acc_regs;
+  for (const SpillPriorRow& r : kSpillPrior)
+    if (r.match(c, p, v, acc)) return true;
+  return false;
+}
+
+}  // namespace
+
+// Tiles per band of the grouped raster: the clusters in flight at once cover G cluster tiles along the grouped
+// dimension and P/G along the other, so a wave touches G*ext_g + (P/G)*ext_o rows of A and B; minimal at
+// G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (was 8: 8 x 16.5 tiles read 26% more
+// operand rows per wave than 16 x 8) and 8 for raster n.
+// The largest useful band width: the cluster tiles along the grouped dimension (at most 64).
+static int max_group(const Config& c, const KernelView& v) {
+  const int64_t tiles_g = c.raster_n ? cdiv(cdiv(v.n, c.bn), c.cn) : cdiv(cdiv(v.m, c.bm), c.cm);
+  return static_cast<int>(std::min<int64_t>(tiles_g, 64));
+}
+
+static int band_group(const Config& c, const KernelView& v, const DeviceInfo& dev) {
+  const int sms = sm_count(dev);
+  const int cs = c.cm * c.cn;
+  const double inflight = sms / cs;
+  const double ext_g = c.raster_n ? c.bn * c.cn : c.bm * c.cm, ext_o = c.raster_n ? c.bm * c.cm : c.bn * c.cn;
+  const int g = static_cast<int>(std::lround(std::sqrt(inflight * ext_o / ext_g)));
+  return std::clamp<int>(g, 1, max_group(c, v));
+}
+
+int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
+  const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
+  Config t = c;
+  // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
+  // 16-row pieces against 6 stages and 8-row pieces, side by side on the H200 (docs/PERFORMANCE.md): -4.0% at
+  // 4096x8192x512, -4.9% at 8192x6144x512, -0.4% at K = 1024, -0.1 to -0.5% at K = 4096-14336.
+  // The decode tiles (a stage of 10-18 KB): up to 16 stages (11, 12 and 16 measured, docs/PERFORMANCE.md).
+  const int deepest = decode_tile(c) ? 16 : 7;
+  if (c.epi_warp)
+    for (t.stages = deepest; t.stages > 2; --t.stages)
+      if (const gt_sm90::Plan pl = plan(t, out_type); pl.smem_bytes <= limit && pl.epi_rows == 16) return t.stages;
+  for (t.stages = deepest; t.stages > 2; --t.stages)
+    if (plan(t, out_type).smem_bytes <= limit) break;
+  return t.stages;
+}
+
+std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
+  std::vector<Config> out;
+  std::vector<Config> late;  // valid configs of the spill prior (kSpillPrior): listed after all others
+  if (!problem_reason(p, dev).empty()) return out;
+  const KernelView v = kernel_view(p);
+  struct Tile { int bm, bn; bool pp; };
+  std::vector<Tile> tiles;
+  // Every tile N in steps of 16 (the wgmma N, 16-byte TMA boxes and 32-byte epilogue strips allow it) lets a tile
+  // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
+  // 128 fill waves too (4096 in 112: 8.97 waves) but run 5-7% slower per MMA clock (L2-bound, H200);
+  // estimate_cost charges that, so they rank below the wide tiles on large problems.
+  // Tile N 168 too: cuBLASLt runs 168-wide tiles at several transformer shapes (N = 28672: 170.7 tiles against 162.9
+  // at 176, which leave 5216 = 79 x 66 + 2 cluster tiles at 128x176 2x1; docs/PERFORMANCE.md). On 2 CTAs along M
+  // its B parts are 88 rows (8 rows of padding per stage). The other N = 8 (mod 16) split 16-bit D rows into strips
+  // of 16-80 bytes, which config_reason refuses.
+  auto widths = [](int hi) {
+    std::vector<int> w;
+    for (int bn = 64; bn <= hi; bn += 16) w.push_back(bn);
+    if (hi >= 168) w.insert(std::upper_bound(w.begin(), w.end(), 168), 168);
+    return w;
+  };
+  for (int bn : widths(256)) tiles.push_back({128, bn, false});
+  for (int bn : widths(192)) tiles.push_back({256, bn, false});
+  for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
+  for (int bn : widths(192)) tiles.push_back({128, bn, true});
+  const bool raster_n = v.n > v.m;
+  for (const Tile& t : tiles)
+    // 2x2 clusters are valid (--config) but were 10-40% behind 1x1 on every large shape measured: not enumerated.
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
+      Config c;
+      c.bm = t.bm;
+      c.bn = t.bn;
+      c.pingpong = t.pp;
+      c.cm = cm;
+      c.cn = cn;
+      // A cluster wider than the tile grid only adds CTAs that compute zeros.
+      if (cdiv(v.m, c.bm) < cm || cdiv(v.n, c.bn) < cn) continue;
+      c.raster_n = raster_n;
+      c.group = band_group(c, v, dev);
+      // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
+      c.stages = max_stages(c, v.d.type, dev);
+      // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers — wide unswizzled strips
+      // with room for one buffer only (128x176 at 5 stages: 4 strips of 11 KB per tile, each waiting for the previous
+      // one's store; 128x144 at 6), or 64-byte strips (128x160: 5 per slab) — store per warp instead: 128-byte
+      // strips and a tail, 16-row pieces from two buffers per warp (sm90_shape.cuh: epi_warp_rows). Measured side by
+      // side on the H200 (docs/PERFORMANCE.md), warp against warpgroup at 8192x6144x512 / 4096x8192x512 /
+      // 8192x6144x1024 / 8192x6144x4096 / 8192^3: 128x176 2x1 -3.2 / -3.4 / -0.8 / -0.3 / -0.2%, 128x160 -1.2 / -1.2 /
+      // -0.8 / -0.2 / +0.3%, 128x144 (8-row pieces) -1.7 / -1.6 / -0.1 / 0 / 0%. Not for the others: 128x192 +0.7 /
+      // +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to +0.4%; in the cooperative schedule (both consumers
+      // storing at once) 8-row warp pieces ran 1.5-10% slower, 16-row ones up to 4%. The other tiles the
+      // rule reaches, K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%.
+      c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
+                   (plan(c, v).epi_bufs == 1 || plan(c, v).epi_strip_bytes == 64);
+      if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
+      if (!config_reason(c, p, dev).empty()) continue;
+      if (spill_prior(c, p, v)) {
+        late.push_back(c);
+        continue;
+      }
+      out.push_back(c);
+      // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
+      // which neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2:
+      // raster m shares B), which is the read the L2 coalescer merges between the clusters of a GPC. Measured
+      // (docs/PERFORMANCE.md): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
+      // within 1%; but cooperative 128x256 2x1 10-12% slower and 1x1 configs unchanged, so those get none (a twin
+      // takes a timing slot of the tuner's top k). It runs the static kernel of its raster and band (the order is a
+      // host table), so it shares the compile with that static config where both are listed.
+      if (!c.pingpong || cm == cn) continue;
+      Config g = c;
+      g.tiles = TileOrder::gpc;
+      g.raster_n = cm == 2;
+      // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
+      // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
+      // 208.3 with band_group's 12 (and group 4 was worse too, docs/PERFORMANCE.md).
+      g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
+      if (config_reason(g, p, dev).empty()) out.push_back(g);
+    }
+  // Decode sizes: with at most 64 rows on one side and more on the other, tiles whose N covers the few rows (rounded
+  // up to 16) and whose M runs along the wide side, with rings of up to 16 stages (a 128x16 stage holds 18 KB). When
+  // the few rows are the kernel view's N already (a column-major D at small M, a row-major one at small N) that is the
+  // usual kernel; when they are its M, swap=1 takes the other orientation and stores D transposed. Without it a
+  // 64-row tile computes 48 rows of zeros per 16 tokens and its A stage takes ring space the weights could use.
+  // Measured on the H200 (docs/PERFORMANCE.md): 16x4096x14336 34.1 us against 40.3 for the best config without
+  // these tiles (cuBLASLt 35.5), 16x4096x4096 14.0 against 20.5 (15.9), 1x4096x14336 34.0 against 41.4 (34.8).
+  const bool decode_swap = v.m <= 64 && v.n > v.m, decode_plain = v.n <= 64 && v.m > v.n;
+  if (decode_swap || decode_plain) {
+    const KernelView w = kernel_view(p, decode_swap);
+    const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
+    for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}, Tile{256, bn, false}})
+      for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
+        Config c;
+        c.bm = t.bm;
+        c.bn = t.bn;
+        c.pingpong = t.pp;
+        c.cm = cm;
+        c.cn = cn;
+        c.swap = decode_swap;
+        if (cdiv(w.m, c.bm) < cm) continue;
+        c.raster_n = w.n > w.m;
+        c.group = band_group(c, w, dev);
+        c.stages = max_stages(c, w.d.type, dev);
+        // (tile N 64 without swap may already be listed: the same ring depth where shared memory stops it at 7)
+        if (config_reason(c, p, dev).empty() && std::find(out.begin(), out.end(), c) == out.end() &&
+            std::find(late.begin(), late.end(), c) == late.end())
+          (spill_prior(c, p, w) ? late : out).push_back(c);
+      }
+  }
+  // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
+  std::vector<std::pair<double, size_t>> order;
+  for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], p, dev), i});
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Stream-K tails (tail=sk) for configs whose last round is partial enough that the estimate gains 2% or more and
+  // that then rank among the best 8 plain configs (the tuner's default top k): each is its own kernel, compiling in
+  // about twice the time of its plain sibling, so only twins the tuner would time are listed. (At 8192^3 the ranking
+  // puts ping-pong 128x128 2x1 33rd, yet its tail twin ran 1.4% ahead of the best plain config: docs/PERFORMANCE.md.
+  // Listing twins down to rank 24 lists it, but the default top 8 does not time it either.)
+  // Not below 24 k-blocks: with so few, a split tile's fixup (partials through L2, the wait for the neighbour) weighs
+  // a fixed ~5-10k clocks against tiles of 6-25k, and the twins measured +6.5 to +14% at K = 512 and -1 to +4% at
+  // K = 1000-1040 against their plain configs, -3 to -6% from K = 2000 on (H200, every candidate timed at 16
+  // problems, docs/PERFORMANCE.md).
+  // Split twins (fewer tiles than clusters) only from 128 k-blocks: at K = 4096 no split twin measured beat the best
+  // plain config, at K = 14336 they did (docs/PERFORMANCE.md).
+  constexpr size_t kSkRank = 8;
+  constexpr int64_t kSkMinKBlocks = 24, kSkSplitMinKBlocks = 128;
+  const size_t n_static = order.size();
+  const int sms = sm_count(dev);
+  if (n_static > 0 && cdiv(v.k, 64) >= kSkMinKBlocks) {
+    const double bar = order[std::min(kSkRank, n_static) - 1].first;
+    for (size_t i = 0; i < n_static; ++i) {
+      Config s = out[order[i].second];
+      if (decode_tile(s)) continue;  // 64-row decode tiles with 16 stages streamed as fast unsplit
+      s.sk = true;
+      if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
+      if (!config_reason(s, p, dev).empty()) continue;
+      const double cost = estimate_cost(s, p, dev);
+      if (cost > 0.98 * order[i].first || cost > bar) continue;
+      if (spill_prior(s, p, v)) {
+        late.push_back(s);
+        continue;
+      }
+      out.push_back(s);
+      order.push_back({cost, out.size() - 1});
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Config> ranked;
+  for (const auto& o : order) ranked.push_back(out[o.second]);
+  // Up to 48 rows the decode tiles go first (in their estimated order), so that the tuner's top 8 times them all: the
+  // cost model reads every config of such a problem as streaming at the DRAM floor, but on the H200 the best decode
+  // tile beat the best other config at every such problem measured, by 0.8% (16x28672x4096) to 46% (16x4096x4096), and
+  // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them
+  // (docs/PERFORMANCE.md).
+  if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
+    std::stable_partition(ranked.begin(), ranked.end(), decode_tile);
+  // Then the configs of the spill prior, in their estimated order.
+  std::vector<std::pair<double, size_t>> late_order;
+  for (size_t i = 0; i < late.size(); ++i) late_order.push_back({estimate_cost(late[i], p, dev), i});
+  std::stable_sort(late_order.begin(), late_order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& o : late_order) ranked.push_back(late[o.second]);
+  return ranked;
+}
+}  // namespace gemmtune::sm90

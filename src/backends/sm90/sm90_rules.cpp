@@ -1,0 +1,127 @@
+// sm90 rules: hard validity only (what the kernels cannot run, what the device cannot hold); one function serves
+// enumeration, validate() and the errors of --config. Whether a valid config spills is the compile's to report.
+#include <cstdlib>
+
+#include "backends/sm90/sm90_config.h"
+
+namespace gemmtune::sm90 {
+namespace {
+
+// Chains the fused epilogue (kernels/epilogue/epilogue_fused_store.cuh) cannot take; the rest is shape/config.
+std::string epilogue_reason(const Problem& p) {
+  const EpiOp* g = p.epilogue.find(EpiOpKind::glu);
+  if (!g) return "";
+  const std::string pre = "sm90: epilogue '" + p.epilogue.key() + "': ";
+  if (p.d.layout != Layout::row)
+    return pre + "a GLU with column-major D is not fused (the kernel computes Dᵀ, so gate and up columns would sit in "
+                 "different threads' rows); use a row-major D or the cuBLASLt epi=separate candidate";
+  if (g->glu == GluLayout::interleaved && (g->glu_block % 8 != 0 || g->glu_block > 128))
+    return pre + "GLU interleave" + std::to_string(g->glu_block) +
+           ": the block must be a multiple of 8 columns and at most 128 (gate and up in one thread's wgmma fragment)";
+  return "";
+}
+
+}  // namespace
+
+std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+  if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
+    return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
+  if (std::string r = epilogue_reason(p); !r.empty()) return r;
+  if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
+    return "sm90: A and B must both be bf16 or both f16";
+  auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
+  if (!out_ok(p.d.dtype)) return "sm90: D must be bf16, f16 or f32";
+  if (p.beta != 0.0f && !out_ok(p.c.dtype)) return "sm90: C must be bf16, f16 or f32";
+  if (p.accum != DType::f32) return "sm90: accumulation must be f32";
+  const KernelView v = kernel_view(p);
+  struct Named { const char* name; const OperandDesc* o; int64_t rows, cols; };
+  const Named ops[] = {{"a", &v.a, v.m, v.k}, {"b", &v.b, v.k, v.n}, {"d", &v.d, v.m, v.n}};
+  for (const auto& n : ops) {
+    const int64_t es = elem_size(n.o->type);
+    const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
+    if ((n.o->ld * es) % 16 != 0)
+      return "sm90: ld" + nm + "=" + std::to_string(n.o->ld) + " (" + std::to_string(n.o->ld * es) +
+             " bytes) is not a multiple of 16 bytes (TMA)";
+    if (v.batch > 1 && n.o->batch_stride <= 0)
+      return "sm90: " + nm + " batch_stride must be > 0 with batch > 1 (broadcast operands are not supported)";
+    if (v.batch > 1 && (n.o->batch_stride * es) % 16 != 0)
+      return "sm90: " + nm + " batch_stride=" + std::to_string(n.o->batch_stride) + " (" +
+             std::to_string(n.o->batch_stride * es) + " bytes) is not a multiple of 16 bytes (TMA)";
+    if (n.o->ld * es >= (int64_t(1) << 40) || n.o->batch_stride * es >= (int64_t(1) << 40))
+      return "sm90: " + nm + " strides must be < 2^40 bytes (TMA)";
+  }
+  return "";
+}
+
+bool epi_direct(const Problem& p, const KernelView& v) {
+  if (v.swap) return false;  // EpilogueTransposedStore bounds-checks every element: no edge copy
+  const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
+  return (n_out * elem_size(v.d.type)) % 16 != 0;
+}
+std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  if (std::string r = problem_reason(p, dev); !r.empty()) return r;
+  const std::string cs = " (config " + c.str() + ")";
+  if (c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
+  if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
+  if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
+  if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
+  if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
+  if (c.stages < 2 || c.stages > 16) return "sm90: stages must be in [2, 16]" + cs;
+  if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
+    return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
+  if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
+  if (c.dynamic() && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
+  if (c.swap) {
+    if (p.epilogue.has_glu())
+      return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
+             "swap does" + cs;
+    if (c.epi_warp) return "sm90: swap=1 has no epilogue strips to store per warp (epi=warp)" + cs;
+    if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
+  }
+  const KernelView v = kernel_view(p, c.swap);
+  if (c.bn % 16 != 0) {
+    // Tile N = 8 (mod 16) makes narrow epilogue strips; of the unswizzled ones only the 112-byte strips of tile N 168
+    // are verified on the GPU (and the 32-byte swizzled ones of f32 D).
+    const int eb = epi_narrow_bytes(c.bn, v.d.type);
+    if (eb != 32 && eb != 112)
+      return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
+             " bytes) split into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168" + cs;
+  }
+  if (v.b_mn && c.bn % 64 != 0)
+    return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
+           " (N-major in the kernel) needs tile N a multiple of 64" + cs;
+  if (const EpiOp* g = p.epilogue.find(EpiOpKind::glu)) {
+    const int blk = g->glu == GluLayout::interleaved ? static_cast<int>(g->glu_block) : c.bn / 2;
+    if (c.bn % (2 * blk) != 0 || blk % 8 != 0)
+      return "sm90: GLU " + std::string(g->glu == GluLayout::interleaved ? "interleave" + std::to_string(blk) : "halves") +
+             " needs tile N a multiple of " + std::to_string(2 * blk) + " with a block of 8k columns" + cs;
+    if ((c.bn / 2 * elem_size(v.d.type)) % 32 != 0)
+      return "sm90: GLU output tile N/2=" + std::to_string(c.bn / 2) + " must be a multiple of 32 bytes of D" + cs;
+    if (g->glu == GluLayout::halves && v.b_mn && c.bn % 128 != 0)
+      return "sm90: GLU halves with N-major B needs tile N a multiple of 128" + cs;
+    if (c.epi_warp)
+      return "sm90: epi=warp (warp pieces of the GEMM tile's strips) does not take a GLU's half-width output" +
+             cs;
+  }
+  const gt_sm90::Plan pl = plan(c, v);
+  // A consumer thread gets 232 registers (setmaxnreg), of which the kernel gives at most 192 to accumulators
+  // (GemmConfig's static_assert). Whether a config within that budget spills depends on the epilogue and the
+  // compiler: the compile's ptxas report decides, not a rule here.
+  if (pl.acc_regs > 192)
+    return "sm90: " + std::to_string(pl.acc_regs) + " accumulator registers per thread exceed the 192 of a consumer "
+           "warpgroup" + cs;
+  const int smem = pl.smem_bytes;
+  const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
+  if (smem > smem_max)
+    return "sm90: needs " + std::to_string(smem) + " bytes of shared memory, the device allows " +
+           std::to_string(smem_max) + cs;
+  // Debugging switch: GEMMTUNE_SM90_PINGPONG_MULTITILE=0 limits ping-pong to one tile per CTA, which takes the
+  // mainloop ordering barrier between a CTA's tiles (Sm90Gpu.ManyTilesPerCta) out of the picture.
+  if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
+    const int sms = sm_count(dev);
+    if (cluster_tiles(c, v) > sms / (c.cm * c.cn) / 2)
+      return "sm90: ping-pong limited to one tile per CTA (GEMMTUNE_SM90_PINGPONG_MULTITILE=0)" + cs;
+  }
+  return "";
+}
+}  // namespace gemmtune::sm90
