@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "backends/jit_result.h"
+#include "core/check.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
