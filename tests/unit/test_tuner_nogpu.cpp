@@ -354,6 +354,39 @@ TEST(Pipeline, EachConfigIsParsedOnce) {
   EXPECT_EQ(b->parses, 6);
 }
 
+// For the real backends, the pipeline's parse-once path says what the string form of validate() says about a config
+// it rejects: a malformed one (cuBLASLt names a problem it cannot run first), a mismatched epilogue mode, a
+// non-canonical spelling.
+TEST(Pipeline, ParsedPathRejectsAsValidateDoes) {
+  Problem plain = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
+  plain.resolve();
+  Problem col_c = plain;  // cuBLASLt reads C only in D's layout
+  col_c.beta = 1.0f, col_c.c.layout = Layout::col, col_c.c.ld = 0;
+  col_c.resolve();
+  Problem fused = plain;
+  fused.epilogue = parse_epilogue("bias,gelu_tanh");
+  fused.resolve();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  const struct {
+    const Problem* p;
+    Candidate c;
+  } cases[] = {
+      {&plain, {"sm90", "garbage"}},          {&plain, {"sm90", "tile=128x256x64"}},
+      {&plain, {"gemv", "nonsense=1"}},       {&plain, {"cublaslt", "garbage"}},
+      {&col_c, {"cublaslt", "garbage"}},      {&col_c, {"cublaslt", "default,epi=bogus"}},
+      {&fused, {"cublaslt", "garbage"}},      {&fused, {"cublaslt", "default"}},
+      {&plain, {"cublaslt", "default,epi=bogus"}},
+  };
+  for (const auto& t : cases) {
+    const std::string why = find_backend(t.c.backend)->validate(*t.p, t.c, dev);
+    ASSERT_FALSE(why.empty()) << t.c.str();
+    PreparedCandidate pc = make_prepared(t.c);
+    compile_one(*t.p, dev, pc);
+    EXPECT_EQ(pc.status(), Status::unsupported) << t.c.str();
+    EXPECT_EQ(pc.result.reason, why) << t.c.str() << " on " << t.p->str();
+  }
+}
+
 // Without a GPU the enumeration leaves out the backend that needs one (cuBLASLt) with a note, and lists the others.
 TEST(Pipeline, OfflineEnumerationSkipsBackendsThatNeedTheGpu) {
   if (gpu_available()) GTEST_SKIP() << "a GPU is present";
