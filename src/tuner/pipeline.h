@@ -1,7 +1,8 @@
 #pragma once
 // The candidate pipeline, written once for the tuner, Tuner::load, list_candidates, compare and the CLI's `list`
 // and `compile`:
-//   enumerate_ranked (+ top-k)  ->  prepare (validate + compile, parallel)  ->  load  ->  verify + time (evaluate.h)
+//   enumerate_ranked (+ top-k)  ->  prepare (parse + validate + compile, parallel)  ->  load  ->  verify + time
+//   (evaluate.h)
 // A PreparedCandidate carries one candidate through these stages: its backend, its config as the backend parsed it
 // (parsed once, by compile_one), its compiled artifact, and its status and numbers (the CandidateResult that reports
 // and caches show).
