@@ -1,12 +1,16 @@
 #pragma once
 // The interface every backend implements. One-way flow:
-//   Problem -> enumerate() -> Candidate -> compile() (no GPU needed) -> load() (GPU) -> Executable::launch()
+//   Problem -> enumerate() -> Candidate -> parse() -> compile() (no GPU needed) -> load() (GPU) -> Executable::launch()
+// A candidate's config string is parsed once (parse()); validate, compile and load read the parsed config, which the
+// candidate pipeline (tuner/pipeline.h) carries from stage to stage.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gemmtune/candidate.h"
 #include "gemmtune/device.h"
+#include "gemmtune/errors.h"
 #include "gemmtune/problem.h"
 #include "gemmtune/types.h"
 
@@ -32,6 +36,27 @@ class Executable {
   virtual const Candidate& candidate() const = 0;
 };
 
+// A candidate's config as its backend parsed it: each backend derives its holder from this (BackendConfigOf below),
+// so that a parsed config travels through backend-neutral code and only its backend looks inside.
+class BackendConfig {
+ public:
+  virtual ~BackendConfig() = default;
+};
+
+// The holder of one backend's parsed config type.
+template <class Config>
+struct BackendConfigOf final : BackendConfig {
+  explicit BackendConfigOf(Config c) : config(std::move(c)) {}
+  Config config;
+};
+
+// The `Config` inside `parsed`; throws gemmtune::Error when `parsed` is another backend's.
+template <class Config>
+const Config& config_of(const BackendConfig& parsed, const std::string& backend) {
+  if (const auto* h = dynamic_cast<const BackendConfigOf<Config>*>(&parsed)) return h->config;
+  throw Error(backend + ": handed the parsed config of another backend");
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -42,12 +67,44 @@ class Backend {
   // Candidates for the problem, best first by this backend's heuristic. Empty when supports() fails.
   // Backends that need the GPU to enumerate (cuBLASLt heuristics) throw NoGpuError without one.
   virtual std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const = 0;
+  // The candidate's config, parsed once for the stages below. Throws gemmtune::Error with the reason on a malformed
+  // config line or a candidate of another backend.
+  virtual std::shared_ptr<const BackendConfig> parse(const Candidate& c) const = 0;
+  // The reason validate() gives for a candidate that parse() rejected with `error`: the error itself, unless the
+  // backend names a problem it cannot run first (cuBLASLt).
+  virtual std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const {
+    (void)p, (void)dev;
+    return error;
+  }
+
+  // The stages, on `cfg` = parse(c). The candidate comes along for its printed form (errors, kernel names).
   // "" when the candidate is valid for the problem, else why not. The same function prunes enumerate().
-  virtual std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const = 0;
+  virtual std::string validate(const Problem& p, const Candidate& c, const BackendConfig& cfg,
+                               const DeviceInfo& dev) const = 0;
   // Compile without a GPU where possible. Throws gemmtune::Error (with the compiler log) on failure.
-  virtual CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const = 0;
+  virtual CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& cfg,
+                                const DeviceInfo& dev) const = 0;
   // Load onto the current GPU. `compiled` is what compile() returned for the same (p, c).
-  virtual std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const = 0;
+  virtual std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& cfg,
+                                           const CompileResult& compiled) const = 0;
+
+  // The same stages on the config string: each parses it, then runs the stage above. For a single call (the CLI's
+  // --config check, tests); a pipeline parses once and passes the parsed config.
+  std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const {
+    std::shared_ptr<const BackendConfig> cfg;
+    try {
+      cfg = parse(c);
+    } catch (const Error& e) {
+      return parse_error_reason(p, dev, e.what());
+    }
+    return validate(p, c, *cfg, dev);
+  }
+  CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const {
+    return compile(p, c, *parse(c), dev);
+  }
+  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const {
+    return load(p, c, *parse(c), compiled);
+  }
 };
 
 // The registry: all backends compiled into the library, in a fixed order.

@@ -17,12 +17,12 @@ struct EvaluateHooks {
   std::function<void(const std::vector<size_t>& indices)> on_timing;
 };
 
-// The one timing path (first timings, the runoff, compare). For each pending candidate in order: load (compiling it
-// first when it was not compiled in this process, as in the worker) and verify once against the reference on fresh
-// random inputs with a poisoned output; then settle the clocks and time the verified ones side by side, interleaved
-// round by round (cold L2 by rotating buffer sets; warm-up; median of CUDA-event timed runs), or each right after
-// its verification when TuneOptions::interleave is off. Each candidate's result is updated and handed to on_result
-// (a failure right away, a timed candidate after the timing); candidates not pending are only reported.
+// The one timing path (first timings, the runoff, compare). For each pending candidate in order: load (parsing and
+// compiling it first when it was not compiled in this process, as in the worker) and verify once against the reference
+// on fresh random inputs with a poisoned output; then settle the clocks and time the verified ones side by side,
+// interleaved round by round (cold L2 by rotating buffer sets; warm-up; median of CUDA-event timed runs), or each right
+// after its verification when TuneOptions::interleave is off. Each candidate's result is updated and handed to
+// on_result (a failure right away, a timed candidate after the timing); candidates not pending are only reported.
 void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts,
               const EvaluateHooks& hooks = {});
 

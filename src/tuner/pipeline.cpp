@@ -119,10 +119,19 @@ void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc)
   if (r.status != Status::pending || !pc.backend) return;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    if (std::string why = pc.backend->validate(p, r.candidate, dev); !why.empty()) {
+    if (!pc.config) {
+      try {
+        pc.config = pc.backend->parse(r.candidate);  // the one parse of this candidate's config
+      } catch (const Error& e) {
+        r.status = Status::unsupported, r.reason = pc.backend->parse_error_reason(p, dev, e.what());
+        pc.compile_wall_ms = ms_since(t0);
+        return;
+      }
+    }
+    if (std::string why = pc.backend->validate(p, r.candidate, *pc.config, dev); !why.empty()) {
       r.status = Status::unsupported, r.reason = why;
     } else {
-      pc.compiled = pc.backend->compile(p, r.candidate, dev);
+      pc.compiled = pc.backend->compile(p, r.candidate, *pc.config, dev);
       if (r.compile_ms == 0) record_compile(r, *pc.compiled);  // a worker keeps the numbers of the parent's compile
       if (pc.compiled->spill_bytes > 0) {
         r.status = Status::spills;
@@ -183,8 +192,8 @@ std::vector<PreparedCandidate> prepare_ranked(const std::vector<RankedList>& lis
 }
 
 std::unique_ptr<Executable> load_prepared(const Problem& p, const PreparedCandidate& pc) {
-  GT_REQUIRE(pc.backend && pc.compiled, "load of " + pc.candidate().str() + " before it was compiled");
-  return pc.backend->load(p, pc.candidate(), *pc.compiled);
+  GT_REQUIRE(pc.backend && pc.config && pc.compiled, "load of " + pc.candidate().str() + " before it was compiled");
+  return pc.backend->load(p, pc.candidate(), *pc.config, *pc.compiled);
 }
 
 }  // namespace gemmtune

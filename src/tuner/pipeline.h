@@ -1,9 +1,11 @@
 #pragma once
 // The candidate pipeline, written once for the tuner, Tuner::load, list_candidates, compare and the CLI's `list`
 // and `compile`:
-//   enumerate_ranked (+ top-k)  ->  prepare (validate + compile, parallel)  ->  load  ->  verify + time (evaluate.h)
-// A PreparedCandidate carries one candidate through these stages: its backend, its compiled artifact, and its status
-// and numbers (the CandidateResult that reports and caches show).
+//   enumerate_ranked (+ top-k)  ->  prepare (parse + validate + compile, parallel)  ->  load  ->  verify + time
+//   (evaluate.h)
+// A PreparedCandidate carries one candidate through these stages: its backend, its config as the backend parsed it
+// (parsed once, by compile_one), its compiled artifact, and its status and numbers (the CandidateResult that reports
+// and caches show).
 #include <functional>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@ namespace gemmtune {
 struct PreparedCandidate {
   CandidateResult result;                 // candidate, status, reason, compile and timing numbers
   std::shared_ptr<const Backend> backend; // null for an unknown backend (then status is unsupported)
+  std::shared_ptr<const BackendConfig> config;  // backend->parse(candidate); null until compile_one parsed it
   std::optional<CompileResult> compiled;  // what compile() returned here; empty when not compiled in this process
   double compile_wall_ms = 0;             // validate + compile as seen from the pipeline
 
@@ -51,9 +54,10 @@ std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev
 // The first `top_k` of each list (0 = all), backend by backend.
 std::vector<Candidate> top_candidates(const std::vector<RankedList>& lists, int top_k);
 
-// Validates and compiles one candidate (no GPU needed). Leaves it pending when it compiled clean; else records the
-// failure: unsupported (validate()), compile_error, needs_gpu, or spills (a ptxas report with spilled bytes: such a
-// kernel is never the one to pick, whatever a config rule says).
+// Parses (unless parsed already), validates and compiles one candidate (no GPU needed). Leaves it pending when it
+// compiled clean; else records the failure: unsupported (a config that does not parse, or validate()), compile_error,
+// needs_gpu, or spills (a ptxas report with spilled bytes: such a kernel is never the one to pick, whatever a config
+// rule says).
 void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc);
 
 // Compiles candidates in parallel (jit::parallel_for on `threads`, 0 = hardware concurrency) with `compile`
@@ -70,7 +74,7 @@ std::vector<PreparedCandidate> prepare_ranked(const std::vector<RankedList>& lis
                                               const CompileFn& compile,
                                               const std::function<void(const PreparedCandidate&)>& done = {});
 
-// Loads a candidate compiled by compile_one onto the current GPU.
+// Loads a candidate compiled by compile_one onto the current GPU, from its parsed config and compiled artifact.
 std::unique_ptr<Executable> load_prepared(const Problem& p, const PreparedCandidate& pc);
 
 }  // namespace gemmtune

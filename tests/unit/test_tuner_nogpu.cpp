@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -170,8 +171,27 @@ TEST(CandidateStatus, RoundTripsThroughItsName) {
 
 namespace {
 
+// The parsed config of FakeBackend: the config string, and the number of the parse() that made it.
+struct FakeConfig {
+  std::string config;
+  int parse_no = 0;
+};
+
+// An executable that only remembers which parsed config it was loaded from.
+class FakeExecutable final : public Executable {
+ public:
+  FakeExecutable(Candidate c, int parse_no) : parse_no(parse_no), cand_(std::move(c)) {}
+  void launch(const GemmArgs&, Stream) override {}
+  const Candidate& candidate() const override { return cand_; }
+  const int parse_no;  // FakeConfig::parse_no of the config it was loaded from
+
+ private:
+  Candidate cand_;
+};
+
 // A backend that exists only here: configs "c0".."c<n-1>"; the ones in `spill` compile with spilled registers,
-// "broken" does not compile, "bad" is not valid.
+// "broken" does not compile, "bad" is not valid, "garbled" does not parse. It counts its parse() calls, and every
+// stage reads the parsed config, never the string.
 class FakeBackend final : public Backend {
  public:
   FakeBackend(std::string name, std::set<std::string> spill) : name_(std::move(name)), spill_(std::move(spill)) {}
@@ -182,21 +202,33 @@ class FakeBackend final : public Backend {
     for (int i = 0; i < 10; ++i) out.push_back({name_, "c" + std::to_string(i)});
     return out;
   }
-  std::string validate(const Problem&, const Candidate& c, const DeviceInfo&) const override {
-    return c.config == "bad" ? name_ + ": bad config" : "";
+  std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
+    const int no = ++parses;
+    if (c.config == "garbled") throw Error(name_ + ": cannot parse '" + c.config + "'");
+    return std::make_shared<const BackendConfigOf<FakeConfig>>(FakeConfig{c.config, no});
   }
-  CompileResult compile(const Problem&, const Candidate& c, const DeviceInfo&) const override {
-    if (c.config == "broken") throw Error(name_ + ": ptxas failed");
+  using Backend::compile, Backend::load, Backend::validate;
+  std::string validate(const Problem&, const Candidate&, const BackendConfig& cfg,
+                       const DeviceInfo&) const override {
+    return config(cfg) == "bad" ? name_ + ": bad config" : "";
+  }
+  CompileResult compile(const Problem&, const Candidate&, const BackendConfig& cfg,
+                        const DeviceInfo&) const override {
+    if (config(cfg) == "broken") throw Error(name_ + ": ptxas failed");
     CompileResult r;
     r.compiled = true, r.compile_ms = 1, r.registers = 168;
-    r.spill_bytes = spill_.count(c.config) ? 96 : 0;
+    r.spill_bytes = spill_.count(config(cfg)) ? 96 : 0;
     return r;
   }
-  std::unique_ptr<Executable> load(const Problem&, const Candidate&, const CompileResult&) const override {
-    return nullptr;
+  std::unique_ptr<Executable> load(const Problem&, const Candidate& c, const BackendConfig& cfg,
+                                   const CompileResult&) const override {
+    return std::make_unique<FakeExecutable>(c, config_of<FakeConfig>(cfg, name_).parse_no);
   }
 
+  mutable std::atomic<int> parses{0};
+
  private:
+  const std::string& config(const BackendConfig& cfg) const { return config_of<FakeConfig>(cfg, name_).config; }
   std::string name_;
   std::set<std::string> spill_;
 };
@@ -233,6 +265,10 @@ TEST(Pipeline, CompileOneRejectsSpills) {
   EXPECT_NE(spilled.result.reason.find("96 bytes"), std::string::npos) << spilled.result.reason;
   EXPECT_EQ(run("broken").status(), Status::compile_error);
   EXPECT_EQ(run("bad").status(), Status::unsupported);
+  const PreparedCandidate garbled = run("garbled");
+  EXPECT_EQ(garbled.status(), Status::unsupported);
+  EXPECT_EQ(garbled.result.reason, "fake: cannot parse 'garbled'");
+  EXPECT_FALSE(garbled.compiled);
   EXPECT_EQ(make_prepared({"nosuch", "x"}).status(), Status::unsupported);
 }
 
@@ -270,6 +306,85 @@ TEST(Pipeline, SpilledCandidateGivesItsSlotToTheNextInRank) {
   for (const Candidate& c : top_candidates(one, 4)) listed.push_back(c.str());
   EXPECT_EQ(configs_of(prepare_ranked(one, 4, 2, compile)), listed);
   EXPECT_EQ(prepare_ranked(one, 0, 2, compile).size(), 10u);  // top_k 0: all
+}
+
+// The pipeline parses each candidate's config once: prepare_ranked (validate + compile), a copy of a prepared
+// candidate (the runoff's), and load_prepared all use the parsed config compile_one made.
+TEST(Pipeline, EachConfigIsParsedOnce) {
+  const Problem p = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto a = std::make_shared<FakeBackend>("fa", std::set<std::string>{"c1"});
+  auto b = std::make_shared<FakeBackend>("fb", std::set<std::string>{});
+  std::vector<RankedList> lists(2);
+  lists[0].backend = a, lists[0].ranked = a->enumerate(p, dev);
+  lists[1].backend = b, lists[1].ranked = b->enumerate(p, dev);
+  const CompileFn compile = [&](PreparedCandidate& pc) { compile_one(p, dev, pc); };
+  std::vector<PreparedCandidate> got = prepare_ranked(lists, 3, 2, compile);
+  ASSERT_EQ(got.size(), 7u);  // fa: c0, c1 (spills), c2, c3; fb: c0..c2
+  EXPECT_EQ(a->parses + b->parses, 7);
+  std::set<int> seen;
+  for (PreparedCandidate& pc : got) {
+    ASSERT_TRUE(pc.config) << pc.candidate().str();
+    compile_one(p, dev, pc);  // a second pass over a prepared candidate parses nothing
+    if (pc.status() != Status::pending) continue;
+    PreparedCandidate copy = pc;  // as the runoff takes it: shares the parsed config and the artifact
+    for (const PreparedCandidate* x : {&pc, &copy}) {
+      auto exe = load_prepared(p, *x);
+      ASSERT_TRUE(exe);
+      const int no = static_cast<const FakeExecutable&>(*exe).parse_no;
+      EXPECT_EQ(no, config_of<FakeConfig>(*pc.config, pc.candidate().backend).parse_no);
+      if (x == &pc) EXPECT_TRUE(seen.insert(no + 100 * (pc.backend == b)).second);
+    }
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  EXPECT_EQ(a->parses + b->parses, 7) << "validate, compile and load must not parse again";
+
+  // A candidate named by the caller (Tuner::load's path): make_prepared + compile_one + load_prepared, one parse.
+  PreparedCandidate one;
+  one.result.candidate = {"fb", "c5"};
+  one.backend = b;
+  compile_one(p, dev, one);
+  ASSERT_EQ(one.status(), Status::pending);
+  EXPECT_TRUE(load_prepared(p, one));
+  EXPECT_EQ(b->parses, 4);
+
+  // The string forms (single calls outside a pipeline) parse on each call, and say the same.
+  EXPECT_EQ(b->validate(p, Candidate{"fb", "bad"}, dev), "fb: bad config");
+  EXPECT_EQ(b->validate(p, Candidate{"fb", "garbled"}, dev), "fb: cannot parse 'garbled'");
+  EXPECT_EQ(b->parses, 6);
+}
+
+// For the real backends, the pipeline's parse-once path says what the string form of validate() says about a config
+// it rejects: a malformed one (cuBLASLt names a problem it cannot run first), a mismatched epilogue mode, a
+// non-canonical spelling.
+TEST(Pipeline, ParsedPathRejectsAsValidateDoes) {
+  Problem plain = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
+  plain.resolve();
+  Problem col_c = plain;  // cuBLASLt reads C only in D's layout
+  col_c.beta = 1.0f, col_c.c.layout = Layout::col, col_c.c.ld = 0;
+  col_c.resolve();
+  Problem fused = plain;
+  fused.epilogue = parse_epilogue("bias,gelu_tanh");
+  fused.resolve();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  const struct {
+    const Problem* p;
+    Candidate c;
+  } cases[] = {
+      {&plain, {"sm90", "garbage"}},          {&plain, {"sm90", "tile=128x256x64"}},
+      {&plain, {"gemv", "nonsense=1"}},       {&plain, {"cublaslt", "garbage"}},
+      {&col_c, {"cublaslt", "garbage"}},      {&col_c, {"cublaslt", "default,epi=bogus"}},
+      {&fused, {"cublaslt", "garbage"}},      {&fused, {"cublaslt", "default"}},
+      {&plain, {"cublaslt", "default,epi=bogus"}},
+  };
+  for (const auto& t : cases) {
+    const std::string why = find_backend(t.c.backend)->validate(*t.p, t.c, dev);
+    ASSERT_FALSE(why.empty()) << t.c.str();
+    PreparedCandidate pc = make_prepared(t.c);
+    compile_one(*t.p, dev, pc);
+    EXPECT_EQ(pc.status(), Status::unsupported) << t.c.str();
+    EXPECT_EQ(pc.result.reason, why) << t.c.str() << " on " << t.p->str();
+  }
 }
 
 // Without a GPU the enumeration leaves out the backend that needs one (cuBLASLt) with a note, and lists the others.

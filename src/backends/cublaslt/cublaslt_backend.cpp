@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -126,6 +127,14 @@ SplitConfig split_config(const std::string& cfg) {
   else throw Error("cublaslt: bad config '" + cfg + "': epi=" + v + " (fused or separate)");
   return r;
 }
+
+// A candidate's config as parse() leaves it: the epilogue mode split off and the algorithm parsed. A malformed
+// algorithm is kept as its error rather than thrown, because validate() names a mismatched epilogue mode first.
+struct LtConfig {
+  SplitConfig split;
+  std::optional<AlgoConfig> algo;  // empty for "default" (and when algo_error is set)
+  std::string algo_error;          // why the algorithm part does not parse; "" when it does
+};
 
 std::string join_config(const std::string& algo, EpiMode m) {
   return m == EpiMode::none ? algo : algo + (m == EpiMode::fused ? ",epi=fused" : ",epi=separate");
@@ -453,15 +462,15 @@ std::shared_ptr<const jit::Cubin> compile_elementwise(const Problem& p, const Ca
 
 class LtExecutable final : public Executable {
  public:
-  LtExecutable(const Problem& p, const Candidate& c, std::shared_ptr<const jit::Cubin> ew)
-      : cand_(c), split_(split_config(c.config)), lp_(map_problem(p, split_.mode)), descs_(lp_) {
+  LtExecutable(const Problem& p, const Candidate& c, const LtConfig& cfg, std::shared_ptr<const jit::Cubin> ew)
+      : cand_(c), split_(cfg.split), lp_(map_problem(p, split_.mode)), descs_(lp_) {
     if (cublaslt::is_default_config(split_.algo)) {
       auto res = heuristic(descs_, 1);
       if (res.empty()) GT_THROW("cublaslt: the heuristic returns no algorithm for " + p.str());
       algo_ = res[0].algo;
     } else {
-      const AlgoConfig cfg = AlgoConfig::parse(split_.algo);
-      if (std::string why = algo_from_config(cfg, lp_, algo_); !why.empty()) GT_THROW(why + " [" + c.str() + "]");
+      if (!cfg.algo) throw Error(cfg.algo_error);
+      if (std::string why = algo_from_config(*cfg.algo, lp_, algo_); !why.empty()) GT_THROW(why + " [" + c.str() + "]");
     }
     Checked ck = check_algo(algo_, descs_);
     if (!ck.reason.empty()) GT_THROW(ck.reason + " [" + c.str() + "]");
@@ -581,55 +590,69 @@ class CublasLtBackend final : public Backend {
     return out;
   }
 
-  std::string validate(const Problem& p0, const Candidate& c, const DeviceInfo& dev) const override {
+  std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
+    if (c.backend != kName) throw Error("cublaslt: candidate of backend '" + c.backend + "'");
+    LtConfig cfg;
+    cfg.split = split_config(c.config);  // throws on a bad epilogue mode
+    if (!cublaslt::is_default_config(cfg.split.algo)) {
+      try {
+        cfg.algo = AlgoConfig::parse(cfg.split.algo);
+      } catch (const Error& e) {
+        cfg.algo_error = e.what();
+      }
+    }
+    return std::make_shared<const BackendConfigOf<LtConfig>>(std::move(cfg));
+  }
+
+  // A problem this backend cannot run is named before anything about the config.
+  std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const override {
+    if (std::string why = problem_reason(resolved(p), dev); !why.empty()) return why;
+    return error;
+  }
+
+  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+
+  std::string validate(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                       const DeviceInfo& dev) const override {
     const Problem p = resolved(p0);
     if (std::string why = problem_reason(p, dev); !why.empty()) return why;
-    if (c.backend != kName) return "cublaslt: candidate of backend '" + c.backend + "'";
-    SplitConfig split;
-    try {
-      split = split_config(c.config);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    if (std::string why = mode_reason(p, split.mode); !why.empty()) return why;
-    if (cublaslt::is_default_config(split.algo)) return "";
-    AlgoConfig cfg;
-    try {
-      cfg = AlgoConfig::parse(split.algo);
-    } catch (const Error& e) {
-      return e.what();
-    }
+    const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
+    if (std::string why = mode_reason(p, cfg.split.mode); !why.empty()) return why;
+    if (cublaslt::is_default_config(cfg.split.algo)) return "";
+    if (!cfg.algo) return cfg.algo_error;
     // Whether cuBLASLt accepts the algorithm for this problem can only be asked with a GPU; without one the syntax
     // is all we can check (load() checks again).
     if (!gpu_available()) return "";
-    const LtProblem lp = map_problem(p, split.mode);
+    const LtProblem lp = map_problem(p, cfg.split.mode);
     LtDescs ds(lp);
     cublasLtMatmulAlgo_t algo{};
-    if (std::string why = algo_from_config(cfg, lp, algo); !why.empty()) return why;
+    if (std::string why = algo_from_config(*cfg.algo, lp, algo); !why.empty()) return why;
     return check_algo(algo, ds).reason;
   }
 
-  CompileResult compile(const Problem& p0, const Candidate& c, const DeviceInfo& dev) const override {
+  CompileResult compile(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                        const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
     const Problem p = resolved(p0);
     if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
-    const SplitConfig split = split_config(c.config);
-    if (std::string why = mode_reason(p, split.mode); !why.empty()) GT_THROW(why);
-    if (!cublaslt::is_default_config(split.algo)) (void)AlgoConfig::parse(split.algo);  // throws on a bad string
+    const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
+    if (std::string why = mode_reason(p, cfg.split.mode); !why.empty()) GT_THROW(why);
+    if (!cfg.algo_error.empty()) throw Error(cfg.algo_error);
     CompileResult r;  // cuBLASLt kernels ship with the library; only a separate epilogue is compiled
-    if (split.mode == EpiMode::separate) r = jit_compile_result(compile_elementwise(p, c));
+    if (cfg.split.mode == EpiMode::separate) r = jit_compile_result(compile_elementwise(p, c));
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }
 
-  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const CompileResult& compiled) const override {
+  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                                   const CompileResult& compiled) const override {
     const Problem p = resolved(p0);
     DeviceInfo dev;  // arch was checked by supports(); only the problem matters here
     if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
     GT_REQUIRE(c.backend == kName, "cublaslt: cannot load a candidate of backend '" + c.backend + "'");
-    const SplitConfig split = split_config(c.config);
-    if (std::string why = mode_reason(p, split.mode); !why.empty()) GT_THROW(why);
-    return std::make_unique<LtExecutable>(p, c, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
+    const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
+    if (std::string why = mode_reason(p, cfg.split.mode); !why.empty()) GT_THROW(why);
+    return std::make_unique<LtExecutable>(p, c, cfg, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
   }
 
  private:

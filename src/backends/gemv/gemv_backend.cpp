@@ -59,8 +59,8 @@ std::pair<std::string, std::string> unit(const Config& c, const Problem& p) {
 
 class GemvExecutable final : public Executable {
  public:
-  GemvExecutable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
-      : cand_(cand), cfg_(Config::parse(cand.config)), view_(gemv::make_view(p, cfg_.vec_m)), problem_(p),
+  GemvExecutable(const Problem& p, const Candidate& cand, const Config& cfg, std::shared_ptr<const jit::Cubin> cubin)
+      : cand_(cand), cfg_(cfg), view_(gemv::make_view(p, cfg_.vec_m)), problem_(p),
         cubin_(std::move(cubin)) {
     cuda::ensure_context();
     fn_ = jit::load(*cubin_);
@@ -160,14 +160,23 @@ class GemvBackend final : public Backend {
     return out;
   }
 
-  std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
-    return validate_canonical<Config>("gemv", c, [&](const Config& cfg) { return gemv::config_reason(cfg, p, dev); });
+  std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
+    return parse_canonical<Config>("gemv", c);
   }
 
-  CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
+  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+
+  std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
+                       const DeviceInfo& dev) const override {
+    return validate_canonical("gemv", c, config_of<Config>(parsed, "gemv"),
+                              [&](const Config& cfg) { return gemv::config_reason(cfg, p, dev); });
+  }
+
+  CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& parsed,
+                        const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
-    if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
-    const Config cfg = Config::parse(c.config);
+    if (std::string r = validate(p, c, parsed, dev); !r.empty()) GT_THROW(r);
+    const Config& cfg = config_of<Config>(parsed, "gemv");
     JitUnit u;
     std::tie(u.source, u.name) = unit(cfg, p);
     u.arch = arch_of(dev);
@@ -175,8 +184,9 @@ class GemvBackend final : public Backend {
     return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
   }
 
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
-    return std::make_unique<GemvExecutable>(p, c, jit_cubin(compiled, "gemv", c));
+  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& parsed,
+                                   const CompileResult& compiled) const override {
+    return std::make_unique<GemvExecutable>(p, c, config_of<Config>(parsed, "gemv"), jit_cubin(compiled, "gemv", c));
   }
 };
 

@@ -117,8 +117,8 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
 
 class Sm90Executable final : public Executable {
  public:
-  Sm90Executable(const Problem& p, const Candidate& cand, std::shared_ptr<const jit::Cubin> cubin)
-      : cand_(cand), cfg_(Config::parse(cand.config)), view_(sm90::kernel_view(p, cfg_.swap)),
+  Sm90Executable(const Problem& p, const Candidate& cand, const Config& cfg, std::shared_ptr<const jit::Cubin> cubin)
+      : cand_(cand), cfg_(cfg), view_(sm90::kernel_view(p, cfg_.swap)),
         plan_(sm90::plan(cfg_, view_)), flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p),
         cubin_(std::move(cubin)) {
     cuda::ensure_context();
@@ -287,17 +287,26 @@ class Sm90Backend final : public Backend {
     return out;
   }
 
-  std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
-    return validate_canonical<Config>("sm90", c, [&](const Config& cfg) { return sm90::config_reason(cfg, p, dev); });
+  std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
+    return parse_canonical<Config>("sm90", c);
   }
 
-  CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const override {
+  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+
+  std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
+                       const DeviceInfo& dev) const override {
+    return validate_canonical("sm90", c, config_of<Config>(parsed, "sm90"),
+                              [&](const Config& cfg) { return sm90::config_reason(cfg, p, dev); });
+  }
+
+  CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& parsed,
+                        const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
-    if (std::string r = validate(p, c, dev); !r.empty()) GT_THROW(r);
+    if (std::string r = validate(p, c, parsed, dev); !r.empty()) GT_THROW(r);
     // The kernel is named and generated from the config without its walk: tiles=gpc is a host table
     // (GemmParams::order) and raster / group are run-time parameters (GemmParams::raster_n, group), so configs that
     // differ only in those share one compile (a gpc twin and its static sibling, the band widths of one tile).
-    Config cfg = kernel_config(Config::parse(c.config));
+    Config cfg = kernel_config(config_of<Config>(parsed, "sm90"));
     const KernelView v = sm90::kernel_view(p, cfg.swap);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);
@@ -309,8 +318,9 @@ class Sm90Backend final : public Backend {
     return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
   }
 
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const override {
-    return std::make_unique<Sm90Executable>(p, c, jit_cubin(compiled, "sm90", c));
+  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& parsed,
+                                   const CompileResult& compiled) const override {
+    return std::make_unique<Sm90Executable>(p, c, config_of<Config>(parsed, "sm90"), jit_cubin(compiled, "sm90", c));
   }
 };
 
