@@ -56,8 +56,7 @@ __device__ __forceinline__ void load_c2(const GemmParams& p, int row, int col, i
 //   kEpiVecOps: kernel n_out is even: fused-chain operands indexed along the kernel's columns (bias, scales,
 //               residual) are read in pairs with one 4/8-byte load (the launch checks their pointers' alignment).
 //   kEpiAlphaOne: alpha == 1 (the problem's, fixed per executable): no multiply. Besides a multiply per element, it
-//               takes ~6% off the compile (ptxas time follows the instructions that read the accumulators: NOTES
-//               step 9).
+//               takes ~6% off the compile (ptxas time follows the instructions that read the accumulators).
 enum : int { kEpiDirect = 1, kEpiVecC = 2, kEpiVecOps = 4, kEpiAlphaOne = 8 };
 
 // alpha * x, or x under kEpiAlphaOne.
@@ -221,12 +220,12 @@ __device__ __forceinline__ int strip_row(int warp, int i) {
 // storing thread TMA-stores D rows [row0, row0 + Cfg::kEpiRows), columns [col0, col0 + BYTES / out size) of batch b,
 // or the owner copies them out with bounds checks (`direct`: an edge strip TMA cannot clip, see
 // EpilogueTmaStore::store). The warpgroup syncs on consumer_bar(), a warp with __syncwarp.
-// NOTES (session 12, bench/NOTES.md step 12): the two barriers per strip are not what the short-K epilogue waits on.
+// NOTES: the two barriers per strip are not what the short-K epilogue waits on.
 // One barrier per strip with two buffers (thread 0 waiting for the previous strip's store right before publishing the
 // strip) and a per-warp variant of 16-row stores with one buffer moved 8192x6144x256 by -2% to +6% depending on the
-// tile and schedule, long K within noise. Session 16 (step 16): cuBLASLt's nvjet kernel stores 8 rows x 64 columns
-// per warp and TMA store, from two small buffers per warp, with no warpgroup barrier; a microbenchmark of that
-// (scripts/sm90_dev/wgmma_switch.cu, epi 10) took 70% of the store's cost off the tensor pipe at tile N 176.
+// tile and schedule, long K within noise. cuBLASLt's nvjet kernel stores 8 rows x 64 columns per warp and TMA
+// store, from two small buffers per warp, with no warpgroup barrier; a microbenchmark of that took 70% of the store's
+// cost off the tensor pipe at tile N 176 (docs/PERFORMANCE.md, per-warp epilogue).
 // (Two calls around stage_strip rather than one taking the lambda: another lambda level cost NVVM ~5 ms per kernel.)
 template <class Cfg>
 __device__ __forceinline__ void strip_owner_sync() {
@@ -278,7 +277,7 @@ __device__ __forceinline__ void for_each_strip(const TmaDesc& td, const TmaDesc&
 // Before the CTA exits: the warpgroup's stores have finished reading their strip buffers (the shared memory goes with
 // the CTA). Their writes to D need no wait here: they are performed before the grid completes. Waiting for them
 // (cp.async.bulk.wait_group without .read) kept every CTA alive for the round trip of its last store; no measurable
-// change in time either way (bench/NOTES.md step 12). Lane 0 of every warp: with warp strips each stores its own.
+// change in time either way. Lane 0 of every warp: with warp strips each stores its own.
 __device__ __forceinline__ void drain_strips(int tid) {
   if (tid % 32 == 0) bulk_wait_read<0>();
 }

@@ -6,7 +6,7 @@
 // load_c's strides, which take either layout); no shared memory, no TMA, so any M, N and pitch. Per store
 // instruction the eight lanes of one lane % 4 hold eight consecutive kernel rows of one column: 16 contiguous bytes
 // of a 16-bit D (32 of an f32 one). Decode outputs are small (16 x 4096 x 2 bytes), so this costs little next to
-// the weights the kernel streams; the tuner times these configs against the rest (bench/NOTES.md step 20).
+// the weights the kernel streams; the tuner times these configs against the rest (docs/PERFORMANCE.md, swap-AB).
 // A fused chain (not a GLU, whose gate and up columns would sit in different threads) applies per element with D's
 // coordinates: TRANS as in EpilogueFused — kernel rows are D's columns (a row-major D solved transposed).
 //

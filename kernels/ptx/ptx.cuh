@@ -70,7 +70,7 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 // no cluster-scope fence is needed (the dynamic tile order, sm90/sm90_tile_stream.cuh).
 // NOTES: the first version stored with st.shared::cluster and published with mbarrier.arrive.release.cluster, its
 // readers waiting with .acquire.cluster: 3-4% slower at 8192x6144x4096 than the static order, against 1.2% with
-// st.async (bench/NOTES.md step 7).
+// st.async (docs/PERFORMANCE.md, tile orders).
 __device__ __forceinline__ void send_s32_cluster(unsigned addr, unsigned bar, unsigned cta, int v) {
   asm volatile(
       "{\n.reg .b32 ra, rb;\nmapa.shared::cluster.u32 ra, %0, %2;\nmapa.shared::cluster.u32 rb, %1, %2;\n"

@@ -339,7 +339,7 @@ TEST(Sm90Gpu, StreamKSplit) {
 // swap=1: the other orientation (decode sizes: the wide side on the wgmma M side, the few rows on tile N 16-64), D
 // stored transposed straight from the registers (EpilogueTransposedStore), deep rings, split mode; every layout (a
 // col-major D then runs the untransposed view), f32 D, C with beta, batches, ragged M / N / K. And rings deeper than
-// 7 stages without swap (valid for every config since session 20).
+// 7 stages without swap.
 TEST(Sm90Gpu, Swap) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   if (current_device().cc_major != 9) GTEST_SKIP() << "not Hopper";

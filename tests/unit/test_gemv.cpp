@@ -223,7 +223,7 @@ TEST(GemvConfig, Enumeration) {
   const Problem d8 = decode(8, 4096, 14336);
   EXPECT_EQ(gemv::csplit_ws_floats(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1"), d8), 0);
   // occ=3 exactly where the rule asks for it: 8 warps of the mma kernel splitting K 4-8 ways, loads in registers
-  // (1-2 steps, one m-block), at most 8 vectors (bench/NOTES.md step 24); every listed config compiles without
+  // (1-2 steps, one m-block), at most 8 vectors (docs/PERFORMANCE.md, gemv); every listed config compiles without
   // spills (GemvCompile.EveryConfig).
   for (const Problem& q : {decode(8, 4096, 14336), decode(3, 28672, 4096), decode(16, 4096, 14336),
                            decode(8, 14336, 4096, "bias,silu_glu")}) {

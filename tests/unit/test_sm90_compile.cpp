@@ -571,8 +571,8 @@ TEST(Sm90Config, RowsOffTheLines) {
   EXPECT_GT(sm90::estimate_cost(pp, half, dev), sm90::estimate_cost(pp, on, dev));
 }
 
-// The default top 8 holds the candidates measured fastest when every candidate was timed (H200, bench/NOTES.md step
-// 17): at short K the five-strip ping-pong 128x160 (ranked 17th-49th while the model charged ping-pong strips), with
+// The default top 8 holds the candidates measured fastest when every candidate was timed (H200, docs/PERFORMANCE.md,
+// ranking): at short K the five-strip ping-pong 128x160 (ranked 17th-49th while the model charged ping-pong strips), with
 // rows 2000 bytes apart ping-pong 128x192 2x1 (the 128-row ping-pong tiles ranked above it lost 8-30% there).
 TEST(Sm90Enumerate, TopEightHoldsTheMeasuredBest) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
@@ -584,7 +584,7 @@ TEST(Sm90Enumerate, TopEightHoldsTheMeasuredBest) {
     const auto it = std::find(all.begin(), all.end(), want);
     return it != all.end() && it - all.begin() < 8;
   };
-  // (128x160 now stores per warp, epi=warp: measured faster than its warpgroup form at these shapes, step 18.)
+  // (128x160 stores per warp, epi=warp: measured faster than its warpgroup form at these shapes.)
   EXPECT_TRUE(
       top8_has(4096, 8192, 512, "tile=128x160x64,stages=5,cluster=2x1,sched=pingpong,raster=n,group=10,epi=warp"));
   EXPECT_TRUE(
