@@ -332,5 +332,17 @@ TEST(GemvCompile, BadCandidateIsAClearError) {
   EXPECT_THROW(be->compile(decode(64, 64, 64), {"gemv", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), Error);
 }
 
+// occ comes from the config line as any int: a value whose product with warps overflows is refused like occ=9, not
+// wrapped into an accepted one.
+TEST(GemvConfig, OccOverflowIsRefused) {
+  auto be = make_gemv_backend();
+  const Problem p = decode(4, 64, 64);
+  for (const char* occ : {"9", "2147483647", "1073741824", "0", "-1"})
+    EXPECT_TRUE(has(be->validate(p, {"gemv", std::string("vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=") + occ}, kDev),
+                    "occ (CTAs per SM) must be 1-8"))
+        << "occ=" << occ;
+  EXPECT_EQ(be->validate(p, {"gemv", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=8"}, kDev), "");
+}
+
 }  // namespace
 }  // namespace gemmtune

@@ -75,7 +75,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.csplit != 2 && c.csplit != 4 && c.csplit != 8) return pre + "csplit must be 1, 2, 4 or 8";
     if (!c.mma) return pre + "csplit (K split across CTAs) needs mma=1";
   }
-  if (c.occ < 1 || c.occ * c.warps > 64)
+  // Divided, not multiplied: occ is any int from the config line, and occ * warps could overflow.
+  if (c.occ < 1 || c.occ > 64 / c.warps)
     return pre + "occ (CTAs per SM) must be 1-" + std::to_string(64 / c.warps) + " with " + std::to_string(c.warps) +
            " warps (64 warps per SM)";
   if (c.mma) {
