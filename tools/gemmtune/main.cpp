@@ -18,11 +18,14 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
 #include "cli_output.h"
 #include "cli_problem.h"
+#include "core/input.h"
 #include "gemmtune/gemm.h"
 #include "tuner/pipeline.h"
 #include "tuner/result_cache.h"
@@ -72,7 +75,7 @@ struct TuneArgs {
 
   void add_to(CLI::App* app, bool with_config) {
     app->add_option("--backends", backends, "comma-separated backends (default: all), e.g. sm90,cublaslt");
-    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)");
+    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)")->check(integer_in_range<int>());
     if (with_config)
       app->add_option("--config", configs,
                       "run exactly this candidate: a 'backend:config' line from list/tune; repeat it to time several "
@@ -80,12 +83,12 @@ struct TuneArgs {
     app->add_flag("--no-cache", no_cache, "neither read nor write the result cache");
     app->add_flag("--force", force, "ignore a cached result (the new one is still written)");
     app->add_flag("--in-process", in_process, "verify and time in this process instead of a worker process");
-    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)");
+    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)")->check(integer_in_range<int>());
     app->add_flag("-q,--quiet", quiet, "no progress lines on stderr");
     app->add_option("--min-time-ms", min_time_ms, "time each candidate at least this long (default 100)")
         ->group("Timing");
-    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")->group("Timing");
-    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")->group("Timing");
+    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")->check(integer_in_range<int>())->group("Timing");
+    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")->check(integer_in_range<int>())->group("Timing");
     app->add_option("--settle-ms", settle_ms,
                     "run the first candidate this long before timing, so the GPU's clocks settle (default 300, 0 = off)")
         ->group("Timing");
@@ -150,7 +153,7 @@ void check_config(const Problem& p, const Candidate& c, const DeviceInfo& dev) {
   } catch (const Error& e) {
     why = e.what();
   }
-  if (!why.empty()) throw UsageError(fmt::format("--config '{}': {}", c.str(), first_line(why)));
+  if (!why.empty()) throw UsageError(fmt::format("--config '{}': {}", c.str(), user_message(why)));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -214,52 +217,56 @@ struct SuiteShape {
 };
 
 // {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
+// Read like a cache file (src/core/input.h): bounded, every field typed, an unknown key an error, since a typo such
+// as "ldb " would otherwise silently mean the default.
 std::pair<std::string, std::vector<SuiteShape>> load_suite(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UsageError(fmt::format("--suite '{}': cannot open", path));
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const std::exception& e) {
-    throw UsageError(fmt::format("--suite '{}': not valid JSON: {}", path, first_line(e.what())));
-  }
-  if (!j.is_object() || !j.contains("shapes") || !j["shapes"].is_array())
-    throw UsageError(fmt::format("--suite '{}': expected an object with a \"shapes\" array", path));
-  std::string suite_name = j.value("name", fs::path(path).stem().string());
-  std::string dt = j.value("dtype", "bf16");
-  std::string dA = j.value("A", dt + ":row"), dB = j.value("B", dt + ":col"), dD = j.value("D", dt + ":row");
+  const std::string what = fmt::format("--suite '{}'", path);
+  const detail::FileRead f = detail::read_regular_file(path, std::size_t(64) << 20);
+  if (f.status == detail::FileRead::missing) throw UsageError(what + ": cannot open (no such file)");
+  if (f.status == detail::FileRead::rejected) throw UsageError(what + ": cannot open (" + f.why + ")");
+  const json j = detail::parse_json(f.data, what);
+  const detail::Fields top(j, what);
+  top.only({"name", "description", "dtype", "A", "B", "D", "shapes"});
+  if (!top.has("shapes") || !top.at("shapes").is_array())
+    throw UsageError(what + ": expected an object with a \"shapes\" array");
+  std::string suite_name = top.string("name", fs::path(path).stem().string());
+  top.string("description", "");
+  std::string dt = top.string("dtype", "bf16");
+  std::string dA = top.string("A", dt + ":row"), dB = top.string("B", dt + ":col"), dD = top.string("D", dt + ":row");
   std::vector<SuiteShape> shapes;
   size_t i = 0;
-  for (const json& s : j["shapes"]) {
-    std::string where = fmt::format("--suite '{}' shape #{}", path, i++);
-    try {
-      SuiteShape sh;
-      sh.name = s.value("name", "");
-      if (!sh.name.empty()) where = fmt::format("--suite '{}' shape '{}'", path, sh.name);
-      ProblemArgs& a = sh.args;
-      for (const char* req : {"m", "n", "k"})
-        if (!s.contains(req)) throw UsageError(fmt::format("{}: missing \"{}\"", where, req));
-      a.m = s.at("m").get<int64_t>();
-      a.n = s.at("n").get<int64_t>();
-      a.k = s.at("k").get<int64_t>();
-      a.batch = s.value("batch", int64_t{1});
-      a.A = s.value("A", dA);
-      a.B = s.value("B", dB);
-      a.D = s.value("D", dD);
-      a.C = s.value("C", std::string());
-      a.lda = s.value("lda", int64_t{0});
-      a.ldb = s.value("ldb", int64_t{0});
-      a.ldc = s.value("ldc", int64_t{0});
-      a.ldd = s.value("ldd", int64_t{0});
-      a.alpha = s.value("alpha", 1.0f);
-      a.beta = s.value("beta", 0.0f);
-      a.epilogue = s.value("epilogue", std::string());
-      if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
-      a.build(where);  // reject a bad suite before any GPU time is spent
-      shapes.push_back(std::move(sh));
-    } catch (const json::exception& e) {
-      throw UsageError(fmt::format("{}: {}", where, first_line(e.what())));
+  for (const json& s : top.at("shapes")) {
+    std::string where = fmt::format("{} shape #{}", what, i++);
+    SuiteShape sh;
+    if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
+      where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
+    const detail::Fields e(s, where);
+    e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "alpha", "beta",
+            "epilogue"});
+    sh.name = e.string("name", "");
+    ProblemArgs& a = sh.args;
+    a.m = e.integer("m");
+    a.n = e.integer("n");
+    a.k = e.integer("k");
+    a.batch = e.integer("batch", 1);
+    a.A = e.string("A", dA);
+    a.B = e.string("B", dB);
+    a.D = e.string("D", dD);
+    a.C = e.string("C", "");
+    a.lda = e.integer("lda", 0);
+    a.ldb = e.integer("ldb", 0);
+    a.ldc = e.integer("ldc", 0);
+    a.ldd = e.integer("ldd", 0);
+    for (auto [key, dst, fallback] : {std::tuple{"alpha", &a.alpha, 1.0}, {"beta", &a.beta, 0.0}}) {
+      const double v = e.number(key, fallback);
+      if (std::fabs(v) > std::numeric_limits<float>::max())
+        throw UsageError(fmt::format("{}: \"{}\" is out of the range of a float (got {})", where, key, v));
+      *dst = float(v);
     }
+    a.epilogue = e.string("epilogue", "");
+    if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
+    a.build(where);  // reject a bad suite before any GPU time is spent
+    shapes.push_back(std::move(sh));
   }
   if (shapes.empty()) throw UsageError(fmt::format("--suite '{}': no shapes", path));
   return {suite_name, shapes};
@@ -634,8 +641,8 @@ int run(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list candidates (backend:config) for a problem without running them");
   list_p.add_to(list);
   list->add_option("--backends", list_backends, "comma-separated backends (default: all)");
-  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)");
-  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs");
+  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)")->check(integer_in_range<int>());
+  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs")->check(integer_in_range<int>());
   add_json_option(list, list_j, "print a JSON array of candidate lines");
 
   // compile
@@ -648,10 +655,10 @@ int run(int argc, char** argv) {
   comp_p.add_to(comp);
   comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv, the JIT backends)");
   comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
-  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)");
-  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)");
+  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)")->check(integer_in_range<int>());
+  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)")->check(integer_in_range<int>());
   CLI::Option* comp_sms_opt =
-      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present");
+      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present")->check(integer_in_range<int>());
   comp->add_flag("--no-cache", comp_nocache, "compile from scratch (throw-away kernel cache)");
   comp->add_flag("-q,--quiet", comp_quiet, "no progress lines on stderr");
   comp->add_flag("-v,--verbose", comp_verbose, "full compiler messages in the table");
@@ -742,6 +749,9 @@ int main(int argc, char** argv) {
   try {
     return cli::run(argc, argv);
   } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const detail::InputError& e) {  // a malformed suite, export or cache file: the user's data
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const NoGpuError& e) {
