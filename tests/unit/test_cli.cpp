@@ -1,6 +1,7 @@
 // The gemmtune CLI as a user meets it: bad arguments give a non-zero exit and one line naming the problem;
 // `compile` works without a GPU; the result cache survives an export/clear/import round trip.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -93,8 +94,16 @@ CliRun run_cli(const std::vector<std::string>& args, const std::map<std::string,
     r.err = "posix_spawn failed: " + std::string(strerror(e));
     return r;
   }
+  // A CLI that hangs (a regression reading a FIFO, say) fails the test instead of stalling the suite.
   int status = 0;
-  waitpid(pid, &status, 0);
+  for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; waited_ms += 10) {
+    if (waited_ms > 240000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    usleep(10000);
+  }
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(outp);
   r.err = slurp(errp);
@@ -407,12 +416,15 @@ TEST_F(Cli, CacheCommandsSurviveHostileEntries) {
   std::ofstream(results / "0000.json") << R"({"key": "k", "winner": "sm90:x", "x": )" << std::string(200000, '[')
                                        << std::string(200000, ']') << "}";
   ASSERT_EQ(mkfifo((results / "0001.json").c_str(), 0600), 0);
-  fs::create_symlink("/dev/zero", results / "0002.json");
+  std::ofstream(cache.path / "planted.json") << R"({"key": "planted", "winner": "sm90:x"})";
+  fs::create_symlink(cache.path / "planted.json", results / "0002.json");
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"cache", "ls"}, {"cache", "ls", "--json"}, {"cache", "export", (cache.path / "out.json").string()}}) {
     CliRun r = run_cli(args, env());
     EXPECT_EQ(r.rc, 0) << describe(args, r);
     EXPECT_NE(r.err.find("0000.json"), std::string::npos) << describe(args, r);
+    EXPECT_EQ(r.out.find("planted"), std::string::npos) << "a symlink out of the cache was followed\n"
+                                                        << describe(args, r);
   }
 }
 

@@ -256,9 +256,12 @@ TEST_F(JitTest, CorruptDiskEntryIsAMiss) {
     fs::remove(entry);
     ASSERT_EQ(mkfifo(entry.c_str(), 0600), 0);
   });
+  // A symlink out of the cache, to a good entry: not followed (a link to /dev/zero would be read forever).
+  const fs::path outside = fs::path(kernel_cache_dir()).parent_path() / "outside.gtcubin";
   recompile_after([&] {
+    fs::copy_file(entry, outside, fs::copy_options::overwrite_existing);
     fs::remove(entry);
-    fs::create_symlink("/dev/zero", entry);
+    fs::create_symlink(outside, entry);
   });
   // A directory cannot be replaced by a rename: still a miss (and a warning), never a compile error.
   fs::remove(entry);
@@ -269,6 +272,7 @@ TEST_F(JitTest, CorruptDiskEntryIsAMiss) {
   EXPECT_EQ(cache_stats().disk_corrupt - before.disk_corrupt, 1u);
   EXPECT_EQ(d->image, a->image);
   fs::remove_all(entry);
+  fs::remove(outside);
 }
 
 TEST_F(JitTest, CompileErrorCarriesLogAndContext) {

@@ -185,10 +185,14 @@ TEST(ResultCacheHostile, OnlyRegularFilesAreRead) {
     return fs::path();
   };
   const fs::path fifo = path_of("fifo"), link = path_of("link"), dir = path_of("dir");
+  // The link points out of the cache at a well-formed entry: reading it would let anyone who can make a link in the
+  // cache serve any file (and a link to /dev/zero would never end).
+  TempDir outside;
+  fs::copy_file(link, outside.path / "planted.json");
   fs::remove(fifo), fs::remove(link), fs::remove(dir);
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);    // a read would block forever
-  fs::create_symlink("/dev/zero", link);       // a read would never end
-  fs::create_directories(dir / "sub");         // a read fails
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);  // a read would block forever
+  fs::create_symlink(outside.path / "planted.json", link);
+  fs::create_directories(dir / "sub");
   testing::internal::CaptureStderr();
   EXPECT_FALSE(c.get("fifo"));
   EXPECT_FALSE(c.get("link"));
