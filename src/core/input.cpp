@@ -57,7 +57,8 @@ nlohmann::json parse_json(std::string_view text, const std::string& what, const 
       (void)nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::exception& e) {
       std::string why = e.what();
-      if (auto p = why.find("] "); why.starts_with("[json.exception") && p != std::string::npos) why = why.substr(p + 2);
+      const size_t p = why.find("] ");
+      if (why.starts_with("[json.exception") && p != std::string::npos) why = why.substr(p + 2);
       throw InputError(what + ": not valid JSON (" + why + ")");
     }
     throw InputError(what + ": not valid JSON");

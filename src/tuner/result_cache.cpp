@@ -205,9 +205,10 @@ size_t ResultCache::import_from(const std::string& file) const {
   if (f.status == detail::FileRead::rejected) throw detail::InputError(what + ": " + f.why);
   const nlohmann::json j = detail::parse_json(f.data, what);
   const detail::Fields top(j, what);
-  if (!top.has("gemmtune_cache")) throw detail::InputError(what + ": not a gemmtune cache export (no \"gemmtune_cache\")");
-  if (top.integer("gemmtune_cache") != 1)
-    throw detail::InputError(what + ": unsupported \"gemmtune_cache\" version " + std::to_string(top.integer("gemmtune_cache")));
+  if (!top.has("gemmtune_cache"))
+    throw detail::InputError(what + ": not a gemmtune cache export (no \"gemmtune_cache\")");
+  if (const int64_t version = top.integer("gemmtune_cache"); version != 1)
+    throw detail::InputError(what + ": unsupported \"gemmtune_cache\" version " + std::to_string(version));
   const nlohmann::json& entries = top.at("entries");
   if (!entries.is_array()) throw detail::InputError(what + ": \"entries\" must be an array");
   size_t n = 0, skipped = 0;

@@ -376,8 +376,9 @@ TEST_F(Cli, OverflowingSizesAreUsageErrors) {
   expect_usage_error({"list", "--m", "3", "--n", "64", "--k", "64", "--lda", "9223372036854775807"}, "spans");
   expect_usage_error({"list", "--m", "4", "--n", "64", "--k", "64", "--batch", "2", "--ldd", "4611686018427387904"},
                      "packed batch stride");
-  expect_usage_error({"list", "--m", "4", "--n", "64", "--k", "64", "--epilogue", "swiglu:interleave9223372036854775807"},
-                     "wider than N/2");
+  expect_usage_error(
+      {"list", "--m", "4", "--n", "64", "--k", "64", "--epilogue", "swiglu:interleave9223372036854775807"},
+      "wider than N/2");
 }
 
 TEST_F(Cli, MessagesNameThingsOnce) {

@@ -224,8 +224,8 @@ TEST(ResultCacheHostile, ImportCountsOnlyEntriesWithAWinnerLine) {
   TempDir t;
   ResultCache c((t.path / "results").string());
   const std::string file = (t.path / "in.json").string();
-  { std::ofstream(file) << R"({"gemmtune_cache": 1, "entries": [{"key": "a", "winner": 42}, {"key": "b", "winner": null},
-      {"key": "c"}, {"key": 5, "winner": "sm90:x"}, {"key": "d", "winner": "sm90:x"}]})"; }
+  { std::ofstream(file) << R"({"gemmtune_cache": 1, "entries": [{"key": "a", "winner": 42},
+      {"key": "b", "winner": null}, {"key": "c"}, {"key": 5, "winner": "sm90:x"}, {"key": "d", "winner": "sm90:x"}]})"; }
   testing::internal::CaptureStderr();
   EXPECT_EQ(c.import_from(file), 1u);
   testing::internal::GetCapturedStderr();

@@ -147,9 +147,12 @@ struct ProblemArgs {
     integer("--ldb", ldb, "leading dimension of B");
     integer("--ldc", ldc, "leading dimension of C");
     integer("--ldd", ldd, "leading dimension of D");
-    bs_opt[0] = integer("--batch-stride-a", bsa, "elements between batches of A (default packed; 0 = one A for every batch)");
-    bs_opt[1] = integer("--batch-stride-b", bsb, "elements between batches of B (default packed; 0 = one B for every batch)");
-    bs_opt[2] = integer("--batch-stride-c", bsc, "elements between batches of C (default packed; 0 = one C for every batch)");
+    bs_opt[0] = integer("--batch-stride-a", bsa,
+                        "elements between batches of A (default packed; 0 = one A for every batch)");
+    bs_opt[1] = integer("--batch-stride-b", bsb,
+                        "elements between batches of B (default packed; 0 = one B for every batch)");
+    bs_opt[2] = integer("--batch-stride-c", bsc,
+                        "elements between batches of C (default packed; 0 = one C for every batch)");
     bs_opt[3] = integer("--batch-stride-d", bsd, "elements between batches of D (default packed)");
     app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
     app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");

@@ -25,6 +25,7 @@
 #include "backends/backend.h"
 #include "cli_output.h"
 #include "cli_problem.h"
+#include "cli_suite.h"
 #include "core/input.h"
 #include "gemmtune/gemm.h"
 #include "tuner/pipeline.h"
@@ -75,7 +76,8 @@ struct TuneArgs {
 
   void add_to(CLI::App* app, bool with_config) {
     app->add_option("--backends", backends, "comma-separated backends (default: all), e.g. sm90,cublaslt");
-    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)")->check(integer_in_range<int>());
+    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)")
+        ->check(integer_in_range<int>());
     if (with_config)
       app->add_option("--config", configs,
                       "run exactly this candidate: a 'backend:config' line from list/tune; repeat it to time several "
@@ -83,12 +85,15 @@ struct TuneArgs {
     app->add_flag("--no-cache", no_cache, "neither read nor write the result cache");
     app->add_flag("--force", force, "ignore a cached result (the new one is still written)");
     app->add_flag("--in-process", in_process, "verify and time in this process instead of a worker process");
-    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)")->check(integer_in_range<int>());
+    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)")
+        ->check(integer_in_range<int>());
     app->add_flag("-q,--quiet", quiet, "no progress lines on stderr");
     app->add_option("--min-time-ms", min_time_ms, "time each candidate at least this long (default 100)")
         ->group("Timing");
-    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")->check(integer_in_range<int>())->group("Timing");
-    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")->check(integer_in_range<int>())->group("Timing");
+    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")
+        ->check(integer_in_range<int>())->group("Timing");
+    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")
+        ->check(integer_in_range<int>())->group("Timing");
     app->add_option("--settle-ms", settle_ms,
                     "run the first candidate this long before timing, so the GPU's clocks settle (default 300, 0 = off)")
         ->group("Timing");
@@ -209,67 +214,6 @@ std::string csv_field(const std::string& s) {
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
-}
-
-struct SuiteShape {
-  std::string name;
-  ProblemArgs args;
-};
-
-// {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
-// Read like a cache file (src/core/input.h): bounded, every field typed, an unknown key an error, since a typo such
-// as "ldb " would otherwise silently mean the default.
-std::pair<std::string, std::vector<SuiteShape>> load_suite(const std::string& path) {
-  const std::string what = fmt::format("--suite '{}'", path);
-  const detail::FileRead f = detail::read_regular_file(path, std::size_t(64) << 20);
-  if (f.status == detail::FileRead::missing) throw UsageError(what + ": cannot open (no such file)");
-  if (f.status == detail::FileRead::rejected) throw UsageError(what + ": cannot open (" + f.why + ")");
-  const json j = detail::parse_json(f.data, what);
-  const detail::Fields top(j, what);
-  top.only({"name", "description", "dtype", "A", "B", "D", "shapes"});
-  if (!top.has("shapes") || !top.at("shapes").is_array())
-    throw UsageError(what + ": expected an object with a \"shapes\" array");
-  std::string suite_name = top.string("name", fs::path(path).stem().string());
-  top.string("description", "");
-  std::string dt = top.string("dtype", "bf16");
-  std::string dA = top.string("A", dt + ":row"), dB = top.string("B", dt + ":col"), dD = top.string("D", dt + ":row");
-  std::vector<SuiteShape> shapes;
-  size_t i = 0;
-  for (const json& s : top.at("shapes")) {
-    std::string where = fmt::format("{} shape #{}", what, i++);
-    SuiteShape sh;
-    if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
-      where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
-    const detail::Fields e(s, where);
-    e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "alpha", "beta",
-            "epilogue"});
-    sh.name = e.string("name", "");
-    ProblemArgs& a = sh.args;
-    a.m = e.integer("m");
-    a.n = e.integer("n");
-    a.k = e.integer("k");
-    a.batch = e.integer("batch", 1);
-    a.A = e.string("A", dA);
-    a.B = e.string("B", dB);
-    a.D = e.string("D", dD);
-    a.C = e.string("C", "");
-    a.lda = e.integer("lda", 0);
-    a.ldb = e.integer("ldb", 0);
-    a.ldc = e.integer("ldc", 0);
-    a.ldd = e.integer("ldd", 0);
-    for (auto [key, dst, fallback] : {std::tuple{"alpha", &a.alpha, 1.0}, {"beta", &a.beta, 0.0}}) {
-      const double v = e.number(key, fallback);
-      if (std::fabs(v) > std::numeric_limits<float>::max())
-        throw UsageError(fmt::format("{}: \"{}\" is out of the range of a float (got {})", where, key, v));
-      *dst = float(v);
-    }
-    a.epilogue = e.string("epilogue", "");
-    if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
-    a.build(where);  // reject a bad suite before any GPU time is spent
-    shapes.push_back(std::move(sh));
-  }
-  if (shapes.empty()) throw UsageError(fmt::format("--suite '{}': no shapes", path));
-  return {suite_name, shapes};
 }
 
 int cmd_bench(const std::string& suite_path, const std::string& filter, const TuneArgs& ta, const JsonOut& jo,
@@ -641,8 +585,10 @@ int run(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list candidates (backend:config) for a problem without running them");
   list_p.add_to(list);
   list->add_option("--backends", list_backends, "comma-separated backends (default: all)");
-  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)")->check(integer_in_range<int>());
-  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs")->check(integer_in_range<int>());
+  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)")
+      ->check(integer_in_range<int>());
+  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs")
+      ->check(integer_in_range<int>());
   add_json_option(list, list_j, "print a JSON array of candidate lines");
 
   // compile
@@ -655,10 +601,13 @@ int run(int argc, char** argv) {
   comp_p.add_to(comp);
   comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv, the JIT backends)");
   comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
-  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)")->check(integer_in_range<int>());
-  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)")->check(integer_in_range<int>());
+  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)")
+      ->check(integer_in_range<int>());
+  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)")
+      ->check(integer_in_range<int>());
   CLI::Option* comp_sms_opt =
-      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present")->check(integer_in_range<int>());
+      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present")
+          ->check(integer_in_range<int>());
   comp->add_flag("--no-cache", comp_nocache, "compile from scratch (throw-away kernel cache)");
   comp->add_flag("-q,--quiet", comp_quiet, "no progress lines on stderr");
   comp->add_flag("-v,--verbose", comp_verbose, "full compiler messages in the table");
