@@ -21,13 +21,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One scratch directory per fuzzing process, removed when it exits normally.
 const fs::path& scratch() {
-  static const fs::path dir = [] {
-    std::string t = (fs::temp_directory_path() / "gemmtune-fuzz-XXXXXX").string();
-    if (!mkdtemp(t.data())) std::abort();
-    return fs::path(t);
-  }();
-  return dir;
+  static const struct Scratch {
+    fs::path dir;
+    Scratch() {
+      std::string t = (fs::temp_directory_path() / "gemmtune-fuzz-XXXXXX").string();
+      if (!mkdtemp(t.data())) std::abort();
+      dir = t;
+    }
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } s;
+  return s.dir;
 }
 
 void write(const fs::path& p, const uint8_t* data, size_t size) {
