@@ -50,20 +50,15 @@ nlohmann::json parse_json(std::string_view text, const std::string& what, const 
     throw InputError(what + ": larger than " + std::to_string(limits.max_bytes) + " bytes");
   if (nesting_depth(text, limits.max_depth) > limits.max_depth)
     throw InputError(what + ": nested deeper than " + std::to_string(limits.max_depth) + " levels");
-  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Parse again only to get the position and reason of the error for the message.
-    try {
-      (void)nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::exception& e) {
-      std::string why = e.what();
-      const size_t p = why.find("] ");
-      if (why.starts_with("[json.exception") && p != std::string::npos) why = why.substr(p + 2);
-      throw InputError(what + ": not valid JSON (" + why + ")");
-    }
-    throw InputError(what + ": not valid JSON");
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error" on.
+    std::string why = e.what();
+    const size_t p = why.find("] ");
+    if (why.starts_with("[json.exception") && p != std::string::npos) why = why.substr(p + 2);
+    throw InputError(what + ": not valid JSON (" + why + ")");
   }
-  return j;
 }
 
 FileRead read_regular_file(const std::string& path, std::size_t max_bytes) {

@@ -198,8 +198,9 @@ std::string Problem::key() const {
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && beta == 0.0f) continue;
     const Operand& o = operand(w);
-    s += ":" + op_str(w, o) + ":ld" + std::to_string(o.ld);
-    if (batch > 1) s += ":bs" + std::to_string(o.batch_stride);
+    // Appended piecewise: GCC 12's -Wrestrict misfires on `":" + std::string(...)`.
+    s.append(":").append(op_str(w, o)).append(":ld").append(std::to_string(o.ld));
+    if (batch > 1) s.append(":bs").append(std::to_string(o.batch_stride));
   }
   s += ":acc" + std::string(dtype_name(accum));
   s += beta == 0.0f ? ":beta0" : ":beta1";
