@@ -300,10 +300,19 @@ TEST(ResultCacheHostile, UnreadableEntryIsWarnedAbout) {
   TempDir t;
   ResultCache c(t.path.string());
   fs::create_directories(t.path / "0123.json");
+  fs::create_symlink(t.path / "nowhere", t.path / "4567.json");  // dangling: an open fails
+  const bool root = geteuid() == 0;  // root reads a file without read permission
+  if (!root) {
+    c.put(entry("locked", "sm90:x", 1.0));
+    for (auto& de : fs::directory_iterator(t.path))
+      if (fs::is_regular_file(fs::symlink_status(de.path()))) fs::permissions(de.path(), fs::perms::none);
+  }
   testing::internal::CaptureStderr();
   EXPECT_TRUE(c.list().empty());
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("0123.json"), std::string::npos) << "an entry that cannot be read vanished silently";
+  for (const char* name : {"0123.json", "4567.json"})
+    EXPECT_NE(err.find(name), std::string::npos) << name << ": an entry that cannot be read vanished silently";
+  if (!root) EXPECT_NE(err.find("Permission denied"), std::string::npos) << err;
 }
 
 TEST(ResultCacheHostile, NoHomeMeansNoCache) {
