@@ -457,3 +457,12 @@ TEST_F(Cli, CompileJsonLogsHaveNoNul) {
   ASSERT_EQ(r.rc, 0) << describe(args, r);
   EXPECT_EQ(r.out.find("\\u0000"), std::string::npos) << r.out.substr(0, 2000);
 }
+
+TEST_F(Cli, CacheCommandsWithoutACacheDirectorySaySo) {
+  // No HOME and no GEMMTUNE_CACHE_DIR: no cache at all (never a shared /tmp one), and the cache commands say so.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"cache", "ls"}, {"cache", "clear"}}) {
+    CliRun r = run_cli(args, {{"GEMMTUNE_CACHE_DIR", ""}, {"HOME", ""}});
+    EXPECT_EQ(r.rc, 1) << describe(args, r);
+    EXPECT_NE(r.err.find("no result cache"), std::string::npos) << describe(args, r);
+  }
+}

@@ -664,6 +664,8 @@ int run(int argc, char** argv) {
                        comp_sms_opt->count() > 0, comp_nocache, comp_quiet, comp_verbose, comp_j);
   }
   if (cache->parsed()) {
+    if (!ResultCache().enabled())
+      throw Error("no result cache: neither GEMMTUNE_CACHE_DIR nor HOME is set (see docs/CACHE.md)");
     if (cache_ls->parsed()) {
       json_given(cache_ls, ls_j);
       return cmd_cache_ls(ls_j);
