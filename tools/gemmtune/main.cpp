@@ -503,6 +503,15 @@ std::string record_us(const json& rec) {
   return fmt::format("{:.2f}", it->get<double>());
 }
 
+// A string from a cache file as table text: control bytes (a terminal escape sequence planted in an imported entry)
+// are shown as '?', not sent to the terminal. The JSON output escapes them itself.
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 int cmd_cache_ls(const JsonOut& jo) {
   ResultCache cache;
   auto entries = cache.list();
@@ -515,7 +524,7 @@ int cmd_cache_ls(const JsonOut& jo) {
       std::string w = e.record.is_object() && e.record.contains("winner") && e.record["winner"].is_string()
                           ? e.record["winner"].get<std::string>()
                           : "-";
-      t.rows.push_back({w, e.record.is_object() ? record_us(e.record) : "-", e.key});
+      t.rows.push_back({printable(w), e.record.is_object() ? record_us(e.record) : "-", printable(e.key)});
     }
     t.print(out);
   }
