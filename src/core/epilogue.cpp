@@ -169,11 +169,17 @@ Epilogue parse_epilogue(const std::string& spec_in) {
                   "' (known: bias, bias_row, relu, gelu_tanh, gelu_erf, gelu, silu, sigmoid, <act>_glu, swiglu, glu, "
                   "row_scale, col_scale, residual)");
     }
+    bool glu_layout_given = false;
     for (size_t i = 1; i < parts.size(); ++i) {
       const std::string& prm = parts[i];
-      const std::string where = bad + "op '" + item + "': ";
+      // A chain of one op is its own name: "op 'x'" would only repeat it.
+      const std::string where = item == spec ? bad : bad + "op '" + item + "': ";
       if (prm.empty()) throw Error(where + "empty parameter");
       if (op.kind == EpiOpKind::glu) {
+        // One layout per GLU, as one dtype per operand: "halves:interleave64" is a contradiction, not "last wins".
+        if (glu_layout_given && (prm == "halves" || prm.starts_with("interleave")))
+          throw Error(where + "GLU layout given twice");
+        glu_layout_given = true;
         if (prm == "halves") {
           op.glu = GluLayout::halves, op.glu_block = 0;
         } else if (prm.starts_with("interleave")) {

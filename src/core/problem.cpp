@@ -1,8 +1,10 @@
 #include "gemmtune/problem.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "core/checked.h"
 #include "gemmtune/errors.h"
 
 namespace gemmtune {
@@ -12,6 +14,18 @@ std::string op_str(char which, const Operand& o) {
   return std::string(1, which) + "=" + std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout));
 }
 bool is_fp8(DType t) { return t == DType::e4m3 || t == DType::e5m2; }
+
+// Shortest text that reads back as the same float (str() must paste back: 1e-7 is not 0.000000).
+std::string float_str(float v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+// Elements between consecutive batches of a packed operand: ld times the extent along the strided dimension.
+std::optional<int64_t> packed_batch_stride(const Operand& o, int64_t rows, int64_t cols) {
+  return detail::checked_mul(o.ld, o.layout == Layout::row ? rows : cols);
+}
 }  // namespace
 
 Problem Problem::make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la, Layout lb, int64_t batch) {
@@ -92,7 +106,10 @@ Problem& Problem::resolve() {
     Operand& o = const_cast<Operand&>(operand(w));
     const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
     if (o.ld == 0) o.ld = o.layout == Layout::row ? std::max<int64_t>(cols, 1) : std::max<int64_t>(rows, 1);
-    if (o.batch_stride < 0) o.batch_stride = batch > 1 ? o.ld * (o.layout == Layout::row ? rows : cols) : 0;
+    // A packed stride that overflows stays unresolved (-1): check() then names the overflow.
+    if (o.batch_stride < 0 && batch <= 1) o.batch_stride = 0;
+    if (o.batch_stride < 0)
+      if (auto bs = packed_batch_stride(o, rows, cols)) o.batch_stride = *bs;
   }
   return *this;
 }
@@ -126,14 +143,23 @@ std::string Problem::check() const {
       return "ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " is too small for " +
              std::string(layout_name(o.layout)) + "-major " + name + " (" + shape + "): need >= " +
              std::to_string(min_ld);
-    if (o.batch_stride < 0) return name + ": batch stride is unresolved (call Problem::resolve())";
-    const int64_t footprint = o.ld * (o.layout == Layout::row ? rows - 1 : cols - 1) + min_ld;
-    if (w == 'D' && batch > 1 && o.batch_stride < footprint)
+    if (o.batch_stride < 0) {
+      if (batch > 1 && o.ld > 0 && !packed_batch_stride(o, rows, cols))
+        return name + ": the packed batch stride (ld " + std::to_string(o.ld) + " x " +
+               std::to_string(o.layout == Layout::row ? rows : cols) + ") overflows 64 bits";
+      return name + ": batch stride is unresolved (call Problem::resolve())";
+    }
+    // Elements one batch spans, and the elements and bytes all batches span: checked, since ld and the batch stride
+    // are user values that can be near INT64_MAX.
+    using detail::checked_add, detail::checked_mul;
+    const std::optional<int64_t> footprint =
+        checked_add(checked_mul(o.ld, o.layout == Layout::row ? rows - 1 : cols - 1), min_ld);
+    const std::optional<int64_t> bytes = checked_mul(
+        checked_add(checked_mul(o.batch_stride, batch - 1), footprint), int64_t(dtype_size(o.dtype)));
+    if (!bytes || *bytes > (int64_t(1) << 62)) return name + " spans more than 2^62 bytes";
+    if (w == 'D' && batch > 1 && o.batch_stride < *footprint)
       return "D batch stride " + std::to_string(o.batch_stride) + " makes batches overlap (each needs " +
-             std::to_string(footprint) + " elements)";
-    const double last = double(o.batch_stride) * double(batch - 1) + double(footprint);
-    if (last * dtype_size(o.dtype) > double(std::numeric_limits<int64_t>::max() / 2))
-      return name + " spans more than 2^62 bytes";
+             std::to_string(*footprint) + " elements)";
   }
   return "";
 }
@@ -144,6 +170,10 @@ std::string Problem::check_epilogue() const {
   const std::string pre = "epilogue '" + epilogue.key() + "': ";
   if (const EpiOp* g = epilogue.find(EpiOpKind::glu)) {
     if (n % 2 != 0) return pre + "a GLU needs an even N (gate and up halves), got N=" + std::to_string(n);
+    // A block wider than N/2 can never divide N: said first, so that 2*B is only computed where it cannot overflow.
+    if (g->glu == GluLayout::interleaved && g->glu_block > n / 2)
+      return pre + "GLU interleave" + std::to_string(g->glu_block) + " is wider than N/2=" + std::to_string(n / 2) +
+             " (gate and up blocks must both fit in N)";
     if (g->glu == GluLayout::interleaved && n % (2 * g->glu_block) != 0)
       return pre + "GLU interleave" + std::to_string(g->glu_block) + " needs N divisible by 2*" +
              std::to_string(g->glu_block) + "=" + std::to_string(2 * g->glu_block) + ", got N=" + std::to_string(n);
@@ -168,8 +198,9 @@ std::string Problem::key() const {
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && beta == 0.0f) continue;
     const Operand& o = operand(w);
-    s += ":" + op_str(w, o) + ":ld" + std::to_string(o.ld);
-    if (batch > 1) s += ":bs" + std::to_string(o.batch_stride);
+    // Appended piecewise: GCC 12's -Wrestrict misfires on `":" + std::string(...)`.
+    s.append(":").append(op_str(w, o)).append(":ld").append(std::to_string(o.ld));
+    if (batch > 1) s.append(":bs").append(std::to_string(o.batch_stride));
   }
   s += ":acc" + std::string(dtype_name(accum));
   s += beta == 0.0f ? ":beta0" : ":beta1";
@@ -189,11 +220,11 @@ std::string Problem::str() const {
     const int64_t packed_ld = o.layout == Layout::row ? cols : rows;
     const char lw = char(w + 32);
     if (o.ld != packed_ld) s += " --ld" + std::string(1, lw) + "=" + std::to_string(o.ld);
-    if (batch > 1 && o.batch_stride != o.ld * (o.layout == Layout::row ? rows : cols))
+    if (batch > 1 && std::optional<int64_t>(o.batch_stride) != packed_batch_stride(o, rows, cols))
       s += " --batch-stride-" + std::string(1, lw) + "=" + std::to_string(o.batch_stride);
   }
-  if (alpha != 1.0f) s += " --alpha=" + std::to_string(alpha);
-  if (beta != 0.0f) s += " --beta=" + std::to_string(beta);
+  if (alpha != 1.0f) s += " --alpha=" + float_str(alpha);
+  if (beta != 0.0f) s += " --beta=" + float_str(beta);
   if (!epilogue.empty()) s += " --epilogue=" + epilogue.key();
   return s;
 }

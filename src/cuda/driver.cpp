@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "gemmtune/errors.h"
 
@@ -91,12 +93,23 @@ void check(CUresult r, const char* call, const char* file, int line) {
   throw CudaError(msg, static_cast<int>(r), is_sticky(r));
 }
 
+int device_ordinal_from_env() {
+  const char* e = std::getenv("GEMMTUNE_DEVICE");
+  if (!e || !*e) return 0;
+  // atoi would read "junk" (or "1x") as a device number: an ordinal is all digits or an error.
+  const std::string_view text(e);
+  int ordinal = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ordinal);
+  if (ec != std::errc() || end != text.data() + text.size() || ordinal < 0)
+    throw Error("GEMMTUNE_DEVICE='" + std::string(text) + "' is not a device ordinal (0, 1, ...)");
+  return ordinal;
+}
+
 void ensure_context() {
   const Driver& d = cu();
   CUcontext cur = nullptr;
   if (d.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur) return;
-  int ordinal = 0;
-  if (const char* e = std::getenv("GEMMTUNE_DEVICE")) ordinal = std::atoi(e);
+  const int ordinal = device_ordinal_from_env();
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   int count = 0;

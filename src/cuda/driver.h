@@ -39,6 +39,9 @@ bool is_sticky(CUresult r);
 // Throws gemmtune::Error with call text, file:line and the error name. NoGpuError for no device/driver.
 void check(CUresult r, const char* call, const char* file, int line);
 
+// The device ordinal GEMMTUNE_DEVICE names (0 when unset); throws gemmtune::Error when it is not a number.
+int device_ordinal_from_env();
+
 // Makes the primary context of the current device current on this thread (device from GEMMTUNE_DEVICE, default 0).
 void ensure_context();
 

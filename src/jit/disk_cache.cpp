@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/input.h"
 #include "jit/sha256.h"
 
 namespace gemmtune::jit::detail {
@@ -23,7 +25,9 @@ namespace fs = std::filesystem;
 namespace {
 constexpr char kMagic[8] = {'G', 'T', 'C', 'U', 'B', 'I', 'N', '1'};
 constexpr std::size_t kHeader = 8 + 4 + 8;
-constexpr std::uint64_t kMaxImage = std::uint64_t(1) << 30;  // sanity bound for a corrupt length field
+// A Hopper GEMM cubin is well under 1 MiB and its metadata (mostly the NVRTC log) a few KiB: an entry larger than this
+// was not written by gemmtune, and reading it would only cost memory.
+constexpr std::uint64_t kMaxEntry = std::uint64_t(256) << 20;
 
 void put_le(std::string& s, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) s += char((v >> (8 * i)) & 0xff);
@@ -46,23 +50,30 @@ std::shared_ptr<Cubin> disk_load(const std::string& dir, const std::string& key,
                                  bool* corrupt) {
   *corrupt = false;
   const std::string path = disk_entry_path(dir, key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;  // plain miss
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto reject = [&](const char* why) -> std::shared_ptr<Cubin> {
+  auto reject = [&](const std::string& why) -> std::shared_ptr<Cubin> {
     *corrupt = true;
-    warn(std::string("corrupt kernel cache entry ") + path + " (" + why + "); recompiling");
+    warn("corrupt kernel cache entry " + path + " (" + why + "); recompiling");
     return nullptr;
   };
+  // Regular files only, size checked before reading: a FIFO at the entry's path would block the compile, a symlink to
+  // /dev/zero would fill memory.
+  gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file(path, kMaxEntry);
+  if (f.status == gemmtune::detail::FileRead::missing) return nullptr;  // plain miss
+  if (f.status == gemmtune::detail::FileRead::rejected) return reject(f.why);
+  const std::string& data = f.data;
   if (data.size() < kHeader || std::memcmp(data.data(), kMagic, 8) != 0) return reject("bad header");
   const std::uint64_t meta_len = get_le(data.data() + 8, 4);
   const std::uint64_t image_len = get_le(data.data() + 12, 8);
-  if (image_len > kMaxImage || data.size() != kHeader + meta_len + image_len) return reject("truncated");
+  if (image_len > kMaxEntry || data.size() != kHeader + meta_len + image_len) return reject("truncated");
   const char* image = data.data() + kHeader + meta_len;
   if (!is_elf(image, image_len)) return reject("not a CUBIN");
-  nlohmann::json meta = nlohmann::json::parse(data.begin() + kHeader, data.begin() + kHeader + meta_len, nullptr,
-                                              /*allow_exceptions=*/false);
-  if (meta.is_discarded() || !meta.is_object()) return reject("bad metadata");
+  nlohmann::json meta;
+  try {
+    meta = gemmtune::detail::parse_json(std::string_view(data.data() + kHeader, meta_len), "metadata");
+  } catch (const gemmtune::detail::InputError& e) {
+    return reject(e.what());
+  }
+  if (!meta.is_object()) return reject("bad metadata");
   auto c = std::make_shared<Cubin>();
   try {
     if (meta.at("key").get<std::string>() != key) return reject("key mismatch");
@@ -75,6 +86,7 @@ std::shared_ptr<Cubin> disk_load(const std::string& dir, const std::string& key,
     c->smem_static = meta.at("smem_static").get<int>();
     c->stack_bytes = meta.at("stack_bytes").get<int>();
     c->log = meta.at("log").get<std::string>();
+    c->log.resize(std::strlen(c->log.c_str()));  // entries written before logs were cut at their NUL
   } catch (const nlohmann::json::exception&) {
     return reject("bad metadata");
   }
@@ -117,7 +129,8 @@ void disk_store(const std::string& dir, const Cubin& c) {
     out.write(blob.data(), static_cast<std::streamsize>(blob.size()));
     out.close();
     if (!out) {
-      warn("cannot write kernel cache entry " + tmp);
+      const int err = errno;
+      warn("cannot write kernel cache entry " + tmp + ": " + std::strerror(err));
       fs::remove(tmp, ec);
       return;
     }
@@ -126,7 +139,8 @@ void disk_store(const std::string& dir, const Cubin& c) {
   fs::rename(tmp, final_path, ec);
   if (ec) {
     warn("cannot publish kernel cache entry " + final_path + ": " + ec.message());
-    fs::remove(tmp, ec);
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -178,7 +179,9 @@ std::shared_ptr<Cubin> nvrtc_compile(const std::string& source, const std::strin
   if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
     log.resize(log_size);
     nvrtcGetProgramLog(prog, log.data());
-    log.resize(log_size - 1);  // drop the terminating NUL
+    // The text ends at the first NUL: NVRTC 13 reports a size that can include more than one terminating NUL, which
+    // would otherwise travel into JSON reports as "\u0000".
+    log.resize(std::strlen(log.c_str()));
   }
   if (r != NVRTC_SUCCESS) fail(std::string("compilation failed (") + nvrtcGetErrorString(r) + ")", log);
 

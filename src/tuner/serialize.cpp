@@ -1,5 +1,9 @@
 #include "tuner/serialize.h"
 
+#include <cmath>
+#include <limits>
+
+#include "core/input.h"
 #include "gemmtune/errors.h"
 
 namespace gemmtune {
@@ -8,14 +12,15 @@ namespace {
 nlohmann::json op_json(const Operand& o) {
   return {{"dtype", dtype_name(o.dtype)}, {"layout", layout_name(o.layout)}, {"ld", o.ld}, {"batch_stride", o.batch_stride}};
 }
-Operand op_from(const nlohmann::json& j) {
+Operand op_from(const nlohmann::json& j, const std::string& where) {
+  const detail::Fields f(j, where);
   Operand o;
-  auto t = parse_dtype(j.at("dtype").get<std::string>());
-  auto l = parse_layout(j.at("layout").get<std::string>());
-  if (!t || !l) throw Error("bad operand in JSON: " + j.dump());
+  auto t = parse_dtype(f.string("dtype"));
+  auto l = parse_layout(f.string("layout"));
+  if (!t || !l) throw detail::InputError(where + ": bad dtype or layout " + detail::json_brief(j));
   o.dtype = *t, o.layout = *l;
-  o.ld = j.at("ld").get<int64_t>();
-  o.batch_stride = j.at("batch_stride").get<int64_t>();
+  o.ld = f.integer("ld");
+  o.batch_stride = f.integer("batch_stride");
   return o;
 }
 }  // namespace
@@ -27,26 +32,28 @@ nlohmann::json to_json(const Problem& p) {
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
-  try {
-    Problem p;
-    p.m = j.at("m").get<int64_t>();
-    p.n = j.at("n").get<int64_t>();
-    p.k = j.at("k").get<int64_t>();
-    p.batch = j.at("batch").get<int64_t>();
-    p.a = op_from(j.at("A"));
-    p.b = op_from(j.at("B"));
-    p.c = op_from(j.at("C"));
-    p.d = op_from(j.at("D"));
-    auto acc = parse_dtype(j.at("accum").get<std::string>());
-    if (!acc) throw Error("bad accum");
-    p.accum = *acc;
-    p.alpha = j.at("alpha").get<float>();
-    p.beta = j.at("beta").get<float>();
-    p.epilogue = parse_epilogue(j.at("epilogue").get<std::string>());
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("malformed problem JSON: ") + e.what());
+  // Typed field by field (no nlohmann get<int64_t>, which converts 1e300 or 16.5 without a word).
+  const detail::Fields f(j, "problem JSON");
+  Problem p;
+  p.m = f.integer("m");
+  p.n = f.integer("n");
+  p.k = f.integer("k");
+  p.batch = f.integer("batch");
+  p.a = op_from(f.at("A"), "problem JSON A");
+  p.b = op_from(f.at("B"), "problem JSON B");
+  p.c = op_from(f.at("C"), "problem JSON C");
+  p.d = op_from(f.at("D"), "problem JSON D");
+  auto acc = parse_dtype(f.string("accum"));
+  if (!acc) throw detail::InputError("problem JSON: bad \"accum\"");
+  p.accum = *acc;
+  for (auto [key, dst] : {std::pair{"alpha", &p.alpha}, {"beta", &p.beta}}) {
+    const double v = f.number(key);
+    if (std::fabs(v) > std::numeric_limits<float>::max())
+      throw detail::InputError("problem JSON: \"" + std::string(key) + "\" is out of the range of a float");
+    *dst = float(v);
   }
+  p.epilogue = parse_epilogue(f.string("epilogue"));
+  return p;
 }
 
 nlohmann::json to_json(const CandidateResult& r) {

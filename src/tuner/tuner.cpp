@@ -194,6 +194,14 @@ TuneReport Tuner::tune(const Problem& p0) {
     if (auto e = cache.get(rep.cache_key)) {
       try {
         rep.winner = Candidate::parse(e->record.at("winner").get<std::string>());
+        // A cache file is input from disk (possibly another machine's): its winner must still be one this problem's
+        // backends accept, as select() and --config demand of any candidate.
+        const Backend* b = nullptr;
+        for (const auto& be : backends)
+          if (be->name() == rep.winner->backend) b = be.get();
+        if (!b) throw Error("backend '" + rep.winner->backend + "' of " + rep.winner->str() + " is not enabled");
+        if (std::string why = b->validate(p, *rep.winner, dev); !why.empty())
+          throw Error(rep.winner->str() + " is not valid here: " + why);
         for (const auto& r : e->record.value("results", nlohmann::json::array())) rep.results.push_back(result_from_json(r));
         rep.cache_hit = true;
         rep.wall_ms = wall();

@@ -8,6 +8,7 @@
 #include "cuda/memory.h"
 #include "gemmtune/gemm.h"
 #include "gpu/gpu_test_util.h"
+#include "tuner/result_cache.h"
 
 using namespace gemmtune;
 
@@ -111,6 +112,27 @@ TEST_F(TunerGpu, SecondTuneIsACacheHit) {
   // Every reported ok candidate was verified.
   for (const auto& r : first.results)
     if (r.status == Status::ok) EXPECT_TRUE(r.error >= 0 && r.error <= 1e-2) << r.candidate.str();
+}
+
+// A cache file is input (it may come from another machine): a cached winner that its backend rejects for the problem,
+// or of a backend that is not there, is a miss and the problem is tuned again.
+TEST_F(TunerGpu, CachedWinnerIsValidatedOnAHit) {
+  FreshCache cache;
+  Tuner t(quick());
+  const Problem p = Problem::make(512, 512, 512, DType::bf16, DType::bf16);
+  TuneReport first = t.tune(p);
+  ASSERT_TRUE(first.winner);
+  ResultCache rc;
+  for (const char* planted : {"sm90:tile=8x8x8,stages=1", "nosuch:anything"}) {
+    auto e = rc.get(first.cache_key);
+    ASSERT_TRUE(e);
+    e->record["winner"] = planted;
+    rc.put(*e);
+    TuneReport again = t.tune(p);
+    EXPECT_FALSE(again.cache_hit) << planted << " was used from the cache";
+    ASSERT_TRUE(again.winner);
+    EXPECT_NE(again.winner->str(), planted);
+  }
 }
 
 TEST_F(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {

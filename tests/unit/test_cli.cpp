@@ -1,9 +1,11 @@
 // The gemmtune CLI as a user meets it: bad arguments give a non-zero exit and one line naming the problem;
 // `compile` works without a GPU; the result cache survives an export/clear/import round trip.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -92,8 +94,16 @@ CliRun run_cli(const std::vector<std::string>& args, const std::map<std::string,
     r.err = "posix_spawn failed: " + std::string(strerror(e));
     return r;
   }
+  // A CLI that hangs (a regression reading a FIFO, say) fails the test instead of stalling the suite.
   int status = 0;
-  waitpid(pid, &status, 0);
+  for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; waited_ms += 10) {
+    if (waited_ms > 240000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    usleep(10000);
+  }
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(outp);
   r.err = slurp(errp);
@@ -351,3 +361,108 @@ TEST_F(Cli, SuitesParse) {
 }
 
 }  // namespace
+
+// ---- hostile and careless input ----
+
+TEST_F(Cli, OutOfRangeIntegersAreRefusedNotClamped) {
+  expect_usage_error({"list", "--m", "4", "--n", "64", "--k", "64", "--lda", "9223372036854775808"}, "out of range");
+  expect_usage_error({"list", "--m", "99999999999999999999", "--n", "64", "--k", "64"}, "out of range");
+  expect_usage_error(with({"list", "--top-k", "99999999999"}, kShape), "out of range");
+}
+
+TEST_F(Cli, OverflowingSizesAreUsageErrors) {
+  expect_usage_error({"compile", "--m", "16", "--n", "64", "--k", "64", "--lda", "4611686018427387904", "--top-k", "1"},
+                     "spans more than 2^62 bytes");
+  expect_usage_error({"list", "--m", "3", "--n", "64", "--k", "64", "--lda", "9223372036854775807"}, "spans");
+  expect_usage_error({"list", "--m", "4", "--n", "64", "--k", "64", "--batch", "2", "--ldd", "4611686018427387904"},
+                     "packed batch stride");
+  expect_usage_error(
+      {"list", "--m", "4", "--n", "64", "--k", "64", "--epilogue", "swiglu:interleave9223372036854775807"},
+      "wider than N/2");
+}
+
+TEST_F(Cli, MessagesNameThingsOnce) {
+  // The option names the spec; the library's own "epilogue '<spec>': " prefix is not repeated after it.
+  const std::vector<std::string> args = with({"list", "--epilogue", "swiglu:halves:interleave64"}, kShape);
+  expect_usage_error(args, "GLU layout given twice");
+  const CliRun r = run_cli(args, env());
+  EXPECT_EQ(r.err.find("swiglu:halves:interleave64"), r.err.rfind("swiglu:halves:interleave64")) << r.err;
+  // A config error shows no source position of gemmtune.
+  const std::vector<std::string> cfg = with({"compile", "--config", "sm90:bogus"}, kShape);
+  expect_usage_error(cfg, "bogus");
+  const CliRun c = run_cli(cfg, env());
+  EXPECT_EQ(c.err.find(".cpp:"), std::string::npos) << c.err;
+}
+
+TEST_F(Cli, MalformedCacheImportIsExit2NamingTheField) {
+  TempDir d;
+  const std::string file = (d.path / "in.json").string();
+  std::ofstream(file) << R"({"gemmtune_cache": "1", "entries": []})";
+  expect_usage_error({"cache", "import", file}, "\"gemmtune_cache\"");
+  CliRun r = run_cli({"cache", "import", file}, env());
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(r.err.find("internal"), std::string::npos) << r.err;
+  // Nested 100,000 deep: refused, not a stack overflow.
+  {
+    std::ofstream f(file, std::ios::trunc);
+    f << R"({"gemmtune_cache": 1, "entries": [{"key": "k", "winner": "a:b", "x": )" << std::string(100000, '[')
+      << std::string(100000, ']') << "}]}";
+  }
+  expect_usage_error({"cache", "import", file}, "nested deeper");
+}
+
+TEST_F(Cli, CacheCommandsSurviveHostileEntries) {
+  const fs::path results = cache.path / "results";
+  fs::create_directories(results);
+  std::ofstream(results / "0000.json") << R"({"key": "k", "winner": "sm90:x", "x": )" << std::string(200000, '[')
+                                       << std::string(200000, ']') << "}";
+  ASSERT_EQ(mkfifo((results / "0001.json").c_str(), 0600), 0);
+  std::ofstream(cache.path / "planted.json") << R"({"key": "planted", "winner": "sm90:x"})";
+  fs::create_symlink(cache.path / "planted.json", results / "0002.json");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"cache", "ls"}, {"cache", "ls", "--json"}, {"cache", "export", (cache.path / "out.json").string()}}) {
+    CliRun r = run_cli(args, env());
+    EXPECT_EQ(r.rc, 0) << describe(args, r);
+    EXPECT_NE(r.err.find("0000.json"), std::string::npos) << describe(args, r);
+    EXPECT_EQ(r.out.find("planted"), std::string::npos) << "a symlink out of the cache was followed\n"
+                                                        << describe(args, r);
+  }
+}
+
+TEST_F(Cli, CacheClearThatFailsSaysSo) {
+  fs::create_directories(cache.path / "results" / "stuck.json" / "inside");
+  CliRun r = run_cli({"cache", "clear"}, env());
+  EXPECT_NE(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("stuck.json"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, SuiteFieldsAreTyped) {
+  TempDir d;
+  const std::string suite = (d.path / "s.json").string();
+  auto expect_bad = [&](const std::string& text, const std::string& needle) {
+    std::ofstream(suite, std::ios::trunc) << text;
+    expect_usage_error({"bench", "--suite", suite}, needle);
+  };
+  expect_bad(R"({"name": 5, "shapes": [{"m": 16, "n": 16, "k": 16}]})", "\"name\" must be a string");
+  expect_bad(R"({"shapes": [{"m": 1e300, "n": 16, "k": 16}]})", "\"m\" must be an integer");
+  expect_bad(R"({"shapes": [{"m": 16.5, "n": 16, "k": 16}]})", "\"m\" must be an integer");
+  expect_bad(R"({"shapes": [{"m": 16, "n": 16, "k": 16, "ldb ": 32}]})", "unknown key \"ldb \"");
+  expect_bad(R"({"shapes": [{"m": 16, "n": 16, "k": 16, "beta": 1e300}]})", "\"beta\"");
+  expect_bad(R"({"shapes": [{"m": 16, "n": 16, "k": 16}], "shapez": 1})", "unknown key");
+}
+
+TEST_F(Cli, CompileJsonLogsHaveNoNul) {
+  std::vector<std::string> args = with({"compile", "--top-k", "1", "--backends", "sm90", "--json", "-q"}, kShape);
+  CliRun r = run_cli(args, env());
+  ASSERT_EQ(r.rc, 0) << describe(args, r);
+  EXPECT_EQ(r.out.find("\\u0000"), std::string::npos) << r.out.substr(0, 2000);
+}
+
+TEST_F(Cli, CacheCommandsWithoutACacheDirectorySaySo) {
+  // No HOME and no GEMMTUNE_CACHE_DIR: no cache at all (never a shared /tmp one), and the cache commands say so.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"cache", "ls"}, {"cache", "clear"}}) {
+    CliRun r = run_cli(args, {{"GEMMTUNE_CACHE_DIR", ""}, {"HOME", ""}});
+    EXPECT_EQ(r.rc, 1) << describe(args, r);
+    EXPECT_NE(r.err.find("no result cache"), std::string::npos) << describe(args, r);
+  }
+}

@@ -185,3 +185,25 @@ TEST(ReferenceUnits, CompileWithoutGpu) {
     std::printf("reference unit %s: %.0f ms%s\n", unit.c_str(), cubin->compile_ms, cubin->cache_hit ? " (cached)" : "");
   }
 }
+
+TEST(EpilogueHostile, GluLayoutGivenTwiceIsAnError) {
+  // One layout per GLU, as one dtype per operand ("bias:f32:f16" is an error too): no silent "last wins".
+  for (const char* spec : {"swiglu:halves:interleave64", "swiglu:interleave64:halves", "glu:interleave8:interleave16"})
+    try {
+      parse_epilogue(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("GLU layout given twice"), std::string::npos) << e.what();
+    }
+  EXPECT_THROW(parse_epilogue("bias:f32:f16"), Error);
+}
+
+TEST(EpilogueHostile, OneOpChainIsNotNamedTwice) {
+  try {
+    parse_epilogue("swiglu:bogus");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_EQ(w.find("swiglu:bogus"), w.rfind("swiglu:bogus")) << "the spec is repeated: " << w;
+  }
+}

@@ -1,5 +1,6 @@
 // NVRTC JIT and kernel cache: runs without a GPU (compile only; load() is covered by the GPU tests).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -120,6 +121,8 @@ TEST_F(JitTest, CompilesToCubinWithResources) {
   EXPECT_EQ(c->smem_static, 128 * 4) << c->log;
   EXPECT_EQ(c->spill_bytes, 0) << c->log;
   EXPECT_NE(c->log.find("Used"), std::string::npos) << c->log;
+  // The log is text: no NUL of NVRTC's buffer (it would reach `compile --json` as "\u0000").
+  EXPECT_EQ(c->log.find('\0'), std::string::npos);
   EXPECT_FALSE(c->cache_hit);
   EXPECT_GT(c->compile_ms, 0);
 }
@@ -246,6 +249,30 @@ TEST_F(JitTest, CorruptDiskEntryIsAMiss) {
   // After the rewrite, the entry is good again.
   clear_memory_cache();
   EXPECT_TRUE(compile(src, "jit_probe_corrupt")->from_disk);
+
+  // Not a regular file: a FIFO would block the read forever, a symlink to /dev/zero would grow memory without bound.
+  // Each is a miss with a warning, and the recompile replaces it with a real entry.
+  recompile_after([&] {
+    fs::remove(entry);
+    ASSERT_EQ(mkfifo(entry.c_str(), 0600), 0);
+  });
+  // A symlink out of the cache, to a good entry: not followed (a link to /dev/zero would be read forever).
+  const fs::path outside = fs::path(kernel_cache_dir()).parent_path() / "outside.gtcubin";
+  recompile_after([&] {
+    fs::copy_file(entry, outside, fs::copy_options::overwrite_existing);
+    fs::remove(entry);
+    fs::create_symlink(outside, entry);
+  });
+  // A directory cannot be replaced by a rename: still a miss (and a warning), never a compile error.
+  fs::remove(entry);
+  fs::create_directories(entry / "sub");
+  clear_memory_cache();
+  const auto before = cache_stats();
+  auto d = compile(src, "jit_probe_corrupt");
+  EXPECT_EQ(cache_stats().disk_corrupt - before.disk_corrupt, 1u);
+  EXPECT_EQ(d->image, a->image);
+  fs::remove_all(entry);
+  fs::remove(outside);
 }
 
 TEST_F(JitTest, CompileErrorCarriesLogAndContext) {

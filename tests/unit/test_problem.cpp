@@ -122,3 +122,58 @@ TEST(Candidate, ParseRoundTrip) {
   EXPECT_THROW(Candidate::parse(":x"), Error);
   EXPECT_THROW(Candidate::parse("sm90:"), Error);
 }
+
+// Sizes near INT64_MAX: every product and sum in check()/resolve() is checked, so an impossible problem is refused
+// instead of wrapping to a small or negative number that passes.
+TEST(ProblemHostile, HugeLeadingDimensionIsRefused) {
+  Problem p = tn(16, 64, 64);
+  p.a.ld = int64_t(1) << 62;  // A would span 15 * 2^62 elements
+  expect_reason(p, "A spans more than 2^62 bytes");
+  Problem q = tn(3, 64, 64);
+  q.a.ld = INT64_MAX;
+  expect_reason(q, "A spans more than 2^62 bytes");
+  Problem r = tn(16, 64, 64);
+  r.d.ld = int64_t(1) << 61;  // 2^61 * 15 elements * 2 bytes
+  expect_reason(r, "D spans");
+}
+
+TEST(ProblemHostile, PackedBatchStrideOverflowIsRefused) {
+  Problem p = Problem::make(4, 64, 64, DType::bf16, DType::bf16, Layout::row, Layout::col, 2);
+  p.d.ld = int64_t(1) << 62;
+  p.d.batch_stride = -1;
+  p.resolve();
+  // ld * 4 rows wraps to 0: every batch would write the same D.
+  EXPECT_NE(p.d.batch_stride, 0);
+  expect_reason(p, "D: the packed batch stride");
+  EXPECT_NE(p.str().find("--ldd="), std::string::npos);  // str() of an invalid problem must not overflow either
+}
+
+TEST(ProblemHostile, HugeBatchStrideIsRefused) {
+  Problem p = Problem::make(16, 16, 16, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
+  p.a.batch_stride = INT64_MAX / 2;
+  expect_reason(p, "A spans more than 2^62 bytes");
+}
+
+TEST(ProblemHostile, GluInterleaveNearInt64MaxIsRefused) {
+  Problem p = tn(16, 64, 64);
+  p.epilogue = parse_epilogue("swiglu:interleave9223372036854775807");
+  expect_reason(p, "wider than N/2=32");
+  p.epilogue = parse_epilogue("swiglu:interleave4611686018427387904");  // 2*B = 2^63 wraps negative
+  expect_reason(p, "wider than N/2");
+  p.epilogue = parse_epilogue("swiglu:interleave16");
+  EXPECT_EQ(p.check(), "");
+}
+
+TEST(ProblemHostile, StrPrintsFloatsThatRoundTrip) {
+  Problem p = tn(16, 16, 16);
+  p.beta = 1e-7f;
+  p.alpha = 0.1f;
+  const std::string s = p.str();
+  EXPECT_NE(s.find("--beta=1e-07"), std::string::npos) << s;
+  EXPECT_NE(s.find("--alpha=0.1"), std::string::npos) << s;
+  for (const char* opt : {"--alpha=", "--beta="}) {
+    const size_t at = s.find(opt) + std::string(opt).size();
+    const float back = std::stof(s.substr(at, s.find(' ', at) - at));
+    EXPECT_EQ(back, std::string(opt) == "--beta=" ? p.beta : p.alpha) << s;
+  }
+}

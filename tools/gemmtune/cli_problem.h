@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,6 +51,21 @@ inline std::string first_line(const std::string& s) {
   return q == std::string::npos ? s : s.substr(0, q);
 }
 
+// A library error as one line for a user: its first line without the " [file.cpp:123]" the library appends for
+// developers (gemmtune's source position means nothing to someone who typed a bad --config).
+inline std::string user_message(const std::string& what) {
+  std::string s = first_line(what);
+  const size_t open = s.rfind(" [");
+  if (open != std::string::npos && s.back() == ']') {
+    const std::string loc = s.substr(open + 2, s.size() - open - 3);
+    const size_t colon = loc.rfind(':');
+    const bool digits = colon != std::string::npos && colon + 1 < loc.size() &&
+                        std::all_of(loc.begin() + colon + 1, loc.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (digits && loc.find('.') < colon && loc.find(' ') == std::string::npos) s.resize(open);
+  }
+  return s;
+}
+
 // "column"/"col"/"c"/"colmajor"/"column-major" and "row"/"r"/"rowmajor"/"row-major", like cutlass_profiler.
 inline std::optional<Layout> parse_layout_arg(const std::string& text) {
   std::string s = lower(trim(text));
@@ -57,6 +74,24 @@ inline std::optional<Layout> parse_layout_arg(const std::string& text) {
       s == "column_major" || s == "col_major")
     return Layout::col;
   return std::nullopt;
+}
+
+// An integer option's text, checked before CLI11 converts it: CLI11 parses with strtoll and keeps the clamped
+// value of an out-of-range number (9223372036854775808 became INT64_MAX), and narrows to int without a word.
+template <class T>
+CLI::Validator integer_in_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::string t = trim(text);
+        const char* b = t.data() + (t.size() > 1 && t[0] == '+' ? 1 : 0);
+        T v{};
+        auto [p, ec] = std::from_chars(b, t.data() + t.size(), v);
+        if (ec == std::errc::result_out_of_range)
+          return fmt::format("{} is out of range (at most {})", t, std::numeric_limits<T>::max());
+        if (t.empty() || ec != std::errc() || p != t.data() + t.size()) return fmt::format("{} is not an integer", t);
+        return "";
+      },
+      "INT");
 }
 
 struct OperandSpec {
@@ -96,26 +131,29 @@ struct ProblemArgs {
   std::string epilogue;
 
   void add_to(CLI::App* app) {
-    app->add_option("--m", m, "rows of A and D")->required()->group("Problem");
-    app->add_option("--n", n, "columns of B and D")->required()->group("Problem");
-    app->add_option("--k", k, "reduction dimension")->required()->group("Problem");
-    app->add_option("--batch", batch, "batch count (default 1)")->group("Problem");
+    auto integer = [&](const char* name, int64_t& v, const char* help) {
+      return app->add_option(name, v, help)->check(integer_in_range<int64_t>())->group("Problem");
+    };
+    integer("--m", m, "rows of A and D")->required();
+    integer("--n", n, "columns of B and D")->required();
+    integer("--k", k, "reduction dimension")->required();
+    integer("--batch", batch, "batch count (default 1)");
     app->add_option("--A", A, "A (M x K) as dtype:layout, e.g. bf16:row (default)")->group("Problem");
     app->add_option("--B", B, "B (K x N) as dtype:layout, e.g. bf16:col (default; = W N x K row-major)")
         ->group("Problem");
     app->add_option("--C", C, "C (M x N) as dtype:layout (default: as D)")->group("Problem");
     app->add_option("--D", D, "D (M x N) as dtype:layout (default bf16:row)")->group("Problem");
-    app->add_option("--lda", lda, "leading dimension of A in elements (default packed)")->group("Problem");
-    app->add_option("--ldb", ldb, "leading dimension of B")->group("Problem");
-    app->add_option("--ldc", ldc, "leading dimension of C")->group("Problem");
-    app->add_option("--ldd", ldd, "leading dimension of D")->group("Problem");
-    bs_opt[0] = app->add_option("--batch-stride-a", bsa, "elements between batches of A (default packed; 0 = one A for every batch)")
-                    ->group("Problem");
-    bs_opt[1] = app->add_option("--batch-stride-b", bsb, "elements between batches of B (default packed; 0 = one B for every batch)")
-                    ->group("Problem");
-    bs_opt[2] = app->add_option("--batch-stride-c", bsc, "elements between batches of C (default packed; 0 = one C for every batch)")
-                    ->group("Problem");
-    bs_opt[3] = app->add_option("--batch-stride-d", bsd, "elements between batches of D (default packed)")->group("Problem");
+    integer("--lda", lda, "leading dimension of A in elements (default packed)");
+    integer("--ldb", ldb, "leading dimension of B");
+    integer("--ldc", ldc, "leading dimension of C");
+    integer("--ldd", ldd, "leading dimension of D");
+    bs_opt[0] = integer("--batch-stride-a", bsa,
+                        "elements between batches of A (default packed; 0 = one A for every batch)");
+    bs_opt[1] = integer("--batch-stride-b", bsb,
+                        "elements between batches of B (default packed; 0 = one B for every batch)");
+    bs_opt[2] = integer("--batch-stride-c", bsc,
+                        "elements between batches of C (default packed; 0 = one C for every batch)");
+    bs_opt[3] = integer("--batch-stride-d", bsd, "elements between batches of D (default packed)");
     app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
     app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");
     app->add_option("--epilogue", epilogue, "fused epilogue chain, e.g. bias,gelu_tanh | silu_glu | bias,residual (see gemmtune/epilogue.h)")->group("Problem");
@@ -155,7 +193,10 @@ struct ProblemArgs {
       try {
         p.epilogue = parse_epilogue(epilogue);
       } catch (const Error& e) {
-        throw UsageError(ctx(fmt::format("--epilogue '{}': {}", epilogue, first_line(e.what()))));
+        // The library's message starts with "epilogue '<spec>': "; the option name says that already.
+        std::string why = user_message(e.what());
+        if (const std::string pre = "epilogue '" + epilogue + "': "; why.starts_with(pre)) why = why.substr(pre.size());
+        throw UsageError(ctx(fmt::format("--epilogue '{}': {}", epilogue, why)));
       }
     }
 
@@ -183,7 +224,7 @@ struct ProblemArgs {
 
     p.resolve();
     std::string why = p.check();
-    if (!why.empty()) throw UsageError(ctx(first_line(why)));
+    if (!why.empty()) throw UsageError(ctx(user_message(why)));
     return p;
   }
 };
@@ -217,7 +258,7 @@ inline Candidate parse_config_arg(const std::string& line) {
   try {
     c = Candidate::parse(s);
   } catch (const Error& e) {
-    throw UsageError(fmt::format("--config '{}': {}", line, first_line(e.what())));
+    throw UsageError(fmt::format("--config '{}': {}", line, user_message(e.what())));
   }
   parse_backends(c.backend);  // unknown backend -> usage error
   return c;

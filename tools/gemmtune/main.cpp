@@ -18,11 +18,15 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
 #include "cli_output.h"
 #include "cli_problem.h"
+#include "cli_suite.h"
+#include "core/input.h"
 #include "gemmtune/gemm.h"
 #include "tuner/pipeline.h"
 #include "tuner/result_cache.h"
@@ -72,7 +76,8 @@ struct TuneArgs {
 
   void add_to(CLI::App* app, bool with_config) {
     app->add_option("--backends", backends, "comma-separated backends (default: all), e.g. sm90,cublaslt");
-    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)");
+    app->add_option("--top-k", top_k, "candidates per backend after ranking (default 8, 0 = all)")
+        ->check(integer_in_range<int>());
     if (with_config)
       app->add_option("--config", configs,
                       "run exactly this candidate: a 'backend:config' line from list/tune; repeat it to time several "
@@ -80,12 +85,15 @@ struct TuneArgs {
     app->add_flag("--no-cache", no_cache, "neither read nor write the result cache");
     app->add_flag("--force", force, "ignore a cached result (the new one is still written)");
     app->add_flag("--in-process", in_process, "verify and time in this process instead of a worker process");
-    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)");
+    app->add_option("--threads", threads, "compile threads (default: hardware concurrency)")
+        ->check(integer_in_range<int>());
     app->add_flag("-q,--quiet", quiet, "no progress lines on stderr");
     app->add_option("--min-time-ms", min_time_ms, "time each candidate at least this long (default 100)")
         ->group("Timing");
-    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")->group("Timing");
-    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")->group("Timing");
+    app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")
+        ->check(integer_in_range<int>())->group("Timing");
+    app->add_option("--warmup", warmup, "warm-up runs before timing (default 10)")
+        ->check(integer_in_range<int>())->group("Timing");
     app->add_option("--settle-ms", settle_ms,
                     "run the first candidate this long before timing, so the GPU's clocks settle (default 300, 0 = off)")
         ->group("Timing");
@@ -150,7 +158,7 @@ void check_config(const Problem& p, const Candidate& c, const DeviceInfo& dev) {
   } catch (const Error& e) {
     why = e.what();
   }
-  if (!why.empty()) throw UsageError(fmt::format("--config '{}': {}", c.str(), first_line(why)));
+  if (!why.empty()) throw UsageError(fmt::format("--config '{}': {}", c.str(), user_message(why)));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -206,63 +214,6 @@ std::string csv_field(const std::string& s) {
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
-}
-
-struct SuiteShape {
-  std::string name;
-  ProblemArgs args;
-};
-
-// {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
-std::pair<std::string, std::vector<SuiteShape>> load_suite(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UsageError(fmt::format("--suite '{}': cannot open", path));
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const std::exception& e) {
-    throw UsageError(fmt::format("--suite '{}': not valid JSON: {}", path, first_line(e.what())));
-  }
-  if (!j.is_object() || !j.contains("shapes") || !j["shapes"].is_array())
-    throw UsageError(fmt::format("--suite '{}': expected an object with a \"shapes\" array", path));
-  std::string suite_name = j.value("name", fs::path(path).stem().string());
-  std::string dt = j.value("dtype", "bf16");
-  std::string dA = j.value("A", dt + ":row"), dB = j.value("B", dt + ":col"), dD = j.value("D", dt + ":row");
-  std::vector<SuiteShape> shapes;
-  size_t i = 0;
-  for (const json& s : j["shapes"]) {
-    std::string where = fmt::format("--suite '{}' shape #{}", path, i++);
-    try {
-      SuiteShape sh;
-      sh.name = s.value("name", "");
-      if (!sh.name.empty()) where = fmt::format("--suite '{}' shape '{}'", path, sh.name);
-      ProblemArgs& a = sh.args;
-      for (const char* req : {"m", "n", "k"})
-        if (!s.contains(req)) throw UsageError(fmt::format("{}: missing \"{}\"", where, req));
-      a.m = s.at("m").get<int64_t>();
-      a.n = s.at("n").get<int64_t>();
-      a.k = s.at("k").get<int64_t>();
-      a.batch = s.value("batch", int64_t{1});
-      a.A = s.value("A", dA);
-      a.B = s.value("B", dB);
-      a.D = s.value("D", dD);
-      a.C = s.value("C", std::string());
-      a.lda = s.value("lda", int64_t{0});
-      a.ldb = s.value("ldb", int64_t{0});
-      a.ldc = s.value("ldc", int64_t{0});
-      a.ldd = s.value("ldd", int64_t{0});
-      a.alpha = s.value("alpha", 1.0f);
-      a.beta = s.value("beta", 0.0f);
-      a.epilogue = s.value("epilogue", std::string());
-      if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
-      a.build(where);  // reject a bad suite before any GPU time is spent
-      shapes.push_back(std::move(sh));
-    } catch (const json::exception& e) {
-      throw UsageError(fmt::format("{}: {}", where, first_line(e.what())));
-    }
-  }
-  if (shapes.empty()) throw UsageError(fmt::format("--suite '{}': no shapes", path));
-  return {suite_name, shapes};
 }
 
 int cmd_bench(const std::string& suite_path, const std::string& filter, const TuneArgs& ta, const JsonOut& jo,
@@ -552,6 +503,15 @@ std::string record_us(const json& rec) {
   return fmt::format("{:.2f}", it->get<double>());
 }
 
+// A string from a cache file as table text: control bytes (a terminal escape sequence planted in an imported entry)
+// are shown as '?', not sent to the terminal. The JSON output escapes them itself.
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 int cmd_cache_ls(const JsonOut& jo) {
   ResultCache cache;
   auto entries = cache.list();
@@ -564,7 +524,7 @@ int cmd_cache_ls(const JsonOut& jo) {
       std::string w = e.record.is_object() && e.record.contains("winner") && e.record["winner"].is_string()
                           ? e.record["winner"].get<std::string>()
                           : "-";
-      t.rows.push_back({w, e.record.is_object() ? record_us(e.record) : "-", e.key});
+      t.rows.push_back({printable(w), e.record.is_object() ? record_us(e.record) : "-", printable(e.key)});
     }
     t.print(out);
   }
@@ -634,8 +594,10 @@ int run(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list candidates (backend:config) for a problem without running them");
   list_p.add_to(list);
   list->add_option("--backends", list_backends, "comma-separated backends (default: all)");
-  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)");
-  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs");
+  list->add_option("--top-k", list_topk, "at most this many per backend (default 0 = all)")
+      ->check(integer_in_range<int>());
+  CLI::Option* list_sms_opt = list->add_option("--arch-sms", list_sms, "assume an sm_90 GPU with N SMs")
+      ->check(integer_in_range<int>());
   add_json_option(list, list_j, "print a JSON array of candidate lines");
 
   // compile
@@ -648,10 +610,13 @@ int run(int argc, char** argv) {
   comp_p.add_to(comp);
   comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv, the JIT backends)");
   comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
-  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)");
-  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)");
+  comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)")
+      ->check(integer_in_range<int>());
+  comp->add_option("--threads", comp_threads, "parallel compiles (default: hardware concurrency)")
+      ->check(integer_in_range<int>());
   CLI::Option* comp_sms_opt =
-      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present");
+      comp->add_option("--arch-sms", comp_sms, "assume an sm_90 GPU with N SMs even when a GPU is present")
+          ->check(integer_in_range<int>());
   comp->add_flag("--no-cache", comp_nocache, "compile from scratch (throw-away kernel cache)");
   comp->add_flag("-q,--quiet", comp_quiet, "no progress lines on stderr");
   comp->add_flag("-v,--verbose", comp_verbose, "full compiler messages in the table");
@@ -708,6 +673,8 @@ int run(int argc, char** argv) {
                        comp_sms_opt->count() > 0, comp_nocache, comp_quiet, comp_verbose, comp_j);
   }
   if (cache->parsed()) {
+    if (!ResultCache().enabled())
+      throw Error("no result cache: neither GEMMTUNE_CACHE_DIR nor HOME is set (see docs/CACHE.md)");
     if (cache_ls->parsed()) {
       json_given(cache_ls, ls_j);
       return cmd_cache_ls(ls_j);
@@ -742,6 +709,9 @@ int main(int argc, char** argv) {
   try {
     return cli::run(argc, argv);
   } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const detail::InputError& e) {  // a malformed suite, export or cache file: the user's data
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const NoGpuError& e) {

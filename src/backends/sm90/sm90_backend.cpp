@@ -266,7 +266,7 @@ class Sm90Executable final : public Executable {
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
-  alignas(64) CUtensorMap maps_[4];  // A, B, D, D's tail strips (sm90::encode_maps)
+  CUtensorMap maps_[4];  // A, B, D, D's tail strips (sm90::encode_maps)
   cuda::DeviceBuffer counters_;          // tiles=dynamic only: a pair per stream of scratch_
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
   StreamScratch scratch_;                // tiles=dynamic / tail=sk: the streams launched on; tail=sk: partials, flags

@@ -1,0 +1,86 @@
+#pragma once
+// Benchmark suites (bench/suites/*.json), read like a cache file (src/core/input.h): bounded in size and nesting.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cli_problem.h"
+#include "core/input.h"
+
+namespace gemmtune::cli {
+
+struct SuiteShape {
+  std::string name;
+  ProblemArgs args;
+};
+
+// {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
+// Every field typed and an unknown key an error, since a typo such as "ldb " would otherwise silently mean the
+// default. `path` names the suite in messages and gives its default name. Throws UsageError or detail::InputError.
+inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_view text, const std::string& path) {
+  const std::string what = fmt::format("--suite '{}'", path);
+  const nlohmann::json j = detail::parse_json(text, what);
+  const detail::Fields top(j, what);
+  top.only({"name", "description", "dtype", "A", "B", "D", "shapes"});
+  if (!top.has("shapes") || !top.at("shapes").is_array())
+    throw UsageError(what + ": expected an object with a \"shapes\" array");
+  std::string suite_name = top.string("name", std::filesystem::path(path).stem().string());
+  top.string("description", "");
+  std::string dt = top.string("dtype", "bf16");
+  std::string dA = top.string("A", dt + ":row"), dB = top.string("B", dt + ":col"), dD = top.string("D", dt + ":row");
+  std::vector<SuiteShape> shapes;
+  size_t i = 0;
+  for (const nlohmann::json& s : top.at("shapes")) {
+    std::string where = fmt::format("{} shape #{}", what, i++);
+    SuiteShape sh;
+    if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
+      where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
+    const detail::Fields e(s, where);
+    e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "alpha", "beta",
+            "epilogue"});
+    sh.name = e.string("name", "");
+    ProblemArgs& a = sh.args;
+    a.m = e.integer("m");
+    a.n = e.integer("n");
+    a.k = e.integer("k");
+    a.batch = e.integer("batch", 1);
+    a.A = e.string("A", dA);
+    a.B = e.string("B", dB);
+    a.D = e.string("D", dD);
+    a.C = e.string("C", "");
+    a.lda = e.integer("lda", 0);
+    a.ldb = e.integer("ldb", 0);
+    a.ldc = e.integer("ldc", 0);
+    a.ldd = e.integer("ldd", 0);
+    for (auto [key, dst, fallback] : {std::tuple{"alpha", &a.alpha, 1.0}, {"beta", &a.beta, 0.0}}) {
+      const double v = e.number(key, fallback);
+      if (std::fabs(v) > std::numeric_limits<float>::max())
+        throw UsageError(fmt::format("{}: \"{}\" is out of the range of a float (got {})", where, key, v));
+      *dst = float(v);
+    }
+    a.epilogue = e.string("epilogue", "");
+    if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
+    a.build(where);  // reject a bad suite before any GPU time is spent
+    shapes.push_back(std::move(sh));
+  }
+  if (shapes.empty()) throw UsageError(fmt::format("--suite '{}': no shapes", path));
+  return {suite_name, shapes};
+}
+
+inline std::pair<std::string, std::vector<SuiteShape>> load_suite(const std::string& path) {
+  const std::string what = fmt::format("--suite '{}'", path);
+  const detail::FileRead f = detail::read_regular_file(path, std::size_t(64) << 20);
+  if (f.status == detail::FileRead::missing) throw UsageError(what + ": cannot open (no such file)");
+  if (f.status == detail::FileRead::rejected) throw UsageError(what + ": cannot open (" + f.why + ")");
+  return parse_suite(f.data, path);
+}
+
+}  // namespace gemmtune::cli
