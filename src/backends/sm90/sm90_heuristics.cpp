@@ -1,4 +1,5 @@
-// sm90 heuristics: the cost model that ranks configs, the register-pressure prior, and the enumeration order.
+// sm90 heuristics: the cost model that ranks configs and the enumeration order; the priors of both (efficiency
+// factors, register pressure, epi=warp, twins, the front of the list) as tables of rows with their evidence.
 #include <algorithm>
 #include <cmath>
 
@@ -72,8 +73,8 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double kblocks = static_cast<double>(cdiv(v.k, 64));
   const gt_sm90::Plan pl = plan(c, v);
   const int slabs = pl.slabs;
-  // Per MMA clock every wgmma N >= 128 runs at the same rate (an N = 160/176/208 penalty seen once was a division in
-  // the ring walk, since removed); the measured exceptions are the rows of kMmaFactor.
+  // Per MMA clock every wgmma N >= 128 runs at the same rate (with a ring walk free of divisions; one with a division
+  // made the 5-stage N = 160/176/208 configs 4-8% slow); the measured exceptions are the rows of kMmaFactor.
   double eff = apply_factors(1.0, kMmaFactor, c, pl);
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
@@ -261,7 +262,7 @@ const FrontRow kFront[] = {
 
 // Tiles per band of the grouped raster: the clusters in flight at once cover G cluster tiles along the grouped
 // dimension and P/G along the other, so a wave touches G*ext_g + (P/G)*ext_o rows of A and B; minimal at
-// G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (was 8: 8 x 16.5 tiles read 26% more
+// G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (8: 8 x 16.5 tiles read 26% more
 // operand rows per wave than 16 x 8) and 8 for raster n.
 // The largest useful band width: the cluster tiles along the grouped dimension (at most 64).
 static int max_group(const Config& c, const KernelView& v) {
@@ -277,6 +278,38 @@ static int band_group(const Config& c, const KernelView& v, const DeviceInfo& de
   const int g = static_cast<int>(std::lround(std::sqrt(inflight * ext_o / ext_g)));
   return std::clamp<int>(g, 1, max_group(c, v));
 }
+
+namespace {
+
+// Twins: a listed config that a row matches is followed by the row's variant of it (where valid), ranked by cost with
+// the rest. Each twin takes a timing slot of the tuner's top k, so a row names the configs where its variant won.
+struct TwinRow {
+  const char* what;
+  const char* source;
+  bool (*match)(const Config& c);
+  Config (*make)(Config c, const KernelView& v);
+};
+const TwinRow kTwins[] = {
+    {"ping-pong 2x1 / 1x2: a GPC-major twin (tiles=gpc, sm90_cluster_order.h) walking the direction in which "
+     "neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2: raster m "
+     "shares B), the read the L2 coalescer merges between the clusters of a GPC; it runs the static kernel of its "
+     "raster and band (the order is a host table), so it shares the compile with that static config where both are "
+     "listed",
+     "ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles within 1%; cooperative 128x256 2x1 "
+     "10-12% slower and 1x1 configs unchanged, so those get none (docs/PERFORMANCE.md)",
+     [](const Config& c) { return c.pingpong && c.cm != c.cn; },
+     [](Config g, const KernelView& v) {
+       g.tiles = TileOrder::gpc;
+       g.raster_n = g.cm == 2;
+       // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's
+       // consecutive ids fall in one band row and share its operand: 4096^3 ping-pong 128x112 2x1 ran 181.6 us with
+       // group 8 and 208.3 with band_group's 12 (group 4 was worse too, docs/PERFORMANCE.md).
+       g.group = std::clamp(16 / (g.cm * g.cn), 1, max_group(g, v));
+       return g;
+     }},
+};
+
+}  // namespace
 
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
@@ -344,22 +377,9 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
         continue;
       }
       out.push_back(c);
-      // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
-      // which neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2:
-      // raster m shares B), which is the read the L2 coalescer merges between the clusters of a GPC. Measured
-      // (docs/PERFORMANCE.md): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
-      // within 1%; but cooperative 128x256 2x1 10-12% slower and 1x1 configs unchanged, so those get none (a twin
-      // takes a timing slot of the tuner's top k). It runs the static kernel of its raster and band (the order is a
-      // host table), so it shares the compile with that static config where both are listed.
-      if (!c.pingpong || cm == cn) continue;
-      Config g = c;
-      g.tiles = TileOrder::gpc;
-      g.raster_n = cm == 2;
-      // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
-      // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
-      // 208.3 with band_group's 12 (and group 4 was worse too, docs/PERFORMANCE.md).
-      g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
-      if (config_reason(g, p, dev).empty()) out.push_back(g);
+      for (const TwinRow& t : kTwins)
+        if (t.match(c))
+          if (const Config g = t.make(c, v); config_reason(g, p, dev).empty()) out.push_back(g);
     }
   // Decode sizes: with at most 64 rows on one side and more on the other, tiles whose N covers the few rows (rounded
   // up to 16) and whose M runs along the wide side, with rings of up to 16 stages (a 128x16 stage holds 18 KB). When
