@@ -6,6 +6,17 @@
 #include "backends/gemv/gemv_config.h"
 
 namespace gemmtune::gemv {
+namespace {
+
+// The Hopper numbers of the cost model (H100 / H200 SXM): an SM's registers and shared memory, the DRAM rate it is
+// fitted to, the bytes in flight an SM needs to cover DRAM latency at that rate, the SM clock.
+constexpr double kRegsPerSm = 65536.0, kSmemPerSm = 233472.0;  // 64K registers, 228 KB
+constexpr double kDramBytesPerS = 4.0e12, kInflightPerSm = 49152.0, kClockHz = 1.7e9;
+// A K split within the CTA costs its meeting and the CTA's slowest warp: 2% a slice (mma=1 at 8x28672x4096: ksplit 1
+// ran 62.4 us, 2 and 8 the model's picks 68-71).
+constexpr double kKSliceCost = 0.02;
+
+}  // namespace
 
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // Fitted to every config of ten decode problems timed side by side on the H200 (docs/PERFORMANCE.md): the
@@ -21,13 +32,13 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // (A ring holds no weights in registers: its copy addresses, the fragments of one step and the vectors'; ptxas:
   // 88 with one m-block, 126 with two, at 16 vectors.)
   // occ > 1 caps them at what occ CTAs an SM leave (__launch_bounds__; ptxas rounds to 8).
-  const double cap = c.occ > 1 ? std::floor(65536.0 / (c.occ * 32.0 * c.warps) / 8) * 8 : 255.0;
+  const double cap = c.occ > 1 ? std::floor(kRegsPerSm / (c.occ * 32.0 * c.warps) / 8) * 8 : 255.0;
   const double regs = std::min(cap, c.ring ? 42.0 + 38 * mb + 4 * mb * nb
                                     : c.mma ? 40.0 + 8.0 * c.unroll * (2 * mb + nb) + 4 * mb * nb
                                             : 54.0 + 4.2 * nr * c.unroll + nr * t + 5.3 * t);
-  const double res_by_regs = std::floor(65536.0 / (std::ceil(regs / 8) * 8 * 32 * c.warps));
+  const double res_by_regs = std::floor(kRegsPerSm / (std::ceil(regs / 8) * 8 * 32 * c.warps));
   const double res_by_smem =
-      c.ring ? std::floor(233472.0 / (ring_bytes(c, p) + static_smem(c, p) + 1024)) : 32.0;  // 228 KB an SM
+      c.ring ? std::floor(kSmemPerSm / (ring_bytes(c, p) + static_smem(c, p) + 1024)) : 32.0;
   const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, res_by_smem, 32.0}));
   // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 64-k steps, two 16-byte loads per
   // row and lane each, of 16 rows), then one at a time.
@@ -37,16 +48,15 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double ctas_per_sm = std::min(resident, ctas / sms);
   const double inflight = c.ring ? ctas_per_sm * c.warps * (c.ring - 1) * mb * 2048.0
                                  : ctas_per_sm * c.warps * (c.mma ? 4 * mb : nr) * per_round * 512.0;
-  const double mlp = std::min(1.0, inflight / 49152.0);  // ~48 KB per SM cover the latency at the DRAM rate
+  const double mlp = std::min(1.0, inflight / kInflightPerSm);
   const double per_sm = ctas / sms;
   const double imbalance = per_sm <= resident ? std::ceil(per_sm) / per_sm : 1.0 + 1.0 / std::ceil(per_sm / resident);
   const double w_bytes = static_cast<double>(v.r) * v.k * 2 * v.batch;
-  // K slices cost their meeting and the CTA's slowest warp: 2% a slice (mma=1 at 8x28672x4096: ksplit 1 ran 62.4 us,
-  // 2 and 8 the model's picks 68-71).
-  const double mem_us = w_bytes / (4.0e12 * mlp) * 1e6 * std::min(imbalance, 2.0) * (1 + 0.02 * (c.ksplit - 1));
+  const double mem_us =
+      w_bytes / (kDramBytesPerS * mlp) * 1e6 * std::min(imbalance, 2.0) * (1 + kKSliceCost * (c.ksplit - 1));
   // Warp instructions: per 8-element W chunk 8 FMAs a vector, W's unpack, the vectors' loads and unpacks per row;
   // per warp the reductions (5 shuffles a sum), shared memory and the epilogue.
-  const double issue = sms * 4 * 1.7e9;
+  const double issue = sms * 4 * kClockHz;
   const double chunks = static_cast<double>(v.r) * v.k / 8.0 * v.batch;
   // With mma=1 per 32 k and m-block: two W loads, 2 n-blocks' mmas, the vectors' loads shared by the m-blocks.
   // (The CUDA-core kernel measured about twice its instruction count in issue slots: 8 vectors at 8x28672x4096 ran
@@ -55,7 +65,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
                               : 2 * chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
   const double warp_us = ctas * c.warps * (c.mma ? 8 * mb * nb * (c.ksplit + 1) + 60 : nr * t * 6 + 60) / issue * 1e6;
   // A K split across CTAs writes and reads its partials through L2 and ends with the last CTA's pass over them.
-  const double split_us = c.csplit > 1 ? 1.0 + csplit_ws_floats(c, p) * 4.0 * 2 / 4.0e12 * 1e6 : 0.0;
+  const double split_us = c.csplit > 1 ? 1.0 + csplit_ws_floats(c, p) * 4.0 * 2 / kDramBytesPerS * 1e6 : 0.0;
   return std::max(mem_us, alu_us) + warp_us + split_us + 3.0 + (c.ksplit > 1 ? 0.3 : 0.0);
 }
 
