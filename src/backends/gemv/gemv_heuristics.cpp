@@ -122,8 +122,8 @@ Family family(const Config& c, const View& v) {
 }
 
 // The head of the list, row by row: each row takes, from the configs no earlier row took, the cheapest matching
-// config (`per_family`: of each family not yet headed, in the order of their cheapest configs), preferring those that
-// `prefer` accepts. The rest follow by cost. The tuner times the first 8, and which family wins turns on how many warps
+// config that `prefer` accepts, else the cheapest matching one (`per_family`: one such config of each family that no
+// earlier per_family row headed, in the order of their cheapest configs). The rest follow by cost. The tuner times the first 8, and which family wins turns on how many warps
 // an SM holds and what the K slices cost, which the model reads only roughly (on the H200 at 4096 weight rows ksplit 8
 // of the mma kernel was fastest, at 28672 ksplit 1; the model alone put the winner 8th-60th at some problems).
 // Heads never split K across CTAs: the model rates those twins too well (8x6144x4096: four of them pushed the winning
@@ -198,26 +198,25 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Config> sorted;
   std::vector<bool> taken(out.size(), false);
-  std::vector<Family> headed;
+  std::vector<Family> headed;  // families that per_family rows have headed
   for (const HeadRow& row : kHead) {
-    size_t pick = out.size();  // the row's one head (per_family = false)
+    std::vector<std::pair<Family, size_t>> picks;  // the row's heads, in the order of their families' cheapest configs
     for (const auto& [cost, i] : ranked) {
       const Config& c = out[i];
       const View& v = views[c.vec_m];
       if (taken[i] || c.csplit != 1 || !row.match(c, v)) continue;
-      if (!row.per_family) {
-        if (pick == out.size() || (row.prefer && row.prefer(c) && !row.prefer(out[pick]))) pick = i;
-        continue;
-      }
-      const Family f = family(c, v);
-      if (std::find(headed.begin(), headed.end(), f) != headed.end()) continue;
-      headed.push_back(f);
-      sorted.push_back(c);
-      taken[i] = true;
+      const Family f = row.per_family ? family(c, v) : Family{-1, -1, -1};
+      if (row.per_family && std::find(headed.begin(), headed.end(), f) != headed.end()) continue;
+      const auto it = std::find_if(picks.begin(), picks.end(), [&](const auto& pk) { return pk.first == f; });
+      if (it == picks.end())
+        picks.push_back({f, i});
+      else if (row.prefer && row.prefer(c) && !row.prefer(out[it->second]))
+        it->second = i;
     }
-    if (pick < out.size()) {
-      sorted.push_back(out[pick]);
-      taken[pick] = true;
+    for (const auto& [f, i] : picks) {
+      if (row.per_family) headed.push_back(f);
+      sorted.push_back(out[i]);
+      taken[i] = true;
     }
   }
   for (const auto& [cost, i] : ranked)
