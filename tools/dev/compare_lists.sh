@@ -86,7 +86,7 @@ while read -r prob; do
     echo "[$i] same ($n lines): $prob" >>"$report"
   else
     differ=$((differ + 1))
-    { echo "[$i] DIFFERENT: $prob"; diff "$OUT/old.$i" "$OUT/new.$i" | head -20; } >>"$report"
+    { echo "[$i] DIFFERENT: $prob"; diff "$OUT/old.$i" "$OUT/new.$i" | head -20 || true; } >>"$report"
   fi
 done <"$OUT/problems.txt"
 echo "lists: $same identical, $differ different, of $i problems" >>"$report"

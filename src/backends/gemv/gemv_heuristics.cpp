@@ -181,15 +181,17 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
                 if (any_row(kNotListed, c, p, v) || !config_reason(c, p, dev).empty()) continue;
                 out.push_back(c);
                 // K split across CTAs where the row groups alone leave SMs without two CTAs (e.g. 4096 weight rows
-                // in 16-row groups): the fewest CTAs per group (2, 4, 8) that give ~2 an SM, every warp keeping 4+
-                // steps of 64 k. From 4 vectors: below, the CUDA-core kernel wins and keeps its places in the head.
+                // in 16-row groups): the fewest CTAs per group (2, 4, 8) that give ~2 (1.9) an SM, every warp keeping
+                // 4+ steps of 64 k. From 4 vectors: below, the CUDA-core kernel wins and keeps its places in the head.
+                constexpr int64_t kCsplitMinVectors = 4, kCsplitMinSteps = 4;
                 const int64_t ctas = grid_x(c, v) * p.batch;
-                if (!mma || v.t < 4 || 10 * ctas >= 19 * sms) continue;
+                if (!mma || v.t < kCsplitMinVectors || 10 * ctas >= 19 * sms) continue;
                 for (int cs : {2, 4, 8}) {
                   if (10 * ctas * cs < 19 * sms && cs < 8) continue;
                   Config s = c;
                   s.csplit = cs;
-                  if (p.k / 64 / (int64_t(ksplit) * cs) >= 4 && config_reason(s, p, dev).empty()) out.push_back(s);
+                  if (p.k / 64 / (int64_t(ksplit) * cs) >= kCsplitMinSteps && config_reason(s, p, dev).empty())
+                    out.push_back(s);
                   break;
                 }
               }
