@@ -1,4 +1,5 @@
-// sm90 heuristics: the cost model that ranks configs, the register-pressure prior, and the enumeration order.
+// sm90 heuristics: the cost model that ranks configs and the enumeration order; the priors of both (efficiency
+// factors, register pressure, epi=warp, twins, the front of the list) as tables of rows with their evidence.
 #include <algorithm>
 #include <cmath>
 
@@ -11,6 +12,43 @@ namespace {
 bool decode_tile(const Config& c) { return c.swap || c.bn < 64; }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Per-config efficiency factors of the cost model, as data: a row's factor multiplies the cost of the configs it
+// matches, in table order, on top of the waves-and-clocks formula of estimate_cost. Adding a measured penalty is
+// adding a row.
+struct FactorRow {
+  const char* what;    // the configs, in words
+  const char* source;  // the evidence
+  double factor;
+  bool (*match)(const Config& c, const gt_sm90::Plan& pl);
+};
+
+// On the MMA clocks of a k-block.
+const FactorRow kMmaFactor[] = {
+    {"tile N below 128, or 128-wide ping-pong outside the gpc walk",
+     "thin tiles L2-bound at 5-7% slower per MMA clock (H200); the 128-wide ping-pong gap is L2 merging, which the gpc "
+     "order closes: ping-pong 128x128 2x1 gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with "
+     "cuBLAS's 112x128 at 4096^3",
+     1.03, [](const Config& c, const gt_sm90::Plan&) { return c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc()); }},
+    {"64-row ping-pong (one slab)", "64x256 2x1 ~5% behind at the same waves", 1.05,
+     [](const Config& c, const gt_sm90::Plan& pl) { return c.pingpong && pl.slabs == 1; }},
+};
+
+// On a whole k-block (MMA clocks and the per-k overhead).
+const FactorRow kKBlockFactor[] = {
+    {"2x2 clusters", "10-40% behind 1x1 on every large shape measured (not enumerated; --config takes them)", 1.15,
+     [](const Config& c, const gt_sm90::Plan&) { return c.cm * c.cn == 4; }},
+    {"1x2 clusters", "0-2% behind 1x1 / 2x1", 1.01,
+     [](const Config& c, const gt_sm90::Plan&) { return c.cm * c.cn != 4 && c.cn > 1; }},
+    {"rings of fewer than 4 stages", "256x192 with 3 stages: ~3% behind at the same wave count", 1.03,
+     [](const Config& c, const gt_sm90::Plan&) { return c.stages < 4; }},
+};
+
+double apply_factors(double x, const auto& table, const Config& c, const gt_sm90::Plan& pl) {
+  for (const FactorRow& r : table)
+    if (r.match(c, pl)) x *= r.factor;
+  return x;
+}
 
 }  // namespace
 
@@ -35,12 +73,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double kblocks = static_cast<double>(cdiv(v.k, 64));
   const gt_sm90::Plan pl = plan(c, v);
   const int slabs = pl.slabs;
-  // Per MMA clock every wgmma N >= 128 runs at the same rate once the ring walk has no division (the 5-stage
-  // configs were 4-8% slow before that fix, which had looked like an N = 160/176/208 penalty).
-  // The 3% on 128-wide ping-pong tiles was their L2 merging gap, which the gpc order closes: ping-pong 128x128 2x1
-  // gpc ran level with the best wide tile at 8192^3 (1625 vs 1640 us) and with cuBLAS's 112x128 at 4096^3.
-  double eff = c.bn < 128 || (c.bn == 128 && c.pingpong && !c.gpc()) ? 1.03 : 1.0;
-  if (c.pingpong && slabs == 1) eff *= 1.05;  // 64-row ping-pong: 64x256 2x1 ~5% behind at the same waves
+  // Per MMA clock every wgmma N >= 128 runs at the same rate (with a ring walk free of divisions; one with a division
+  // made the 5-stage N = 160/176/208 configs 4-8% slow); the measured exceptions are the rows of kMmaFactor.
+  double eff = apply_factors(1.0, kMmaFactor, c, pl);
   const double mma = static_cast<double>(c.bm) * c.bn * 64.0 / kMacPerClk;
   // L2 bytes per MMA clock beyond ~50 cost ~0.8% each (128x128 coop 1x1 at 64: +16%; 128x96 at 75: +30%; 128x64 at
   // 96: +60%; multicast halves the shared operand's share).
@@ -69,15 +104,10 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
     };
     eff *= 1.0 + (cost(v.a) * a_rows + cost(v.b) * b_rows) / (a_rows + b_rows);
   }
-  double per_k = mma * eff + kPerKOverhead;
-  if (cs == 4)
-    per_k *= 1.15;
-  else if (c.cn > 1)
-    per_k *= 1.01;  // 1x2 measured 0-2% behind 1x1 / 2x1
+  double per_k = apply_factors(mma * eff + kPerKOverhead, kKBlockFactor, c, pl);
   // Fewer stages than fit: shallower prefetch (enumerate() only emits the deepest ring; explicit configs may differ).
   const int deepest = max_stages(c, v.d.type, dev);
   if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
-  if (c.stages < 4) per_k *= 1.03;  // 256x192 with 3 stages: ~3% behind at the same wave count
   // Epilogue: registers -> shared memory -> TMA store in 64-row strips (epi_bytes: 64/128-byte swizzled, wide
   // unswizzled, or 32-byte), each strip a barrier round trip: not overlapped with the next tile's MMAs in the
   // cooperative schedule (coop 128x176 2x1 with eleven 32-byte strips per slab ran 7% behind ping-pong 128x176 2x1 at
@@ -180,11 +210,59 @@ bool spill_prior(const Config& c, const Problem& p, const KernelView& v) {
   return false;
 }
 
+// Configs that store their epilogue per warp (epi=warp): 128-byte strips and a tail, 16-row pieces from two buffers
+// per warp (sm90_shape.cuh: epi_warp_rows), instead of the warpgroup's strips. Measured side by side on the H200
+// (docs/PERFORMANCE.md), warp against warpgroup at 8192x6144x512 / 4096x8192x512 / 8192x6144x1024 / 8192x6144x4096 /
+// 8192^3. Not for the other ping-pong tiles (128x192 +0.7 / +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to
+// +0.4%), nor in the cooperative schedule (both consumers storing at once: 8-row warp pieces 1.5-10% slower, 16-row
+// ones up to 4%), nor with a GLU. `pl` is the plan of the warpgroup store.
+struct EpiWarpRow {
+  const char* what;
+  const char* source;
+  bool (*match)(const Config& c, const Problem& p, const gt_sm90::Plan& pl);
+};
+const EpiWarpRow kEpiWarp[] = {
+    {"ping-pong with wide unswizzled strips and room for one buffer only (each strip waits for the previous store)",
+     "128x176 at 5 stages (4 strips of 11 KB a tile) -3.2 / -3.4 / -0.8 / -0.3 / -0.2%; 128x144 at 6 (8-row pieces) "
+     "-1.7 / -1.6 / -0.1 / 0 / 0%; K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%",
+     [](const Config& c, const Problem& p, const gt_sm90::Plan& pl) {
+       return c.pingpong && !p.epilogue.has_glu() && pl.epi_bufs == 1;
+     }},
+    {"ping-pong with 64-byte strips", "128x160 (5 strips a slab) -1.2 / -1.2 / -0.8 / -0.2 / +0.3%",
+     [](const Config& c, const Problem& p, const gt_sm90::Plan& pl) {
+       return c.pingpong && !p.epilogue.has_glu() && pl.epi_strip_bytes == 64;
+     }},
+};
+
+bool epi_warp_prior(const Config& c, const Problem& p, const KernelView& v) {
+  const gt_sm90::Plan pl = plan(c, v);
+  for (const EpiWarpRow& r : kEpiWarp)
+    if (r.match(c, p, pl)) return true;
+  return false;
+}
+
+// The front of the list: where a row's problems match, its configs go first, in their estimated order (after those of
+// earlier rows), so that the tuner's top 8 times them all whatever the cost model says.
+struct FrontRow {
+  const char* what;
+  const char* source;
+  bool (*problem)(const KernelView& v);  // the kernel view without swap
+  bool (*match)(const Config& c);
+};
+const FrontRow kFront[] = {
+    {"the decode tiles (swap=1 or tile N < 64) with at most 48 rows on one side and more on the other",
+     "the cost model reads every config of such a problem as streaming at the DRAM floor, but on the H200 the best "
+     "decode tile beat the best other config at every such problem measured, by 0.8% (16x28672x4096) to 46% "
+     "(16x4096x4096), and tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders "
+     "them (docs/PERFORMANCE.md)",
+     [](const KernelView& v) { return (v.m <= 48 && v.n > v.m) || (v.n <= 48 && v.m > v.n); }, decode_tile},
+};
+
 }  // namespace
 
 // Tiles per band of the grouped raster: the clusters in flight at once cover G cluster tiles along the grouped
 // dimension and P/G along the other, so a wave touches G*ext_g + (P/G)*ext_o rows of A and B; minimal at
-// G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (was 8: 8 x 16.5 tiles read 26% more
+// G = sqrt(P * ext_o / ext_g). With 128x256 tiles this is 16 for raster m (8: 8 x 16.5 tiles read 26% more
 // operand rows per wave than 16 x 8) and 8 for raster n.
 // The largest useful band width: the cluster tiles along the grouped dimension (at most 64).
 static int max_group(const Config& c, const KernelView& v) {
@@ -200,6 +278,38 @@ static int band_group(const Config& c, const KernelView& v, const DeviceInfo& de
   const int g = static_cast<int>(std::lround(std::sqrt(inflight * ext_o / ext_g)));
   return std::clamp<int>(g, 1, max_group(c, v));
 }
+
+namespace {
+
+// Twins: a listed config that a row matches is followed by the row's variant of it (where valid), ranked by cost with
+// the rest. Each twin takes a timing slot of the tuner's top k, so a row names the configs where its variant won.
+struct TwinRow {
+  const char* what;
+  const char* source;
+  bool (*match)(const Config& c);
+  Config (*make)(Config c, const KernelView& v);
+};
+const TwinRow kTwins[] = {
+    {"ping-pong 2x1 / 1x2: a GPC-major twin (tiles=gpc, sm90_cluster_order.h) walking the direction in which "
+     "neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2: raster m "
+     "shares B), the read the L2 coalescer merges between the clusters of a GPC; it runs the static kernel of its "
+     "raster and band (the order is a host table), so it shares the compile with that static config where both are "
+     "listed",
+     "ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles within 1%; cooperative 128x256 2x1 "
+     "10-12% slower and 1x1 configs unchanged, so those get none (docs/PERFORMANCE.md)",
+     [](const Config& c) { return c.pingpong && c.cm != c.cn; },
+     [](Config g, const KernelView& v) {
+       g.tiles = TileOrder::gpc;
+       g.raster_n = g.cm == 2;
+       // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's
+       // consecutive ids fall in one band row and share its operand: 4096^3 ping-pong 128x112 2x1 ran 181.6 us with
+       // group 8 and 208.3 with band_group's 12 (group 4 was worse too, docs/PERFORMANCE.md).
+       g.group = std::clamp(16 / (g.cm * g.cn), 1, max_group(g, v));
+       return g;
+     }},
+};
+
+}  // namespace
 
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
@@ -258,18 +368,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       c.group = band_group(c, v, dev);
       // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
       c.stages = max_stages(c, v.d.type, dev);
-      // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers — wide unswizzled strips
-      // with room for one buffer only (128x176 at 5 stages: 4 strips of 11 KB per tile, each waiting for the previous
-      // one's store; 128x144 at 6), or 64-byte strips (128x160: 5 per slab) — store per warp instead: 128-byte
-      // strips and a tail, 16-row pieces from two buffers per warp (sm90_shape.cuh: epi_warp_rows). Measured side by
-      // side on the H200 (docs/PERFORMANCE.md), warp against warpgroup at 8192x6144x512 / 4096x8192x512 /
-      // 8192x6144x1024 / 8192x6144x4096 / 8192^3: 128x176 2x1 -3.2 / -3.4 / -0.8 / -0.3 / -0.2%, 128x160 -1.2 / -1.2 /
-      // -0.8 / -0.2 / +0.3%, 128x144 (8-row pieces) -1.7 / -1.6 / -0.1 / 0 / 0%. Not for the others: 128x192 +0.7 /
-      // +0.9 / +0.2 / +0.1 / 0%, 128x128 and 128x168 level to +0.4%; in the cooperative schedule (both consumers
-      // storing at once) 8-row warp pieces ran 1.5-10% slower, 16-row ones up to 4%. The other tiles the
-      // rule reaches, K = 512-4096: 128x112 -1.9 to -4.1%, 128x96 -0.2 to -1.3%, 128x80 -0.4 to -3.8%.
-      c.epi_warp = c.pingpong && !p.epilogue.has_glu() &&
-                   (plan(c, v).epi_bufs == 1 || plan(c, v).epi_strip_bytes == 64);
+      // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers store per warp (kEpiWarp).
+      c.epi_warp = epi_warp_prior(c, p, v);
       if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
       if (!config_reason(c, p, dev).empty()) continue;
       if (spill_prior(c, p, v)) {
@@ -277,22 +377,9 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
         continue;
       }
       out.push_back(c);
-      // Ping-pong 2x1 / 1x2 configs get a GPC-major twin (tiles=gpc, sm90_cluster_order.h), walking the direction in
-      // which neighbouring tiles share the operand that is not multicast (2x1 multicasts B: raster n shares A; 1x2:
-      // raster m shares B), which is the read the L2 coalescer merges between the clusters of a GPC. Measured
-      // (docs/PERFORMANCE.md): ping-pong 128x128 / 128x112 2x1 4-13% faster than static, wide ping-pong tiles
-      // within 1%; but cooperative 128x256 2x1 10-12% slower and 1x1 configs unchanged, so those get none (a twin
-      // takes a timing slot of the tuner's top k). It runs the static kernel of its raster and band (the order is a
-      // host table), so it shares the compile with that static config where both are listed.
-      if (!c.pingpong || cm == cn) continue;
-      Config g = c;
-      g.tiles = TileOrder::gpc;
-      g.raster_n = cm == 2;
-      // Band width = the clusters of one GPC (16 SMs on most Hopper GPCs / cluster size), so that a GPC's consecutive
-      // ids fall in one band row and share its operand: 4096³ ping-pong 128x112 2x1 ran 181.6 us with group 8 and
-      // 208.3 with band_group's 12 (and group 4 was worse too, docs/PERFORMANCE.md).
-      g.group = std::clamp(16 / (cm * cn), 1, max_group(g, v));
-      if (config_reason(g, p, dev).empty()) out.push_back(g);
+      for (const TwinRow& t : kTwins)
+        if (t.match(c))
+          if (const Config g = t.make(c, v); config_reason(g, p, dev).empty()) out.push_back(g);
     }
   // Decode sizes: with at most 64 rows on one side and more on the other, tiles whose N covers the few rows (rounded
   // up to 16) and whose M runs along the wide side, with rings of up to 16 stages (a 128x16 stage holds 18 KB). When
@@ -364,13 +451,10 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Config> ranked;
   for (const auto& o : order) ranked.push_back(out[o.second]);
-  // Up to 48 rows the decode tiles go first (in their estimated order), so that the tuner's top 8 times them all: the
-  // cost model reads every config of such a problem as streaming at the DRAM floor, but on the H200 the best decode
-  // tile beat the best other config at every such problem measured, by 0.8% (16x28672x4096) to 46% (16x4096x4096), and
-  // tied at 64 rows (39.8 against 39.7 us at 64x8192x8192), where the estimate alone orders them
-  // (docs/PERFORMANCE.md).
-  if ((decode_swap && v.m <= 48) || (decode_plain && v.n <= 48))
-    std::stable_partition(ranked.begin(), ranked.end(), decode_tile);
+  // The rows of kFront (decode tiles first up to 48 rows).
+  auto front = ranked.begin();
+  for (const FrontRow& r : kFront)
+    if (r.problem(v)) front = std::stable_partition(front, ranked.end(), r.match);
   // Then the configs of the spill prior, in their estimated order.
   std::vector<std::pair<double, size_t>> late_order;
   for (size_t i = 0; i < late.size(); ++i) late_order.push_back({estimate_cost(late[i], p, dev), i});
