@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "backends/jit_result.h"
 #include "core/check.h"
+#include "core/clock.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
@@ -41,7 +42,7 @@ inline CompileResult compile_jit_unit(const JitUnit& u, const std::string& conte
   opts.arch = u.arch;
   opts.flags = u.flags;
   CompileResult r = jit_compile_result(jit::compile(u.source, u.name, opts, context), u.dynamic_smem);
-  r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.compile_ms = ms_since(t0);
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "gemmtune/errors.h"
 #include "jit/disk_cache.h"
 #include "jit/resources.h"
@@ -35,8 +36,6 @@ namespace {
 // Bump when anything compile() does to a unit changes outside of what the key already hashes.
 constexpr const char* kKeyVersion = "gemmtune-jit-1";
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 
+#include "core/clock.h"
 #include "gemmtune/errors.h"
 #include "jit/thread_pool.h"
 #include "tuner/pipeline.h"
@@ -63,7 +64,7 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
   } else {
     pcs = prepare_ranked(lists, o.top_k, rep.threads, compile, on_done);
   }
-  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  rep.wall_ms = ms_since(t0);
   for (const auto& pc : pcs) rep.candidates.push_back(to_compiled(pc));
   return rep;
 }

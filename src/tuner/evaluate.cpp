@@ -6,6 +6,7 @@
 #include <random>
 
 #include "backends/backend.h"
+#include "core/clock.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
@@ -15,7 +16,6 @@ namespace gemmtune {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Input/output buffers for one problem: several sets so that rotating through them keeps L2 cold.

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "gemmtune/errors.h"
 #include "jit/thread_pool.h"
 
@@ -31,10 +32,6 @@ constexpr struct {
     {Status::crashed, "crashed"},
     {Status::skipped, "skipped"},
 };
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 void record_compile(CandidateResult& r, const CompileResult& cr) {
   r.compile_ms = cr.compile_ms, r.compile_cache_hit = cr.cache_hit;

@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "backends/cublaslt/cublaslt_backend.h"
+#include "core/clock.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 #include "tuner/evaluate.h"
@@ -178,7 +179,7 @@ Tuner::Tuner(TuneOptions opts) : opts_(std::move(opts)) {}
 
 TuneReport Tuner::tune(const Problem& p0) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto wall = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+  auto wall = [&] { return ms_since(t0); };
   TuneReport rep;
   rep.problem = p0;
   rep.problem.resolve();
@@ -242,7 +243,7 @@ TuneReport Tuner::tune(const Problem& p0) {
     for (const auto& c : cands) failed += c.status() != Status::pending;
     char buf[128];
     std::snprintf(buf, sizeof(buf), "compiled %zu candidates in %.0f ms (%d failed)", cands.size(),
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count(), failed);
+                  ms_since(tc), failed);
     progress(opts_, buf);
     for (const auto& c : cands)
       if (c.status() != Status::pending)

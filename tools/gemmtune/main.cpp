@@ -26,6 +26,7 @@
 #include "cli_output.h"
 #include "cli_problem.h"
 #include "cli_suite.h"
+#include "core/clock.h"
 #include "core/input.h"
 #include "gemmtune/gemm.h"
 #include "tuner/pipeline.h"
@@ -35,11 +36,7 @@ namespace gemmtune::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // `--json` with no value (or "-") means stdout; `--json FILE` writes FILE.
 struct JsonOut {

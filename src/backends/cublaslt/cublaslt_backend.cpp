@@ -17,6 +17,7 @@
 
 #include "backends/cublaslt/cublaslt_config.h"
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
@@ -640,7 +641,7 @@ class CublasLtBackend final : public Backend {
     if (!cfg.algo_error.empty()) throw Error(cfg.algo_error);
     CompileResult r;  // cuBLASLt kernels ship with the library; only a separate epilogue is compiled
     if (cfg.split.mode == EpiMode::separate) r = jit_compile_result(compile_elementwise(p, c));
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.compile_ms = ms_since(t0);
     return r;
   }
 

@@ -332,7 +332,15 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Config> late;  // valid configs of the spill prior (kSpillPrior): listed after all others
   if (!problem_reason(p, dev).empty()) return out;
   const KernelView v = kernel_view(p);
-  struct Tile { int bm, bn; bool pp; };
+  struct Tile {
+    int bm, bn;
+    bool pp;
+    Config config(int cm, int cn) const {
+      Config c;
+      c.bm = bm, c.bn = bn, c.pingpong = pp, c.cm = cm, c.cn = cn;
+      return c;
+    }
+  };
   std::vector<Tile> tiles;
   // Every tile N in steps of 16 (the wgmma N, 16-byte TMA boxes and 32-byte epilogue strips allow it) lets a tile
   // count fill whole waves of the 132 SMs: N = 6144 in 176-wide tiles, 8192 in 144-wide ones. Tiles narrower than
@@ -356,12 +364,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   for (const Tile& t : tiles)
     // 2x2 clusters are valid (--config) but were 10-40% behind 1x1 on every large shape measured: not enumerated.
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
-      Config c;
-      c.bm = t.bm;
-      c.bn = t.bn;
-      c.pingpong = t.pp;
-      c.cm = cm;
-      c.cn = cn;
+      Config c = t.config(cm, cn);
       // A cluster wider than the tile grid only adds CTAs that compute zeros.
       if (cdiv(v.m, c.bm) < cm || cdiv(v.n, c.bn) < cn) continue;
       c.raster_n = raster_n;
@@ -394,12 +397,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
     const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
     for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}, Tile{256, bn, false}})
       for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
-        Config c;
-        c.bm = t.bm;
-        c.bn = t.bn;
-        c.pingpong = t.pp;
-        c.cm = cm;
-        c.cn = cn;
+        Config c = t.config(cm, cn);
         c.swap = decode_swap;
         if (cdiv(w.m, c.bm) < cm) continue;
         c.raster_n = w.n > w.m;
