@@ -19,6 +19,9 @@ struct Operand {
   int64_t ld = 0;             // leading dimension in elements; 0 = packed (set by Problem::resolve)
   int64_t batch_stride = -1;  // elements between consecutive batches; -1 = packed (set by resolve);
                               // 0 broadcasts one matrix to every batch (A, B, C only)
+  int align = 16;             // bytes the base pointer is a multiple of: 16 (what an allocation or a tensor at
+                              // offset 0 gives), 8, 4 or 2 (a sliced view), at least the element size. Kernels that
+                              // load or store 16 bytes at a time (TMA) need 16; the run checks each pointer against it
   bool operator==(const Operand&) const = default;
 };
 

@@ -139,6 +139,13 @@ std::string Problem::check() const {
     const int64_t min_ld = o.layout == Layout::row ? cols : rows;
     const std::string name(1, w);
     const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    const int es = static_cast<int>(dtype_size(o.dtype));
+    if (o.align != 2 && o.align != 4 && o.align != 8 && o.align != 16)
+      return name + ": align=" + std::to_string(o.align) + " must be 2, 4, 8 or 16 (bytes the base pointer is a "
+             "multiple of)";
+    if (o.align < es)
+      return name + ": align=" + std::to_string(o.align) + " is less than its element size (" + std::to_string(es) +
+             " bytes of " + std::string(dtype_name(o.dtype)) + ")";
     if (o.ld < min_ld)
       return "ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " is too small for " +
              std::string(layout_name(o.layout)) + "-major " + name + " (" + shape + "): need >= " +
@@ -201,6 +208,7 @@ std::string Problem::key() const {
     // Appended piecewise: GCC 12's -Wrestrict misfires on `":" + std::string(...)`.
     s.append(":").append(op_str(w, o)).append(":ld").append(std::to_string(o.ld));
     if (batch > 1) s.append(":bs").append(std::to_string(o.batch_stride));
+    if (o.align != 16) s.append(":al").append(std::to_string(o.align));
   }
   s += ":acc" + std::string(dtype_name(accum));
   s += beta == 0.0f ? ":beta0" : ":beta1";
@@ -222,6 +230,7 @@ std::string Problem::str() const {
     if (o.ld != packed_ld) s += " --ld" + std::string(1, lw) + "=" + std::to_string(o.ld);
     if (batch > 1 && std::optional<int64_t>(o.batch_stride) != packed_batch_stride(o, rows, cols))
       s += " --batch-stride-" + std::string(1, lw) + "=" + std::to_string(o.batch_stride);
+    if (o.align != 16) s += " --align-" + std::string(1, lw) + "=" + std::to_string(o.align);
   }
   if (alpha != 1.0f) s += " --alpha=" + float_str(alpha);
   if (beta != 0.0f) s += " --beta=" + float_str(beta);

@@ -45,16 +45,16 @@ class Bench {
     const uint64_t seed = (uint64_t(rd()) << 32) ^ rd();  // fresh inputs on every run
     for (size_t i = 0; i < nsets; ++i) {
       Set s;
-      for (char w : {'A', 'B', 'C', 'D'}) s.buf[idx(w)] = cuda::DeviceBuffer(bytes(w));
+      for (char w : {'A', 'B', 'C', 'D'}) s.buf[idx(w)] = cuda::DeviceBuffer(bytes(w) + 16);
       for (char w : {'A', 'B', 'C'})
         if (span_[idx(w)])
-          fill_normal(s.buf[idx(w)].get(), p.operand(w).dtype, span_[idx(w)], seed + 977 * i + w, 1.0f, stream_.get());
+          fill_normal(at(s, w), p.operand(w).dtype, span_[idx(w)], seed + 977 * i + w, 1.0f, stream_.get());
       for (int e = 0; e < kEpi; ++e)
         if (epi_span_[e]) {
           s.epi[e] = cuda::DeviceBuffer(epi_bytes(e));
           fill_normal(s.epi[e].get(), epi_dtype(e), epi_span_[e], seed + 977 * i + 'E' + e, 1.0f, stream_.get());
         }
-      fill_nan(s.buf[idx('D')].get(), p.d.dtype, span_[idx('D')], stream_.get());
+      fill_nan(at(s, 'D'), p.d.dtype, span_[idx('D')], stream_.get());
       sets_.push_back(std::move(s));
     }
     ref_ = cuda::DeviceBuffer(ref_bytes);
@@ -64,7 +64,7 @@ class Bench {
 
   GemmArgs args(size_t i) const {
     const Set& s = sets_[i % sets_.size()];
-    GemmArgs a{s.buf[0].get(), s.buf[1].get(), span_[2] ? s.buf[2].get() : nullptr, s.buf[3].get()};
+    GemmArgs a{at(s, 'A'), at(s, 'B'), span_[2] ? at(s, 'C') : nullptr, at(s, 'D')};
     a.bias = s.epi[0].get(), a.residual = s.epi[1].get(), a.row_scale = s.epi[2].get(), a.col_scale = s.epi[3].get();
     return a;
   }
@@ -72,7 +72,7 @@ class Bench {
   Stream stream() const { return stream_.get(); }
 
   ErrorStats verify(Executable& exe) {
-    fill_nan(sets_[0].buf[3].get(), p_.d.dtype, span_[3], stream_.get());
+    fill_nan(at(sets_[0], 'D'), p_.d.dtype, span_[3], stream_.get());
     exe.launch(args(0), stream_.get());
     stream_.sync();
     return compare_to_reference(p_, args(0).d, static_cast<const float*>(ref_.get()), stream_.get());
@@ -91,9 +91,15 @@ class Bench {
   }
   size_t epi_bytes(int e) const { return size_t(epi_span_[e]) * dtype_size(epi_dtype(e)); }
   struct Set {
-    cuda::DeviceBuffer buf[4];
+    cuda::DeviceBuffer buf[4];     // each 16 bytes longer than its operand: room for the offset of `at`
     cuda::DeviceBuffer epi[kEpi];  // empty when the chain has no such op
   };
+  // Operand w of set s: offset from the (256-byte aligned) allocation by its declared alignment when that is below
+  // 16, so that the candidates run on pointers exactly as aligned as the problem says (a sliced view's).
+  void* at(const Set& s, char w) const {
+    const int al = p_.operand(w).align;
+    return static_cast<char*>(s.buf[idx(w)].get()) + (al < 16 ? al : 0);
+  }
   Problem p_;
   int64_t span_[4] = {};
   int64_t epi_span_[kEpi] = {};

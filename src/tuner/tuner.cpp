@@ -38,7 +38,23 @@ Gemm::Gemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 void Gemm::run(const GemmArgs& args, Stream stream) const {
   if (!impl_) throw Error("Gemm::run on an empty Gemm (use Tuner::select or Tuner::load)");
   if (!args.a || !args.b || !args.d) throw Error("Gemm::run: A, B and D pointers must not be null");
-  if (impl_->problem.beta != 0.0f && !args.c) throw Error("Gemm::run: C is null but beta != 0");
+  const Problem& p = impl_->problem;
+  if (p.beta != 0.0f && !args.c) throw Error("Gemm::run: C is null but beta != 0");
+  // The kernel was chosen for pointers of the problem's alignment (Operand::align): a less aligned one would fault
+  // or read the wrong bytes in a vectorised or TMA kernel.
+  const std::pair<char, const void*> ptrs[] = {{'A', args.a}, {'B', args.b}, {'C', args.c}, {'D', args.d}};
+  for (const auto& [w, ptr] : ptrs) {
+    if (w == 'C' && p.beta == 0.0f) continue;
+    const uintptr_t al = static_cast<uintptr_t>(p.operand(w).align);
+    const uintptr_t u = reinterpret_cast<uintptr_t>(ptr);
+    if (u % al != 0) {
+      const uintptr_t has = u & (~u + 1);  // the largest power of two dividing the address
+      throw Error(std::string("Gemm::run: the ") + w + " pointer is " + std::to_string(has) +
+                  "-byte aligned, but the problem declares align=" + std::to_string(al) + " for " + w +
+                  " (Operand::align): select a Gemm for a problem with align=" + std::to_string(has) +
+                  (has == 1 ? " (odd addresses are not element-aligned: not supported)" : ""));
+    }
+  }
   impl_->exe->launch(args, stream);
 }
 const Candidate& Gemm::candidate() const {

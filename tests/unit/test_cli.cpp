@@ -187,6 +187,11 @@ TEST_F(Cli, LdaSmallerThanK) {
   expect_usage_error(with({"tune"}, with(kShape, {"--ldb", "128"})), "ldb");
 }
 
+TEST_F(Cli, AlignMustBeAPowerOfTwoUpTo16) {
+  expect_usage_error(with({"list"}, with(kShape, {"--align-d", "3"})), "--align-d must be 2, 4, 8 or 16");
+  expect_usage_error(with({"list"}, with(kShape, {"--align-a", "32"})), "--align-a must be 2, 4, 8 or 16");
+}
+
 // --batch without strides packs every operand (stride 0 would broadcast, D's batches would overlap and the problem be
 // refused); an explicit 0 broadcasts A, B or C; a negative stride is a usage error.
 TEST_F(Cli, BatchStrides) {

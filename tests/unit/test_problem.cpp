@@ -177,3 +177,18 @@ TEST(ProblemHostile, StrPrintsFloatsThatRoundTrip) {
     EXPECT_EQ(back, std::string(opt) == "--beta=" ? p.beta : p.alpha) << s;
   }
 }
+
+TEST(Problem, AlignIsPartOfTheProblem) {
+  Problem p = tn(128, 256, 512);
+  const std::string key16 = p.key();
+  p.d.align = 2;
+  EXPECT_NE(p.key(), key16);  // a kernel chosen for 16-byte pointers may not take a sliced view's
+  EXPECT_NE(p.key().find(":al2"), std::string::npos) << p.key();
+  EXPECT_NE(p.str().find("--align-d=2"), std::string::npos) << p.str();
+  EXPECT_EQ(p.check(), "");
+  p.d.align = 3;
+  EXPECT_NE(p.check().find("align=3 must be 2, 4, 8 or 16"), std::string::npos) << p.check();
+  p.d.align = 2;
+  p.d.dtype = DType::f32;
+  EXPECT_NE(p.check().find("less than its element size"), std::string::npos) << p.check();
+}

@@ -124,6 +124,7 @@ struct ProblemArgs {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string A = "bf16:row", B = "bf16:col", C, D = "bf16:row";  // C defaults to D
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  int64_t align[4] = {16, 16, 16, 16};  // A, B, C, D: bytes the base pointers are a multiple of (Operand::align)
   // Batch strides: -1 (the default) = packed; an explicit 0 broadcasts A, B or C to every batch (Problem's convention).
   int64_t bsa = -1, bsb = -1, bsc = -1, bsd = -1;
   CLI::Option* bs_opt[4] = {};  // the command-line options, to tell an explicit value from the default
@@ -154,6 +155,10 @@ struct ProblemArgs {
     bs_opt[2] = integer("--batch-stride-c", bsc,
                         "elements between batches of C (default packed; 0 = one C for every batch)");
     bs_opt[3] = integer("--batch-stride-d", bsd, "elements between batches of D (default packed)");
+    for (int i = 0; i < 4; ++i)
+      integer(i == 0 ? "--align-a" : i == 1 ? "--align-b" : i == 2 ? "--align-c" : "--align-d", align[i],
+              i == 0 ? "bytes A's base pointer is a multiple of: 16 (default), 8, 4 or 2 (a sliced view)"
+                     : "likewise for B, C, D");
     app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
     app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");
     app->add_option("--epilogue", epilogue, "fused epilogue chain, e.g. bias,gelu_tanh | silu_glu | bias,residual (see gemmtune/epilogue.h)")->group("Problem");
@@ -185,6 +190,11 @@ struct ProblemArgs {
     p.d.dtype = d.dtype;
     p.d.layout = d.layout;
     p.a.ld = lda, p.b.ld = ldb, p.c.ld = ldc, p.d.ld = ldd;
+    for (int i = 0; i < 4; ++i) {
+      if (align[i] != 2 && align[i] != 4 && align[i] != 8 && align[i] != 16)
+        throw UsageError(ctx(fmt::format("--align-{} must be 2, 4, 8 or 16 (got {})", "abcd"[i], align[i])));
+    }
+    p.a.align = int(align[0]), p.b.align = int(align[1]), p.c.align = int(align[2]), p.d.align = int(align[3]);
     p.a.batch_stride = bsa, p.b.batch_stride = bsb, p.c.batch_stride = bsc, p.d.batch_stride = bsd;
     p.alpha = alpha;
     p.beta = beta;

@@ -44,8 +44,8 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
       where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
     const detail::Fields e(s, where);
-    e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "alpha", "beta",
-            "epilogue"});
+    e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "align_a", "align_b",
+            "align_c", "align_d", "alpha", "beta", "epilogue"});
     sh.name = e.string("name", "");
     ProblemArgs& a = sh.args;
     a.m = e.integer("m");
@@ -60,6 +60,10 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     a.ldb = e.integer("ldb", 0);
     a.ldc = e.integer("ldc", 0);
     a.ldd = e.integer("ldd", 0);
+    a.align[0] = e.integer("align_a", 16);
+    a.align[1] = e.integer("align_b", 16);
+    a.align[2] = e.integer("align_c", 16);
+    a.align[3] = e.integer("align_d", 16);
     for (auto [key, dst, fallback] : {std::tuple{"alpha", &a.alpha, 1.0}, {"beta", &a.beta, 0.0}}) {
       const double v = e.number(key, fallback);
       if (std::fabs(v) > std::numeric_limits<float>::max())

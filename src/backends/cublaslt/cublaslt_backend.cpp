@@ -32,7 +32,7 @@ using cublaslt::AlgoConfig;
 
 constexpr const char* kName = "cublaslt";
 constexpr uint64_t kMaxWorkspace = 32ull << 20;  // what the heuristic may ask for
-constexpr uint32_t kAssumedAlignment = 16;       // pointer alignment the heuristic may rely on (checked at launch)
+constexpr uint32_t kBiasAlignment = 16;  // a fused bias pointer's alignment the heuristic may rely on (checked at launch)
 constexpr int kHeuristicCount = 32;
 
 // ---- errors ----
@@ -89,6 +89,7 @@ struct LtMatrix {
   cudaDataType_t type;
   uint64_t rows, cols;
   int64_t ld, stride;
+  uint32_t align = 16;  // bytes the pointer is a multiple of (Operand::align): what the heuristic may rely on
 };
 
 // The column-major problem handed to cuBLASLt. With a row-major D we solve Dᵀ = Bᵀ·Aᵀ: "A" is then our B.
@@ -191,6 +192,7 @@ LtMatrix col_view(const Operand& o, int64_t rows, int64_t cols) {
   m.cols = static_cast<uint64_t>(o.layout == Layout::col ? cols : rows);
   m.ld = o.ld;
   m.stride = o.batch_stride;
+  m.align = static_cast<uint32_t>(o.align);
   return m;
 }
 
@@ -270,6 +272,7 @@ struct LtDescs {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
+  uint32_t told[4] = {16, 16, 16, 16};  // A, B, C, D (cuBLASLt's order): the pointer alignment the heuristic was told
 
   explicit LtDescs(const LtProblem& lp) {
     try {
@@ -295,10 +298,16 @@ struct LtDescs {
       GT_LT(cublasLtMatmulPreferenceCreate(&pref));
       uint64_t ws = kMaxWorkspace;
       GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-      uint32_t al = kAssumedAlignment;
-      for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-        GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)));
+      // The pointers' alignment the problem declares (Operand::align), so the heuristic picks only algorithms that
+      // take such pointers (a sliced view's, off 16 bytes).
+      const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+      const LtMatrix* mats[4] = {&lp.a, &lp.b, &lp.c, &lp.d};
+      for (int i = 0; i < 4; ++i) {
+        told[i] = mats[i]->align;
+        GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &told[i], sizeof(told[i])));
+      }
     } catch (...) {
       release();
       throw;
@@ -419,9 +428,9 @@ Checked check_algo(const cublasLtMatmulAlgo_t& algo, const LtDescs& ds) {
       CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 4; ++i) {
     r.align[i] = cap_u32(algo, caps[i]);
-    if (r.reason.empty() && r.align[i] > kAssumedAlignment)
+    if (r.reason.empty() && r.align[i] > ds.told[i])
       r.reason = "cublaslt: algorithm needs " + std::to_string(r.align[i]) + "-byte aligned " + "ABCD"[i] +
-                 " (gemmtune guarantees only " + std::to_string(kAssumedAlignment) + ")";
+                 " (cuBLASLt's operand order; the problem declares " + std::to_string(ds.told[i]) + ")";
   }
   return r;
 }
@@ -521,8 +530,8 @@ class LtExecutable final : public Executable {
                  std::to_string(align_[i]) + "-byte aligned, as " + cand_.str() + " needs");
     if (lp_.bias) {
       GT_REQUIRE(args.bias, "cublaslt: epilogue '" + p_.epilogue.key() + "' needs GemmArgs::bias (null)");
-      GT_REQUIRE(reinterpret_cast<uintptr_t>(args.bias) % kAssumedAlignment == 0,
-                 "cublaslt: a fused bias must be " + std::to_string(kAssumedAlignment) + "-byte aligned");
+      GT_REQUIRE(reinterpret_cast<uintptr_t>(args.bias) % kBiasAlignment == 0,
+                 "cublaslt: a fused bias must be " + std::to_string(kBiasAlignment) + "-byte aligned");
       GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
                                            sizeof(args.bias)));
     }

@@ -27,6 +27,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
            std::string(layout_name(p.b.layout));
   for (const auto& [name, o] : {std::pair<const char*, const Operand*>{"a", &p.a}, {"b", &p.b}}) {
     const int64_t es = static_cast<int64_t>(dtype_size(o->dtype));
+    if (o->align < 16)
+      return std::string("gemv: ") + name + "'s base pointer is declared " + std::to_string(o->align) +
+             "-byte aligned (align); the kernels load 16 bytes at a time";
     if ((o->ld * es) % 16 != 0)
       return std::string("gemv: ld") + name + "=" + std::to_string(o->ld) + " (" + std::to_string(o->ld * es) +
              " bytes) is not a multiple of 16 bytes (16-byte loads)";

@@ -22,6 +22,7 @@ OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch)
   // epilogue's plain loads take it for C, TMA does not for A and B (problem_reason refuses those).
   d.batch_stride = o.batch_stride >= 0 ? o.batch_stride : d.ld * (d.row_major ? rows : cols);
   if (batch == 1) d.batch_stride = 0;
+  d.align = o.align;
   return d;
 }
 

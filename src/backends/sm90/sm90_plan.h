@@ -24,6 +24,7 @@ struct OperandDesc {
   bool row_major = true;
   int64_t ld = 0;            // elements
   int64_t batch_stride = 0;  // elements (ignored when batch == 1)
+  int align = 16;            // bytes the base pointer is a multiple of (gemmtune::Operand::align)
 };
 
 // The problem as the user gave it (A: m x k, B: k x n, C/D: m x n).

@@ -39,6 +39,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   for (const auto& n : ops) {
     const int64_t es = elem_size(n.o->type);
     const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
+    if (n.o->align < 16)
+      return "sm90: " + nm + "'s base pointer is declared " + std::to_string(n.o->align) +
+             "-byte aligned (align=" + std::to_string(n.o->align) + "); TMA needs 16";
     if ((n.o->ld * es) % 16 != 0)
       return "sm90: ld" + nm + "=" + std::to_string(n.o->ld) + " (" + std::to_string(n.o->ld * es) +
              " bytes) is not a multiple of 16 bytes (TMA)";
