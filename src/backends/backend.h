@@ -64,6 +64,12 @@ class Backend {
 
   // "" when this backend can run the problem at all, else the reason (e.g. "sm90: lda*2 bytes not 16-byte aligned").
   virtual std::string supports(const Problem& p, const DeviceInfo& dev) const = 0;
+  // How this backend runs a supported problem, one phrase for `list`: the path each operand takes where there is a
+  // choice (e.g. "A, B: TMA; D: staged 4-byte stores (ldd=50257 is not a multiple of 16 bytes)"). "" = nothing to say.
+  virtual std::string path(const Problem& p, const DeviceInfo& dev) const {
+    (void)p, (void)dev;
+    return "";
+  }
   // Candidates for the problem, best first by this backend's heuristic. Empty when supports() fails.
   // Backends that need the GPU to enumerate (cuBLASLt heuristics) throw NoGpuError without one.
   virtual std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const = 0;

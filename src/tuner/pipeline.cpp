@@ -76,7 +76,7 @@ std::vector<std::shared_ptr<Backend>> enabled_backends(const std::vector<std::st
 }
 
 std::string RankedList::note() const {
-  if (skipped.empty()) return "";
+  if (skipped.empty()) return path.empty() ? "" : backend->name() + ": " + path;
   const std::string why = skipped.substr(0, skipped.find('\n'));
   return backend->name() + (needs_gpu ? ": needs a GPU to enumerate candidates (" + why + ")"
                                       : ": does not support this problem: " + why);
@@ -91,6 +91,7 @@ std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev
     l.skipped = b->supports(p, dev);
     if (l.skipped.empty()) {
       try {
+        l.path = b->path(p, dev);
         l.ranked = b->enumerate(p, dev);
       } catch (const NoGpuError& e) {
         if (dev.real) throw;  // a backend that needs the GPU is skipped only when there is none

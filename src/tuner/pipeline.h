@@ -40,8 +40,10 @@ struct RankedList {
   std::vector<Candidate> ranked;  // empty when skipped
   std::string skipped;            // why there are none: the backend does not support the problem, or needs a GPU
   bool needs_gpu = false;         // skipped because enumerating needs a GPU and `dev` is assumed (dev.real false)
+  std::string path;               // Backend::path of a supported problem ("" when skipped or nothing to say)
 
-  // "" or one line on why the backend was skipped, e.g. "sm90: does not support this problem: ...".
+  // "" or one line on why the backend was skipped, e.g. "sm90: does not support this problem: ...", or on the path
+  // it takes, e.g. "sm90: A, B: TMA; D: TMA store".
   std::string note() const;
 };
 
