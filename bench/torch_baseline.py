@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
-"""PyTorch peers for a gemmtune suite (bench/suites/*.json), run on the GPU host.
+r"""PyTorch peers for a gemmtune suite (bench/suites/*.json), run on the GPU host.
 
 For each shape it times
   (a) eager:   F.linear (cuBLAS through PyTorch), followed by separate elementwise ops for a fused-epilogue shape;
   (c) compile: torch.compile(mode="max-autotune-no-cudagraphs") of the same function. Inductor times its GEMM
                choices (ATen/cuBLAS and its Triton templates) and keeps the fastest, fusing the epilogue where it can.
+
+Operands. A bf16 y = x W^T shape with packed, 16-byte aligned operands (A row-major, B col-major, D row-major, one
+matrix) runs as F.linear(x, W) on contiguous tensors; an odd N or K (an LM head's vocabulary) stays that. Every other
+shape (general_fn) passes the compiled function its operands exactly as the problem lays them out: A (M x K) and B
+(K x N) are torch.as_strided views of a larger buffer with the problem's leading dimensions, packed batch strides, and
+a storage offset of align / element-size elements where the problem declares align < 16 (a sliced activation);
+D = torch.matmul(a, b) (mm, or bmm with a batch), a col-major D the transpose of the row-major N x M product; a D with a
+pitch or an offset is written by copy_ into a strided view. Whatever Inductor does inside the compiled function
+(padding copies of unaligned operands, a copy of a misaligned input) is timed with it.
 and records how long torch.compile took to compile and autotune the shape (`autotune_s`: the first call, with a
 fresh Inductor cache directory per run unless --inductor-cache names one) and which GEMM kernel Inductor kept
 (`inductor_pick`, read from the generated code: "aten" = cuBLAS through ATen, or the Triton template with its
@@ -29,6 +38,9 @@ Examples (GPU host):
   python3 bench/torch_baseline.py --suite bench/suites/large.json --json out/torch_large.json
   python3 bench/torch_baseline.py --suite bench/suites/large.json --report out/torch_large.json \
       --gemmtune-json out/large.json          # table only: gemmtune vs Inductor, no GPU work
+  python3 bench/torch_baseline.py --report out/torch_unaligned.json --gemmtune-json out/unaligned.json \
+      --twin-json out/unaligned_padded.json   # plus each shape's aligned twin (same name) and unaligned / twin
+  python3 bench/torch_baseline.py --self-test  # no torch, no GPU: suites, operand views, the report
 """
 import argparse
 import json
@@ -245,16 +257,20 @@ def inputs(shape, device):
             buf.fill_(fill)
         return buf.as_strided(g["size"], g["stride"], g["offset"])
     gd = operand_geometry(shape, "D")
+    ep = shape.get("epilogue", "none")
     a = view(operand_geometry(shape, "A"))
     b = view(operand_geometry(shape, "B"), 1.0 / k ** 0.5)
-    bias = torch.randn(n, device=device, dtype=dt)
-    r = view(dict(gd, offset=0, numel=gd["numel"] - gd["offset"]))  # residual: shaped like D (gemmtune/problem.h)
+    # Only the epilogue operands the function reads exist: the input set's bytes decide how many sets rotate.
+    bias = torch.randn(n, device=device, dtype=dt) if "bias" in ep else None
+    # the residual is shaped like D (gemmtune/problem.h), 16-byte aligned
+    r = view(dict(gd, offset=0, numel=gd["numel"] - gd["offset"])) if "residual" in ep else None
     d = None if gd["packed"] else view(gd, fill=float("nan"))
     return a, b, bias, r, d
 
 
 def input_set_bytes(tensors):
-    """Bytes of the allocations behind one input set (a strided view counts its whole buffer, gaps included)."""
+    """Bytes of the allocations behind one input set (a strided view counts its whole buffer, gaps included). The
+    F.linear path counts x, W, b and r, as it always has; the general path counts what it reads and D."""
     return sum(t.untyped_storage().nbytes() for t in tensors if t is not None)
 
 
@@ -412,7 +428,7 @@ def run(args, root):
             return ((out.double() - ref).norm() / ref.norm()).item()
         # the GEMM's flops (a GLU's N is both halves)
         flops = 2.0 * shape["m"] * shape["n"] * shape["k"] * shape["batch"]
-        dbl = [t.double() for t in s0[:4]]
+        dbl = [t.double() if t is not None else None for t in s0[:4]]
         ref = fn(*dbl) if linear else fn(*dbl, None)  # fp64 reference on the same inputs
         del dbl
         eager_err = error(result(fn(*s0)))
@@ -445,7 +461,10 @@ def run(args, root):
         # The two modes alternate --rounds times (the GPU's clocks drift with its power state between timings); each
         # mode's median over the rounds counts.
         if args.timing == "rotate":
-            nsets = timing_sets(input_set_bytes(s0), torch.cuda.get_device_properties(dev).L2_cache_size)
+            nbytes = input_set_bytes(s0)
+            if not linear and d is None:  # D as gemmtune counts it (src/tuner/evaluate.cpp), here Inductor's output
+                nbytes += operand_geometry(shape, "D")["numel"] * s0[0].element_size()
+            nsets = timing_sets(nbytes, torch.cuda.get_device_properties(dev).L2_cache_size)
             sets = [s0] + [inputs(shape, dev) for _ in range(nsets - 1)]
             fns = {"eager": lambda s: fn(*s)} | ({"compile": lambda s: cfn(*s)} if "compile" in fns else {})
             wrap = (lambda f, s: graphed(lambda: f(s))) if not args.no_graphs else (lambda f, s: lambda: f(s))
