@@ -457,7 +457,6 @@ def run(args, root):
                 raise SystemExit(f"{shape['name']}: torch.compile output error {err:.3g} against fp64")
             fns["compile"] = lambda: cfn(*s0)
             row.update({"compile_error": err, "autotune_s": autotune_s, "inductor_pick": inductor_pick(codes)})
-        del ref
         # The two modes alternate --rounds times (the GPU's clocks drift with its power state between timings); each
         # mode's median over the rounds counts.
         if args.timing == "rotate":
