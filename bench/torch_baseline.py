@@ -2,9 +2,14 @@
 r"""PyTorch peers for a gemmtune suite (bench/suites/*.json), run on the GPU host.
 
 For each shape it times
-  (a) eager:   F.linear (cuBLAS through PyTorch), followed by separate elementwise ops for a fused-epilogue shape;
+  (a) eager:   F.linear (cuBLAS through PyTorch; torch.matmul on a shape of another form, see "Operands"), followed
+               by separate elementwise ops for a fused-epilogue shape;
   (c) compile: torch.compile(mode="max-autotune-no-cudagraphs") of the same function. Inductor times its GEMM
                choices (ATen/cuBLAS and its Triton templates) and keeps the fastest, fusing the epilogue where it can.
+and records how long torch.compile took to compile and autotune the shape (`autotune_s`: the first call, with a
+fresh Inductor cache directory per run unless --inductor-cache names one) and which GEMM kernel Inductor kept
+(`inductor_pick`, read from the generated code: "aten" = cuBLAS through ATen, or the Triton template with its
+BLOCK_M/N/K, stages and warps).
 
 Operands. A bf16 y = x W^T shape with packed, 16-byte aligned operands (A row-major, B col-major, D row-major, one
 matrix) runs as F.linear(x, W) on contiguous tensors; an odd N or K (an LM head's vocabulary) stays that. Every other
@@ -14,10 +19,6 @@ a storage offset of align / element-size elements where the problem declares ali
 D = torch.matmul(a, b) (mm, or bmm with a batch), a col-major D the transpose of the row-major N x M product; a D with a
 pitch or an offset is written by copy_ into a strided view. Whatever Inductor does inside the compiled function
 (padding copies of unaligned operands, a copy of a misaligned input) is timed with it.
-and records how long torch.compile took to compile and autotune the shape (`autotune_s`: the first call, with a
-fresh Inductor cache directory per run unless --inductor-cache names one) and which GEMM kernel Inductor kept
-(`inductor_pick`, read from the generated code: "aten" = cuBLAS through ATen, or the Triton template with its
-BLOCK_M/N/K, stages and warps).
 
 Timing: each mode captured in CUDA graphs (replays: the same small host cost per launch for both modes), eager and
 compiled alternating for --rounds rounds (median of the rounds), random normal bf16 inputs; outputs checked against
@@ -205,7 +206,7 @@ def make_fn(epilogue):
 
 
 def general_fn(shape):
-    """f(a, b, bias, r, d) for a shape outside is_linear, on operands built by general_inputs: a and b are views with
+    """f(a, b, bias, r, d) for a shape outside is_linear, on operands built by inputs(): a and b are views with
     the problem's strides and storage offsets (A M x K, B K x N, with a leading batch dimension when batch > 1), so
     the compiled function sees them exactly as gemmtune does. D = A B is torch.matmul(a, b) (mm, or bmm for a batch:
     what a model's x @ W or q @ k.mT traces to); a col-major D is the transpose of the row-major product
@@ -451,7 +452,7 @@ def run(args, root):
             t_c = time.perf_counter()
             try:
                 out, codes = run_and_get_code(cfn, *s0)  # traces, compiles and autotunes here
-            except Exception as e:  # noqa: BLE001 (an Inductor failure on one shape must not end the whole run)
+            except Exception as e:  # an Inductor failure on one shape must not end the whole run
                 msg = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
                 print(f"{shape['name']}: torch.compile failed, eager only: {msg}", file=sys.stderr)
                 row["compile_failed"] = msg
@@ -508,7 +509,8 @@ def write(out_path, suite, gpu, args, cache, options, rows):
             "timing": ("median of per-launch CUDA events over rotated input sets (>= 2x L2 between reads of a set)"
                        if args.timing == "rotate" else "triton.testing.do_bench median (256 MB memset between runs)")
                       + ("" if args.no_graphs else ", CUDA-graph replays"),
-            "modes": {"eager": "F.linear (cuBLAS) + separate elementwise ops",
+            "modes": {"eager": "F.linear (cuBLAS), or torch.matmul of the strided views a row's 'operands' names, "
+                               "+ separate elementwise ops",
                       "compile": "torch.compile(mode='max-autotune-no-cudagraphs')"},
             "autotune_s": "wall time of the first compiled call (trace, Inductor compile, autotune), cold cache "
                           "unless inductor_cache was given",
