@@ -5,7 +5,9 @@
 #   bench/gpu_run.sh OUTDIR [BUILD_DIR]
 #
 # Environment:
-#   SUITES        suites under bench/suites to run (default "llama3_8b llama3_70b squares"; "" = none)
+#   SUITES        suites under bench/suites to run (default "llama3_8b llama3_70b squares"; "" = none); e.g.
+#                 "unaligned unaligned_padded": the unaligned problems and their aligned twins, in one run so that
+#                 `torch_baseline.py --report ... --twin-json OUTDIR/bench_unaligned_padded.json` can pair them
 #   TUNE_SHAPE    problem of the tune example (default "--m 4096 --n 4096 --k 4096")
 #   BENCH_ARGS    extra arguments for `gemmtune bench` (e.g. "--top-k 4 --in-process")
 #   STEP_TIMEOUT  seconds per step (default 900)

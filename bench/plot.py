@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Plot `gemmtune bench --json` output as an SVG: the speedup of gemmtune's tuned winner per shape against cuBLASLt's
 default algorithm and, given a `bench/torch_baseline.py` JSON of the same suite, against TorchInductor max-autotune,
-with the geomeans, the GPU and the date in the title. Python 3 standard library only: the SVG is written by hand.
+with the geomeans, the GPU and the date in the title, and given `--twin` (the aligned twin suite's `gemmtune bench
+--json`, e.g. suites/unaligned_padded.json) the twin's time over the unaligned one per shape of the same name.
+Python 3 standard library only: the SVG is written by hand.
 
   python3 bench/plot.py bench/results/large/h200-gemmtune.json \\
       --inductor bench/results/large/h200-inductor.json \\
@@ -21,7 +23,8 @@ import sys
 import tempfile
 from xml.sax.saxutils import escape
 
-COLORS = {"cublas": "#4c72b0", "inductor": "#dd8452"}
+COLORS = {"cublas": "#4c72b0", "inductor": "#dd8452", "twin": "#55a868"}
+LABELS = {"cublas": "x cuBLASLt default", "inductor": "x TorchInductor", "twin": "x aligned twin"}
 GPU_SHORT = {"NVIDIA H100 80GB HBM3": "H100 SXM", "NVIDIA H200": "H200"}
 
 
@@ -43,13 +46,17 @@ def inductor_ratios(torch_json, gemmtune_json):
     return out, same_timing
 
 
-def series(bench, torch_json=None, torch_gemmtune=None):
-    """Rows (name, x cuBLAS, x Inductor or None) and the title's facts."""
+def series(bench, torch_json=None, torch_gemmtune=None, twin=None):
+    """Rows (name, x cuBLAS, x Inductor or None, x aligned twin or None) and the title's facts. The twin (a `gemmtune
+    bench --json` of the aligned twin suite, e.g. suites/unaligned_padded.json) gives twin us / gemmtune us per shape
+    of the same name: 1.00 = the unaligned problem runs as fast as its aligned twin."""
     ind, same = ({}, True)
     if torch_json is not None:
         ind, same = inductor_ratios(torch_json, torch_gemmtune or bench)
-    rows = [(s["name"], s["speedup_vs_cublas"], ind.get(s["name"]))
-            for s in bench["shapes"] if s.get("status") == "ok"]
+    tw = {s["name"]: s["us"] for s in (twin or {}).get("shapes", []) if s.get("status") == "ok" and s.get("us")}
+    rows = [(s["name"], s["speedup_vs_cublas"], ind.get(s["name"]),
+             tw[s["name"]] / s["us"] if s["name"] in tw else None)
+            for s in bench["shapes"] if s.get("status") == "ok" and s.get("speedup_vs_cublas")]
     gpu = bench.get("device", {}).get("name", "unknown GPU")
     date = (bench.get("finished_at") or bench.get("started_at") or "")[:10]
     return rows, {"suite": bench.get("suite", "suite"), "gpu": GPU_SHORT.get(gpu, gpu), "date": date,
@@ -58,14 +65,15 @@ def series(bench, torch_json=None, torch_gemmtune=None):
 
 def svg(rows, facts, title=None):
     """A horizontal bar chart: one group per shape, the speedup axis log-scaled around 1.0."""
-    has_ind = any(r[2] is not None for r in rows)
+    keys = ["cublas"] + [key for j, key in ((2, "inductor"), (3, "twin")) if any(r[j] is not None for r in rows)]
+    col = {"cublas": 1, "inductor": 2, "twin": 3}
     vals = [v for r in rows for v in r[1:] if v is not None] + [1.0]
     lo = min(0.9, min(vals) * 0.97)
     hi = max(1.1, max(vals) * 1.03)
     left, right, top, bar, gap = 190, 40, 78, 11, 8
     width = 820
     plot_w = width - left - right
-    group = bar * (2 if has_ind else 1) + gap
+    group = bar * len(keys) + gap
     height = top + group * len(rows) + 44
 
     def x(v):
@@ -73,11 +81,14 @@ def svg(rows, facts, title=None):
 
     gm_c = geomean([r[1] for r in rows])
     ind_vals = [r[2] for r in rows if r[2] is not None]
+    twin_vals = [r[3] for r in rows if r[3] is not None]
     head = title or (f"gemmtune on {facts['suite']}: speedup per shape, {facts['gpu']}, measured {facts['date']}")
     sub = f"vs cuBLASLt's default: geomean {gm_c:.3f}x over {len(rows)} shapes"
-    if has_ind:
+    if "inductor" in keys:
         sub += (f"; vs TorchInductor max-autotune ({facts['inductor_kind']}): geomean {geomean(ind_vals):.3f}x "
                 f"over {len(ind_vals)}")
+    if "twin" in keys:
+        sub += f"; vs the aligned twin: geomean {geomean(twin_vals):.3f}x over {len(twin_vals)}"
     o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
          f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
          f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -85,9 +96,8 @@ def svg(rows, facts, title=None):
          f'<text x="{width / 2}" y="40" text-anchor="middle">{escape(sub)}</text>']
     # legend
     lx = left
-    for key, label in (("cublas", "x cuBLASLt default"), ("inductor", "x TorchInductor")):
-        if key == "inductor" and not has_ind:
-            continue
+    for key in keys:
+        label = LABELS[key]
         o.append(f'<rect x="{lx}" y="50" width="12" height="10" fill="{COLORS[key]}"/>')
         o.append(f'<text x="{lx + 16}" y="59">{label}</text>')
         lx += 150
@@ -104,11 +114,13 @@ def svg(rows, facts, title=None):
     o.append(f'<text x="{left + plot_w / 2}" y="{axis_y + 32}" text-anchor="middle">'
              f'speedup (reference time / gemmtune time, log scale; right of 1.00 = gemmtune faster)</text>')
     x1 = x(1.0)
-    for i, (name, c, ind) in enumerate(rows):
+    for i, r in enumerate(rows):
+        name = r[0]
         y = top + i * group
-        o.append(f'<text x="{left - 6}" y="{y + bar * (2 if has_ind else 1) / 2 + 4:.1f}" '
+        o.append(f'<text x="{left - 6}" y="{y + bar * len(keys) / 2 + 4:.1f}" '
                  f'text-anchor="end">{escape(name)}</text>')
-        for j, (key, v) in enumerate((("cublas", c), ("inductor", ind))):
+        for j, key in enumerate(keys):
+            v = r[col[key]]
             if v is None:
                 continue
             xv = x(v)
@@ -135,6 +147,12 @@ def self_test():
     text = svg(rows, facts)
     for needle in ("H200", "2026-01-02", "geomean 1.022x over 2 shapes", "geomean 1.200x over 1", "a&lt;b", "0.950"):
         assert needle in text, needle
+    twin = {"shapes": [{"name": "b", "status": "ok", "us": 18.0}, {"name": "a<b", "status": "failed", "us": None}]}
+    rows, facts = series(bench, torch_json, twin=twin)
+    assert rows[0][3] is None and abs(rows[1][3] - 0.9) < 1e-12, rows
+    text = svg(rows, facts)
+    for needle in ("x aligned twin", "vs the aligned twin: geomean 0.900x over 1", "0.900"):
+        assert needle in text, needle
     bridged = dict(torch_json, meta={"timing": "do_bench"})
     rows, facts = series(bench, bridged)
     assert abs(rows[0][2] - 1.10 / (11.0 / 12.0)) < 1e-12 and facts["inductor_kind"] == "bridged by cuBLAS"
@@ -142,8 +160,11 @@ def self_test():
         p = os.path.join(d, "b.json")
         with open(p, "w") as fh:
             json.dump(bench, fh)
+        t = os.path.join(d, "t.json")
+        with open(t, "w") as fh:
+            json.dump(twin, fh)
         out = os.path.join(d, "b.svg")
-        main([p, "--out", out])
+        main([p, "--out", out, "--twin", t])
         import xml.dom.minidom
         xml.dom.minidom.parse(out)  # well-formed
     print("plot.py self-test: ok")
@@ -155,6 +176,9 @@ def main(argv=None):
     ap.add_argument("--inductor", metavar="TORCH_JSON", help="bench/torch_baseline.py output of the same suite")
     ap.add_argument("--inductor-gemmtune", metavar="GEMMTUNE_JSON",
                     help="the gemmtune bench run the Inductor run was measured beside (default: bench_json)")
+    ap.add_argument("--twin", metavar="TWIN_JSON",
+                    help="`gemmtune bench --json` of the aligned twin suite (suites/unaligned_padded.json, same run): "
+                         "a third bar, twin us / gemmtune us")
     ap.add_argument("--out", help="SVG to write (default: bench_json with .svg)")
     ap.add_argument("--title", help="replace the title line")
     ap.add_argument("--self-test", action="store_true", help="check the script on synthetic data and exit")
@@ -170,7 +194,8 @@ def main(argv=None):
             return json.load(fh)
     bench = load(a.bench_json)
     rows, facts = series(bench, load(a.inductor) if a.inductor else None,
-                         load(a.inductor_gemmtune) if a.inductor_gemmtune else None)
+                         load(a.inductor_gemmtune) if a.inductor_gemmtune else None,
+                         load(a.twin) if a.twin else None)
     if not rows:
         sys.exit(f"{a.bench_json}: no shape with status ok")
     out = a.out or os.path.splitext(a.bench_json)[0] + ".svg"

@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""PyTorch peers for a gemmtune suite (bench/suites/*.json), run on the GPU host.
+r"""PyTorch peers for a gemmtune suite (bench/suites/*.json), run on the GPU host.
 
 For each shape it times
-  (a) eager:   F.linear (cuBLAS through PyTorch), followed by separate elementwise ops for a fused-epilogue shape;
+  (a) eager:   F.linear (cuBLAS through PyTorch; torch.matmul on a shape of another form, see "Operands"), followed
+               by separate elementwise ops for a fused-epilogue shape;
   (c) compile: torch.compile(mode="max-autotune-no-cudagraphs") of the same function. Inductor times its GEMM
                choices (ATen/cuBLAS and its Triton templates) and keeps the fastest, fusing the epilogue where it can.
 and records how long torch.compile took to compile and autotune the shape (`autotune_s`: the first call, with a
 fresh Inductor cache directory per run unless --inductor-cache names one) and which GEMM kernel Inductor kept
 (`inductor_pick`, read from the generated code: "aten" = cuBLAS through ATen, or the Triton template with its
 BLOCK_M/N/K, stages and warps).
+
+Operands. A bf16 y = x W^T shape with packed, 16-byte aligned operands (A row-major, B col-major, D row-major, one
+matrix) runs as F.linear(x, W) on contiguous tensors; an odd N or K (an LM head's vocabulary) stays that. Every other
+shape (general_fn) passes the compiled function its operands exactly as the problem lays them out: A (M x K) and B
+(K x N) are torch.as_strided views of a larger buffer with the problem's leading dimensions, packed batch strides, and
+a storage offset of align / element-size elements where the problem declares align < 16 (a sliced activation);
+D = torch.matmul(a, b) (mm, or bmm with a batch), a col-major D the transpose of the row-major N x M product; a D with a
+pitch or an offset is written by copy_ into a strided view. Whatever Inductor does inside the compiled function
+(padding copies of unaligned operands, a copy of a misaligned input) is timed with it.
 
 Timing: each mode captured in CUDA graphs (replays: the same small host cost per launch for both modes), eager and
 compiled alternating for --rounds rounds (median of the rounds), random normal bf16 inputs; outputs checked against
@@ -29,6 +39,9 @@ Examples (GPU host):
   python3 bench/torch_baseline.py --suite bench/suites/large.json --json out/torch_large.json
   python3 bench/torch_baseline.py --suite bench/suites/large.json --report out/torch_large.json \
       --gemmtune-json out/large.json          # table only: gemmtune vs Inductor, no GPU work
+  python3 bench/torch_baseline.py --report out/torch_unaligned.json --gemmtune-json out/unaligned.json \
+      --twin-json out/unaligned_padded.json   # plus each shape's aligned twin (same name) and unaligned / twin
+  python3 bench/torch_baseline.py --self-test  # no torch, no GPU: suites, operand views, the report
 """
 import argparse
 import json
@@ -40,6 +53,135 @@ import statistics
 import sys
 import tempfile
 import time
+
+
+EPILOGUES = ("none", "bias,gelu_tanh", "silu_glu", "bias,residual")
+ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+_LAYOUTS = {"row": "row", "r": "row", "rowmajor": "row", "row-major": "row", "row_major": "row",
+            "col": "col", "c": "col", "column": "col", "colmajor": "col", "col-major": "col", "column-major": "col",
+            "col_major": "col", "column_major": "col"}
+
+
+def resolve_shape(shape, suite):
+    """A suite entry with the suite's defaults filled in as `gemmtune bench` reads them (tools/gemmtune/cli_suite.h):
+    A, B, D as "dtype:layout" (suite "dtype", default bf16; A row-major, B col-major, D row-major), batch 1."""
+    dt = suite.get("dtype", "bf16")
+    s = dict(shape)
+    s.setdefault("A", suite.get("A", dt + ":row"))
+    s.setdefault("B", suite.get("B", dt + ":col"))
+    s.setdefault("D", suite.get("D", dt + ":row"))
+    s.setdefault("batch", 1)
+    s.setdefault("epilogue", "none")
+    if s["epilogue"] == "":
+        s["epilogue"] = "none"
+    return s
+
+
+def operand_spec(shape, which):
+    """("bf16", "row"|"col") of operand A, B or D of a resolved shape."""
+    dtype, _, layout = shape[which].partition(":")
+    default = "col" if which == "B" else "row"
+    return dtype.lower(), _LAYOUTS.get((layout or default).lower(), "?")
+
+
+def n_out(shape):
+    return shape["n"] // 2 if "glu" in shape.get("epilogue", "") else shape["n"]
+
+
+def operand_geometry(shape, which):
+    """How operand A (M x K), B (K x N) or D (M x n_out) lies in memory, as the problem says (gemmtune/problem.h):
+    `size` and `stride` of the logical tensor (batch, rows, cols) or (rows, cols) in elements, as torch.as_strided
+    takes them; `offset`: elements from a 16-byte aligned allocation to the base pointer (align bytes / element size
+    when the operand declares align < 16, as gemmtune's tuner offsets its buffers: the pointer then has exactly that
+    alignment); `numel`: elements the allocation needs; `packed`: True when the tensor is a plain contiguous
+    allocation (packed leading dimension and batch stride, offset 0)."""
+    m, k, batch = shape["m"], shape["k"], shape.get("batch", 1)
+    rows, cols = {"A": (m, k), "B": (k, shape["n"]), "D": (m, n_out(shape))}[which]
+    dtype, layout = operand_spec(shape, which)
+    line = cols if layout == "row" else rows    # elements of one contiguous line
+    lines = rows if layout == "row" else cols
+    packed_ld = max(line, 1)
+    ld = shape.get("ld" + which.lower(), 0) or packed_ld
+    if ld < line:
+        raise ValueError(f"ld{which.lower()} = {ld} is less than the {line} elements of one "
+                         f"{'row' if layout == 'row' else 'column'} of {which}")
+    align = shape.get("align_" + which.lower(), 16)
+    offset = align // ELEM_BYTES.get(dtype, 2) if align < 16 else 0
+    stride = (ld, 1) if layout == "row" else (1, ld)
+    size = (rows, cols)
+    span = (lines - 1) * ld + line
+    if batch > 1:
+        bs = ld * lines  # packed batch stride (Problem::resolve): the suites give none
+        size, stride = (batch,) + size, (bs,) + stride
+        span += (batch - 1) * bs
+    return {"dtype": dtype, "layout": layout, "ld": ld, "align": align, "size": size, "stride": stride,
+            "offset": offset, "numel": offset + span, "packed_ld": packed_ld,
+            "packed": ld == packed_ld and offset == 0}
+
+
+def is_linear(shape):
+    """The shapes this script has always run as F.linear(x, W): bf16, A row-major, B col-major (W N x K row-major),
+    D row-major, one matrix, every operand packed and 16-byte aligned. They keep that path exactly; every other shape
+    takes the general path (`general_fn`)."""
+    want = {"A": ("bf16", "row"), "B": ("bf16", "col"), "D": ("bf16", "row")}
+    return (shape.get("batch", 1) == 1 and all(operand_spec(shape, w) == v for w, v in want.items())
+            and all(operand_geometry(shape, w)["packed"] for w in "ABD"))
+
+
+def shape_reason(shape):
+    """Why this script cannot run a resolved shape ("" when it can); such shapes are skipped with the reason on
+    stderr. The general path runs any layouts, pitches, base offsets and batch of A, B and D, but only what torch's
+    matmul computes: A, B and D of one dtype (bf16, f16 or f32), no C (beta = 0), the epilogues in EPILOGUES."""
+    specs = {w: operand_spec(shape, w) for w in "ABD"}
+    for w, (dtype, layout) in specs.items():
+        if dtype not in ELEM_BYTES or layout == "?":
+            return f"{w} = {shape[w]}: expected bf16, f16 or f32 with layout row or col"
+    if not specs["A"][0] == specs["B"][0] == specs["D"][0]:
+        return (f"A = {shape['A']}, B = {shape['B']}, D = {shape['D']}: torch.matmul gives D the inputs' dtype, "
+                "so this script runs only one dtype for all three")
+    if shape.get("beta", 0) != 0:
+        return f"beta = {shape['beta']}: this script has no C operand"
+    if shape.get("epilogue", "none") not in EPILOGUES:
+        return f"epilogue '{shape['epilogue']}' has no torch equivalent in this script"
+    try:
+        for w in "ABD":
+            operand_geometry(shape, w)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def describe(shape):
+    """One line naming how the general path builds the operands, e.g. "A row ld=4099 +1 el, B col, D row"."""
+    if is_linear(shape):
+        return "F.linear(x, W): x M x K, W N x K, y M x N, all contiguous"
+    parts = []
+    for w in "ABD":
+        g = operand_geometry(shape, w)
+        t = f"{w} {g['layout']}" + ("" if g["ld"] == g["packed_ld"] else f" ld={g['ld']}")
+        parts.append(t + (f" +{g['offset']} el" if g["offset"] else ""))
+    b = shape.get("batch", 1)
+    return (f"batch {b}: " if b > 1 else "") + ", ".join(parts) + (
+        "" if operand_geometry(shape, "D")["packed"] else " (D written by copy_ into a strided view)")
+
+
+def aligned_twin(shape):
+    """The aligned twin of a resolved shape (bench/suites/unaligned_padded.json): each dimension that is an operand's
+    contiguous extent (K of a row-major A, N of a row-major B or D, M of a col-major A or D, ...) and each explicit
+    leading dimension rounded up to a multiple of 16 bytes (8 bf16 elements), every base pointer 16-byte aligned.
+    The other dimensions (M of a row-major D: a decode M = 1 stays 1) and the batch stay as they are."""
+    s = {key: v for key, v in shape.items() if not key.startswith("align_")}
+    contiguous = {("A", "row"): "k", ("A", "col"): "m", ("B", "row"): "n", ("B", "col"): "k",
+                  ("D", "row"): "n", ("D", "col"): "m"}
+    for w in "ABD":
+        dtype, layout = operand_spec(shape, w)
+        q = 16 // ELEM_BYTES.get(dtype, 2)
+        dim = contiguous[(w, layout)]
+        s[dim] = -(-s[dim] // q) * q
+        ld = "ld" + w.lower()
+        if s.get(ld):
+            s[ld] = -(-s[ld] // q) * q
+    return s
 
 
 def make_fn(epilogue):
@@ -63,30 +205,75 @@ def make_fn(epilogue):
     return f
 
 
-def shape_reason(shape):
-    """The script builds y = x W^T with bf16 operands: A row-major, B col-major (W row-major), D row-major.
-    Returns why a shape is outside that ("" when it is not); such shapes are skipped with the reason on stderr."""
-    want = {"A": "bf16:row", "B": "bf16:col", "D": "bf16:row"}
-    for op, spec in want.items():
-        if shape.get(op, spec) != spec:
-            return f"{op} = {shape[op]}; this script runs only {want}"
-    if shape.get("batch", 1) != 1:
-        return f"batch {shape['batch']} is not supported by this script"
-    return ""
+def general_fn(shape):
+    """f(a, b, bias, r, d) for a shape outside is_linear, on operands built by inputs(): a and b are views with
+    the problem's strides and storage offsets (A M x K, B K x N, with a leading batch dimension when batch > 1), so
+    the compiled function sees them exactly as gemmtune does. D = A B is torch.matmul(a, b) (mm, or bmm for a batch:
+    what a model's x @ W or q @ k.mT traces to); a col-major D is the transpose of the row-major product
+    Dt = B^T A^T, torch.matmul(b.mT, a.mT).mT, whose strides (1, M) the compiled function must return as eager does,
+    while Inductor chooses freely how to compute the N x M product. Then the epilogue as in make_fn. When D itself has
+    a pitch or an offset (d is not None: a view into a larger buffer), the result is written into it by d.copy_(y),
+    which Inductor may fuse into the GEMM's epilogue or run as a copy; either way it is timed. Returns the output
+    (None when written into d)."""
+    import torch
+    import torch.nn.functional as F
+    ep = shape.get("epilogue", "none")
+    dcol = operand_spec(shape, "D")[1] == "col"
+
+    def f(a, b, bias, r, d):
+        y = torch.matmul(b.mT, a.mT).mT if dcol else torch.matmul(a, b)
+        if ep == "bias,gelu_tanh":
+            y = F.gelu(y + bias, approximate="tanh")
+        elif ep == "silu_glu":
+            g, u = y.chunk(2, dim=-1)
+            y = F.silu(g) * u
+        elif ep == "bias,residual":
+            y = y + bias + r
+        if d is None:
+            return y
+        d.copy_(y)
+        return None
+    return f
 
 
-def n_out(shape):
-    return shape["n"] // 2 if "glu" in shape.get("epilogue", "") else shape["n"]
+_TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 
 
 def inputs(shape, device):
+    """Operands of one input set: (x, w, b, r) for the F.linear path, (a, b, bias, r, d) for the general path."""
     import torch
     m, n, k = shape["m"], shape["n"], shape["k"]
-    x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
-    w = torch.randn(n, k, device=device, dtype=torch.bfloat16) / k ** 0.5  # W (N x K row-major) = B col-major
-    b = torch.randn(n, device=device, dtype=torch.bfloat16)
-    r = torch.randn(m, n_out(shape), device=device, dtype=torch.bfloat16)
-    return x, w, b, r
+    if is_linear(shape):
+        x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
+        w = torch.randn(n, k, device=device, dtype=torch.bfloat16) / k ** 0.5  # W (N x K row-major) = B col-major
+        b = torch.randn(n, device=device, dtype=torch.bfloat16)
+        r = torch.randn(m, n_out(shape), device=device, dtype=torch.bfloat16)
+        return x, w, b, r
+    dt = getattr(torch, _TORCH_DTYPES[operand_spec(shape, "A")[0]])
+
+    def view(g, scale=1.0, fill=None):
+        buf = torch.empty(g["numel"], device=device, dtype=dt)
+        if fill is None:
+            buf.normal_(0.0, scale)
+        else:
+            buf.fill_(fill)
+        return buf.as_strided(g["size"], g["stride"], g["offset"])
+    gd = operand_geometry(shape, "D")
+    ep = shape.get("epilogue", "none")
+    a = view(operand_geometry(shape, "A"))
+    b = view(operand_geometry(shape, "B"), 1.0 / k ** 0.5)
+    # Only the epilogue operands the function reads exist: the input set's bytes decide how many sets rotate.
+    bias = torch.randn(n, device=device, dtype=dt) if "bias" in ep else None
+    # the residual is shaped like D (gemmtune/problem.h), 16-byte aligned
+    r = view(dict(gd, offset=0, numel=gd["numel"] - gd["offset"])) if "residual" in ep else None
+    d = None if gd["packed"] else view(gd, fill=float("nan"))
+    return a, b, bias, r, d
+
+
+def input_set_bytes(tensors):
+    """Bytes of the allocations behind one input set (a strided view counts its whole buffer, gaps included). The
+    F.linear path counts x, W, b and r, as it always has; the general path counts what it reads and D."""
+    return sum(t.untyped_storage().nbytes() for t in tensors if t is not None)
 
 
 _TEMPLATE_DEF = re.compile(r"async_compile\.triton\('(triton_tem_\w+)',\s*'''(.*?)'''", re.S)
@@ -207,6 +394,7 @@ def run(args, root):
         suite = json.load(fh)
     shapes = []
     for shape in suite["shapes"]:
+        shape = resolve_shape(shape, suite)
         why = shape_reason(shape)
         if why:
             print(f"skipped shape '{shape['name']}': {why}", file=sys.stderr)
@@ -219,45 +407,73 @@ def run(args, root):
     compile_spent = 0.0
     out_path = args.json or os.path.join(root, "results", suite.get("name", "suite"), gpu_slug(gpu) + "-inductor.json")
     os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
-    hdr = (f"{'name':24} {'M':>5} {'N':>6} {'K':>6} {'epilogue':14} | {'eager us':>9} {'TFLOP/s':>8} | "
+    nw = max([24] + [len(s["name"]) for s in shapes])
+    hdr = (f"{'name':{nw}} {'M':>5} {'N':>6} {'K':>6} {'epilogue':14} | {'eager us':>9} {'TFLOP/s':>8} | "
            f"{'compile us':>10} {'TFLOP/s':>8} | {'eager/compile':>13} | {'autotune s':>10} | inductor pick")
     print(f"# {gpu}, torch {torch.__version__}, triton {triton.__version__}, Inductor cache {cache}, "
           f"options {options or 'default'}")
     print(hdr)
     print("-" * len(hdr))
+    nan = float("nan")
     for shape in shapes:
-        ep = shape.get("epilogue", "none")
-        fn = make_fn(ep)
-        x, w, b, r = inputs(shape, dev)
-        flops = 2.0 * shape["m"] * shape["n"] * shape["k"]  # the GEMM's (a GLU's N is both halves)
-        ref = fn(x.double(), w.double(), b.double(), r.double())  # fp64 reference on the same inputs
-        eager_out = fn(x, w, b, r)
-        eager_err = ((eager_out.double() - ref).norm() / ref.norm()).item()
+        ep = shape["epilogue"]
+        linear = is_linear(shape)
+        fn = make_fn(ep) if linear else general_fn(shape)
+        s0 = inputs(shape, dev)
+        d = None if linear else s0[4]
+
+        def result(out):
+            """The output of a call: the returned tensor, or D's view when the function wrote into it."""
+            return d if out is None else out
+
+        def error(out):
+            return ((out.double() - ref).norm() / ref.norm()).item()
+        # the GEMM's flops (a GLU's N is both halves)
+        flops = 2.0 * shape["m"] * shape["n"] * shape["k"] * shape["batch"]
+        dbl = [t.double() if t is not None else None for t in s0[:4]]
+        ref = fn(*dbl) if linear else fn(*dbl, None)  # fp64 reference on the same inputs
+        del dbl
+        eager_err = error(result(fn(*s0)))
+        if not math.isfinite(eager_err) or eager_err > 1e-2:
+            raise SystemExit(f"{shape['name']}: eager output error {eager_err:.3g} against fp64 ({describe(shape)})")
         row = {"name": shape["name"], "m": shape["m"], "n": shape["n"], "k": shape["k"], "epilogue": ep,
                "eager_error": eager_err}
-        fns = {"eager": lambda: fn(x, w, b, r)}
+        if not linear:
+            row.update({"batch": shape["batch"], "operands": describe(shape)})
+        fns = {"eager": lambda: fn(*s0)}
         want = not args.compile_filter or any(s and s in shape["name"] for s in args.compile_filter.split(","))
         over = args.compile_budget_s > 0 and compile_spent >= args.compile_budget_s
         if not args.no_compile and want and not over:
             torch._dynamo.reset()  # a fresh compile per shape (no recompile limit, no guards of earlier shapes)
             cfn = torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
+            if d is not None:
+                d.fill_(nan)  # the eager call's output must not pass for the compiled one's
             torch.cuda.synchronize()
             t_c = time.perf_counter()
-            out, codes = run_and_get_code(cfn, x, w, b, r)  # traces, compiles and autotunes here
-            torch.cuda.synchronize()
-            autotune_s = time.perf_counter() - t_c
-            compile_spent += autotune_s
-            err = ((out.double() - ref).norm() / ref.norm()).item()
-            if not math.isfinite(err) or err > 1e-2:
-                raise SystemExit(f"{shape['name']}: torch.compile output error {err:.3g} against fp64")
-            fns["compile"] = lambda: cfn(x, w, b, r)
-            row.update({"compile_error": err, "autotune_s": autotune_s, "inductor_pick": inductor_pick(codes)})
+            try:
+                out, codes = run_and_get_code(cfn, *s0)  # traces, compiles and autotunes here
+            except Exception as e:  # an Inductor failure on one shape must not end the whole run
+                msg = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
+                print(f"{shape['name']}: torch.compile failed, eager only: {msg}", file=sys.stderr)
+                row["compile_failed"] = msg
+                compile_spent += time.perf_counter() - t_c
+            else:
+                torch.cuda.synchronize()
+                autotune_s = time.perf_counter() - t_c
+                compile_spent += autotune_s
+                err = error(result(out))
+                if not math.isfinite(err) or err > 1e-2:
+                    raise SystemExit(f"{shape['name']}: torch.compile output error {err:.3g} against fp64")
+                fns["compile"] = lambda: cfn(*s0)
+                row.update({"compile_error": err, "autotune_s": autotune_s, "inductor_pick": inductor_pick(codes)})
         # The two modes alternate --rounds times (the GPU's clocks drift with its power state between timings); each
         # mode's median over the rounds counts.
         if args.timing == "rotate":
-            set_bytes = sum(t.numel() * t.element_size() for t in (x, w, b, r))
-            nsets = timing_sets(set_bytes, torch.cuda.get_device_properties(dev).L2_cache_size)
-            sets = [(x, w, b, r)] + [inputs(shape, dev) for _ in range(nsets - 1)]
+            nbytes = input_set_bytes(s0)
+            if not linear and d is None:  # D as gemmtune counts it (src/tuner/evaluate.cpp), here Inductor's output
+                nbytes += operand_geometry(shape, "D")["numel"] * s0[0].element_size()
+            nsets = timing_sets(nbytes, torch.cuda.get_device_properties(dev).L2_cache_size)
+            sets = [s0] + [inputs(shape, dev) for _ in range(nsets - 1)]
             fns = {"eager": lambda s: fn(*s)} | ({"compile": lambda s: cfn(*s)} if "compile" in fns else {})
             wrap = (lambda f, s: graphed(lambda: f(s))) if not args.no_graphs else (lambda f, s: lambda: f(s))
             fns = {mode: [wrap(f, s) for s in sets] for mode, f in fns.items()}
@@ -274,8 +490,8 @@ def run(args, root):
             row.update({f"{mode}_us": ms * 1e3, f"{mode}_tflops": flops / (ms * 1e-3) / 1e12,
                         f"{mode}_us_rounds": [t * 1e3 for t in ts]})
         rows.append(row)
-        c_us = row.get("compile_us", float("nan"))
-        print(f"{row['name']:24} {row['m']:>5} {row['n']:>6} {row['k']:>6} {ep:14} | {row['eager_us']:9.1f} "
+        c_us = row.get("compile_us", nan)
+        print(f"{row['name']:{nw}} {row['m']:>5} {row['n']:>6} {row['k']:>6} {ep:14} | {row['eager_us']:9.1f} "
               f"{row['eager_tflops']:8.1f} | {c_us:10.1f} {row.get('compile_tflops', float('nan')):8.1f} | "
               f"{row['eager_us'] / c_us:13.3f} | {row.get('autotune_s', float('nan')):10.1f} | "
               f"{row.get('inductor_pick', '-')}", flush=True)
@@ -293,7 +509,8 @@ def write(out_path, suite, gpu, args, cache, options, rows):
             "timing": ("median of per-launch CUDA events over rotated input sets (>= 2x L2 between reads of a set)"
                        if args.timing == "rotate" else "triton.testing.do_bench median (256 MB memset between runs)")
                       + ("" if args.no_graphs else ", CUDA-graph replays"),
-            "modes": {"eager": "F.linear (cuBLAS) + separate elementwise ops",
+            "modes": {"eager": "F.linear (cuBLAS), or torch.matmul of the strided views a row's 'operands' names, "
+                               "+ separate elementwise ops",
                       "compile": "torch.compile(mode='max-autotune-no-cudagraphs')"},
             "autotune_s": "wall time of the first compiled call (trace, Inductor compile, autotune), cold cache "
                           "unless inductor_cache was given",
@@ -306,53 +523,238 @@ def write(out_path, suite, gpu, args, cache, options, rows):
     os.replace(tmp, out_path)
 
 
-def report(torch_json, gemmtune_json):
-    """gemmtune (`gemmtune bench --json`) against Inductor, shape by shape. Each harness's time of its own cuBLAS anchor
-    is the bridge: gemmtune's winner x cuBLASLt's default (its harness) and Inductor's pick x F.linear (this script's);
-    their quotient is gemmtune x Inductor. Tuning time: gemmtune's tune wall (compile, verify, time; cold result cache
-    when the bench ran without one) against Inductor's autotune_s. With --timing rotate (the same timing as
-    gemmtune's harness) the absolute quotient Inductor us / gemmtune us is printed too (`abs x ind`)."""
-    with open(torch_json) as fh:
-        tj = json.load(fh)
+def geomean(xs):
+    xs = [x for x in xs if x is not None and math.isfinite(x) and x > 0]
+    return (math.exp(sum(math.log(x) for x in xs) / len(xs)), len(xs)) if xs else (float("nan"), 0)
+
+
+def _num(v, width, prec):
+    """v right-aligned in width with prec decimals, "-" when there is no value."""
+    if v is None or not math.isfinite(v):
+        return f"{'-':>{width}}"
+    return f"{v:{width}.{prec}f}"
+
+
+def report_lines(tj, g, twin=None):
+    """The table of one suite, shape by shape: gemmtune's tuned winner (`gemmtune bench --json` g), cuBLASLt's
+    default in the same run, Inductor max-autotune (this script's JSON tj; None: no Inductor columns' values) and,
+    given `twin` (a `gemmtune bench --json` of the aligned twin suite, e.g. suites/unaligned_padded.json), the twin's
+    winner of the same name.
+    Quotients: "x cuBLAS" = cuBLASLt default us / gemmtune us; Inductor's "x cuBLAS" = F.linear (eager) us / Inductor
+    us in this script's harness; "x inductor" = their quotient, each harness's cuBLAS the bridge; "abs x ind" =
+    Inductor us / gemmtune us, printed when this script timed as gemmtune does (--timing rotate); "/ twin" = gemmtune
+    us / the aligned twin's gemmtune us (1.00: the unaligned problem runs as fast as its aligned twin). Tuning time:
+    gemmtune's tune wall (compile, verify, time; cold result cache when the bench ran without one) against
+    Inductor's autotune_s. Geomeans over the shapes that have each quotient, then the shapes behind each goal."""
+    tj = tj or {"meta": {}, "results": []}
     t = {r["name"]: r for r in tj["results"]}
     same_timing = tj["meta"].get("timing", "").startswith("median of per-launch")
-    with open(gemmtune_json) as fh:
-        g = json.load(fh)
-    hdr = (f"{'name':24} | {'gemmtune us':>11} {'x cuBLAS':>8} | {'inductor us':>11} {'x cuBLAS':>8} | "
-           f"{'x inductor':>10} {'abs x ind':>9} | {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
-    print(hdr)
-    print("-" * len(hdr))
-    ratios, absolute, tune_g, tune_i = [], [], [], []
-    for s in g["shapes"]:
-        r = t.get(s["name"])
-        if s.get("status") != "ok" or r is None or "compile_us" not in r:
-            print(f"{s['name']:24} | (not in both runs)")
+    tw = {s["name"]: s for s in (twin or {}).get("shapes", []) if s.get("status") == "ok"}
+    shapes = g["shapes"]
+    nw = max([24] + [len(s["name"]) for s in shapes])
+    out = []
+    cards = [f"gemmtune {g.get('device', {}).get('name', '?')} {(g.get('finished_at') or '')[:10]}"]
+    if tj.get("meta", {}).get("gpu"):
+        cards.append(f"Inductor {tj['meta']['gpu']}")
+    if twin is not None:
+        cards.append(f"aligned twin ({twin.get('suite', '?')}) {twin.get('device', {}).get('name', '?')} "
+                     f"{(twin.get('finished_at') or '')[:10]}")
+    out.append(f"# {g.get('suite', '?')}: " + "; ".join(c.rstrip() for c in cards))
+    gpus = {g.get("device", {}).get("name"), tj.get("meta", {}).get("gpu"), (twin or {}).get("device", {}).get("name")}
+    if len(gpus - {None}) > 1:
+        out.append("# note: these runs were measured on different GPUs; their quotients compare cards, not kernels")
+    hdr = (f"{'name':{nw}} | {'gemmtune us':>11} {'cuBLAS us':>10} {'x cuBLAS':>8} | {'inductor us':>11} "
+           f"{'x cuBLAS':>8} | {'x inductor':>10} {'abs x ind':>9} |"
+           + (f" {'twin us':>9} {'/ twin':>7} |" if twin is not None else "")
+           + f" {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
+    out += [hdr, "-" * len(hdr)]
+    q = {"cublas": [], "bridged": [], "absolute": [], "twin": []}
+    behind, off_twin, tune_g, tune_i = [], [], [], []
+    for s in shapes:
+        if s.get("status") != "ok":
+            out.append(f"{s['name']:{nw}} | gemmtune: {s.get('status', '?')} {s.get('reason', '')}".rstrip())
             continue
-        ours = s["speedup_vs_cublas"]
-        ind = r["eager_us"] / r["compile_us"]
+        r = t.get(s["name"])
+        ours = s.get("speedup_vs_cublas")
+        q["cublas"].append(ours)
+        ind_us = r.get("compile_us") if r else None
+        ind = r["eager_us"] / ind_us if ind_us else None
+        bridged = ours / ind if ind and ours else None  # no bridge when cuBLASLt's default failed
+        absolute = ind_us / s["us"] if ind_us and same_timing else None
+        q["bridged"].append(bridged)
+        q["absolute"].append(absolute)
+        vs_ind = absolute if same_timing else bridged
+        if vs_ind is not None and vs_ind < 1.0:
+            behind.append(f"{s['name']} {vs_ind:.3f}")
+        twin_us = tw[s["name"]]["us"] if s["name"] in tw else None
+        to_twin = s["us"] / twin_us if twin_us else None
+        q["twin"].append(to_twin)
+        if to_twin is not None and to_twin > 1.10:
+            off_twin.append(f"{s['name']} {to_twin:.3f}")
         tune = s.get("tune", {})
-        tune_s = tune.get("wall_ms", float("nan")) / 1e3 if not tune.get("cache_hit") else float("nan")
-        ratios.append(ours / ind)
-        absolute.append(r["compile_us"] / s["us"] if same_timing else float("nan"))
-        if math.isfinite(tune_s):
+        tune_s = tune.get("wall_ms", float("nan")) / 1e3 if not tune.get("cache_hit") else None
+        autotune_s = r.get("autotune_s") if r else None
+        if tune_s is not None and math.isfinite(tune_s) and autotune_s is not None:
             tune_g.append(tune_s)
-            tune_i.append(r["autotune_s"])
-        print(f"{s['name']:24} | {s['us']:11.1f} {ours:8.3f} | {r['compile_us']:11.1f} {ind:8.3f} | "
-              f"{ours / ind:10.3f} {absolute[-1]:9.3f} | {tune_s:6.1f} {r['autotune_s']:10.1f} | {s['winner']} / {r['inductor_pick']}")
-    if ratios:
-        gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        print(f"geomean gemmtune x Inductor: {gm:.3f} over {len(ratios)} shapes (bridged by each harness's cuBLAS)")
-        if same_timing:
-            ga = math.exp(sum(math.log(x) for x in absolute) / len(absolute))
-            print(f"geomean Inductor us / gemmtune us: {ga:.3f} over {len(absolute)} shapes (same timing method)")
+            tune_i.append(autotune_s)
+        out.append(f"{s['name']:{nw}} | {_num(s['us'], 11, 1)} {_num(s.get('cublas_us'), 10, 1)} "
+                   f"{_num(ours, 8, 3)} | {_num(ind_us, 11, 1)} {_num(ind, 8, 3)} | {_num(bridged, 10, 3)} "
+                   f"{_num(absolute, 9, 3)} |"
+                   + (f" {_num(twin_us, 9, 1)} {_num(to_twin, 7, 3)} |" if twin is not None else "")
+                   + f" {_num(tune_s, 6, 1)} {_num(autotune_s, 10, 1)} | {s.get('winner', '?')} / "
+                   f"{(r or {}).get('inductor_pick') or ('torch.compile failed' if r and 'compile_failed' in r else '-')}")
+    gm, n = geomean(q["cublas"])
+    if n:
+        out.append(f"geomean gemmtune x cuBLASLt default: {gm:.3f} over {n} shapes")
+    gm, n = geomean(q["bridged"])
+    if n:
+        out.append(f"geomean gemmtune x Inductor: {gm:.3f} over {n} shapes (bridged by each harness's cuBLAS)")
+    gm, n = geomean(q["absolute"])
+    if n:
+        out.append(f"geomean Inductor us / gemmtune us: {gm:.3f} over {n} shapes (same timing method)")
+    if n or any(x is not None for x in q["bridged"]):
+        out.append(f"behind Inductor ({'absolute' if same_timing else 'bridged'} < 1.0): "
+                   + (", ".join(behind) if behind else "none"))
+    if twin is not None:
+        gm, n = geomean(q["twin"])
+        out.append(f"geomean gemmtune us / aligned twin us: {gm:.3f} over {n} shapes "
+                   f"({sum(1 for s in shapes if s.get('status') == 'ok') - n} without a twin result)")
+        out.append("slower than the aligned twin by more than 10%: " + (", ".join(off_twin) if off_twin else "none"))
     if tune_g:
-        print(f"tuning time, sum over {len(tune_g)} shapes: gemmtune {sum(tune_g):.1f} s, Inductor {sum(tune_i):.1f} s")
+        out.append(f"tuning time, sum over {len(tune_g)} shapes: gemmtune {sum(tune_g):.1f} s, "
+                   f"Inductor {sum(tune_i):.1f} s")
+    return out
+
+
+def report(torch_json, gemmtune_json, twin_json=""):
+    """Prints report_lines for the files (torch_json "-": gemmtune and its twin alone)."""
+    def load(path):
+        with open(path) as fh:
+            return json.load(fh)
+    tj = None if torch_json == "-" else load(torch_json)
+    print("\n".join(report_lines(tj, load(gemmtune_json), load(twin_json) if twin_json else None)))
 
 
 def gpu_slug(name):
     """The GPU part of a results file name (bench/README.md): "NVIDIA H100 80GB HBM3" -> "h100"."""
     m = re.search(r"\b([A-Z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
     return (m.group(1) if m else name.replace(" ", "_").replace("/", "_")).lower()
+
+
+def self_test(root):
+    """Checks, without torch or a GPU: every suite's shapes resolve and either run or carry a reason; the shapes this
+    script ran before as F.linear still take that path; each operand view stays inside its allocation and its base
+    pointer has the declared alignment; suites/unaligned_padded.json is the aligned twin of suites/unaligned.json;
+    the report on synthetic JSON (every column, geomean and list)."""
+    import contextlib
+    import glob
+    import io
+    suites = {}
+    for path in sorted(glob.glob(os.path.join(root, "suites", "*.json"))):
+        with open(path) as fh:
+            suite = json.load(fh)
+        suites[os.path.basename(path)[:-5]] = suite
+        for raw in suite["shapes"]:
+            shape = resolve_shape(raw, suite)
+            why = shape_reason(shape)
+            old = (shape["batch"] == 1 and (shape["A"], shape["B"], shape["D"]) == ("bf16:row", "bf16:col", "bf16:row")
+                   and not any(key.startswith(("ld", "align_")) for key in raw))
+            assert not old or (is_linear(shape) and not why), (path, raw)  # the F.linear path, as before
+            if why:
+                continue
+            for w in "ABD":
+                g = operand_geometry(shape, w)
+                last = g["offset"] + sum((n - 1) * st for n, st in zip(g["size"], g["stride"]))
+                assert last + 1 == g["numel"], (path, shape["name"], w, g)
+                assert g["offset"] * ELEM_BYTES[g["dtype"]] % 16 == g["align"] % 16, (path, shape["name"], w, g)
+    unaligned, padded = suites["unaligned"], suites["unaligned_padded"]
+    assert len(unaligned["shapes"]) >= 14
+    for u, p in zip(unaligned["shapes"], padded["shapes"], strict=True):
+        u, p = resolve_shape(u, unaligned), resolve_shape(p, padded)
+        assert shape_reason(u) == "" and shape_reason(p) == "", (u, p)
+        assert aligned_twin(u) == p, f"unaligned_padded.json '{p['name']}' is not the twin of {u}: {aligned_twin(u)}"
+        assert all(operand_geometry(p, w)["offset"] == 0 for w in "ABD")
+
+    # operand views of the general path
+    sliced = resolve_shape({"name": "s", "m": 2048, "n": 4096, "k": 4096, "lda": 4099, "align_a": 2}, {})
+    g = operand_geometry(sliced, "A")
+    assert (g["size"], g["stride"], g["offset"], g["numel"]) == ((2048, 4096), (4099, 1), 1, 1 + 2047 * 4099 + 4096)
+    assert not is_linear(sliced) and describe(sliced) == "A row ld=4099 +1 el, B col, D row", describe(sliced)
+    dcol = resolve_shape({"name": "d", "m": 2047, "n": 4096, "k": 64, "D": "bf16:col"}, {})
+    g = operand_geometry(dcol, "D")
+    assert (g["size"], g["stride"], g["packed"]) == ((2047, 4096), (1, 2047), True)
+    bat = resolve_shape({"name": "b", "m": 512, "n": 512, "k": 128, "batch": 32, "B": "bf16:row"}, {})
+    assert operand_geometry(bat, "B")["size"] == (32, 128, 512)
+    assert operand_geometry(bat, "B")["stride"] == (65536, 512, 1)
+    assert operand_geometry(dict(bat, B="bf16:col"), "B")["stride"] == (65536, 1, 128)
+    assert operand_geometry(dict(bat, ldd=520, align_d=4), "D")["stride"] == (512 * 520, 520, 1)
+    assert operand_geometry(dict(bat, align_d=4), "D")["offset"] == 2
+    assert "copy_" in describe(dict(bat, ldd=520)) and describe(bat).startswith("batch 32: ")
+    assert describe(dict(bat, align_a=8)) == "batch 32: A row +4 el, B row, D row", describe(dict(bat, align_a=8))
+    assert "less than" in shape_reason(dict(sliced, lda=4000))
+    assert "one dtype" in shape_reason(dict(sliced, D="f32:row"))
+    assert "epilogue" in shape_reason(dict(sliced, epilogue="relu"))
+    assert is_linear(resolve_shape({"name": "l", "m": 16, "n": 4096, "k": 4096, "epilogue": "silu_glu"}, {}))
+    # twins: only contiguous extents and pitches move
+    tw = aligned_twin(resolve_shape({"name": "t", "m": 1, "n": 4095, "k": 4100, "ldb": 4101, "align_b": 4,
+                                     "B": "bf16:row", "D": "bf16:col"}, {}))
+    assert (tw["m"], tw["n"], tw["k"], tw["ldb"], "align_b" in tw) == (8, 4096, 4104, 4104, False), tw
+
+    # the report
+    def gshape(name, us, cublas_us, status="ok"):
+        return {"name": name, "status": status, "us": us, "cublas_us": cublas_us, "speedup_vs_cublas": cublas_us / us if us else 0.0,
+                "winner": f"sm90:{name}", "tune": {"cache_hit": False, "wall_ms": 2000.0}, "reason": "no candidate"}
+    g = {"suite": "unaligned", "device": {"name": "NVIDIA H100 80GB HBM3"}, "finished_at": "2026-01-02T03:04:05Z",
+         "shapes": [gshape("lm_head", 100.0, 200.0), gshape("tp_k4100", 50.0, 40.0), gshape("broken", 0, 0, "failed"),
+                    gshape("bmm", 10.0, 10.0), dict(gshape("nocublas", 10.0, 1.0), cublas_us=None,
+                                                    speedup_vs_cublas=None)]}
+    tj = {"meta": {"gpu": "NVIDIA H100 80GB HBM3", "timing": "median of per-launch CUDA events over rotated input sets"},
+          "results": [{"name": "lm_head", "eager_us": 210.0, "compile_us": 120.0, "autotune_s": 30.0,
+                       "inductor_pick": "triton 128x128x64"},
+                      {"name": "tp_k4100", "eager_us": 44.0, "compile_us": 45.0, "autotune_s": 20.0,
+                       "inductor_pick": "aten mm (cuBLAS)"}]}
+    twin = {"suite": "unaligned_padded", "device": {"name": "NVIDIA H100 80GB HBM3"},
+            "shapes": [gshape("lm_head", 95.0, 190.0), gshape("tp_k4100", 40.0, 40.0), gshape("bmm", 10.0, 10.0, "failed")]}
+    lines = report_lines(tj, g, twin)
+    text = "\n".join(lines)
+    row = {ln.split("|")[0].strip(): [c.split() for c in ln.split("|")[1:]] for ln in lines[3:] if "|" in ln}
+    assert "different GPUs" not in text
+    mixed = report_lines(tj, g, dict(twin, device={"name": "NVIDIA H200"}))
+    assert mixed[1].startswith("# note: these runs were measured on different GPUs"), mixed[:2]
+    # lm_head: 100 us vs cuBLAS 200 (2.000x), Inductor 120 us (x cuBLAS 1.75), bridged 2/1.75, absolute 1.2, twin 95
+    assert row["lm_head"][0] == ["100.0", "200.0", "2.000"], row["lm_head"]
+    assert row["lm_head"][1] == ["120.0", "1.750"] and row["lm_head"][2] == ["1.143", "1.200"], row["lm_head"]
+    assert row["lm_head"][3] == ["95.0", "1.053"] and row["lm_head"][4] == ["2.0", "30.0"], row["lm_head"]
+    assert row["tp_k4100"][2] == ["0.818", "0.900"] and row["tp_k4100"][3] == ["40.0", "1.250"], row["tp_k4100"]
+    assert row["bmm"][1] == ["-", "-"] and row["bmm"][3] == ["-", "-"], row["bmm"]
+    assert "broken" in row and "failed" in row["broken"][0], row["broken"]
+    assert row["nocublas"][0] == ["10.0", "-", "-"] and row["nocublas"][2] == ["-", "-"], row["nocublas"]
+    for needle in ("# unaligned: gemmtune NVIDIA H100 80GB HBM3 2026-01-02; Inductor NVIDIA H100 80GB HBM3; "
+                   "aligned twin (unaligned_padded)",
+                   f"geomean gemmtune x cuBLASLt default: {(2.0 * 0.8 * 1.0) ** (1 / 3):.3f} over 3 shapes",
+                   f"geomean gemmtune x Inductor: {(2 / 1.75 * 0.8 / (44 / 45)) ** 0.5:.3f} over 2 shapes",
+                   f"geomean Inductor us / gemmtune us: {(1.2 * 0.9) ** 0.5:.3f} over 2 shapes",
+                   "behind Inductor (absolute < 1.0): tp_k4100 0.900",
+                   f"geomean gemmtune us / aligned twin us: {(100 / 95 * 1.25) ** 0.5:.3f} over 2 shapes "
+                   "(2 without a twin result)",
+                   "slower than the aligned twin by more than 10%: tp_k4100 1.250",
+                   "tuning time, sum over 2 shapes: gemmtune 4.0 s, Inductor 50.0 s"):
+        assert needle in text, (needle, text)
+    bridged = report_lines(dict(tj, meta={"timing": "triton.testing.do_bench median"}), g)
+    assert "behind Inductor (bridged < 1.0): tp_k4100 0.818" in bridged and "/ twin" not in bridged[1], bridged
+    alone = report_lines(None, g, twin)
+    assert not any(x.startswith(("geomean gemmtune x Inductor", "behind")) for x in alone), alone
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for name, obj in (("t", tj), ("g", g), ("w", twin)):
+            paths.append(os.path.join(d, name + ".json"))
+            with open(paths[-1], "w") as fh:
+                json.dump(obj, fh)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            report(*paths)
+        assert buf.getvalue() == text + "\n"
+    print(f"torch_baseline.py self-test: ok ({len(suites)} suites)")
 
 
 def main():
@@ -377,17 +779,26 @@ def main():
     ap.add_argument("--inductor-cache", default="",
                     help="Inductor cache directory (default: a fresh one, so autotune_s is a cold compile)")
     ap.add_argument("--report", default="", metavar="TORCH_JSON",
-                    help="no GPU work: the gemmtune vs Inductor table from this script's JSON and --gemmtune-json")
+                    help="no GPU work: the table of gemmtune, cuBLASLt and Inductor from this script's JSON ('-': "
+                         "none, gemmtune and its twin alone) and --gemmtune-json")
     ap.add_argument("--gemmtune-json", default="", help="`gemmtune bench --json` output of the same suite")
+    ap.add_argument("--twin-json", default="",
+                    help="`gemmtune bench --json` output of the aligned twin suite (suites/unaligned_padded.json): "
+                         "adds its us per shape of the same name and the quotient unaligned / aligned twin")
+    ap.add_argument("--self-test", action="store_true",
+                    help="no GPU, no torch: check the suites, the operand geometry and the report on synthetic data")
     args = ap.parse_args()
+    if args.self_test:
+        self_test(root)
+        return
     if args.report:
         if not args.gemmtune_json:
             raise SystemExit("--report needs --gemmtune-json")
-        report(args.report, args.gemmtune_json)
+        report(args.report, args.gemmtune_json, args.twin_json)
         return
     out = run(args, root)
     if args.gemmtune_json:
-        report(out, args.gemmtune_json)
+        report(out, args.gemmtune_json, args.twin_json)
 
 
 if __name__ == "__main__":
