@@ -157,6 +157,17 @@ TEST(PadProblem, PaddedFields) {
   // f32 rounds to 4 elements.
   Problem f = make(64, 64, 70, Layout::row, Layout::row, DType::f32);
   EXPECT_EQ(pad::padded_problem(f, true, false).a.ld, 72);
+
+  // The copy writes exactly the operand the padded problem describes.
+  for (const Problem* x : {&p, &b, &bc, &f})
+    for (char w : {'A', 'B'}) {
+      const Problem q = pad::padded_problem(*x, true, true);
+      const Operand& o = w == 'A' ? q.a : q.b;
+      const pad::Copy c = pad::copy_of(*x, w);
+      EXPECT_EQ(c.dst_ld, o.ld) << w << " of " << x->str();
+      EXPECT_EQ(c.dst_bs, o.batch_stride) << w << " of " << x->str();
+      EXPECT_EQ(c.elem_bytes * c.dst_ld % 16, 0);
+    }
 }
 
 TEST(PadProblem, Copy) {

@@ -88,6 +88,7 @@ class PadExecutable final : public Executable {
       Op& o = ops_[i];
       o.on = true;
       o.copy = pad::copy_of(p, "AB"[i]);
+      o.align = (i == 0 ? p.a : p.b).align;
       o.launch = pad::copy_launch(o.copy);
       o.offset = i == 0 ? 0 : pad::b_offset(p, cfg.a);
       o.cubin = cubins[i];
@@ -104,9 +105,11 @@ class PadExecutable final : public Executable {
   void launch(const GemmArgs& args, Stream stream) override {
     GT_REQUIRE(args.a && args.b && args.d, "pad: A, B and D pointers must be non-null");
     const void* src[2] = {args.a, args.b};
+    // The copy reads with loads as wide as the declared alignment allows (Gemm::run checks it too; a caller that
+    // launches directly may not have).
     for (int i = 0; i < 2; ++i)
-      if (ops_[i].on && reinterpret_cast<uintptr_t>(src[i]) % static_cast<uintptr_t>(ops_[i].copy.load_bytes) != 0)
-        GT_THROW(std::string("pad: the ") + "AB"[i] + " pointer is not " + std::to_string(ops_[i].copy.load_bytes) +
+      if (ops_[i].on && reinterpret_cast<uintptr_t>(src[i]) % static_cast<uintptr_t>(ops_[i].align) != 0)
+        GT_THROW(std::string("pad: the ") + "AB"[i] + " pointer is not " + std::to_string(ops_[i].align) +
                  "-byte aligned, as the problem declares (" + cand_.str() + ")");
     std::lock_guard<std::mutex> lk(mu_);  // the per-stream workspace; the copies and the GEMM of a stream in order
     const CUstream s = reinterpret_cast<CUstream>(stream);
@@ -135,6 +138,7 @@ class PadExecutable final : public Executable {
     bool on = false;
     Copy copy;
     pad::CopyLaunch launch;
+    int align = 16;      // bytes the source pointer is declared a multiple of
     int64_t offset = 0;  // of the copy in a stream's workspace
     std::shared_ptr<const jit::Cubin> cubin;
     CUfunction fn = nullptr;
