@@ -77,7 +77,8 @@ __device__ __forceinline__ void pad_copy(const PadCopyParams& p) {
                 "pad_copy: loads of 2, 4, 8 or 16 bytes, at least one element");
   constexpr int V = 16 / ES;  // elements of a chunk
   const int lanes = 1 << p.lane_bits;
-  const long long line = static_cast<long long>(blockIdx.x) * (blockDim.x >> p.lane_bits) + (threadIdx.x >> p.lane_bits);
+  const long long line =
+      static_cast<long long>(blockIdx.x) * (blockDim.x >> p.lane_bits) + (threadIdx.x >> p.lane_bits);
   if (line >= p.lines) return;
   const long long c0 = static_cast<long long>(blockIdx.y) * lanes + (threadIdx.x & (lanes - 1));
   const long long c_step = static_cast<long long>(gridDim.y) * lanes;

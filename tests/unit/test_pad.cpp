@@ -230,7 +230,8 @@ void expect_covered(const pad::Copy& c) {
           const int64_t line = int64_t(bx) * (threads >> l.lane_bits) + (t >> l.lane_bits);
           if (line >= c.lines) continue;
           for (int64_t b = bz; b < c.batch; b += l.grid[2])
-            for (int64_t ch = int64_t(by) * lanes + (t & (lanes - 1)); ch < c.chunks; ch += int64_t(l.grid[1]) * lanes) {
+            for (int64_t ch = int64_t(by) * lanes + (t & (lanes - 1)); ch < c.chunks;
+                 ch += int64_t(l.grid[1]) * lanes) {
               ++hits[static_cast<size_t>((b * c.lines + line) * c.chunks + ch)];
               ++busy;
             }
@@ -357,6 +358,7 @@ TEST(PadBackend, ValidateReasons) {
   Problem ok = make(4096, 4096, 4096);
   ok.resolve();
   EXPECT_EQ(be->validate(ok, {"pad", "a+b;" + inner}, kDev), "pad: every operand is aligned; nothing to pad");
+  EXPECT_EQ(be->validate(ok, {"pad", "x;" + inner}, kDev), "pad: every operand is aligned; nothing to pad");
   // A parse error is the reason.
   EXPECT_TRUE(has(be->validate(p, {"pad", "x;" + inner}, kDev), "copied operand 'x'"));
 }

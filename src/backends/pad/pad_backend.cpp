@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "backends/jit_backend.h"
-#include "core/clock.h"
 #include "backends/pad/pad_config.h"
 #include "backends/stream_scratch.h"
 #include "common/pad_copy_params.cuh"  // kernels/: the copy's parameters
 #include "core/check.h"
+#include "core/clock.h"
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
@@ -96,7 +96,8 @@ class PadExecutable final : public Executable {
     }
     // The copies of each stream launched on; the first stream's are made here, so that the usual single-stream use
     // never allocates in launch() (which may be captured into a CUDA graph).
-    scratch_ = StreamScratch("pad: an executable", cand_.str(), static_cast<size_t>(pad::workspace_bytes(p, cfg.a, cfg.b)), 0);
+    scratch_ = StreamScratch("pad: an executable", cand_.str(),
+                             static_cast<size_t>(pad::workspace_bytes(p, cfg.a, cfg.b)), 0);
     scratch_.make_first();
   }
 
@@ -208,6 +209,12 @@ class PadBackend final : public Backend {
       throw Error("pad: config '" + c.config + "': inner candidate: " + e.what());
     }
     return std::make_shared<const BackendConfigOf<Parsed>>(std::move(r));
+  }
+
+  // A problem with nothing to pad is named before anything about the config, as validate() does.
+  std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const override {
+    if (std::string why = pad::problem_reason(resolved(p), dev); !why.empty()) return why;
+    return error;
   }
 
   using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
