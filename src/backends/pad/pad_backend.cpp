@@ -1,0 +1,308 @@
+// The pad backend: enumerate by wrapping the other backends' candidates for the padded problem, validate / compile /
+// load by delegating to the inner backend, and an executable that copies, then launches the inner executable.
+#include "backends/pad/pad_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "backends/jit_backend.h"
+#include "backends/pad/pad_config.h"
+#include "backends/stream_scratch.h"
+#include "common/pad_copy_params.cuh"  // kernels/: the copy's parameters
+#include "core/check.h"
+#include "core/clock.h"
+#include "cuda/driver.h"
+#include "gemmtune/errors.h"
+#include "jit/jit.h"
+
+namespace gemmtune {
+namespace {
+
+using pad::Config;
+using pad::Copy;
+
+constexpr const char* kName = "pad";
+
+// How many of each inner backend's candidates pad wraps, in that backend's rank order. The copy costs the same
+// whichever kernel runs after it, so the few best-ranked kernels of each backend are the ones worth its time;
+// cuBLASLt's default is its own heuristic's pick. Backends not listed: kInnerTakeOther.
+constexpr struct {
+  const char* backend;
+  size_t take;
+} kInnerTake[] = {{"sm90", 4}, {"gemv", 2}, {"cublaslt", 1}};
+constexpr size_t kInnerTakeOther = 2;
+
+size_t inner_take(const std::string& backend) {
+  for (const auto& e : kInnerTake)
+    if (backend == e.backend) return e.take;
+  return kInnerTakeOther;
+}
+
+Problem resolved(Problem p) {
+  p.resolve();
+  return p;
+}
+
+// The copied operands of a problem: those not aligned.
+std::pair<bool, bool> unaligned(const Problem& p) { return {!pad::aligned(p, 'A'), !pad::aligned(p, 'B')}; }
+
+// A pad candidate's config as parse() made it: the pad part, the inner backend and its parsed config.
+struct Parsed {
+  Config cfg;
+  std::shared_ptr<const Backend> inner;
+  std::shared_ptr<const BackendConfig> inner_cfg;
+};
+
+// What compile() hands load(): the inner backend's compile of the padded problem and the copy kernels.
+struct Artifact {
+  CompileResult inner;
+  std::shared_ptr<const jit::Cubin> copy_a, copy_b;  // null for an operand not copied
+};
+
+// The target: the device's own architecture (sm_90a on Hopper, as the GEMM kernels; the assumed device without a
+// GPU is an sm_90 one).
+std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
+
+std::shared_ptr<const jit::Cubin> compile_copy(const Copy& c, const DeviceInfo& dev, const std::string& context) {
+  const JitUnit u = pad::copy_unit(c, dev);
+  jit::CompileOptions opts;
+  opts.arch = u.arch;
+  return jit::compile(u.source, u.name, opts, context);
+}
+
+class PadExecutable final : public Executable {
+ public:
+  PadExecutable(const Problem& p, const Candidate& cand, const Config& cfg, std::unique_ptr<Executable> inner,
+                const Artifact& art)
+      : cand_(cand), inner_(std::move(inner)) {
+    cuda::ensure_context();
+    const std::shared_ptr<const jit::Cubin> cubins[2] = {art.copy_a, art.copy_b};
+    const bool on[2] = {cfg.a, cfg.b};
+    for (int i = 0; i < 2; ++i) {
+      if (!on[i]) continue;
+      GT_REQUIRE(cubins[i], "pad: load() needs the CompileResult of compile() (" + cand_.str() + ")");
+      Op& o = ops_[i];
+      o.on = true;
+      o.copy = pad::copy_of(p, "AB"[i]);
+      o.align = (i == 0 ? p.a : p.b).align;
+      o.launch = pad::copy_launch(o.copy);
+      o.offset = i == 0 ? 0 : pad::b_offset(p, cfg.a);
+      o.cubin = cubins[i];
+      o.fn = jit::load(*o.cubin);
+    }
+    // The copies of each stream launched on; the first stream's are made here, so that the usual single-stream use
+    // never allocates in launch() (which may be captured into a CUDA graph).
+    scratch_ = StreamScratch("pad: an executable", cand_.str(),
+                             static_cast<size_t>(pad::workspace_bytes(p, cfg.a, cfg.b)), 0);
+    scratch_.make_first();
+  }
+
+  const Candidate& candidate() const override { return cand_; }
+
+  void launch(const GemmArgs& args, Stream stream) override {
+    GT_REQUIRE(args.a && args.b && args.d, "pad: A, B and D pointers must be non-null");
+    const void* src[2] = {args.a, args.b};
+    // The copy reads with loads as wide as the declared alignment allows (Gemm::run checks it too; a caller that
+    // launches directly may not have).
+    for (int i = 0; i < 2; ++i)
+      if (ops_[i].on && reinterpret_cast<uintptr_t>(src[i]) % static_cast<uintptr_t>(ops_[i].align) != 0)
+        GT_THROW(std::string("pad: the ") + "AB"[i] + " pointer is not " + std::to_string(ops_[i].align) +
+                 "-byte aligned, as the problem declares (" + cand_.str() + ")");
+    std::lock_guard<std::mutex> lk(mu_);  // the per-stream workspace; the copies and the GEMM of a stream in order
+    const CUstream s = reinterpret_cast<CUstream>(stream);
+    char* ws = static_cast<char*>(scratch_.get(s).ws);
+    GemmArgs inner = args;
+    for (int i = 0; i < 2; ++i) {
+      const Op& o = ops_[i];
+      if (!o.on) continue;
+      gt_pad::PadCopyParams cp{};
+      cp.src = src[i];
+      cp.dst = ws + o.offset;
+      cp.src_ld = o.copy.src_ld, cp.src_bs = o.copy.src_bs;
+      cp.dst_ld = o.copy.dst_ld, cp.dst_bs = o.copy.dst_bs;
+      cp.inner = o.copy.inner, cp.lines = o.copy.lines, cp.chunks = o.copy.chunks, cp.batch = o.copy.batch;
+      cp.lane_bits = o.launch.lane_bits;
+      void* kargs[1] = {&cp};
+      GT_CU(cuLaunchKernel(o.fn, o.launch.grid[0], o.launch.grid[1], o.launch.grid[2], gt_pad::kPadCopyThreads, 1, 1,
+                           0, s, kargs, nullptr));
+      (i == 0 ? inner.a : inner.b) = cp.dst;
+    }
+    inner_->launch(inner, stream);
+  }
+
+ private:
+  struct Op {
+    bool on = false;
+    Copy copy;
+    pad::CopyLaunch launch;
+    int align = 16;      // bytes the source pointer is declared a multiple of
+    int64_t offset = 0;  // of the copy in a stream's workspace
+    std::shared_ptr<const jit::Cubin> cubin;
+    CUfunction fn = nullptr;
+  };
+
+  Candidate cand_;
+  std::unique_ptr<Executable> inner_;  // loaded for the padded problem
+  Op ops_[2];                          // A, B
+  std::mutex mu_;
+  StreamScratch scratch_;
+};
+
+class PadBackend final : public Backend {
+ public:
+  std::string name() const override { return kName; }
+
+  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+    return pad::problem_reason(resolved(p), dev);
+  }
+
+  std::vector<Candidate> enumerate(const Problem& p0, const DeviceInfo& dev) const override {
+    const Problem p = resolved(p0);
+    if (!pad::problem_reason(p, dev).empty()) return {};
+    const auto [a, b] = unaligned(p);
+    const Problem q = pad::padded_problem(p, a, b);
+    std::vector<std::vector<Candidate>> per;
+    std::string no_gpu;
+    for (const auto& inner : all_backends()) {
+      if (inner->name() == kName || !inner->supports(q, dev).empty()) continue;
+      std::vector<Candidate> r;
+      try {
+        r = inner->enumerate(q, dev);
+      } catch (const NoGpuError& e) {
+        if (dev.real) throw;
+        no_gpu = e.what();
+        continue;
+      }
+      r.resize(std::min(r.size(), inner_take(inner->name())));
+      per.push_back(std::move(r));
+    }
+    // Best first across backends: every backend's first, then every second, ... so that a top-k keeps each one's best.
+    std::vector<Candidate> out;
+    for (size_t rank = 0;; ++rank) {
+      bool any = false;
+      for (const auto& r : per) {
+        if (rank >= r.size()) continue;
+        any = true;
+        Config c;
+        c.a = a, c.b = b, c.inner = r[rank];
+        out.push_back(Candidate{kName, c.str()});
+      }
+      if (!any) break;
+    }
+    if (out.empty() && !no_gpu.empty()) throw NoGpuError("pad: " + no_gpu);
+    return out;
+  }
+
+  std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
+    if (c.backend != kName) throw Error("pad: candidate is for backend '" + c.backend + "'");
+    Parsed r;
+    r.cfg = Config::parse(c.config);
+    r.inner = find_backend(r.cfg.inner.backend);
+    if (!r.inner) throw Error("pad: config '" + c.config + "': unknown inner backend '" + r.cfg.inner.backend + "'");
+    try {
+      r.inner_cfg = r.inner->parse(r.cfg.inner);
+    } catch (const Error& e) {
+      throw Error("pad: config '" + c.config + "': inner candidate: " + e.what());
+    }
+    return std::make_shared<const BackendConfigOf<Parsed>>(std::move(r));
+  }
+
+  // A problem with nothing to pad is named before anything about the config, as validate() does.
+  std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const override {
+    if (std::string why = pad::problem_reason(resolved(p), dev); !why.empty()) return why;
+    return error;
+  }
+
+  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+
+  std::string validate(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                       const DeviceInfo& dev) const override {
+    const Problem p = resolved(p0);
+    if (std::string why = pad::problem_reason(p, dev); !why.empty()) return why;
+    const Parsed& r = config_of<Parsed>(parsed, kName);
+    for (char w : {'A', 'B'})
+      if ((w == 'A' ? r.cfg.a : r.cfg.b) && pad::aligned(p, w))
+        return std::string("pad: the config copies ") + w + ", which is aligned already (nothing to pad)";
+    const Problem q = pad::padded_problem(p, r.cfg.a, r.cfg.b);
+    if (std::string why = r.inner->validate(q, r.cfg.inner, *r.inner_cfg, dev); !why.empty())
+      return "pad: on the padded problem: " + why;
+    if (r.cfg.str() != c.config)
+      return "pad: config '" + c.config + "' is not canonical (expected '" + r.cfg.str() + "')";
+    return "";
+  }
+
+  CompileResult compile(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                        const DeviceInfo& dev) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Problem p = resolved(p0);
+    if (std::string why = validate(p, c, parsed, dev); !why.empty()) GT_THROW(why);
+    const Parsed& r = config_of<Parsed>(parsed, kName);
+    auto art = std::make_shared<Artifact>();
+    art->inner = r.inner->compile(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, dev);
+    // The report is the inner kernel's (registers, shared memory, spills: what ranks and rejects a GEMM), with the
+    // copies' logs and cache hits added.
+    CompileResult out = art->inner;
+    out.compiled = true;
+    out.cache_hit = !art->inner.compiled || art->inner.cache_hit;
+    const std::string context = c.str() + " for " + p.str();
+    for (char w : {'A', 'B'}) {
+      if (!(w == 'A' ? r.cfg.a : r.cfg.b)) continue;
+      auto cubin = compile_copy(pad::copy_of(p, w), dev, context);
+      out.cache_hit = out.cache_hit && cubin->cache_hit;
+      if (cubin->spill_bytes > 0) out.spill_bytes = std::max(out.spill_bytes, 0) + cubin->spill_bytes;
+      if (!cubin->log.empty()) out.log += (out.log.empty() ? "" : "\n") + cubin->log;
+      (w == 'A' ? art->copy_a : art->copy_b) = std::move(cubin);
+    }
+    out.artifact = std::static_pointer_cast<const void>(std::shared_ptr<const Artifact>(std::move(art)));
+    out.compile_ms = ms_since(t0);
+    return out;
+  }
+
+  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                                   const CompileResult& compiled) const override {
+    const Problem p = resolved(p0);
+    const Parsed& r = config_of<Parsed>(parsed, kName);
+    GT_REQUIRE(compiled.artifact, "pad: load() needs the CompileResult of compile() (" + c.str() + ")");
+    const auto& art = *std::static_pointer_cast<const Artifact>(compiled.artifact);
+    std::unique_ptr<Executable> inner =
+        r.inner->load(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, art.inner);
+    return std::make_unique<PadExecutable>(p, c, r.cfg, std::move(inner), art);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_pad_backend() { return std::make_shared<PadBackend>(); }
+
+namespace pad {
+
+JitUnit copy_unit(const Copy& c, const DeviceInfo& dev) {
+  auto source = [&](const std::string& name) {
+    return "#include \"common/pad_copy.cuh\"\n"
+           "extern \"C\" __global__ void __launch_bounds__(" +
+           std::to_string(gt_pad::kPadCopyThreads) + ") " + name + "(const gt_pad::PadCopyParams p) {\n" +
+           "  gt_pad::pad_copy<" + std::to_string(c.elem_bytes) + ", " + std::to_string(c.load_bytes) + ">(p);\n}\n";
+  };
+  JitUnit u;
+  u.name = jit_kernel_name("gt_pad_copy", source("KERNEL"));
+  u.source = source(u.name);
+  u.arch = arch_of(dev);
+  return u;
+}
+
+std::string path(const Problem& p0) {
+  const Problem p = resolved(p0);
+  if (std::string why = problem_reason(p, DeviceInfo{}); !why.empty()) return why;
+  std::string what;
+  for (char w : {'A', 'B'})
+    if (!aligned(p, w)) what += std::string(what.empty() ? "" : " and ") + w + " (" + misalignment(p, w) + ")";
+  return "copies " + what + " into a 16-byte pitched workspace per stream, then runs the aligned kernel";
+}
+
+}  // namespace pad
+
+}  // namespace gemmtune
