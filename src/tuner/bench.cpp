@@ -28,8 +28,9 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
   std::vector<RankedList> lists;
   size_t planned = 1;
   if (!o.only) {
-    // Only backends that compile by default (cuBLASLt has nothing to compile but a separate epilogue).
-    lists = enumerate_ranked(p, dev, o.backends.empty() ? std::vector<std::string>{"sm90", "gemv"} : o.backends);
+    // Only backends that compile by default (cuBLASLt has nothing to compile but a separate epilogue; pad compiles
+    // its copy kernel and its inner candidate's).
+    lists = enumerate_ranked(p, dev, o.backends.empty() ? std::vector<std::string>{"sm90", "gemv", "pad"} : o.backends);
     for (const RankedList& l : lists)
       if (o.note && !l.note().empty()) o.note(l.note());
     planned = top_candidates(lists, o.top_k).size();
