@@ -160,6 +160,8 @@ class PadBackend final : public Backend {
     return pad::problem_reason(resolved(p), dev);
   }
 
+  std::string path(const Problem& p, const DeviceInfo&) const override { return pad::path(p); }
+
   std::vector<Candidate> enumerate(const Problem& p0, const DeviceInfo& dev) const override {
     const Problem p = resolved(p0);
     if (!pad::problem_reason(p, dev).empty()) return {};
