@@ -1,6 +1,7 @@
 #pragma once
 // Fused epilogue: fp32 accumulators -> alpha * acc (+ beta * C) -> the problem's op chain (gemmtune_epi::Epi<...>,
-// compile-time: no branching on the op list) -> D dtype -> shared-memory strips -> TMA store. The plain problem keeps
+// compile-time: no branching on the op list) -> D dtype -> shared-memory strips -> TMA store (or the bounds-checked
+// copy-out of kEpiNoTmaD / kEpiDirect, as EpilogueTmaStore). The plain problem keeps
 // EpilogueTmaStore (epilogue_tma_store.cuh); this one is instantiated only for a non-empty chain.
 //
 // Coordinates. The kernel computes a row-major D; with a column-major D the host solves Dᵀ = Bᵀ·Aᵀ, so kernel rows

@@ -1,7 +1,8 @@
 #pragma once
 // Epilogue: fp32 accumulators of one consumer warpgroup -> alpha * acc (+ beta * C) -> D dtype -> shared memory
 // (64-row x kEpiBytes strips, swizzled like the D tensor map, see epi_strip_bytes) -> TMA store (clipped at the M/N
-// edges).
+// edges), or, for a D that TMA cannot store (kEpiNoTmaD) and the ragged edge strips (kEpiDirect), a bounds-checked
+// copy-out by the strip's owner threads (copy_strip_direct).
 // Kept apart from the mainloop so fused epilogues can replace the per-element math.
 //
 // wgmma m64nN f32 fragment: thread t of the warpgroup (warp w = t / 32, lane l) holds, for c in [0, N/8),
@@ -72,59 +73,81 @@ __device__ __forceinline__ float scale_alpha(const GemmParams& p, float x) {
     return p.alpha * x;
 }
 
-// Copies one staged ROWS x EPI_BYTES strip (swizzled as written by the epilogues) to D with bounds checks: rows
-// [row0, row0 + ROWS), columns [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads
-// (`tid` < THREADS). Thread idx takes 4-byte word w = idx % words of staged row idx / words, so consecutive lanes store
-// consecutive words of a row (coalesced 128-byte warp stores). Whether a row's global start is 4-byte aligned is
-// decided per row from the address itself, so any ld, batch stride and base pointer work: an f32 element always is;
-// a 16-bit row that starts 2 bytes off a word stores the word pairs shifted by one element (lane w joins the high
-// half of staged word w - 1 with the low half of word w and stores them at the aligned address below its column),
-// its first element (and the last one, by the row's last lane) alone. Clipped pairs at n_out store one element.
-// One rolled loop: it serves the edge strips of kEpiDirect and every strip of kEpiNoTmaD at little code per strip.
-template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS>
+// One 4-byte word w of staged row r (of a strip at `src`, EPI_BYTES per row, swizzled as written by the epilogues).
+template <int EPI_BYTES>
+__device__ __forceinline__ unsigned staged_word(unsigned src, int r, int w) {
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
+  const unsigned off = r * EPI_BYTES + w * 4;
+  unsigned u;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(u) : "r"(src + (off ^ (((off >> 7) & kMask) << 4))) : "memory");
+  return u;
+}
+
+// Stores staged word w (`u`, columns col, col + 1 of a 16-bit D, or column col of an f32 D) of row r to its global
+// address `a` (the element at col), clipped at n_out. A 16-bit row whose start is 2 bytes off a word (decided from
+// the address) is stored shifted: this lane writes elements (col - 1, col) as one word at a - 2, joining the high half
+// of staged word w - 1 with the low half of word w; the strip's first element (w == 0) and last one go alone.
+template <int OUT_SIZE, int EPI_BYTES>
+__device__ __forceinline__ void store_word(unsigned src, char* a, unsigned u, int r, int w, int col, int n_out) {
+  constexpr int kWords = EPI_BYTES / 4;
+  auto st16 = [](char* q, unsigned h) {
+    asm volatile("st.global.u16 [%0], %1;" ::"l"(q), "h"(static_cast<unsigned short>(h)) : "memory");
+  };
+  auto st32 = [](char* q, unsigned v) { asm volatile("st.global.b32 [%0], %1;" ::"l"(q), "r"(v) : "memory"); };
+  if (OUT_SIZE == 4) {
+    if (col < n_out) st32(a, u);
+  } else if ((reinterpret_cast<unsigned long long>(a) & 3u) == 0) {
+    if (col + 1 < n_out)
+      st32(a, u);
+    else if (col < n_out)
+      st16(a, u & 0xFFFFu);
+  } else {
+    if (w == 0) {
+      if (col < n_out) st16(a, u & 0xFFFFu);
+    } else if (col <= n_out) {
+      const unsigned prev = staged_word<EPI_BYTES>(src, r, w - 1) >> 16;
+      if (col < n_out)
+        st32(a - 2, prev | (u << 16));
+      else
+        st16(a - 2, prev);  // element col - 1 = n_out - 1
+    }
+    if (w == kWords - 1 && col + 1 < n_out) st16(a + 2, u >> 16);
+  }
+}
+
+// Copies one staged ROWS x EPI_BYTES strip to D with bounds checks: rows [row0, row0 + ROWS), columns
+// [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads (`tid` < THREADS). Consecutive threads
+// take consecutive 4-byte words of a staged row (coalesced 128-byte warp stores, store_word); whether a row starts on
+// a word is decided per row from its address, so any ld, batch stride and base pointer work. When the words of a row
+// divide the threads, each thread keeps one word column and walks rows (no index division, one address step per
+// row), UNROLL rows at a time so that several shared-memory loads are in flight; otherwise one rolled loop over
+// (row, word). UNROLL 1 serves the edge strips of kEpiDirect (little code per strip), more the kEpiNoTmaD strips.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL = 1>
 __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
                                                   int n_out, int row0, int col0, int tid) {
   constexpr int kWords = EPI_BYTES / 4;
-  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
-  auto word_at = [&](int r, int w) {
-    const unsigned off = r * EPI_BYTES + w * 4;
-    unsigned u;
-    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(u) : "r"(src + (off ^ (((off >> 7) & kMask) << 4))) : "memory");
-    return u;
-  };
-  auto st16 = [](char* a, unsigned h) {
-    asm volatile("st.global.u16 [%0], %1;" ::"l"(a), "h"(static_cast<unsigned short>(h)) : "memory");
-  };
-  auto st32 = [](char* a, unsigned u) { asm volatile("st.global.b32 [%0], %1;" ::"l"(a), "r"(u) : "memory"); };
-#pragma unroll 1
-  for (int idx = tid; idx < ROWS * kWords; idx += THREADS) {
-    const int r = idx / kWords, w = idx % kWords;
-    const int row = row0 + r;
-    if (row >= m) break;  // rows grow with idx: every later one is past m too
+  if constexpr (THREADS % kWords == 0 && ROWS % (THREADS / kWords) == 0) {
+    constexpr int kStep = THREADS / kWords;  // rows per pass of all threads
+    const int w = tid % kWords, r0 = tid / kWords;
     const int col = col0 + w * (4 / OUT_SIZE);
-    if (col > n_out) continue;  // (col == n_out: a shifted row's lane still owns element col - 1)
-    const unsigned u = word_at(r, w);
-    char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row) * ldd + col) * OUT_SIZE;
-    if (OUT_SIZE == 4) {
-      if (col < n_out) st32(a, u);
-    } else if ((reinterpret_cast<unsigned long long>(a) & 3u) == 0) {
-      if (col + 1 < n_out)
-        st32(a, u);
-      else if (col < n_out)
-        st16(a, u & 0xFFFFu);
-    } else {
-      // Shifted row: this lane stores elements (col - 1, col) as one word at a - 2; element col0 has no partner in
-      // this strip and goes alone, as does the strip's last element.
-      if (w == 0) {
-        if (col < n_out) st16(a, u & 0xFFFFu);
-      } else {
-        const unsigned prev = word_at(r, w - 1) >> 16;
-        if (col < n_out)
-          st32(a - 2, prev | (u << 16));
-        else
-          st16(a - 2, prev);
-      }
-      if (w == kWords - 1 && col + 1 < n_out) st16(a + 2, u >> 16);
+    if (col > n_out) return;  // (col == n_out: a shifted row's lane still owns element col - 1)
+    char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row0 + r0) * ldd + col) * OUT_SIZE;
+    const long long step = ldd * kStep * OUT_SIZE;
+#pragma unroll UNROLL
+    for (int r = r0; r < ROWS; r += kStep) {
+      if (row0 + r < m) store_word<OUT_SIZE, EPI_BYTES>(src, a, staged_word<EPI_BYTES>(src, r, w), r, w, col, n_out);
+      a += step;
+    }
+  } else {
+#pragma unroll 1
+    for (int idx = tid; idx < ROWS * kWords; idx += THREADS) {
+      const int r = idx / kWords, w = idx % kWords;
+      const int row = row0 + r;
+      if (row >= m) break;  // rows grow with idx: every later one is past m too
+      const int col = col0 + w * (4 / OUT_SIZE);
+      if (col > n_out) continue;
+      char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row) * ldd + col) * OUT_SIZE;
+      store_word<OUT_SIZE, EPI_BYTES>(src, a, staged_word<EPI_BYTES>(src, r, w), r, w, col, n_out);
     }
   }
 }
@@ -276,6 +299,8 @@ __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
   }
   strip_owner_sync<Cfg>();
 }
+// Rows in flight per thread in the copy-out of a kEpiNoTmaD strip (copy_strip_direct's UNROLL).
+constexpr int kNoTmaUnroll = 2;
 template <class Cfg, int BYTES, bool NO_TMA = false>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
@@ -283,7 +308,7 @@ __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p
   if (!NO_TMA) fence_proxy_async();
   strip_owner_sync<Cfg>();
   if (NO_TMA || direct) {
-    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads>(
+    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? kNoTmaUnroll : 1>(
         dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
   } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);

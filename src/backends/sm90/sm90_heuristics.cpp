@@ -192,6 +192,11 @@ const SpillPriorRow kSpillPrior[] = {
      [](const Config& c, const Problem& p, const KernelView& v, int acc) {
        return c.pingpong && p.epilogue.has(EpiOpKind::residual) && (copies_out(p, v) || acc > 96);
      }},
+    {"ping-pong with a fused chain and a D that TMA cannot store (every strip copied out) at 128+ accumulators",
+     "128x128 1x1 / 1x2 / 2x1 with bias,gelu_tanh at the LM head (ldd = 50257): 48-64 bytes; without a chain clean",
+     [](const Config& c, const Problem& p, const KernelView& v, int acc) {
+       return c.pingpong && !p.epilogue.empty() && !v.swap && !d_tma_store(v) && acc >= 128;
+     }},
     {"ping-pong tail=sk with a fused epilogue", "128x128 2x1: 20-884 bytes",
      [](const Config& c, const Problem& p, const KernelView&, int) {
        return c.sk && c.pingpong && !p.epilogue.empty();
