@@ -184,6 +184,15 @@ TEST_F(Sm90UnalignedDGpu, EveryStoreClass) {
        {"tile=128x176x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8,epi=warp",
         "tile=128x168x64,stages=5,cluster=1x2,sched=coop,raster=m,group=8",
         "tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=4,tail=sk"}},
+      // Wider tiles: 128-byte strips x 4 (coop 128x256), 144-byte unswizzled strips (36 words: the (row, word) loop),
+      // 64-byte strips (tile N 160); f32 D in 128-byte and 64-byte strips.
+      {{300, 1000, 256, 1, DType::bf16, Layout::row, 1001, -1, 2},
+       {"tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+        "tile=128x144x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8",
+        "tile=128x160x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}},
+      {{300, 333, 256, 1, DType::f32, Layout::row, 337, -1, 4},
+       {"tile=128x128x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+        "tile=128x144x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8"}},
       // swap=1: element stores from registers.
       {{16, 1001, 256, 1, DType::bf16, Layout::row, 1003, -1, 2, "bias,residual"},
        {"tile=64x16x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6,swap=1"}},
@@ -248,14 +257,14 @@ TEST_F(Sm90UnalignedDGpu, LaunchChecksPointers) {
   char* cp = static_cast<char*>(c.get());
   {
     const Problem p = make({128, 129, 64, 1, DType::bf16, Layout::row, 0, -1, 2});  // staged D, 2-byte aligned
-    const Candidate cand = be->enumerate(p, dev).front();
+    const Candidate cand = candidates(p, {}).front();
     auto exe = be->load(p, cand, be->compile(p, cand, dev));
     EXPECT_NO_THROW(exe->launch({a.get(), b.get(), nullptr, dp + 2}, nullptr));
     EXPECT_THROW(exe->launch({a.get(), b.get(), nullptr, dp + 1}, nullptr), Error);
   }
   {
     const Problem p = make({128, 128, 64, 1, DType::bf16, Layout::row, 0, -1, 0, "none", 0.5f});  // TMA D, pair C
-    const Candidate cand = be->enumerate(p, dev).front();
+    const Candidate cand = candidates(p, {}).front();  // not swap=1, which stores D without TMA
     auto exe = be->load(p, cand, be->compile(p, cand, dev));
     EXPECT_NO_THROW(exe->launch({a.get(), b.get(), cp, dp}, nullptr));
     EXPECT_THROW(exe->launch({a.get(), b.get(), cp + 2, dp}, nullptr), Error);
