@@ -183,7 +183,7 @@ const SpillPriorRow kSpillPrior[] = {
     {"the bounds-checked copy of a ragged D row (not a multiple of 16 bytes) or of a D that TMA cannot store, over 128 "
      "accumulators, or 64 with a C input",
      "128 accumulators with C: 32-88 bytes; 192: 172 bytes (tests/gpu/test_sm90_gemm.cpp configs); coop 256x128 with "
-     "C and an odd ldd: 376 bytes",
+     "C and an odd ldd: 376-464 bytes",
      [](const Config&, const Problem& p, const KernelView& v, int acc) {
        return copies_out(p, v) && acc > (v.has_c ? 64 : 128);
      }},
