@@ -1,6 +1,7 @@
 #pragma once
 // Fused epilogue: fp32 accumulators -> alpha * acc (+ beta * C) -> the problem's op chain (gemmtune_epi::Epi<...>,
-// compile-time: no branching on the op list) -> D dtype -> shared-memory strips -> TMA store. The plain problem keeps
+// compile-time: no branching on the op list) -> D dtype -> shared-memory strips -> TMA store (or the bounds-checked
+// copy-out of kEpiNoTmaD / kEpiDirect, as EpilogueTmaStore). The plain problem keeps
 // EpilogueTmaStore (epilogue_tma_store.cuh); this one is instantiated only for a non-empty chain.
 //
 // Coordinates. The kernel computes a row-major D; with a column-major D the host solves Dᵀ = Bᵀ·Aᵀ, so kernel rows
@@ -118,7 +119,9 @@ struct EpilogueFused {
     const int n_out = kGlu ? p.n / 2 : p.n;
     const int o0 = kGlu ? n0 / 2 : n0;
     // As EpilogueTmaStore: 16-byte-ragged edge strips are staged, then copied out with bounds checks.
-    const bool edge_tile = (FLAGS & kEpiDirect) && (n_out * kOutSize) % 16 != 0 && o0 + BNO > n_out;
+    // kEpiNoTmaD: every strip is copied out that way.
+    constexpr bool kNoTma = (FLAGS & kEpiNoTmaD) != 0;
+    const bool edge_tile = (FLAGS & kEpiDirect) && !kNoTma && (n_out * kOutSize) % 16 != 0 && o0 + BNO > n_out;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
       for_each_strip<kStripBytes, kStrips, kTailBytes, kOutSize>(td, tdt, [&](auto bytes, int c0, const TmaDesc& map) {
@@ -127,13 +130,13 @@ struct EpilogueFused {
         for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
           const bool direct = edge_tile && o0 + c0 + kCols > n_out;
           const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
-          strip_begin<Cfg>(edge_tile, tid);
+          strip_begin<Cfg, kNoTma>(edge_tile, tid);
           stage_strip<Cfg, kBytes, kCols / 8>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
             const int co = c0 / 8 + g;
             const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i, col = o0 + 8 * co + 2 * (lane % 4);
             value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
           }, pc);
-          strip_end<Cfg, kBytes>(map, p, n_out, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), o0 + c0, b, direct,
+          strip_end<Cfg, kBytes, kNoTma>(map, p, n_out, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), o0 + c0, b, direct,
                                  tid);
           buf = epi_next<Cfg>(buf);
         }
@@ -141,7 +144,7 @@ struct EpilogueFused {
     }
   }
 
-  __device__ __forceinline__ static void drain(int tid) { drain_strips(tid); }
+  __device__ __forceinline__ static void drain(int tid) { drain_strips<(FLAGS & kEpiNoTmaD) != 0>(tid); }
 };
 
 }  // namespace gt_sm90

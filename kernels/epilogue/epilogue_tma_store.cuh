@@ -1,7 +1,8 @@
 #pragma once
 // Epilogue: fp32 accumulators of one consumer warpgroup -> alpha * acc (+ beta * C) -> D dtype -> shared memory
 // (64-row x kEpiBytes strips, swizzled like the D tensor map, see epi_strip_bytes) -> TMA store (clipped at the M/N
-// edges).
+// edges), or, for a D that TMA cannot store (kEpiNoTmaD) and the ragged edge strips (kEpiDirect), a bounds-checked
+// copy-out by the strip's owner threads (copy_strip_direct).
 // Kept apart from the mainloop so fused epilogues can replace the per-element math.
 //
 // wgmma m64nN f32 fragment: thread t of the warpgroup (warp w = t / 32, lane l) holds, for c in [0, N/8),
@@ -57,7 +58,11 @@ __device__ __forceinline__ void load_c2(const GemmParams& p, int row, int col, i
 //               residual) are read in pairs with one 4/8-byte load (the launch checks their pointers' alignment).
 //   kEpiAlphaOne: alpha == 1 (the problem's, fixed per executable): no multiply. Besides a multiply per element, it
 //               takes ~6% off the compile (ptxas time follows the instructions that read the accumulators).
-enum : int { kEpiDirect = 1, kEpiVecC = 2, kEpiVecOps = 4, kEpiAlphaOne = 8 };
+//   kEpiNoTmaD: D is one TMA cannot store (in the kernel view: a row pitch or batch stride that is not a multiple of
+//               16 bytes, or a base pointer below 16-byte alignment): every strip is staged as usual and copied out
+//               by its owner threads (copy_strip_direct); no bulk store, and the D tensor maps go unused (the host
+//               encodes none). Supersedes kEpiDirect.
+enum : int { kEpiDirect = 1, kEpiVecC = 2, kEpiVecOps = 4, kEpiAlphaOne = 8, kEpiNoTmaD = 16 };
 
 // alpha * x, or x under kEpiAlphaOne.
 template <int FLAGS>
@@ -68,32 +73,81 @@ __device__ __forceinline__ float scale_alpha(const GemmParams& p, float x) {
     return p.alpha * x;
 }
 
-// Copies one staged ROWS x EPI_BYTES strip (swizzled as written by the epilogues) to D with per-element bounds
-// checks: rows [row0, row0 + ROWS), columns [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS
-// threads (`tid` < THREADS). One rolled loop (it runs only for the edge strips of the last column tile) so that it
-// costs little code per strip.
-template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS>
+// One 4-byte word w of staged row r (of a strip at `src`, EPI_BYTES per row, swizzled as written by the epilogues).
+template <int EPI_BYTES>
+__device__ __forceinline__ unsigned staged_word(unsigned src, int r, int w) {
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
+  const unsigned off = r * EPI_BYTES + w * 4;
+  unsigned u;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(u) : "r"(src + (off ^ (((off >> 7) & kMask) << 4))) : "memory");
+  return u;
+}
+
+// Stores staged word w (`u`, columns col, col + 1 of a 16-bit D, or column col of an f32 D) of row r to its global
+// address `a` (the element at col), clipped at n_out. A 16-bit row whose start is 2 bytes off a word (decided from
+// the address) is stored shifted: this lane writes elements (col - 1, col) as one word at a - 2, joining the high half
+// of staged word w - 1 with the low half of word w; the strip's first element (w == 0) and last one go alone.
+template <int OUT_SIZE, int EPI_BYTES>
+__device__ __forceinline__ void store_word(unsigned src, char* a, unsigned u, int r, int w, int col, int n_out) {
+  constexpr int kWords = EPI_BYTES / 4;
+  auto st16 = [](char* q, unsigned h) {
+    asm volatile("st.global.u16 [%0], %1;" ::"l"(q), "h"(static_cast<unsigned short>(h)) : "memory");
+  };
+  auto st32 = [](char* q, unsigned v) { asm volatile("st.global.b32 [%0], %1;" ::"l"(q), "r"(v) : "memory"); };
+  if (OUT_SIZE == 4) {
+    if (col < n_out) st32(a, u);
+  } else if ((reinterpret_cast<unsigned long long>(a) & 3u) == 0) {
+    if (col + 1 < n_out)
+      st32(a, u);
+    else if (col < n_out)
+      st16(a, u & 0xFFFFu);
+  } else {
+    if (w == 0) {
+      if (col < n_out) st16(a, u & 0xFFFFu);
+    } else if (col <= n_out) {
+      const unsigned prev = staged_word<EPI_BYTES>(src, r, w - 1) >> 16;
+      if (col < n_out)
+        st32(a - 2, prev | (u << 16));
+      else
+        st16(a - 2, prev);  // element col - 1 = n_out - 1
+    }
+    if (w == kWords - 1 && col + 1 < n_out) st16(a + 2, u >> 16);
+  }
+}
+
+// Copies one staged ROWS x EPI_BYTES strip to D with bounds checks: rows [row0, row0 + ROWS), columns
+// [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads (`tid` < THREADS). Consecutive threads
+// take consecutive 4-byte words of a staged row (coalesced 128-byte warp stores, store_word); whether a row starts on
+// a word is decided per row from its address, so any ld, batch stride and base pointer work. When the words of a row
+// divide the threads, each thread keeps one word column and walks rows (no index division, one address step per
+// row), UNROLL rows at a time so that several shared-memory loads are in flight; otherwise one rolled loop over
+// (row, word). UNROLL 1 serves the edge strips of kEpiDirect (little code per strip), more the kEpiNoTmaD strips.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL = 1>
 __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
                                                   int n_out, int row0, int col0, int tid) {
-  constexpr int kCols = EPI_BYTES / OUT_SIZE;
-  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
+  constexpr int kWords = EPI_BYTES / 4;
+  if constexpr (THREADS % kWords == 0 && ROWS % (THREADS / kWords) == 0) {
+    constexpr int kStep = THREADS / kWords;  // rows per pass of all threads
+    const int w = tid % kWords, r0 = tid / kWords;
+    const int col = col0 + w * (4 / OUT_SIZE);
+    if (col > n_out) return;  // (col == n_out: a shifted row's lane still owns element col - 1)
+    char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row0 + r0) * ldd + col) * OUT_SIZE;
+    const long long step = ldd * kStep * OUT_SIZE;
+#pragma unroll UNROLL
+    for (int r = r0; r < ROWS; r += kStep) {
+      if (row0 + r < m) store_word<OUT_SIZE, EPI_BYTES>(src, a, staged_word<EPI_BYTES>(src, r, w), r, w, col, n_out);
+      a += step;
+    }
+  } else {
 #pragma unroll 1
-  for (int idx = tid; idx < ROWS * kCols; idx += THREADS) {
-    const int r = idx / kCols, c = idx % kCols;
-    const int row = row0 + r, col = col0 + c;
-    if (row < m && col < n_out) {
-      const unsigned off = r * EPI_BYTES + c * OUT_SIZE;
-      const unsigned sw = src + (off ^ (((off >> 7) & kMask) << 4));
-      const long long g = d_off + static_cast<long long>(row) * ldd + col;
-      if (OUT_SIZE == 4) {
-        float v;
-        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(sw) : "memory");
-        asm volatile("st.global.f32 [%0], %1;" ::"l"(static_cast<float*>(d) + g), "f"(v) : "memory");
-      } else {
-        unsigned short h;
-        asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(sw) : "memory");
-        asm volatile("st.global.u16 [%0], %1;" ::"l"(static_cast<unsigned short*>(d) + g), "h"(h) : "memory");
-      }
+    for (int idx = tid; idx < ROWS * kWords; idx += THREADS) {
+      const int r = idx / kWords, w = idx % kWords;
+      const int row = row0 + r;
+      if (row >= m) break;  // rows grow with idx: every later one is past m too
+      const int col = col0 + w * (4 / OUT_SIZE);
+      if (col > n_out) continue;
+      char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row) * ldd + col) * OUT_SIZE;
+      store_word<OUT_SIZE, EPI_BYTES>(src, a, staged_word<EPI_BYTES>(src, r, w), r, w, col, n_out);
     }
   }
 }
@@ -214,6 +268,7 @@ __device__ __forceinline__ int strip_row(int warp, int i) {
 
 // The control of one strip of a consumer's output, around its stage_strip into the buffer `dst`. The strip's owner
 // is the warpgroup (64 rows; thread 0 stores) or, with Cfg::kEpiWarp, one warp (16 or 8 rows; its lane 0 stores).
+// Under NO_TMA (kEpiNoTmaD) every strip is copied out and there is no bulk store to wait for or publish to.
 // strip_begin — the owner's storing thread waits until the store (kEpiBufs strips ago for the warpgroup, two for a
 // warp) has read the buffer (all earlier stores inside an edge tile, where direct strips commit no bulk group), then
 // the owner syncs; strip_end — the staged strip is published to the async proxy and the owner syncs again, then the
@@ -234,9 +289,9 @@ __device__ __forceinline__ void strip_owner_sync() {
   else
     named_bar_sync(consumer_bar(), 128);
 }
-template <class Cfg>
+template <class Cfg, bool NO_TMA = false>
 __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
-  if (tid % Cfg::kEpiOwnerThreads == 0) {
+  if (!NO_TMA && tid % Cfg::kEpiOwnerThreads == 0) {
     if (edge_tile)
       bulk_wait_read<0>();
     else
@@ -244,14 +299,16 @@ __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
   }
   strip_owner_sync<Cfg>();
 }
-template <class Cfg, int BYTES>
+// Rows in flight per thread in the copy-out of a kEpiNoTmaD strip (copy_strip_direct's UNROLL).
+constexpr int kNoTmaUnroll = 2;
+template <class Cfg, int BYTES, bool NO_TMA = false>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
   constexpr int kThreads = Cfg::kEpiOwnerThreads;
-  fence_proxy_async();
+  if (!NO_TMA) fence_proxy_async();
   strip_owner_sync<Cfg>();
-  if (direct) {
-    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads>(
+  if (NO_TMA || direct) {
+    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? kNoTmaUnroll : 1>(
         dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
   } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);
@@ -278,8 +335,9 @@ __device__ __forceinline__ void for_each_strip(const TmaDesc& td, const TmaDesc&
 // the CTA). Their writes to D need no wait here: they are performed before the grid completes. Waiting for them
 // (cp.async.bulk.wait_group without .read) kept every CTA alive for the round trip of its last store; no measurable
 // change in time either way. Lane 0 of every warp: with warp strips each stores its own.
+template <bool NO_TMA = false>
 __device__ __forceinline__ void drain_strips(int tid) {
-  if (tid % 32 == 0) bulk_wait_read<0>();
+  if (!NO_TMA && tid % 32 == 0) bulk_wait_read<0>();
 }
 
 template <class Cfg, int FLAGS = kEpiDirect>
@@ -298,7 +356,8 @@ struct EpilogueTmaStore {
     // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of 16 it
     // would write up to 15 bytes past column n (into the caller's ld padding). The strips of such an edge tile that
     // reach past n are staged as usual and copied out with bounds checks (strip_end's `direct`).
-    const bool edge_tile = (FLAGS & kEpiDirect) && (p.n * Cfg::kOutSize) % 16 != 0 && n0 + Cfg::BN > p.n;
+    constexpr bool kNoTma = (FLAGS & kEpiNoTmaD) != 0;
+    const bool edge_tile = (FLAGS & kEpiDirect) && !kNoTma && (p.n * Cfg::kOutSize) % 16 != 0 && n0 + Cfg::BN > p.n;
     constexpr int kCSize = Cfg::CT == kF32 ? 4 : 2;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
@@ -319,7 +378,7 @@ struct EpilogueTmaStore {
             for (int pc = 0; pc < Cfg::kEpiPieces; ++pc) {
               const bool direct = edge_tile && n0 + c0 + kCols > p.n;
               const unsigned dst = epi_buf<Cfg>(bufs, buf, warp);
-              strip_begin<Cfg>(edge_tile, tid);
+              strip_begin<Cfg, kNoTma>(edge_tile, tid);
               stage_strip<Cfg, kBytes, kCols / 8>(dst, warp, lane, [&](int g, int i, float& v0, float& v1) {
                 const int c = c0 / 8 + g;
                 v0 = scale_alpha<FLAGS>(p, acc[si][4 * c + 2 * i]);
@@ -341,7 +400,7 @@ struct EpilogueTmaStore {
                   }
                 }
               }, pc);
-              strip_end<Cfg, kBytes>(map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct,
+              strip_end<Cfg, kBytes, kNoTma>(map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct,
                                      tid);
               buf = epi_next<Cfg>(buf);
             }
@@ -349,7 +408,7 @@ struct EpilogueTmaStore {
     }
   }
 
-  __device__ __forceinline__ static void drain(int tid) { drain_strips(tid); }
+  __device__ __forceinline__ static void drain(int tid) { drain_strips<(FLAGS & kEpiNoTmaD) != 0>(tid); }
 };
 
 }  // namespace gt_sm90

@@ -41,11 +41,13 @@ std::string epilogue_class(const Problem& p, const KernelView& v) {
   return epi::chain_type(p) + (v.transposed ? ", true" : ", false");
 }
 
-// Compile-time epilogue flags (kernels/epilogue/epilogue_tma_store.cuh: kEpiDirect, kEpiVecC, kEpiVecOps), from the
-// kernel view: the edge path exists only where TMA stores cannot clip exactly, pair loads only where the pairs are
-// contiguous and even. Emitted into the unit (so part of the kernel cache key) as an expression of the flag names.
+// Compile-time epilogue flags (kernels/epilogue/epilogue_tma_store.cuh: kEpiDirect, kEpiVecC, kEpiVecOps, kEpiNoTmaD),
+// from the kernel view: the edge path exists only where TMA stores cannot clip exactly, the copy-out of every strip
+// only where TMA cannot store D at all, pair loads only where every pair is contiguous and aligned to two elements
+// (even pitch, batch stride and first column, and a pointer declared that aligned). Emitted into the unit (so part of
+// the kernel cache key) as an expression of the flag names.
 struct EpiFlags {
-  bool direct = false, vec_c = false, vec_ops = false, alpha_one = false;
+  bool direct = false, vec_c = false, vec_ops = false, alpha_one = false, no_tma_d = false;
   std::string expr() const {
     std::string s;
     auto add = [&](bool on, const char* n) {
@@ -55,6 +57,7 @@ struct EpiFlags {
     add(vec_c, "kEpiVecC");
     add(vec_ops, "kEpiVecOps");
     add(alpha_one, "kEpiAlphaOne");
+    add(no_tma_d, "kEpiNoTmaD");
     return s.empty() ? "0" : s;
   }
 };
@@ -64,9 +67,18 @@ EpiFlags epi_flags(const Problem& p, const KernelView& v) {
   f.alpha_one = p.alpha == 1.0f;
   if (v.swap) return f;  // EpilogueTransposedStore stores every element on its own: no edge path, no pair loads
   const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
-  f.direct = sm90::epi_direct(p, v);
-  f.vec_c = v.has_c && v.c.row_major && v.c.ld % 2 == 0 && (v.batch == 1 || v.c.batch_stride % 2 == 0) && v.n % 2 == 0;
-  f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0;
+  f.no_tma_d = !sm90::d_tma_store(v);
+  f.direct = !f.no_tma_d && sm90::epi_direct(p, v);
+  // Pairs (col even, col + 1) of an operand with pitch `ld` and batch stride `bs` start at an even element when both
+  // are even; the pointer must then be aligned to two elements (declared so here, checked at launch).
+  const auto pairs = [&](const sm90::OperandDesc& o, int es) {
+    return o.ld % 2 == 0 && (v.batch == 1 || o.batch_stride % 2 == 0) && o.align % (2 * es) == 0;
+  };
+  f.vec_c = v.has_c && v.c.row_major && v.n % 2 == 0 && pairs(v.c, sm90::elem_size(v.c.type));
+  // The residual is D-shaped (D's ld and batch stride; its pointer taken as aligned like D's).
+  const EpiOp* res = p.epilogue.find(EpiOpKind::residual);
+  f.vec_ops = !p.epilogue.empty() && n_out % 2 == 0 &&
+              (!res || pairs(v.d, static_cast<int>(dtype_size(p.epilogue_dtype(EpiOpKind::residual)))));
   return f;
 }
 
@@ -187,7 +199,7 @@ class Sm90Executable final : public Executable {
     if (g->glu == GluLayout::halves && !v.b_mn)
       r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
                           std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
-    if (r == CUDA_SUCCESS) {
+    if (r == CUDA_SUCCESS && sm90::d_tma_store(v)) {
       const int eb = sm90::epi_narrow_bytes(cfg_.bn / 2, v.d.type);
       r = sm90::encode_3d(enc, &maps_[2], args.d, v.d.type, v.n / 2, v.m, v.batch, v.d.ld, v.d.batch_stride,
                           eb / sm90::elem_size(v.d.type), 64, sm90::epi_swizzle(eb));
@@ -201,12 +213,18 @@ class Sm90Executable final : public Executable {
     GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
     GT_REQUIRE(aligned(args.a, 16), "sm90: A pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
     GT_REQUIRE(aligned(args.b, 16), "sm90: B pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
-    GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    // D: 16 bytes for its tensor map; stored without TMA (swap=1, kEpiNoTmaD), one element.
+    if (sm90::d_tma_store(view_))
+      GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (this kernel TMA-stores D) (" +
+                                          cand_.str() + ")");
+    else
+      GT_REQUIRE(aligned(args.d, sm90::elem_size(view_.d.type)),
+                 "sm90: D pointer is not element-aligned (" + cand_.str() + ")");
     if (view_.has_c) {
       GT_REQUIRE(args.c, "sm90: C pointer is null but beta != 0");
       GT_REQUIRE(aligned(args.c, sm90::elem_size(view_.c.type) * (flags_.vec_c ? 2 : 1)),
-                 flags_.vec_c ? "sm90: C pointer is not aligned to two elements (this kernel reads C in pairs)"
-                              : "sm90: C pointer is not element-aligned");
+                 (flags_.vec_c ? "sm90: C pointer is not aligned to two elements (this kernel reads C in pairs)"
+                               : "sm90: C pointer is not element-aligned") + std::string(" (") + cand_.str() + ")");
     }
     std::lock_guard<std::mutex> lk(mu_);
     // Tensor maps depend on the pointers: encoded per new pointer triple (host-only, ~1 us), reused otherwise.

@@ -48,8 +48,12 @@ KernelView kernel_view(const Problem& p, bool swap = false);
 // ---- rules ----
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
 // bounds-checked edge copy (TMA stores clip at 16-byte granularity); never with swap (no TMA store). Decides the
-// kEpiDirect flag, and the spill prior of the ranking.
+// kEpiDirect flag of a TMA-stored D (d_tma_store; otherwise every strip is copied out: kEpiNoTmaD), and the spill
+// prior of the ranking.
 bool epi_direct(const Problem& p, const KernelView& v);
+// How the epilogue writes D for the view, one phrase for `list`: "D: TMA store", or the staged bounds-checked stores
+// and why (e.g. "ldd=50257 is not a multiple of 8 elements"), or swap=1's element stores.
+std::string store_path(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).

@@ -13,6 +13,10 @@ bool decode_tile(const Config& c) { return c.swap || c.bn < 64; }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The epilogue copies strips out with bounds checks: every strip of a D that TMA cannot store (kEpiNoTmaD), or the
+// edge strips of a ragged D row (kEpiDirect). swap=1 stores from registers and has neither.
+bool copies_out(const Problem& p, const KernelView& v) { return !v.swap && (!d_tma_store(v) || epi_direct(p, v)); }
+
 // Per-config efficiency factors of the cost model, as data: a row's factor multiplies the cost of the configs it
 // matches, in table order, on top of the waves-and-clocks formula of estimate_cost. Adding a measured penalty is
 // adding a row.
@@ -121,6 +125,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
     epi += 400.0 * slabs *
            static_cast<int>(c.bn * osz / pl.epi_strip_bytes + (pl.epi_tail_bytes > 0 ? 1 : 0));
   if (v.has_c) epi *= 1.5;
+  // A D that TMA cannot store (d_tma_store) is copied out of the strips by the consumer threads, whose store
+  // instructions and waits replace the asynchronous bulk store: charged as half as much again.
+  if (!c.swap && !d_tma_store(v)) epi *= 1.5;
   if (c.pingpong) epi *= 0.1;
   double compute = rounds * (kblocks * per_k + epi);
   // tail=sk: the last round and a half is shared out by k-blocks, so the rounds are R + r / C instead of R + 1, less
@@ -173,15 +180,22 @@ const SpillPriorRow kSpillPrior[] = {
      [](const Config&, const Problem& p, const KernelView& v, int acc) {
        return acc > 128 && (v.has_c || v.d.type == kF32 || !p.epilogue.empty());
      }},
-    {"the edge copy of a ragged D row (not a multiple of 16 bytes) over 128 accumulators, or 64 with a C input",
-     "128 accumulators with C: 32-88 bytes; 192: 172 bytes (tests/gpu/test_sm90_gemm.cpp configs)",
+    {"the bounds-checked copy of a ragged D row (not a multiple of 16 bytes) or of a D that TMA cannot store, over 128 "
+     "accumulators, or 64 with a C input",
+     "128 accumulators with C: 32-88 bytes; 192: 172 bytes (tests/gpu/test_sm90_gemm.cpp configs); coop 256x128 with "
+     "C and an odd ldd: 376-464 bytes",
      [](const Config&, const Problem& p, const KernelView& v, int acc) {
-       return epi_direct(p, v) && acc > (v.has_c ? 64 : 128);
+       return copies_out(p, v) && acc > (v.has_c ? 64 : 128);
      }},
-    {"ping-pong with a fused residual and a ragged D row, or over 96 accumulators",
+    {"ping-pong with a fused residual and a bounds-checked copy, or over 96 accumulators",
      "ping-pong residual chains: spills above 96 accumulators and with the edge copy",
      [](const Config& c, const Problem& p, const KernelView& v, int acc) {
-       return c.pingpong && p.epilogue.has(EpiOpKind::residual) && (epi_direct(p, v) || acc > 96);
+       return c.pingpong && p.epilogue.has(EpiOpKind::residual) && (copies_out(p, v) || acc > 96);
+     }},
+    {"ping-pong with a fused chain and a D that TMA cannot store (every strip copied out) at 128+ accumulators",
+     "128x128 1x1 / 1x2 / 2x1 with bias,gelu_tanh at the LM head (ldd = 50257): 48-64 bytes; without a chain clean",
+     [](const Config& c, const Problem& p, const KernelView& v, int acc) {
+       return c.pingpong && !p.epilogue.empty() && !v.swap && !d_tma_store(v) && acc >= 128;
      }},
     {"ping-pong tail=sk with a fused epilogue", "128x128 2x1: 20-884 bytes",
      [](const Config& c, const Problem& p, const KernelView&, int) {

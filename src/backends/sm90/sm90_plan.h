@@ -80,6 +80,16 @@ inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
   return v;
 }
 
+// True when the epilogue TMA-stores D: a row-major D in the view (not swap) whose base pointer (as declared), row
+// pitch and batch stride are 16-byte multiples and whose strides TMA can describe (< 2^40 bytes). Otherwise the
+// strips are copied out by the consumer threads (kernels/epilogue/epilogue_tma_store.cuh: kEpiNoTmaD) and D has no
+// tensor map; swap=1 stores every element from registers (EpilogueTransposedStore).
+inline bool d_tma_store(const KernelView& v) {
+  if (v.swap) return false;
+  const int64_t es = gt::dtype_code_bytes(v.d.type), pitch = v.d.ld * es, bs = v.batch > 1 ? v.d.batch_stride * es : 0;
+  return v.d.align >= 16 && pitch % 16 == 0 && bs % 16 == 0 && pitch < (int64_t(1) << 40) && bs < (int64_t(1) << 40);
+}
+
 // Narrow epilogue strip width in bytes for output tiles of `bn` columns (gt_sm90::epi_narrow_bytes); the width a
 // kernel uses depends on its shared-memory plan too: gt_sm90::Plan::epi_bytes.
 inline int epi_narrow_bytes(int bn, int out_type) { return gt_sm90::epi_narrow_bytes(bn * elem_size(out_type)); }
@@ -201,7 +211,9 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
 // Tensor maps for A, B (loads, 128-byte swizzle, the plan's box rows) and D (store, boxes of the epilogue's
 // epi_strip_bytes strips by epi_rows rows — 64 for a warpgroup's strips, 16 or 8 for a warp's — swizzle matching), and
 // D's tail map (maps[3]: boxes of the epi_tail_bytes tail strip of warp pieces; with no tail a copy of D's, which the
-// kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed.
+// kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed. A D that the
+// epilogue does not TMA-store (d_tma_store false) gets no map: maps[2] and [3] are copies of A's, which the kernel only
+// prefetches.
 // Returns the first failing CUresult.
 inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const gt_sm90::Plan& plan, const void* a,
                             const void* b, void* d, CUtensorMap maps[4]) {
@@ -214,7 +226,7 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const gt_sm9
   r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
                 64, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
   if (r != CUDA_SUCCESS) return r;
-  if (v.swap) {  // a column-major D is stored without TMA (EpilogueTransposedStore): copies of A's map, unused
+  if (!d_tma_store(v)) {  // stored without TMA (EpilogueTransposedStore, kEpiNoTmaD): copies of A's map, unused
     maps[2] = maps[3] = maps[0];
     return r;
   }

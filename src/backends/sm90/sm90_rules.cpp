@@ -39,6 +39,12 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   for (const auto& n : ops) {
     const int64_t es = elem_size(n.o->type);
     const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
+    if (n.name[0] == 'd') {
+      // D takes any pitch, batch stride and (element) alignment: what TMA cannot store is copied out of the epilogue's
+      // staging strips by the consumer threads (d_tma_store, store_path). A broadcast D would race.
+      if (v.batch > 1 && n.o->batch_stride <= 0) return "sm90: d batch_stride must be > 0 with batch > 1";
+      continue;
+    }
     if (n.o->align < 16)
       return "sm90: " + nm + "'s base pointer is declared " + std::to_string(n.o->align) +
              "-byte aligned (align=" + std::to_string(n.o->align) + "); TMA needs 16";
@@ -61,6 +67,28 @@ bool epi_direct(const Problem& p, const KernelView& v) {
   const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
   return (n_out * elem_size(v.d.type)) % 16 != 0;
 }
+std::string store_path(const Problem& p, const KernelView& v) {
+  if (v.swap) return "D: element stores from registers (swap=1: D column-major in the kernel)";
+  const int64_t es = elem_size(v.d.type);
+  if (d_tma_store(v)) {
+    if (!epi_direct(p, v)) return "D: TMA store";
+    const int64_t n_out = p.epilogue.has_glu() ? v.n / 2 : v.n;
+    return "D: TMA store, edge strips bounds-checked (rows of " + std::to_string(n_out) + " elements are not a multiple "
+           "of 16 bytes)";
+  }
+  const std::string per = " is not a multiple of " + std::to_string(16 / es) + " elements";
+  std::string why;
+  if ((v.d.ld * es) % 16 != 0)
+    why = "ldd=" + std::to_string(v.d.ld) + per;
+  else if (v.batch > 1 && (v.d.batch_stride * es) % 16 != 0)
+    why = "D batch_stride=" + std::to_string(v.d.batch_stride) + per;
+  else if (v.d.align < 16)
+    why = "D's pointer is declared " + std::to_string(v.d.align) + "-byte aligned";
+  else
+    why = "D's strides exceed TMA's 2^40 bytes";
+  return "D: staged, bounds-checked 4-byte stores (" + why + ")";
+}
+
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
   if (std::string r = problem_reason(p, dev); !r.empty()) return r;
   const std::string cs = " (config " + c.str() + ")";
