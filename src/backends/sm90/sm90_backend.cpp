@@ -299,6 +299,10 @@ class Sm90Backend final : public Backend {
     return sm90::problem_reason(p, dev);
   }
 
+  std::string path(const Problem& p, const DeviceInfo&) const override {
+    return sm90::store_path(p, sm90::kernel_view(p));
+  }
+
   std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
     for (const Config& c : sm90::enumerate_configs(p, dev)) out.push_back(Candidate{"sm90", c.str()});
