@@ -411,10 +411,14 @@ TEST(GemvCompile, LoadWidths) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Problem& p = *jobs[i].first;
     EXPECT_EQ(err[i], "") << jobs[i].second.str() << " on " << p.str();
-    if (err[i].empty()) EXPECT_EQ(res[i].spill_bytes, 0) << jobs[i].second.str() << " on " << p.str() << "\n" << res[i].log;
+    if (err[i].empty())
+      EXPECT_EQ(res[i].spill_bytes, 0) << jobs[i].second.str() << " on " << p.str() << "\n" << res[i].log;
     widths.push_back(gemv::load_bytes(p));
   }
   for (int w : {8, 4, 2}) EXPECT_NE(std::find(widths.begin(), widths.end(), w), widths.end()) << w;
+  // Every listed config of the narrowest loads (2 bytes: 8 loads a 16-byte piece), few vectors and 16.
+  compile_every(decode(3, 4096, 4097));
+  compile_every(decode(16, 4096, 4097, "bias"));
 }
 
 // The GPU test's K-split configs (tests/gpu/test_gemv.cpp GemvGpu.CtaSplit) on its problem kinds compile without
