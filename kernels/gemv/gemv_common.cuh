@@ -47,7 +47,9 @@ __device__ __forceinline__ U4 ld_cached(const void* p) {
 
 // 16 bytes from an address that is only VB-byte aligned (16, 8, 4 or 2: the problem's pitches and base pointers allow
 // no wider load, src/backends/gemv gemv::load_bytes): one 16-byte load, or 16 / VB narrower ones into the same words,
-// so that the kernels' fragments and chunks are the same whatever the width.
+// so that the kernels' fragments and chunks are the same whatever the width. STREAM (W, read once) skips L1 only for
+// whole 16-byte loads: a narrower load of a warp touches every sector its lanes' 16-byte pieces span and uses part of
+// each, so the pieces go through L1, where the first one's miss brings the lines the others read.
 template <int VB, bool STREAM>
 __device__ __forceinline__ U4 ld16(const void* p) {
   static_assert(VB == 16 || VB == 8 || VB == 4 || VB == 2, "loads of 16, 8, 4 or 2 bytes");
@@ -56,35 +58,20 @@ __device__ __forceinline__ U4 ld16(const void* p) {
   } else if constexpr (VB == 8) {
     const char* c = static_cast<const char*>(p);
     U4 v;
-    if constexpr (STREAM) {
-      asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(c));
-      asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.z), "=r"(v.w) : "l"(c + 8));
-    } else {
-      asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(c));
-      asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.z), "=r"(v.w) : "l"(c + 8));
-    }
+    asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(c));
+    asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.z), "=r"(v.w) : "l"(c + 8));
     return v;
   } else if constexpr (VB == 4) {
     const char* c = static_cast<const char*>(p);
     unsigned w[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (STREAM)
-        asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(w[i]) : "l"(c + 4 * i));
-      else
-        asm("ld.global.nc.u32 %0, [%1];" : "=r"(w[i]) : "l"(c + 4 * i));
-    }
+    for (int i = 0; i < 4; ++i) asm("ld.global.nc.u32 %0, [%1];" : "=r"(w[i]) : "l"(c + 4 * i));
     return U4{w[0], w[1], w[2], w[3]};
   } else {
     const char* c = static_cast<const char*>(p);
     unsigned short h[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      if constexpr (STREAM)
-        asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(h[i]) : "l"(c + 2 * i));
-      else
-        asm("ld.global.nc.u16 %0, [%1];" : "=h"(h[i]) : "l"(c + 2 * i));
-    }
+    for (int i = 0; i < 8; ++i) asm("ld.global.nc.u16 %0, [%1];" : "=h"(h[i]) : "l"(c + 2 * i));
     return U4{h[0] | (unsigned(h[1]) << 16), h[2] | (unsigned(h[3]) << 16), h[4] | (unsigned(h[5]) << 16),
               h[6] | (unsigned(h[7]) << 16)};
   }
