@@ -1,6 +1,6 @@
 #pragma once
 // What both gemv kernels (gemv_kmajor.cuh: FMAs on the CUDA cores, gemv_mma.cuh: mma.sync) share: the launch
-// parameters (gemv_params.cuh, which the host reads too), the chain plumbing, 16-byte loads, conversions and the
+// parameters (gemv_params.cuh, which the host reads too), the chain plumbing, 16-byte loads (whole or in VB-byte pieces), conversions and the
 // output of one element.
 // A chain's unit includes epilogue/epilogue_ops.cuh before this header.
 
@@ -43,6 +43,38 @@ __device__ __forceinline__ U4 ld_cached(const void* p) {
   U4 v;
   asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
+}
+
+// 16 bytes from an address that is only VB-byte aligned (16, 8, 4 or 2: the problem's pitches and base pointers allow
+// no wider load, src/backends/gemv gemv::load_bytes): one 16-byte load, or 16 / VB narrower ones into the same words,
+// so that the kernels' fragments and chunks are the same whatever the width. STREAM (W, read once) skips L1 only for
+// whole 16-byte loads: a narrower load of a warp touches every sector its lanes' 16-byte pieces span and uses part of
+// each, so the pieces go through L1, where the first one's miss brings the lines the others read.
+template <int VB, bool STREAM>
+__device__ __forceinline__ U4 ld16(const void* p) {
+  static_assert(VB == 16 || VB == 8 || VB == 4 || VB == 2, "loads of 16, 8, 4 or 2 bytes");
+  if constexpr (VB == 16) {
+    return STREAM ? ld_stream(p) : ld_cached(p);
+  } else if constexpr (VB == 8) {
+    const char* c = static_cast<const char*>(p);
+    U4 v;
+    asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(c));
+    asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.z), "=r"(v.w) : "l"(c + 8));
+    return v;
+  } else if constexpr (VB == 4) {
+    const char* c = static_cast<const char*>(p);
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm("ld.global.nc.u32 %0, [%1];" : "=r"(w[i]) : "l"(c + 4 * i));
+    return U4{w[0], w[1], w[2], w[3]};
+  } else {
+    const char* c = static_cast<const char*>(p);
+    unsigned short h[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) asm("ld.global.nc.u16 %0, [%1];" : "=h"(h[i]) : "l"(c + 2 * i));
+    return U4{h[0] | (unsigned(h[1]) << 16), h[2] | (unsigned(h[3]) << 16), h[4] | (unsigned(h[5]) << 16),
+              h[6] | (unsigned(h[7]) << 16)};
+  }
 }
 
 // Two 16-bit elements of a 32-bit word as floats.

@@ -15,7 +15,8 @@
 // across the warp (shuffles), then across the K slices; the first warp of the group applies alpha, beta * C and the
 // fused chain and stores each output element on its own (the output is T x R elements: small next to W).
 //
-// Template parameters: T vectors; IN element type of W and X (0 bf16, 1 f16); OUT / CT the types of D and C
+// Template parameters: T vectors; IN element type of W and X (0 bf16, 1 f16); VB the bytes of one load (16; 8, 4 or
+// 2 where the rows' pitch, batch stride or base pointer allow no wider one: a chunk is then 16 / VB loads); OUT / CT the types of D and C
 // (0 bf16, 1 f16, 2 f32); HAS_C; WARPS, RPW, KSPLIT, UNROLL as above; VEC_M: the vectors are the problem's rows
 // (D element (t, r) is D(m = t, n = r)), else its columns (D(m = r, n = t)) — a fused chain and C use D's own
 // coordinates either way; ALPHA_ONE skips the multiply; Chain: gemmtune_epi::Epi<...> or gt_gemv::Plain.
@@ -24,7 +25,7 @@
 
 namespace gt_gemv {
 
-template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int RPW, int KSPLIT, int UNROLL, bool VEC_M,
+template <int T, int IN, int VB, int OUT, int CT, bool HAS_C, int WARPS, int RPW, int KSPLIT, int UNROLL, bool VEC_M,
           bool ALPHA_ONE, class Chain>
 struct Gemv {
   static_assert(T >= 1 && T <= 8, "1-8 vectors");
@@ -84,14 +85,14 @@ struct Gemv {
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-        for (int j = 0; j < NR; ++j) wv[u][j] = ld_stream(wrow[j] + (c + 32 * u) * 8);
+        for (int j = 0; j < NR; ++j) wv[u][j] = ld16<VB, true>(wrow[j] + (c + 32 * u) * 8);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) fma_chunk(acc, wv[u], xrow, p.ldx, c + 32 * u);
     }
     for (; c < ce; c += 32) {
       U4 wv[1][NR];
 #pragma unroll
-      for (int j = 0; j < NR; ++j) wv[0][j] = ld_stream(wrow[j] + c * 8);
+      for (int j = 0; j < NR; ++j) wv[0][j] = ld16<VB, true>(wrow[j] + c * 8);
       fma_chunk(acc, wv[0], xrow, p.ldx, c);
     }
     // K % 8 trailing elements: the last slice's first lanes, one element each.
@@ -149,7 +150,7 @@ struct Gemv {
 #pragma unroll
     for (int t = 0; t < T; ++t) {
       float xf[8];
-      unpack8<IN>(ld_cached(xrow + t * ldx + c * 8), xf);
+      unpack8<IN>(ld16<VB, false>(xrow + t * ldx + c * 8), xf);
 #pragma unroll
       for (int j = 0; j < NR; ++j) {
         // Two chains of four FMAs instead of one of eight (with NR = T = 1 nothing else hides the FMA latency).

@@ -34,7 +34,9 @@
 // counts last adds the CSPLIT partials in split order (the same sum whichever CTA is last), sets the count back to
 // zero for the next launch on the stream and runs the output. The host keeps p.ws / p.cnt per stream
 // (src/backends/stream_scratch.h).
-// Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); OUT / CT; HAS_C; WARPS; MB
+// Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16); VB (bytes of one global load: 16,
+// or 8, 4, 2 where the rows' pitch, batch stride or base pointer allow no wider one; a lane's 16 bytes are then 16 / VB
+// loads, the fragments the same; a ring needs 16); OUT / CT; HAS_C; WARPS; MB
 // (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight; 1 with
 // a ring); RING (stages, 0 = none); CSPLIT (CTAs per row group, 1 = none); VEC_M; ALPHA_ONE; Chain
 // (gemmtune_epi::Epi<...> or gt_gemv::Plain). Parameters: gt_gemv::GemvParams.
@@ -98,14 +100,15 @@ __device__ __forceinline__ U4 ld_shared16(unsigned addr) {
   return v;
 }
 
-template <int T, int IN, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, int RING, int CSPLIT,
-          bool VEC_M, bool ALPHA_ONE, class Chain>
+template <int T, int IN, int VB, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, int RING,
+          int CSPLIT, bool VEC_M, bool ALPHA_ONE, class Chain>
 struct GemvMma {
   static_assert(T >= 1 && T <= 16, "1-16 vectors");
   static_assert(WARPS % KSPLIT == 0, "the K slices of a row group are warps of one CTA");
   static_assert(MB >= 1 && UNROLL >= 1, "");
   static_assert(RING == 0 || (RING >= 2 && UNROLL == 1), "a ring of 2+ stages replaces the unrolled loads");
   static_assert(CSPLIT >= 1, "");
+  static_assert(RING == 0 || VB == 16, "the ring's cp.async copies whole 16-byte chunks");
   static constexpr int kStageBytes = mma_stage_bytes(MB);  // one 64-k step of a warp's W rows
   static constexpr bool kGlu = Chain::kGlu;
   static_assert(!kGlu || VEC_M, "a GLU pairs W rows (D's columns): the vectors must be D's rows");
@@ -179,11 +182,11 @@ struct GemvMma {
           const int k = (s + u) * 64 + 16 * q + 8 * h;
 #pragma unroll
           for (int mb = 0; mb < MB; ++mb) {
-            lo[u][h][mb] = ld_stream(wlo[mb] + k);
-            hi[u][h][mb] = ld_stream(whi[mb] + k);
+            lo[u][h][mb] = ld16<VB, true>(wlo[mb] + k);
+            hi[u][h][mb] = ld16<VB, true>(whi[mb] + k);
           }
 #pragma unroll
-          for (int nb = 0; nb < NB; ++nb) xx[u][h][nb] = ld_cached(xv[nb] + k);
+          for (int nb = 0; nb < NB; ++nb) xx[u][h][nb] = ld16<VB, false>(xv[nb] + k);
         }
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
@@ -196,9 +199,9 @@ struct GemvMma {
         const int k = s * 64 + 16 * q + 8 * h;
         U4 lo[MB], hi[MB], xx[NB];
 #pragma unroll
-        for (int mb = 0; mb < MB; ++mb) lo[mb] = ld_stream(wlo[mb] + k), hi[mb] = ld_stream(whi[mb] + k);
+        for (int mb = 0; mb < MB; ++mb) lo[mb] = ld16<VB, true>(wlo[mb] + k), hi[mb] = ld16<VB, true>(whi[mb] + k);
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) xx[nb] = ld_cached(xv[nb] + k);
+        for (int nb = 0; nb < NB; ++nb) xx[nb] = ld16<VB, false>(xv[nb] + k);
         step(acc, lo, hi, xx);
       }
     if (full * 64 < p.k && ks == KSPLIT - 1 && cz == CSPLIT - 1) {  // K % 64: the last slice, zero-filled
@@ -341,7 +344,7 @@ struct GemvMma {
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb)
-          xx[h][nb] = ld_cached(xv[nb] + s * 64 + 16 * q + 8 * h);
+          xx[h][nb] = ld16<VB, false>(xv[nb] + s * 64 + 16 * q + 8 * h);
       cp_async_wait<RING - 1>();
       __syncwarp();
       const unsigned slot = base + ((s - sb) % RING) * kStageBytes;

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends/gemv/gemv_backend.h"
@@ -19,6 +21,7 @@
 #include "gemmtune/errors.h"
 #include "gpu_jobs.h"
 #include "gpu_test_util.h"
+#include "jit/thread_pool.h"
 
 namespace gemmtune {
 namespace {
@@ -241,6 +244,106 @@ TEST_F(GemvGpu, ExplicitConfigs) {
     }
   }
   EXPECT_EQ(run_all(jobs), 15u);
+}
+
+// Any pitch and pointer alignment (loads of 8, 4 or 2 bytes, gemv::load_bytes): K = 1, 2, 4 (mod 8) with packed rows;
+// leading dimensions = 1, 2, 4 (mod 8) with slack; A and B pointers offset by 2, 4 or 8 bytes from an allocation
+// (declared in Operand::align); 1, 3 and 16 vectors in both orientations; batches with odd batch strides; a fused
+// chain. Per problem the two best-ranked configs, the best of the other kernel and the best K split across CTAs;
+// fresh random inputs, D poisoned, the double-precision reference.
+TEST_F(GemvGpu, AnyAlignment) {
+  const Layout R = Layout::row, C = Layout::col;
+  const DType bf = DType::bf16, f16 = DType::f16, f32 = DType::f32;
+  struct Case {
+    Spec s;
+    int align_a, align_b;  // bytes; the pointers get exactly this alignment
+  };
+  const Case cases[] = {
+      {{1, 1000, 4097, 1, "", bf, bf, R, false, 0, false, true}, 16, 16},     // K = 1 (mod 8), packed: 2-byte loads
+      {{3, 1000, 4098, 1, "", f16, f32, R, true, 0, false, false}, 16, 16},   // K = 2: 4-byte
+      {{16, 1000, 4100, 1, "", bf, bf, C, false, 0, false, false}, 16, 16},   // K = 4: 8-byte, two n-blocks
+      {{3, 1000, 1000, 1, "", bf, bf, R, false, 1, false, false}, 16, 16},    // ld = 1 (mod 8), slack
+      {{1, 777, 1000, 1, "", bf, f16, R, false, 2, false, true}, 16, 16},     // ld = 2
+      {{16, 640, 1000, 1, "", f16, bf, R, true, 4, false, false}, 16, 16},    // ld = 4
+      {{1, 1000, 1024, 1, "", bf, bf, R, false, 0, false, false}, 2, 16},     // A's pointer + 2 bytes
+      {{3, 1000, 1024, 1, "", bf, bf, R, false, 0, false, false}, 16, 4},     // B's pointer + 4 bytes
+      {{16, 1000, 1024, 1, "", bf, bf, R, false, 0, false, false}, 8, 8},     // both + 8 bytes
+      {{1000, 3, 1001, 1, "", bf, bf, C, true, 0, false, false}, 4, 2},       // vec=n, odd K, both offset
+      {{3, 512, 1000, 3, "", bf, bf, R, false, 1, false, false}, 16, 16},     // batches, odd batch strides
+      {{1000, 16, 999, 2, "", f16, f32, C, false, 1, false, true}, 8, 16},    // vec=n, batches, odd strides
+      {{3, 1000, 4100, 1, "bias,gelu_tanh", bf, bf, R, false, 0, false, false}, 2, 8},  // a chain
+      {{8, 1024, 2050, 1, "silu_glu", bf, bf, R, false, 0, false, false}, 16, 4},       // a GLU, 4-byte loads
+  };
+  auto be = make_gemv_backend();
+  const DeviceInfo dev = current_device();
+  struct Run {
+    Problem p;
+    Candidate cand;
+    CompileResult cr;
+    std::string error;
+  };
+  std::vector<Run> runs;
+  std::vector<int> widths;
+  for (const Case& c : cases) {
+    Problem p = make(c.s);
+    p.a.align = c.align_a;
+    p.b.align = c.align_b;
+    widths.push_back(gemv::load_bytes(p));
+    const auto all = candidates(p);
+    if (all.empty()) continue;
+    auto pick = [&](auto&& want) {
+      for (size_t i = 2; i < all.size(); ++i)
+        if (want(gemv::Config::parse(all[i].config))) return runs.push_back({p, all[i], {}, {}});
+    };
+    for (size_t i = 0; i < all.size() && i < 2; ++i) runs.push_back({p, all[i], {}, {}});
+    const bool mma0 = gemv::Config::parse(all[0].config).mma;
+    pick([&](const gemv::Config& g) { return g.mma != mma0; });
+    pick([](const gemv::Config& g) { return g.csplit > 1; });
+  }
+  for (int w : {8, 4, 2}) EXPECT_NE(std::find(widths.begin(), widths.end(), w), widths.end()) << w;
+  jit::parallel_for(runs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
+    try {
+      runs[i].cr = be->compile(runs[i].p, runs[i].cand, dev);
+    } catch (const std::exception& e) {
+      runs[i].error = e.what();
+    }
+  });
+  std::mt19937_64 rng(std::random_device{}());
+  // An operand's bytes `align` past a 256-byte aligned allocation (so aligned to exactly `align` when < 16).
+  auto place = [](const std::vector<uint8_t>& v, int align) {
+    const size_t off = align % 16;
+    cuda::DeviceBuffer buf(v.size() + 16);
+    if (!v.empty()) buf.upload(v.data(), v.size(), off);
+    void* ptr = static_cast<char*>(buf.get()) + off;
+    return std::pair<cuda::DeviceBuffer, void*>{std::move(buf), ptr};
+  };
+  for (const Run& r : runs) {
+    SCOPED_TRACE(r.cand.str() + " on " + r.p.str() + " (" + gemv::load_path(r.p) + ")");
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.cr.spill_bytes, 0) << r.cr.log;
+    const Problem& p = r.p;
+    auto exe = be->load(p, r.cand, r.cr);
+    const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+    std::vector<uint8_t> cv;
+    if (p.beta != 0.0f) cv = test::random_operand(p, 'C', rng);
+    const test::EpilogueData e = test::random_epilogue(p, rng);
+    const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, cv), e);
+    auto [da, pa] = place(a, p.a.align);
+    auto [db, pb] = place(b, p.b.align);
+    auto dc = test::upload(cv), bias = test::upload(e.bias), res = test::upload(e.residual),
+         rs = test::upload(e.row_scale), cs = test::upload(e.col_scale);
+    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    auto dd = test::upload(d);
+    GemmArgs args{pa, pb, cv.empty() ? nullptr : dc.get(), dd.get()};
+    args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
+    cuda::StreamOwner stream;
+    exe->launch(args, stream.get());
+    stream.sync();
+    dd.download(d.data(), d.size());
+    EXPECT_LE(test::normalized_error(p, d, ref), test::kJobTolerance);
+    EXPECT_EQ(test::written_outside(p, d), 0);
+  }
+  EXPECT_GE(runs.size(), 28u);  // at least the two best of each case
 }
 
 TEST_F(GemvGpu, MisalignedPointerThrows) {

@@ -68,8 +68,9 @@ TEST(GemvConfig, Reasons) {
   p.resolve();
   EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "B column-major"));
   p = decode(1, 4096, 1000);
-  p.a.ld = 1004;  // 2008 bytes
-  EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "lda=1004"));
+  p.a.ld = 1004;  // 2008 bytes: 8-byte loads
+  EXPECT_EQ(gemv::problem_reason(p, kDev), "");
+  EXPECT_EQ(gemv::load_path(p), "rows by 8-byte loads (lda=1004: 2008 bytes)");
   p = decode(1, 4096, 1000);
   p.a.dtype = p.b.dtype = DType::f32;
   EXPECT_TRUE(has(gemv::problem_reason(p, kDev), "bf16 or both f16"));
@@ -149,6 +150,83 @@ TEST(GemvConfig, Reasons) {
   EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=n,warps=8,rows=1,ksplit=1,unroll=4"),
                                       decode(4, 8, 4096, "silu_glu"), kDev),
                   "needs vec=m"));
+}
+
+// The load width: the widest of 16, 8, 4, 2 bytes that every row start of A and B is aligned to (pitch, batch stride,
+// declared pointer alignment), the one limit named in the path phrase.
+TEST(GemvConfig, LoadWidth) {
+  EXPECT_EQ(gemv::load_bytes(decode(1, 4096, 4096)), 16);
+  EXPECT_EQ(gemv::load_path(decode(1, 4096, 4096)), "rows by 16-byte loads");
+  EXPECT_EQ(gemv::load_bytes(decode(4, 4096, 4100)), 8);     // K = 4 (mod 8), packed rows
+  EXPECT_EQ(gemv::load_bytes(decode(4, 4096, 4098)), 4);     // K = 2 (mod 8)
+  EXPECT_EQ(gemv::load_bytes(decode(4, 4096, 11001)), 2);    // K odd
+  EXPECT_EQ(gemv::load_path(decode(1, 4096, 11001)), "rows by 2-byte loads (lda=11001: 22002 bytes)");
+  Problem p = decode(1, 4096, 4096);
+  p.b.ld = 4100;  // slack after each weight row
+  EXPECT_EQ(gemv::load_path(p), "rows by 8-byte loads (ldb=4100: 8200 bytes)");
+  p = decode(1, 4096, 4096);
+  p.b.align = 4;
+  EXPECT_EQ(gemv::load_path(p), "rows by 4-byte loads (b's pointer 4-byte aligned)");
+  p.a.align = 2;
+  EXPECT_EQ(gemv::load_bytes(p), 2);
+  // A batch stride counts only with more than one batch; a broadcast (0) limits nothing.
+  p = decode(2, 1024, 1024);
+  p.b.batch_stride = 1024 * 1024 + 3;
+  EXPECT_EQ(gemv::load_bytes(p), 16);
+  p.batch = 3;
+  p.a.batch_stride = 1024;
+  p.d.batch_stride = 2 * 1024;
+  EXPECT_EQ(gemv::load_path(p), "rows by 2-byte loads (b batch_stride=1048579: 2097158 bytes)");
+  p.b.batch_stride = 0;
+  EXPECT_EQ(gemv::load_bytes(p), 16);
+  // Every width is served; only the ring, whose cp.async copies whole 16-byte chunks, needs 16.
+  for (const Problem& q : {decode(4, 4096, 4100), decode(16, 4096, 4098), decode(12, 4096, 11001)}) {
+    EXPECT_EQ(gemv::problem_reason(q, kDev), "") << q.str();
+    const std::string r = gemv::config_reason(
+        gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=4"), q, kDev);
+    EXPECT_TRUE(has(r, "a ring copies 16-byte chunks (cp.async), the problem allows rows by")) << r;
+    EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1"), q, kDev),
+              "");
+  }
+}
+
+// Unaligned problems get candidates in both kernels (the mma one alone from 9 vectors), none with a ring; a problem
+// that allows 16-byte loads gets exactly the list of its aligned twin.
+TEST(GemvConfig, EnumerationUnaligned) {
+  for (const Problem& q : {decode(1, 4096, 4100), decode(3, 4096, 11001), decode(16, 4096, 4098),
+                           decode(4096, 5, 4100), decode(8, 14336, 4097, "bias,silu_glu")}) {
+    const auto list = gemv::enumerate_configs(q, kDev);
+    ASSERT_FALSE(list.empty()) << q.str();
+    bool kinds[2] = {};
+    for (const auto& c : list) {
+      EXPECT_EQ(c.ring, 0) << c.str() << " on " << q.str();
+      EXPECT_EQ(gemv::config_reason(c, q, kDev), "") << c.str() << " on " << q.str();
+      kinds[c.mma] = true;
+    }
+    EXPECT_TRUE(kinds[1]) << q.str();
+    EXPECT_EQ(kinds[0], std::min(q.m, q.n) <= 8) << q.str();
+  }
+  Problem p = decode(8, 4096, 14336);
+  const auto aligned = gemv::enumerate_configs(p, kDev);
+  p.a.align = p.b.align = 16;
+  p.a.ld = p.b.ld = 14336 + 64;  // slack of a multiple of 16 bytes
+  EXPECT_EQ(gemv::load_bytes(p), 16);
+  const auto padded = gemv::enumerate_configs(p, kDev);
+  ASSERT_EQ(aligned.size(), padded.size());
+  for (size_t i = 0; i < aligned.size(); ++i) EXPECT_EQ(aligned[i], padded[i]) << i;
+}
+
+// The load width is a template argument of the generated unit (so part of the kernel cache key).
+TEST(GemvConfig, SourceCarriesTheWidth) {
+  const char* kmajor = "vec=m,warps=8,rows=2,ksplit=4,unroll=4";
+  const char* mma = "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1";
+  EXPECT_TRUE(has(gemv_jit_source(decode(1, 4096, 4096), kmajor), "gt_gemv::Gemv<1, 0, 16, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(decode(1, 4096, 4100), kmajor), "gt_gemv::Gemv<1, 0, 8, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(decode(1, 4096, 4098), kmajor), "gt_gemv::Gemv<1, 0, 4, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(decode(1, 4096, 4097), kmajor), "gt_gemv::Gemv<1, 0, 2, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(decode(12, 4096, 4096), mma), "gt_gemv::GemvMma<12, 0, 16, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(decode(12, 4096, 4097), mma), "gt_gemv::GemvMma<12, 0, 2, 0,"));
+  EXPECT_NE(gemv_jit_source(decode(1, 4096, 4100), kmajor), gemv_jit_source(decode(1, 4096, 4098), kmajor));
 }
 
 TEST(GemvConfig, Enumeration) {
@@ -295,6 +373,52 @@ TEST(GemvCompile, EveryConfig) {
   p.beta = 0.5f;
   p.resolve();
   compile_every(p);
+}
+
+// Kernels of every load width compile without spills: the CUDA-core and mma kernels (loads in registers, a K split
+// across CTAs, a GLU chain, the other orientation with C); K = 4, 2, 1 (mod 8) and a 2-byte aligned pointer.
+TEST(GemvCompile, LoadWidths) {
+  auto be = make_gemv_backend();
+  Problem ptr = decode(4, 4096, 4096);
+  ptr.a.align = 2;
+  Problem c32 = Problem::make(4096, 5, 1001, DType::f16, DType::f32, Layout::row, Layout::col);
+  c32.d.layout = c32.c.layout = Layout::col;
+  c32.c.dtype = DType::bf16;
+  c32.beta = 0.5f;
+  c32.resolve();
+  const std::vector<Problem> problems = {decode(4, 4096, 4100), decode(16, 4096, 4098, "bias,gelu_tanh"),
+                                         decode(8, 4096, 4097, "silu_glu"), ptr, c32};
+  const std::vector<const char*> cfgs = {"vec=m,warps=8,rows=2,ksplit=4,unroll=4", "vec=n,warps=4,rows=2,ksplit=2,unroll=4",
+                                         "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1",
+                                         "vec=m,warps=8,rows=8,ksplit=8,unroll=2,mma=1",
+                                         "vec=n,warps=4,rows=32,ksplit=1,unroll=1,mma=1",
+                                         "vec=m,warps=8,rows=16,ksplit=2,unroll=2,mma=1,csplit=4"};
+  std::vector<std::pair<const Problem*, Candidate>> jobs;
+  for (const Problem& p : problems)
+    for (const char* cfg : cfgs)
+      if (be->validate(p, {"gemv", cfg}, kDev).empty()) jobs.push_back({&p, Candidate{"gemv", cfg}});
+  EXPECT_EQ(jobs.size(), 14u);
+  std::vector<CompileResult> res(jobs.size());
+  std::vector<std::string> err(jobs.size());
+  jit::parallel_for(jobs.size(), 0, [&](size_t i) {
+    try {
+      res[i] = be->compile(*jobs[i].first, jobs[i].second, kDev);
+    } catch (const std::exception& e) {
+      err[i] = e.what();
+    }
+  });
+  std::vector<int> widths;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Problem& p = *jobs[i].first;
+    EXPECT_EQ(err[i], "") << jobs[i].second.str() << " on " << p.str();
+    if (err[i].empty())
+      EXPECT_EQ(res[i].spill_bytes, 0) << jobs[i].second.str() << " on " << p.str() << "\n" << res[i].log;
+    widths.push_back(gemv::load_bytes(p));
+  }
+  for (int w : {8, 4, 2}) EXPECT_NE(std::find(widths.begin(), widths.end(), w), widths.end()) << w;
+  // Every listed config of the narrowest loads (2 bytes: 8 loads a 16-byte piece), few vectors and 16.
+  compile_every(decode(3, 4096, 4097));
+  compile_every(decode(16, 4096, 4097, "bias"));
 }
 
 // The GPU test's K-split configs (tests/gpu/test_gemv.cpp GemvGpu.CtaSplit) on its problem kinds compile without

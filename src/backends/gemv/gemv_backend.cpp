@@ -38,7 +38,8 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
   s += c.mma ? "#include \"gemv/gemv_mma.cuh\"\n" : "#include \"gemv/gemv_kmajor.cuh\"\n";
   s += "// " + c.str() + "\n";
   s += std::string("using G = gt_gemv::") + (c.mma ? "GemvMma<" : "Gemv<") + std::to_string(v.t) + ", " +
-       std::to_string(epi::dtype_code(p.a.dtype)) + ", " + std::to_string(epi::dtype_code(p.d.dtype)) + ", " +
+       std::to_string(epi::dtype_code(p.a.dtype)) + ", " + std::to_string(gemv::load_bytes(p)) + ", " +
+       std::to_string(epi::dtype_code(p.d.dtype)) + ", " +
        std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) + ", " + tf(has_c) + ", " + std::to_string(c.warps) +
        ", " + std::to_string(rows) + ", " + std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " +
        (c.mma ? std::to_string(c.ring) + ", " + std::to_string(c.csplit) + ", " : std::string()) + tf(c.vec_m) + ", " +
@@ -66,6 +67,7 @@ class GemvExecutable final : public Executable {
     fn_ = jit::load(*cubin_);
     grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
     smem_ = static_cast<unsigned>(gemv::ring_bytes(cfg_, p));
+    load_bytes_ = static_cast<unsigned>(gemv::load_bytes(p));
     // Any ring: the 48 KiB a kernel gets without this attribute count its static shared memory (the K slices'
     // buffer) too, so 48 KiB of ring beside it failed to launch (ring=3 with 8 warps splitting K,
     // docs/PERFORMANCE.md); config_reason has checked the sum against the device's opt-in limit.
@@ -101,8 +103,11 @@ class GemvExecutable final : public Executable {
   void launch(const GemmArgs& args, Stream stream) override {
     auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
     GT_REQUIRE(args.a && args.b && args.d, "gemv: A, B and D pointers must be non-null");
-    GT_REQUIRE(aligned(args.a, 16), "gemv: A pointer is not 16-byte aligned (16-byte loads) (" + cand_.str() + ")");
-    GT_REQUIRE(aligned(args.b, 16), "gemv: B pointer is not 16-byte aligned (16-byte loads) (" + cand_.str() + ")");
+    const std::string width = std::to_string(load_bytes_) + "-byte";
+    GT_REQUIRE(aligned(args.a, load_bytes_),
+               "gemv: A pointer is not " + width + " aligned (" + width + " loads) (" + cand_.str() + ")");
+    GT_REQUIRE(aligned(args.b, load_bytes_),
+               "gemv: B pointer is not " + width + " aligned (" + width + " loads) (" + cand_.str() + ")");
     GT_REQUIRE(aligned(args.d, dtype_size(problem_.d.dtype)), "gemv: D pointer is not element-aligned");
     const bool has_c = problem_.beta != 0.0f;
     if (has_c) {
@@ -141,6 +146,7 @@ class GemvExecutable final : public Executable {
   CUfunction fn_ = nullptr;
   unsigned grid_x_ = 1;
   unsigned smem_ = 0;  // the ring (dynamic shared memory)
+  unsigned load_bytes_ = 16;  // the kernel's load width (VB): A and B pointers must be aligned to it
   gt_gemv::GemvParams params_{};  // the launch parameters but the pointers
   std::mutex mu_;            // csplit > 1: scratch_
   StreamScratch scratch_;    // csplit > 1: the partials and counts of each stream launched on
@@ -193,5 +199,9 @@ class GemvBackend final : public Backend {
 }  // namespace
 
 std::shared_ptr<Backend> make_gemv_backend() { return std::make_shared<GemvBackend>(); }
+
+std::string gemv_jit_source(const Problem& p, const std::string& config) {
+  return unit(Config::parse(config), p).first;
+}
 
 }  // namespace gemmtune

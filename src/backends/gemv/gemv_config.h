@@ -58,6 +58,14 @@ inline int w_rows(const Config& c, const Problem& p) { return p.epilogue.has_glu
 // Vectors a config's kernel takes: 8 on the CUDA cores, 16 (two n-blocks) with mma=1.
 inline int max_vectors(const Config& c) { return c.mma ? 16 : 8; }
 
+// Bytes of one global load of A and B (16, 8, 4 or 2; the kernels' VB): the widest that every row start of both
+// operands is aligned to, the gcd of 16, each one's ld and (batch > 1) batch stride in bytes and its declared base
+// pointer alignment (Operand::align). 16 for packed problems whose K is a multiple of 8 and 16-byte aligned pointers.
+int load_bytes(const Problem& p);
+// One phrase for `list`: how the kernels read the rows, and what limits the width, e.g. "rows by 16-byte loads",
+// "rows by 4-byte loads (ldb=4100: 8200 bytes)".
+std::string load_path(const Problem& p);
+
 // "" when some gemv config can run the problem, else "gemv: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p` on `dev`, else "gemv: <why>" (includes problem_reason).

@@ -6,7 +6,46 @@ namespace {
 
 bool out_type_ok(DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; }
 
+// What limits the loads of one operand: the widest power of two <= 16 that divides its pitch, batch stride and base
+// alignment, and the first of them to limit it (empty at 16).
+struct Limit {
+  int bytes = 16;
+  std::string why;
+};
+int pow2_part(int64_t x) {  // the largest power of two dividing x, capped at 16 (x = 0: 16)
+  int b = 16;
+  while (b > 1 && x % b != 0) b /= 2;
+  return b;
+}
+Limit operand_limit(const Problem& p, const char* name, const Operand& o) {
+  const int64_t es = static_cast<int64_t>(dtype_size(o.dtype));
+  Limit l;
+  auto take = [&](int b, const std::string& why) {
+    if (b < l.bytes) l = {b, why};
+  };
+  take(pow2_part(o.ld * es), std::string("ld") + name + "=" + std::to_string(o.ld) + ": " +
+                                 std::to_string(o.ld * es) + " bytes");
+  if (p.batch > 1)
+    take(pow2_part(o.batch_stride * es), std::string(name) + " batch_stride=" + std::to_string(o.batch_stride) +
+                                             ": " + std::to_string(o.batch_stride * es) + " bytes");
+  take(pow2_part(o.align), std::string(name) + "'s pointer " + std::to_string(o.align) + "-byte aligned");
+  return l;
+}
+Limit problem_limit(const Problem& p) {
+  const Limit a = operand_limit(p, "a", p.a), b = operand_limit(p, "b", p.b);
+  return b.bytes < a.bytes ? b : a;
+}
+
 }  // namespace
+
+int load_bytes(const Problem& p) { return problem_limit(p).bytes; }
+
+std::string load_path(const Problem& p) {
+  const Limit l = problem_limit(p);
+  std::string s = "rows by " + std::to_string(l.bytes) + "-byte loads";
+  if (!l.why.empty()) s += " (" + l.why + ")";
+  return s;
+}
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (dev.real && dev.cc_major < 8) return "gemv: needs compute capability 8.0 or newer, device is " + dev.arch();
@@ -25,18 +64,6 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     return "gemv: A must be row-major and B column-major (both K-contiguous, as x·Wᵀ with W stored [N, K] like "
            "torch.nn.Linear's weight), got A " + std::string(layout_name(p.a.layout)) + ", B " +
            std::string(layout_name(p.b.layout));
-  for (const auto& [name, o] : {std::pair<const char*, const Operand*>{"a", &p.a}, {"b", &p.b}}) {
-    const int64_t es = static_cast<int64_t>(dtype_size(o->dtype));
-    if (o->align < 16)
-      return std::string("gemv: ") + name + "'s base pointer is declared " + std::to_string(o->align) +
-             "-byte aligned (align); the kernels load 16 bytes at a time";
-    if ((o->ld * es) % 16 != 0)
-      return std::string("gemv: ld") + name + "=" + std::to_string(o->ld) + " (" + std::to_string(o->ld * es) +
-             " bytes) is not a multiple of 16 bytes (16-byte loads)";
-    if (p.batch > 1 && (o->batch_stride * es) % 16 != 0)
-      return std::string("gemv: ") + name + " batch_stride=" + std::to_string(o->batch_stride) +
-             " is not a multiple of 16 bytes (16-byte loads)";
-  }
   if (p.k >= (int64_t(1) << 31) || p.m >= (int64_t(1) << 31) || p.n >= (int64_t(1) << 31))
     return "gemv: M, N and K must be < 2^31";
   if (p.batch > 65535) return "gemv: batch must be <= 65535 (grid y)";
@@ -68,6 +95,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (!c.mma) return pre + "ring needs mma=1";
     if (c.ring < 2 || c.ring > 8) return pre + "ring must be 0 or 2-8 stages";
     if (c.unroll != 1) return pre + "with a ring unroll must be 1 (the ring holds the steps in flight)";
+    if (load_bytes(p) < 16)
+      return pre + "a ring copies 16-byte chunks (cp.async), the problem allows " + load_path(p);
     const int64_t smem = ring_bytes(c, p) + static_smem(c, p);
     const int64_t cap = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 232448;  // 227 KiB (sm_90)
     if (smem > cap)
