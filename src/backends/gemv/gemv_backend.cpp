@@ -159,6 +159,8 @@ class GemvBackend final : public Backend {
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
     return gemv::problem_reason(p, dev);
   }
+  std::string path(const Problem& p, const DeviceInfo&) const override { return gemv::load_path(p); }
+
 
   std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
