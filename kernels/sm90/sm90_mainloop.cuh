@@ -8,6 +8,7 @@
 #include "ptx/wgmma.cuh"
 #include "scheduler/tile_scheduler.cuh"
 #include "sm90/sm90_config.cuh"
+#include "sm90/sm90_cp_loader.cuh"
 #include "sm90/sm90_tile_stream.cuh"
 
 namespace gt_sm90 {
@@ -81,14 +82,16 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
       });
 }
 
-// The producer: one thread walks this cluster's tiles and fills the ring. With the dynamic tile order the producer of
+// The producer: one thread walks this cluster's tiles and fills the ring (load=cp: every thread t of the producer
+// warpgroup walks them and issues its share of each stage's cp.async, sm90_cp_loader.cuh). With the dynamic tile order the producer of
 // cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it publishes that tile and
 // fetches the next index (the atomic's latency hides behind the tile's loads).
 // NOTES: fetching 2 k-blocks before the end of the tile instead measured the same (docs/PERFORMANCE.md) and kept
 // the counter's address live through the k loop, which made the 40-register producer spill in coop 128x256 kernels.
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
-                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn) {
+                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
+                                              [[maybe_unused]] int t) {
   const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
@@ -119,8 +122,13 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
     sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
     for (int kb = k0; kb < k1; ++kb, rp.next()) {
       mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
-      mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
-      load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);
+      if constexpr (Cfg::CP) {
+        cp_load_stage<Cfg, HALVES>(sm, p, rp.s, m0, n0, kb * Cfg::BK, b, t);
+        cp_async_mbar_arrive(sm.full(rp.s));
+      } else {
+        mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
+        load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);
+      }
     }
   }
 }
@@ -212,6 +220,8 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
   for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
     const int s = rp.s;
     mbar_wait(sm.full(s), rp.ph);
+    // load=cp: the stage was written through the generic proxy (cp.async); wgmma reads it through the async proxy.
+    if constexpr (Cfg::CP) fence_proxy_async();
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
@@ -239,13 +249,15 @@ template <class Cfg, class InitMore>
 __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const TmaDesc& ta, const TmaDesc& tb,
                                               const TmaDesc& td, const TmaDesc& tdt, InitMore init_more) {
   if (threadIdx.x == 0) {
-    prefetch_tma_desc(ta);
-    prefetch_tma_desc(tb);
+    if (!Cfg::CP) {  // load=cp: A's and B's maps are not encoded
+      prefetch_tma_desc(ta);
+      prefetch_tma_desc(tb);
+    }
     prefetch_tma_desc(td);
     if (Cfg::kEpiTailBytes > 0) prefetch_tma_desc(tdt);
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES; ++s) {
-      mbar_init(sm.full(s), 1);
+      mbar_init(sm.full(s), Cfg::kFullArrivals);
       mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
     }
     TileStream<Cfg>::init(sm);
@@ -258,13 +270,14 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
     cta_sync();
 }
 
-// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring.
+// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring (all
+// of them with load=cp).
 template <class Cfg, bool HALVES>
 __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
-  if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn);
+  if (Cfg::CP || tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn, tid);
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }
 

@@ -79,8 +79,12 @@ Config kernel_config(Config c) {
 }
 
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
+  // load=cp: the piece widths follow from the problem (sm90::spec), so they name the kernel too.
+  const std::string cp = c.cp ? ",cp=" + std::to_string(sm90::cp_width(v.a, v.batch)) + "/" +
+                                    std::to_string(sm90::cp_width(v.b, v.batch))
+                              : "";
   return jit_kernel_name(c.pingpong ? "gt_sm90_pp" : "gt_sm90_coop",
-                         c.str() + "|" + problem_class(v) + (epi_class.empty() ? "" : "|" + epi_class));
+                         c.str() + "|" + problem_class(v) + cp + (epi_class.empty() ? "" : "|" + epi_class));
 }
 
 std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const EpiFlags& flags,
@@ -184,7 +188,7 @@ class Sm90Executable final : public Executable {
     const KernelView& v = view_;
     const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
     CUresult r = CUDA_SUCCESS;
-    if (g->glu == GluLayout::halves && !v.b_mn)
+    if (g->glu == GluLayout::halves && !v.b_mn && !plan_.cp)  // load=cp reads B's halves without a map
       r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
                           std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS) {
@@ -199,8 +203,19 @@ class Sm90Executable final : public Executable {
   void launch(const GemmArgs& args, Stream stream) override {
     auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
     GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
-    GT_REQUIRE(aligned(args.a, 16), "sm90: A pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
-    GT_REQUIRE(aligned(args.b, 16), "sm90: B pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    if (plan_.cp) {
+      // load=cp: each operand in cp.async pieces of the width its declared alignment, pitch and batch stride allow.
+      const int wa = view_.transposed ? plan_cp_b() : plan_cp_a(), wb = view_.transposed ? plan_cp_a() : plan_cp_b();
+      GT_REQUIRE(aligned(args.a, wa), "sm90: A pointer is not " + std::to_string(wa) +
+                                          "-byte aligned (this kernel loads A with " + std::to_string(wa) +
+                                          "-byte cp.async) (" + cand_.str() + ")");
+      GT_REQUIRE(aligned(args.b, wb), "sm90: B pointer is not " + std::to_string(wb) +
+                                          "-byte aligned (this kernel loads B with " + std::to_string(wb) +
+                                          "-byte cp.async) (" + cand_.str() + ")");
+    } else {
+      GT_REQUIRE(aligned(args.a, 16), "sm90: A pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+      GT_REQUIRE(aligned(args.b, 16), "sm90: B pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    }
     GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
     if (view_.has_c) {
       GT_REQUIRE(args.c, "sm90: C pointer is null but beta != 0");
@@ -221,6 +236,7 @@ class Sm90Executable final : public Executable {
       last_d_ = args.d;
     }
     gt_sm90::GemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
+    if (plan_.cp) sm90::set_cp_operands(params, view_, args.a, args.b);
     if (cfg_.dynamic()) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
     if (cfg_.gpc()) params.order = static_cast<const int*>(order_.get());
     params.raster_n = cfg_.raster_n ? 1 : 0;
@@ -246,6 +262,9 @@ class Sm90Executable final : public Executable {
   }
 
  private:
+  int plan_cp_a() const { return sm90::spec(cfg_, view_).cp_a; }
+  int plan_cp_b() const { return sm90::spec(cfg_, view_).cp_b; }
+
   static constexpr const char* kScratchWho = "sm90: a tiles=dynamic or tail=sk executable";
 
   // The dynamic tile order's counters for `s` (mu_ held): one {next, done} pair per stream.
@@ -266,7 +285,7 @@ class Sm90Executable final : public Executable {
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
-  CUtensorMap maps_[4];  // A, B, D, D's tail strips (sm90::encode_maps)
+  CUtensorMap maps_[4]{};  // A, B, D, D's tail strips (sm90::encode_maps; A's and B's stay zero with load=cp)
   cuda::DeviceBuffer counters_;          // tiles=dynamic only: a pair per stream of scratch_
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
   StreamScratch scratch_;                // tiles=dynamic / tail=sk: the streams launched on; tail=sk: partials, flags
