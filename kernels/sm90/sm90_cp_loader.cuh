@@ -46,8 +46,10 @@ __device__ __forceinline__ unsigned cp_valid_bytes(int inner, int inner_n) {
 // ROWS (<= 64) rows of 128 bytes (64 rows of a K-major tile, or an MN-major tile's 64-wide chunk) at `base`, as
 // thread t of 128: the thread's pieces share one column, rows r0, r0 + W, ... `row_src(r, ok)` gives the global address
 // of the row's first element and whether the row exists; `valid` the bytes of this thread's piece in an existing row.
+// A piece with no valid bytes reads nothing but still names `ptr` (the matrix's first element), never an address past
+// the operand.
 template <int W, int ROWS, class RowSrc>
-__device__ __forceinline__ void cp_rows(unsigned base, int t, unsigned valid, RowSrc row_src) {
+__device__ __forceinline__ void cp_rows(unsigned base, const char* ptr, int t, unsigned valid, RowSrc row_src) {
   constexpr int kPerRow = 128 / W;  // pieces per 128-byte row
   const int col = t % kPerRow, r0 = t / kPerRow;
   const int byte = col * W;
@@ -61,7 +63,7 @@ __device__ __forceinline__ void cp_rows(unsigned base, int t, unsigned valid, Ro
     const char* src = row_src(r, ok);
     const unsigned dst = base + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
     const unsigned n = ok ? valid : 0u;
-    cp_async_zfill<W>(dst, n > 0 ? src + byte : src, n);
+    cp_async_zfill<W>(dst, n > 0 ? src + byte : ptr, n);
   }
 }
 
@@ -79,26 +81,26 @@ __device__ __forceinline__ void cp_load_operand(unsigned base, const char* ptr, 
     const unsigned valid = cp_valid_bytes<W>(inner, inner_n);
 #pragma unroll 1
     for (int q = 0; q < TILE / 64; ++q)
-      cp_rows<W, 64>(base + q * 8192, t, valid, [&](int r, bool& ok) {
+      cp_rows<W, 64>(base + q * 8192, ptr, t, valid, [&](int r, bool& ok) {
         const int row = row_of(q * 64 + r);
         ok = row < outer_n;
-        return ok ? ptr + 2 * (static_cast<long long>(row) * ld + k0) : ptr;
+        return ptr + 2 * (static_cast<long long>(row) * ld + k0);
       });
     if constexpr (TILE % 64 != 0)  // the last rows of a tile N that is not a multiple of 64 (K-major B only)
-      cp_rows<W, TILE % 64>(base + (TILE / 64) * 8192, t, valid, [&](int r, bool& ok) {
+      cp_rows<W, TILE % 64>(base + (TILE / 64) * 8192, ptr, t, valid, [&](int r, bool& ok) {
         const int row = row_of((TILE / 64) * 64 + r);
         ok = row < outer_n;
-        return ok ? ptr + 2 * (static_cast<long long>(row) * ld + k0) : ptr;
+        return ptr + 2 * (static_cast<long long>(row) * ld + k0);
       });
   } else {
 #pragma unroll 1
     for (int ch = 0; ch < TILE / 64; ++ch) {
       const int mn0 = row_of(64 * ch);
       const unsigned valid = cp_valid_bytes<W>(mn0 + inner_off, inner_n);
-      cp_rows<W, 64>(base + ch * 8192, t, valid, [&](int kk, bool& ok) {
+      cp_rows<W, 64>(base + ch * 8192, ptr, t, valid, [&](int kk, bool& ok) {
         const int k = k0 + kk;
         ok = k < outer_n;
-        return ok ? ptr + 2 * (static_cast<long long>(k) * ld + mn0) : ptr;
+        return ptr + 2 * (static_cast<long long>(k) * ld + mn0);
       });
     }
   }
