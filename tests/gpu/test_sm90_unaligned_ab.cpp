@@ -145,7 +145,7 @@ TEST_F(Sm90UnalignedAB, Matrix) {
 
 // The enumerated list of an unaligned problem runs: its first candidates, whatever the ranking picks.
 TEST_F(Sm90UnalignedAB, EnumeratedTop) {
-  const Case c{2048, 512, 4100, 1, R, C, 0, 0, 0, 0, 0, false, "", ""};
+  const Case c{600, 264, 4100, 1, R, C, 0, 0, 0, 0, 0, false, "", ""};
   const Problem p = make_problem(c);
   auto be = make_sm90_backend();
   const std::vector<Candidate> list = be->enumerate(p, current_device());
