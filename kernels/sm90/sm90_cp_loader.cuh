@@ -111,7 +111,8 @@ __device__ __forceinline__ void cp_load_operand(unsigned base, const char* ptr, 
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void cp_load_stage(const SmemPlan<Cfg>& sm, const GemmParams& p, int s, int m0, int n0,
                                               int k0, int b, int t) {
-  static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0, "GLU halves with N-major B needs tile N a multiple of 128");
+  static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0,
+                "GLU halves with N-major B needs tile N a multiple of 128");
   const char* a = static_cast<const char*>(p.a) + 2 * static_cast<long long>(b) * p.a_batch;
   const char* bp = static_cast<const char*>(p.b) + 2 * static_cast<long long>(b) * p.b_batch;
   cp_load_operand<Cfg::A_MN, Cfg::BM, Cfg::CP_A>(sm.a(s), a, p.lda, Cfg::A_MN ? p.k : p.m, Cfg::A_MN ? p.m : p.k, k0,

@@ -83,9 +83,9 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 }
 
 // The producer: one thread walks this cluster's tiles and fills the ring (load=cp: every thread t of the producer
-// warpgroup walks them and issues its share of each stage's cp.async, sm90_cp_loader.cuh). With the dynamic tile order the producer of
-// cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it publishes that tile and
-// fetches the next index (the atomic's latency hides behind the tile's loads).
+// warpgroup walks them and issues its share of each stage's cp.async, sm90_cp_loader.cuh). With the dynamic tile
+// order the producer of cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it
+// publishes that tile and fetches the next index (the atomic's latency hides behind the tile's loads).
 // NOTES: fetching 2 k-blocks before the end of the tile instead measured the same (docs/PERFORMANCE.md) and kept
 // the counter's address live through the k loop, which made the 40-register producer spill in coop 128x256 kernels.
 template <class Cfg, bool HALVES = false>

@@ -205,7 +205,8 @@ class Sm90Executable final : public Executable {
     GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
     if (plan_.cp) {
       // load=cp: each operand in cp.async pieces of the width its declared alignment, pitch and batch stride allow.
-      const int wa = view_.transposed ? plan_cp_b() : plan_cp_a(), wb = view_.transposed ? plan_cp_a() : plan_cp_b();
+      const int wa = view_.transposed ? cp_width_b() : cp_width_a();
+      const int wb = view_.transposed ? cp_width_a() : cp_width_b();
       GT_REQUIRE(aligned(args.a, wa), "sm90: A pointer is not " + std::to_string(wa) +
                                           "-byte aligned (this kernel loads A with " + std::to_string(wa) +
                                           "-byte cp.async) (" + cand_.str() + ")");
@@ -262,8 +263,9 @@ class Sm90Executable final : public Executable {
   }
 
  private:
-  int plan_cp_a() const { return sm90::spec(cfg_, view_).cp_a; }
-  int plan_cp_b() const { return sm90::spec(cfg_, view_).cp_b; }
+  // load=cp: the kernel view's A and B piece widths.
+  int cp_width_a() const { return sm90::spec(cfg_, view_).cp_a; }
+  int cp_width_b() const { return sm90::spec(cfg_, view_).cp_b; }
 
   static constexpr const char* kScratchWho = "sm90: a tiles=dynamic or tail=sk executable";
 

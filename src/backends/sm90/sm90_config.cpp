@@ -142,8 +142,7 @@ int cp_width(const OperandDesc& o, int64_t batch) {
 
 bool needs_cp(const KernelView& v) { return !tma_loads(v.a, v.batch) || !tma_loads(v.b, v.batch); }
 
-std::string load_path(const Problem& p, const KernelView& v) {
-  (void)p;
+std::string load_path([[maybe_unused]] const Problem& p, const KernelView& v) {
   if (!needs_cp(v)) return "A, B: TMA";
   // The user's names: a transposed view loads the user's B as its A.
   auto phrase = [&](const char* nm, const OperandDesc& o) {

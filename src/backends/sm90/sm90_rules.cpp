@@ -108,7 +108,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   const KernelView v = kernel_view(p, c.swap);
   if (c.cp) {
     if (c.cm * c.cn != 1) return "sm90: load=cp needs cluster 1x1 (cp.async does not multicast)" + cs;
-    if (c.dynamic()) return "sm90: load=cp needs a static or gpc tile order (every producer thread walks the tiles)" + cs;
+    if (c.dynamic())
+      return "sm90: load=cp needs a static or gpc tile order (every producer thread walks the tiles)" + cs;
   } else if (needs_cp(v)) {
     return "sm90: TMA cannot load A or B (" + load_path(p, v) + "): needs load=cp" + cs;
   }
