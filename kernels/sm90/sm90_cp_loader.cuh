@@ -35,6 +35,9 @@ __device__ __forceinline__ void cp_async_mbar_arrive(unsigned bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 
+// Waits until all of this thread's cp.async have landed.
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
 // Bytes of a W-byte piece that start at element `inner` of a row of `inner_n` elements (2 bytes each): W inside the
 // row, fewer at its end, 0 past it.
 template <int W>

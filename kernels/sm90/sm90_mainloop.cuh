@@ -278,6 +278,7 @@ __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& t
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
   if (Cfg::CP || tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn, tid);
+  if constexpr (Cfg::CP) cp_async_wait_all();  // no producer thread leaves with its last copies in flight
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }
 
