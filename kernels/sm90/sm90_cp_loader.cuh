@@ -1,7 +1,7 @@
 #pragma once
-// The load=cp producer (Spec::cp_a / cp_b): A and B tiles loaded with cp.async by all 128 threads of the producer
-// warpgroup, for operands TMA cannot describe (a pitch, batch stride or base pointer that is not a multiple of 16
-// bytes). The pieces land in exactly the shared-memory layout a TMA box with the 128-byte swizzle writes, so the
+// The load=cp producer (Spec::cp_a / cp_b): the A and/or B tiles that TMA cannot describe (a pitch, batch stride or
+// base pointer that is not a multiple of 16 bytes) loaded with cp.async by all 128 threads of the producer warpgroup;
+// an operand TMA can load still comes by TMA (producer thread 0, on the same full barrier). The pieces land in exactly the shared-memory layout a TMA box with the 128-byte swizzle writes, so the
 // wgmma side (StageDescs, mma_stage) is the same:
 //   K-major tile: row r (M or N) of 64 K elements = 128 bytes at r * 128; its 16-byte chunk c at chunk c ^ (r % 8).
 //   MN-major tile: 64-wide MN chunks at 8192 bytes; in a chunk, K row kk (64 M/N elements = 128 bytes) at kk * 128,
@@ -10,7 +10,8 @@
 // 16-byte chunk. Its valid bytes are the src-size operand of cp.async (0..W, the rest zero-filled), so ragged M, N
 // and K edges need no separate path: rows past the edge and K (or M/N) past the edge read as zeros, as TMA's fill.
 // Completion: each producer thread's cp.async.mbarrier.arrive.noinc on the stage's full barrier (initialised to the
-// 128 producer threads, Plan::full_arrivals); the consumers make the data visible to wgmma's async proxy after their
+// 128 producer threads, plus one for thread 0's expect_tx when TMA loads the other operand: Plan::full_arrivals);
+// the consumers make the data visible to wgmma's async proxy after their
 // wait (consume_tile: fence.proxy.async).
 #include "ptx/ptx.cuh"
 #include "sm90/sm90_config.cuh"
@@ -118,15 +119,17 @@ __device__ __forceinline__ void cp_load_stage(const SmemPlan<Cfg>& sm, const Gem
                 "GLU halves with N-major B needs tile N a multiple of 128");
   const char* a = static_cast<const char*>(p.a) + 2 * static_cast<long long>(b) * p.a_batch;
   const char* bp = static_cast<const char*>(p.b) + 2 * static_cast<long long>(b) * p.b_batch;
-  cp_load_operand<Cfg::A_MN, Cfg::BM, Cfg::CP_A>(sm.a(s), a, p.lda, Cfg::A_MN ? p.k : p.m, Cfg::A_MN ? p.m : p.k, k0,
-                                                 t, [&](int tr) { return m0 + tr; });
-  cp_load_operand<Cfg::B_MN, Cfg::BN, Cfg::CP_B>(sm.b(s), bp, p.ldb, Cfg::B_MN ? p.k : p.n, Cfg::B_MN ? p.n : p.k, k0,
-                                                 t, [&](int tr) {
-                                                   if (HALVES)
-                                                     return tr < Cfg::BN / 2 ? n0 / 2 + tr
-                                                                             : p.n / 2 + n0 / 2 + tr - Cfg::BN / 2;
-                                                   return n0 + tr;
-                                                 });
+  if constexpr (Cfg::CP_A > 0)
+    cp_load_operand<Cfg::A_MN, Cfg::BM, Cfg::CP_A>(sm.a(s), a, p.lda, Cfg::A_MN ? p.k : p.m, Cfg::A_MN ? p.m : p.k,
+                                                   k0, t, [&](int tr) { return m0 + tr; });
+  if constexpr (Cfg::CP_B > 0)
+    cp_load_operand<Cfg::B_MN, Cfg::BN, Cfg::CP_B>(sm.b(s), bp, p.ldb, Cfg::B_MN ? p.k : p.n, Cfg::B_MN ? p.n : p.k,
+                                                   k0, t, [&](int tr) {
+                                                     if (HALVES)
+                                                       return tr < Cfg::BN / 2 ? n0 / 2 + tr
+                                                                               : p.n / 2 + n0 / 2 + tr - Cfg::BN / 2;
+                                                     return n0 + tr;
+                                                   });
 }
 
 }  // namespace gt_sm90

@@ -61,7 +61,8 @@ __device__ __forceinline__ void load_operand(unsigned base, const TmaDesc& t, un
 // (rank = rm + rn * CM). A is shared by the CN CTAs of a cluster row, B by the CM CTAs of a cluster column.
 // HALVES (a GLU over the halves of N, see epilogue_fused_store.cuh): tile rows [0, BN/2) of B are the gate columns
 // n0/2 + r, rows [BN/2, BN) the up columns n_half + n0/2 + r - BN/2 (the host's B map has boxes of <= BN/2 rows).
-template <class Cfg, bool HALVES = false>
+// LOAD_A / LOAD_B: the operands TMA loads (load=cp: those the cp.async producer does not).
+template <class Cfg, bool HALVES = false, bool LOAD_A = true, bool LOAD_B = true>
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm, int s,
                                            int m0, int n0, int k0, int b, int rm, int rn, int n_half = 0) {
   static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0, "GLU halves with N-major B needs tile N a multiple of 128");
@@ -72,10 +73,12 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 #pragma unroll
   for (int i = 0; i < Cfg::CM; ++i) b_mask |= static_cast<unsigned short>(1u << (i + rn * Cfg::CM));
   constexpr int kARows = Cfg::kABoxRows, kBRows = Cfg::kBBoxRows;
-  load_operand<Cfg::A_MN, Cfg::BM, kARows, (Cfg::kAParts > 1)>(sm.a(s), ta, bar, k0, b, Cfg::kAParts > 1 ? rn : 0,
-                                                                kARows, a_mask, [&](int tr) { return m0 + tr; });
+  if constexpr (LOAD_A)
+    load_operand<Cfg::A_MN, Cfg::BM, kARows, (Cfg::kAParts > 1)>(sm.a(s), ta, bar, k0, b, Cfg::kAParts > 1 ? rn : 0,
+                                                                  kARows, a_mask, [&](int tr) { return m0 + tr; });
   constexpr int kBPiece = HALVES && kBRows > Cfg::BN / 2 ? Cfg::BN / 2 : kBRows;
-  load_operand<Cfg::B_MN, Cfg::BN, kBPiece, (Cfg::kBParts > 1)>(
+  if constexpr (LOAD_B)
+    load_operand<Cfg::B_MN, Cfg::BN, kBPiece, (Cfg::kBParts > 1)>(
       sm.b(s), tb, bar, k0, b, Cfg::kBParts > 1 ? rm : 0, kBRows, b_mask, [&](int tr) {
         if (HALVES) return tr < Cfg::BN / 2 ? n0 / 2 + tr : n_half + n0 / 2 + tr - Cfg::BN / 2;
         return n0 + tr;
@@ -123,6 +126,11 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
     for (int kb = k0; kb < k1; ++kb, rp.next()) {
       mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
       if constexpr (Cfg::CP) {
+        if (Cfg::kTmaBytes > 0 && t == 0) {  // the operand TMA can load
+          mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kTmaBytes);
+          load_stage<Cfg, HALVES, Cfg::CP_A == 0, Cfg::CP_B == 0>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn,
+                                                                  p.n / 2);
+        }
         cp_load_stage<Cfg, HALVES>(sm, p, rp.s, m0, n0, kb * Cfg::BK, b, t);
         cp_async_mbar_arrive(sm.full(rp.s));
       } else {
@@ -249,10 +257,8 @@ template <class Cfg, class InitMore>
 __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const TmaDesc& ta, const TmaDesc& tb,
                                               const TmaDesc& td, const TmaDesc& tdt, InitMore init_more) {
   if (threadIdx.x == 0) {
-    if (!Cfg::CP) {  // load=cp: A's and B's maps are not encoded
-      prefetch_tma_desc(ta);
-      prefetch_tma_desc(tb);
-    }
+    if (Cfg::CP_A == 0) prefetch_tma_desc(ta);  // load=cp: the map of an operand cp.async loads is not encoded
+    if (Cfg::CP_B == 0) prefetch_tma_desc(tb);
     prefetch_tma_desc(td);
     if (Cfg::kEpiTailBytes > 0) prefetch_tma_desc(tdt);
 #pragma unroll

@@ -1,5 +1,5 @@
 // sm90 load=cp on the GPU: A and B that TMA cannot load (pitches of 2 or 4 (mod 8) elements, base pointers offset by
-// 4 or 8 bytes, batch strides off 16 bytes), every A/B layout pair, ragged M, N and K (K neither a multiple of 64 nor
+// 4 or 8 bytes, batch strides off 16 bytes), alone or beside an operand TMA loads, every A/B layout pair, ragged M, N and K (K neither a multiple of 64 nor
 // of 8), batch, beta != 0, a fused chain and a GLU. Fresh random inputs, D poisoned with NaN (padding included),
 // normalized error against the double CPU reference at most 1e-2, no byte outside D's elements written.
 #include <gtest/gtest.h>
@@ -123,9 +123,11 @@ TEST_F(Sm90UnalignedAB, Matrix) {
       {260, 300, 1000, 1, R, C, 2, 2, 0, 0, 0, true, "", kCoop},
       {260, 300, 1000, 1, R, R, 2, 2, 0, 4, 0, false, "bias,gelu_tanh", kPingpong},
       {260, 512, 1000, 1, R, C, 4, 2, 0, 0, 0, false, "silu_glu", kCoop},
-      // 16-byte pieces: load=cp on an aligned problem (--config only), with a stream-K tail.
-      {512, 512, 2048, 1, R, C, 0, 0, 0, 0, 0, false, "",
+      // A sliced A (8 bytes off) beside a TMA B, with a stream-K tail (split: 16 tiles over more CTAs); B's GLU halves
+      // by TMA beside a 4-byte A.
+      {512, 512, 2048, 1, R, C, 0, 0, 8, 0, 0, false, "",
        "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8,tail=sk,load=cp"},
+      {260, 512, 512, 1, R, C, 2, 0, 0, 0, 0, false, "silu_glu", kPingpong},
   };
   std::mt19937_64 rng(std::random_device{}());
   int ran = 0;

@@ -391,8 +391,8 @@ TEST(Sm90Config, Reasons) {
 }
 
 // load=cp: A and B that TMA cannot load (a pitch, batch stride or base pointer off 16 bytes) go through the cp.async
-// producer in the widest pieces their alignment allows; such problems list only load=cp configs (1x1 clusters), and
-// problems TMA can load list none.
+// producer in the widest pieces their alignment allows, the other operand by TMA; such problems list only load=cp
+// configs (1x1 clusters), and problems TMA can load list none.
 TEST(Sm90Config, LoadCp) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
@@ -426,8 +426,9 @@ TEST(Sm90Config, LoadCp) {
   for (const Candidate& c : be->enumerate(k4096, dev)) EXPECT_FALSE(sm90::Config::parse(c.config).cp) << c.str();
   EXPECT_EQ(sm90::load_path(k4096, sm90::kernel_view(k4096)), "A, B: TMA");
   EXPECT_EQ(sm90::load_path(k4100, sm90::kernel_view(k4100)),
-            "A, B: cp.async (A 8-byte: lda=4100 is 8200 bytes; B 8-byte: ldb=4100 is 8200 bytes)");
-  // The widths: the gcd of pitch, batch stride and pointer alignment, at most 16.
+            "A: cp.async 8-byte (lda=4100 is 8200 bytes); B: cp.async 8-byte (ldb=4100 is 8200 bytes)");
+  EXPECT_NE(be->validate(k4096, {"sm90", s + ",load=cp"}, dev).find("TMA loads A and B"), std::string::npos);
+  // The widths: the gcd of pitch, batch stride and pointer alignment, at most 16; 0 where TMA loads the operand.
   const sm90::Config cp = sm90::Config::parse(s + ",load=cp");
   auto widths = [&](const Problem& p) {
     const gt_sm90::Spec sp = sm90::spec(cp, sm90::kernel_view(p));
@@ -435,22 +436,22 @@ TEST(Sm90Config, LoadCp) {
   };
   EXPECT_EQ(widths(k4100), "8/8");
   EXPECT_EQ(widths(problem(2048, 4096, 4098, Layout::row, Layout::col)), "4/4");
-  EXPECT_EQ(widths(k4096), "16/16");
+  EXPECT_EQ(widths(k4096), "0/0");
   Problem al = k4096;
   al.a.align = 4;
   al.b.align = 8;
   EXPECT_EQ(widths(al), "4/8");
-  EXPECT_EQ(sm90::load_path(al, sm90::kernel_view(al)), "A, B: cp.async (A 4-byte: align=4; B 8-byte: align=8)");
+  EXPECT_EQ(sm90::load_path(al, sm90::kernel_view(al)), "A: cp.async 4-byte (align=4); B: cp.async 8-byte (align=8)");
   // Row-major B with N = 4094 (N-major, pitch 4 (mod 16) bytes); a col-major D swaps the roles (the kernel's A is
   // the user's B): the names stay the user's.
   Problem nb = problem(1024, 4094, 4096, Layout::row, Layout::row);
-  EXPECT_EQ(widths(nb), "16/4");
+  EXPECT_EQ(widths(nb), "0/4");
   nb.d.layout = Layout::col;
   nb.d.ld = -1;
   nb.c = nb.d;
   nb.resolve();
-  EXPECT_EQ(widths(nb), "4/16");
-  EXPECT_EQ(sm90::load_path(nb, sm90::kernel_view(nb)), "A, B: cp.async (A 16-byte; B 4-byte: ldb=4094 is 8188 bytes)");
+  EXPECT_EQ(widths(nb), "4/0");
+  EXPECT_EQ(sm90::load_path(nb, sm90::kernel_view(nb)), "A: TMA; B: cp.async 4-byte (ldb=4094 is 8188 bytes)");
   // Odd pitches in elements, 2-byte aligned pointers and batch strides: refused, pointing at pad-and-run.
   const Problem odd = problem(1024, 4095, 4096, Layout::row, Layout::row);
   EXPECT_NE(be->supports(odd, dev).find("ldb=4095 (8190 bytes) is odd in elements"), std::string::npos)
@@ -462,7 +463,7 @@ TEST(Sm90Config, LoadCp) {
   bs.resolve();
   bs.b.batch_stride += 4;
   EXPECT_EQ(be->supports(bs, dev), "");
-  EXPECT_EQ(widths(bs), "16/8");
+  EXPECT_EQ(widths(bs), "0/8");
   bs.b.batch_stride += 1;
   EXPECT_NE(be->supports(bs, dev).find("batch_stride"), std::string::npos) << be->supports(bs, dev);
 }
@@ -916,8 +917,8 @@ TEST(Sm90Compile, Bf16TN_SwiGluHalves) { compile_all({DType::bf16, DType::bf16, 
 TEST(Sm90Compile, Bf16NT_ColD_BiasResidual_Beta) { compile_all({DType::bf16, DType::f32, Layout::col, Layout::row, Layout::col}, 2048, 1024, 512, true, "bias,residual"); }
 
 
-// load=cp: both schedules, K-major and MN-major A and B, 4/8/16-byte pieces, with C and with fused chains compile
-// without spills (the producer warpgroup keeps its 40 registers with 128 threads loading).
+// load=cp: both schedules, K-major and MN-major A and B, 4/8-byte pieces and one operand by TMA, with C and with
+// fused chains compile without spills (the producer warpgroup keeps its 40 registers with 128 threads loading).
 TEST(Sm90Compile, LoadCp_Forms) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
@@ -931,9 +932,11 @@ TEST(Sm90Compile, LoadCp_Forms) {
       {Layout::row, Layout::col, 4100, 0, 0, false, "none"},            // 8-byte A and B
       {Layout::row, Layout::col, 4098, 0, 0, true, "none"},             // 4-byte, C
       {Layout::col, Layout::row, 1000, 2, 4, false, "none"},            // MN-major: 4-byte A, 8-byte B
-      {Layout::col, Layout::col, 1000, 8, 2, false, "bias,gelu_tanh"},  // 16-byte A, 4-byte B, a chain
+      {Layout::col, Layout::col, 1000, 8, 2, false, "bias,gelu_tanh"},  // A by TMA, 4-byte B, a chain
       {Layout::row, Layout::row, 1000, 4, 6, true, "bias,residual"},    // 8-byte A, 4-byte B, C and a residual
       {Layout::row, Layout::col, 4100, 0, 0, false, "silu_glu"},        // GLU halves from B's two places
+      {Layout::row, Layout::col, 4096, 2, 0, false, "silu_glu"},        // 4-byte A, B's halves by TMA
+      {Layout::col, Layout::row, 4096, 0, 2, false, "none"},            // A by TMA, 4-byte N-major B
   };
   // Both schedules; with C or a chain the tiles of at most 64 accumulators (larger ones spill in the TMA form too
   // there: kSpillPrior).
@@ -961,8 +964,9 @@ TEST(Sm90Compile, LoadCp_Forms) {
       p.resolve();
       jobs.push_back({p, cfg, "", {}});
     }
-  // One 16-byte form through --config on an aligned problem, with a stream-K tail.
+  // A sliced A (8-byte aligned pointer) beside a TMA B, with a stream-K tail.
   Problem al = Problem::make(512, 512, 2048, DType::bf16, DType::bf16);
+  al.a.align = 8;
   al.resolve();
   jobs.push_back({al, "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8,tail=sk,load=cp", "", {}});
   jit::parallel_for(jobs.size(), 0, [&](size_t i) {

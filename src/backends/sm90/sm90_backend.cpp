@@ -80,9 +80,8 @@ Config kernel_config(Config c) {
 
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
   // load=cp: the piece widths follow from the problem (sm90::spec), so they name the kernel too.
-  const std::string cp = c.cp ? ",cp=" + std::to_string(sm90::cp_width(v.a, v.batch)) + "/" +
-                                    std::to_string(sm90::cp_width(v.b, v.batch))
-                              : "";
+  const gt_sm90::Spec s = sm90::spec(c, v);
+  const std::string cp = c.cp ? ",cp=" + std::to_string(s.cp_a) + "/" + std::to_string(s.cp_b) : "";
   return jit_kernel_name(c.pingpong ? "gt_sm90_pp" : "gt_sm90_coop",
                          c.str() + "|" + problem_class(v) + cp + (epi_class.empty() ? "" : "|" + epi_class));
 }
@@ -188,7 +187,7 @@ class Sm90Executable final : public Executable {
     const KernelView& v = view_;
     const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
     CUresult r = CUDA_SUCCESS;
-    if (g->glu == GluLayout::halves && !v.b_mn && !plan_.cp)  // load=cp reads B's halves without a map
+    if (g->glu == GluLayout::halves && !v.b_mn && plan_.cp_b == 0)  // B through cp.async: no map
       r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
                           std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS) {
@@ -203,19 +202,18 @@ class Sm90Executable final : public Executable {
   void launch(const GemmArgs& args, Stream stream) override {
     auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
     GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
-    if (plan_.cp) {
-      // load=cp: each operand in cp.async pieces of the width its declared alignment, pitch and batch stride allow.
-      const int wa = view_.transposed ? cp_width_b() : cp_width_a();
-      const int wb = view_.transposed ? cp_width_a() : cp_width_b();
-      GT_REQUIRE(aligned(args.a, wa), "sm90: A pointer is not " + std::to_string(wa) +
-                                          "-byte aligned (this kernel loads A with " + std::to_string(wa) +
-                                          "-byte cp.async) (" + cand_.str() + ")");
-      GT_REQUIRE(aligned(args.b, wb), "sm90: B pointer is not " + std::to_string(wb) +
-                                          "-byte aligned (this kernel loads B with " + std::to_string(wb) +
-                                          "-byte cp.async) (" + cand_.str() + ")");
-    } else {
-      GT_REQUIRE(aligned(args.a, 16), "sm90: A pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
-      GT_REQUIRE(aligned(args.b, 16), "sm90: B pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    {
+      // TMA needs 16-byte aligned operands; load=cp loads the others in cp.async pieces of the width their declared
+      // alignment, pitch and batch stride allow (Plan::cp_a / cp_b of the kernel view; 0: by TMA).
+      const int ka = view_.transposed ? plan_.cp_b : plan_.cp_a, kb = view_.transposed ? plan_.cp_a : plan_.cp_b;
+      auto check = [&](const void* ptr, int w, const char* nm) {
+        const std::string how = w > 0 ? std::to_string(w) + "-byte cp.async" : "TMA";
+        GT_REQUIRE(aligned(ptr, w > 0 ? w : 16), std::string("sm90: ") + nm + " pointer is not " +
+                                                     std::to_string(w > 0 ? w : 16) + "-byte aligned (this kernel loads " +
+                                                     nm + " with " + how + ") (" + cand_.str() + ")");
+      };
+      check(args.a, ka, "A");
+      check(args.b, kb, "B");
     }
     GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
     if (view_.has_c) {
@@ -263,10 +261,6 @@ class Sm90Executable final : public Executable {
   }
 
  private:
-  // load=cp: the kernel view's A and B piece widths.
-  int cp_width_a() const { return sm90::spec(cfg_, view_).cp_a; }
-  int cp_width_b() const { return sm90::spec(cfg_, view_).cp_b; }
-
   static constexpr const char* kScratchWho = "sm90: a tiles=dynamic or tail=sk executable";
 
   // The dynamic tile order's counters for `s` (mu_ held): one {next, done} pair per stream.
@@ -287,7 +281,7 @@ class Sm90Executable final : public Executable {
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
-  CUtensorMap maps_[4]{};  // A, B, D, D's tail strips (sm90::encode_maps; A's and B's stay zero with load=cp)
+  CUtensorMap maps_[4]{};  // A, B, D, D's tail strips (sm90::encode_maps; zero for an operand load=cp reads)
   cuda::DeviceBuffer counters_;          // tiles=dynamic only: a pair per stream of scratch_
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
   StreamScratch scratch_;                // tiles=dynamic / tail=sk: the streams launched on; tail=sk: partials, flags

@@ -120,9 +120,9 @@ gt_sm90::Spec spec(const Config& c, const KernelView& v) {
   s.dynamic = c.dynamic();
   s.sk = c.sk;
   s.epi_warp = c.epi_warp;
-  if (c.cp) {
-    s.cp_a = cp_width(v.a, v.batch);
-    s.cp_b = cp_width(v.b, v.batch);
+  if (c.cp) {  // cp.async for what TMA cannot load
+    s.cp_a = tma_loads(v.a, v.batch) ? 0 : cp_width(v.a, v.batch);
+    s.cp_b = tma_loads(v.b, v.batch) ? 0 : cp_width(v.b, v.batch);
   }
   return s;
 }
@@ -146,22 +146,23 @@ std::string load_path([[maybe_unused]] const Problem& p, const KernelView& v) {
   if (!needs_cp(v)) return "A, B: TMA";
   // The user's names: a transposed view loads the user's B as its A.
   auto phrase = [&](const char* nm, const OperandDesc& o) {
+    if (tma_loads(o, v.batch)) return std::string(nm) + ": TMA";
     const int64_t es = elem_size(o.type);
     const int w = cp_width(o, v.batch);
-    std::string s = std::string(nm) + " " + std::to_string(w) + "-byte";
-    const std::string ln = std::string("ld") + static_cast<char>(nm[0] - 'A' + 'a');
+    std::string why;
     if (o.align < 16)
-      s += ": align=" + std::to_string(o.align);
+      why = "align=" + std::to_string(o.align);
     else if ((o.ld * es) % 16 != 0)
-      s += ": " + ln + "=" + std::to_string(o.ld) + " is " + std::to_string(o.ld * es) + " bytes";
-    else if (v.batch > 1 && (o.batch_stride * es) % 16 != 0)
-      s += ": batch stride " + std::to_string(o.batch_stride) + " is " + std::to_string(o.batch_stride * es) + " bytes";
-    if (w < 4) s += ", not loadable (pad-and-run)";
-    return s;
+      why = std::string("ld") + static_cast<char>(nm[0] - 'A' + 'a') + "=" + std::to_string(o.ld) + " is " +
+            std::to_string(o.ld * es) + " bytes";
+    else
+      why = "batch stride " + std::to_string(o.batch_stride) + " is " + std::to_string(o.batch_stride * es) + " bytes";
+    if (w < 4) return std::string(nm) + ": not loadable (" + why + "; pad-and-run)";
+    return std::string(nm) + ": cp.async " + std::to_string(w) + "-byte (" + why + ")";
   };
   const OperandDesc& ua = v.transposed ? v.b : v.a;
   const OperandDesc& ub = v.transposed ? v.a : v.b;
-  return "A, B: cp.async (" + phrase("A", ua) + "; " + phrase("B", ub) + ")";
+  return phrase("A", ua) + "; " + phrase("B", ub);
 }
 
 std::string spec_literal(const gt_sm90::Spec& s) {

@@ -33,8 +33,8 @@ struct Config {
   bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own epilogue pieces (GemmConfig::kEpiWarp)
   bool swap = false;      // "swap=1": the other orientation (kernel M = the problem's N; decode sizes: the weights on
                           // the wgmma M side, the tokens on N), D stored transposed (EpilogueTransposedStore)
-  bool cp = false;        // "load=cp": A and B loaded with cp.async by the producer warpgroup (operands TMA cannot
-                          // describe); the piece width follows from the problem (cp_width)
+  bool cp = false;        // "load=cp": the operands TMA cannot describe (A, B or both) loaded with cp.async by the
+                          // producer warpgroup; the piece widths follow from the problem (cp_width)
 
   bool dynamic() const { return tiles == TileOrder::dynamic; }
   bool gpc() const { return tiles == TileOrder::gpc; }
@@ -57,7 +57,7 @@ int cp_width(const OperandDesc& o, int64_t batch);
 // True when TMA cannot load A or B of the view: only load=cp configs run it.
 bool needs_cp(const KernelView& v);
 // One phrase for `list`: how A and B are loaded and why, e.g. "A, B: TMA" or
-// "A, B: cp.async (A 8-byte: lda=4100 is 8200 bytes; B 16-byte)".
+// "A: cp.async 8-byte (lda=4100 is 8200 bytes); B: TMA".
 std::string load_path(const Problem& p, const KernelView& v);
 // ---- rules ----
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its

@@ -107,6 +107,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   }
   const KernelView v = kernel_view(p, c.swap);
   if (c.cp) {
+    if (!needs_cp(v)) return "sm90: load=cp: TMA loads A and B of this problem (" + load_path(p, v) + ")" + cs;
     if (c.cm * c.cn != 1) return "sm90: load=cp needs cluster 1x1 (cp.async does not multicast)" + cs;
     if (c.dynamic())
       return "sm90: load=cp needs a static or gpc tile order (every producer thread walks the tiles)" + cs;
