@@ -85,7 +85,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
       });
 }
 
-// The producer: one thread walks this cluster's tiles and fills the ring (load=cp: every thread t of the producer
+// The producer: one thread walks this cluster's tiles and fills the ring (load=cp: every thread tid of the producer
 // warpgroup walks them and issues its share of each stage's cp.async, sm90_cp_loader.cuh). With the dynamic tile
 // order the producer of cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it
 // publishes that tile and fetches the next index (the atomic's latency hides behind the tile's loads).
@@ -94,7 +94,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                               const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
-                                              [[maybe_unused]] int t) {
+                                              [[maybe_unused]] int tid) {
   const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
@@ -126,12 +126,12 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
     for (int kb = k0; kb < k1; ++kb, rp.next()) {
       mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
       if constexpr (Cfg::CP) {
-        if (Cfg::kTmaBytes > 0 && t == 0) {  // the operand TMA can load
+        if (Cfg::kTmaBytes > 0 && tid == 0) {  // the operand TMA can load
           mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kTmaBytes);
           load_stage<Cfg, HALVES, Cfg::CP_A == 0, Cfg::CP_B == 0>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn,
                                                                   p.n / 2);
         }
-        cp_load_stage<Cfg, HALVES>(sm, p, rp.s, m0, n0, kb * Cfg::BK, b, t);
+        cp_load_stage<Cfg, HALVES>(sm, p, rp.s, m0, n0, kb * Cfg::BK, b, tid);
         cp_async_mbar_arrive(sm.full(rp.s));
       } else {
         mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
