@@ -25,7 +25,8 @@ struct GemmConfig {
   // threads loading; kTmaBytes: what TMA brings into a stage.
   static constexpr bool CP = P.cp;
   static constexpr int CP_A = S.cp_a, CP_B = S.cp_b, kTmaBytes = P.tma_bytes;
-  static_assert((CP_A == 0 || CP_A == 4 || CP_A == 8 || CP_A == 16) && (CP_B == 0 || CP_B == 4 || CP_B == 8 || CP_B == 16),
+  static_assert((CP_A == 0 || CP_A == 4 || CP_A == 8 || CP_A == 16) &&
+                    (CP_B == 0 || CP_B == 4 || CP_B == 8 || CP_B == 16),
                 "load=cp takes 4, 8 or 16-byte pieces");
   static_assert(!CP || (S.cm == 1 && S.cn == 1), "load=cp needs a 1x1 cluster (cp.async does not multicast)");
   static_assert(!CP || !S.dynamic, "load=cp needs a static tile order (every producer thread walks the tiles)");

@@ -1,8 +1,9 @@
 #pragma once
 // The load=cp producer (Spec::cp_a / cp_b): the A and/or B tiles that TMA cannot describe (a pitch, batch stride or
 // base pointer that is not a multiple of 16 bytes) loaded with cp.async by all 128 threads of the producer warpgroup;
-// an operand TMA can load still comes by TMA (producer thread 0, on the same full barrier). The pieces land in exactly the shared-memory layout a TMA box with the 128-byte swizzle writes, so the
-// wgmma side (StageDescs, mma_stage) is the same:
+// an operand TMA can load still comes by TMA (producer thread 0, on the same full barrier). The pieces land in exactly
+// the shared-memory layout a TMA box with the 128-byte swizzle writes, so the wgmma side (StageDescs, mma_stage) is
+// the same:
 //   K-major tile: row r (M or N) of 64 K elements = 128 bytes at r * 128; its 16-byte chunk c at chunk c ^ (r % 8).
 //   MN-major tile: 64-wide MN chunks at 8192 bytes; in a chunk, K row kk (64 M/N elements = 128 bytes) at kk * 128,
 //   swizzled the same way.
@@ -11,8 +12,7 @@
 // and K edges need no separate path: rows past the edge and K (or M/N) past the edge read as zeros, as TMA's fill.
 // Completion: each producer thread's cp.async.mbarrier.arrive.noinc on the stage's full barrier (initialised to the
 // 128 producer threads, plus one for thread 0's expect_tx when TMA loads the other operand: Plan::full_arrivals);
-// the consumers make the data visible to wgmma's async proxy after their
-// wait (consume_tile: fence.proxy.async).
+// the consumers make the data visible to wgmma's async proxy after their wait (consume_tile: fence.proxy.async).
 #include "ptx/ptx.cuh"
 #include "sm90/sm90_config.cuh"
 

@@ -1,6 +1,6 @@
 // sm90 load=cp on the GPU: A and B that TMA cannot load (pitches of 2 or 4 (mod 8) elements, base pointers offset by
-// 4 or 8 bytes, batch strides off 16 bytes), alone or beside an operand TMA loads, every A/B layout pair, ragged M, N and K (K neither a multiple of 64 nor
-// of 8), batch, beta != 0, a fused chain and a GLU. Fresh random inputs, D poisoned with NaN (padding included),
+// 4 or 8 bytes, batch strides off 16 bytes), alone or beside an operand TMA loads, every A/B layout pair, ragged M, N
+// and K (K neither a multiple of 64 nor of 8), batch, beta != 0, a fused chain and a GLU. Fresh random inputs, D poisoned with NaN (padding included),
 // normalized error against the double CPU reference at most 1e-2, no byte outside D's elements written.
 #include <gtest/gtest.h>
 

@@ -411,9 +411,8 @@ TEST(Sm90Config, LoadCp) {
   const std::string r = be->validate(k4100, {"sm90", s}, dev);
   EXPECT_NE(r.find("needs load=cp"), std::string::npos) << r;
   EXPECT_EQ(be->validate(k4100, {"sm90", s + ",load=cp"}, dev), "");
-  EXPECT_NE(be->validate(k4100, {"sm90", "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,load=cp"}, dev)
-                .find("cluster 1x1"),
-            std::string::npos);
+  const std::string c21 = "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,load=cp";
+  EXPECT_NE(be->validate(k4100, {"sm90", c21}, dev).find("cluster 1x1"), std::string::npos);
   EXPECT_NE(be->validate(k4100, {"sm90", s + ",tiles=dynamic,load=cp"}, dev).find("static"), std::string::npos);
   const auto list = be->enumerate(k4100, dev);
   ASSERT_FALSE(list.empty());
