@@ -199,6 +199,10 @@ const SpillPriorRow kSpillPrior[] = {
      [](const Config& c, const Problem&, const KernelView& v, int acc) {
        return c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn);
      }},
+    {"load=cp with tail=sk at 192 accumulators",
+     "24 bytes: coop 256x192 at 2048x4096x4100 (its TMA twin and load=cp without the tail clean; the whole load=cp "
+     "lists of that problem with K-major and M-major A otherwise clean)",
+     [](const Config& c, const Problem&, const KernelView&, int acc) { return c.cp && c.sk && acc >= 192; }},
     {"tail=sk with a C input in a 1x1 cluster at 112+ accumulators",
      "16 bytes: ping-pong 128x128, coop 128x224 / 128x240 (Sm90Compile.Decode_SplitTwins lists)",
      [](const Config& c, const Problem&, const KernelView& v, int acc) {
