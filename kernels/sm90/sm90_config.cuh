@@ -21,6 +21,17 @@ struct GemmConfig {
   static constexpr bool SK = S.sk;
   static_assert(!(SK && DYNAMIC), "the stream-K tail needs the static tile order");
 
+  // load=cp (sm90_cp_loader.cuh): A and/or B through cp.async pieces of CP_A / CP_B bytes (0: by TMA), all producer
+  // threads loading; kTmaBytes: what TMA brings into a stage.
+  static constexpr bool CP = P.cp;
+  static constexpr int CP_A = S.cp_a, CP_B = S.cp_b, kTmaBytes = P.tma_bytes;
+  static_assert((CP_A == 0 || CP_A == 4 || CP_A == 8 || CP_A == 16) &&
+                    (CP_B == 0 || CP_B == 4 || CP_B == 8 || CP_B == 16),
+                "load=cp takes 4, 8 or 16-byte pieces");
+  static_assert(!CP || (S.cm == 1 && S.cn == 1), "load=cp needs a 1x1 cluster (cp.async does not multicast)");
+  static_assert(!CP || !S.dynamic, "load=cp needs a static tile order (every producer thread walks the tiles)");
+  static_assert(!CP || S.in == kBF16 || S.in == kF16, "load=cp copies 16-bit elements");
+
   static constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int WM = P.wm, kSlabs = P.slabs, kAccRegs = P.acc_regs;
@@ -70,6 +81,7 @@ struct GemmConfig {
 
   // See release_stage.
   static constexpr int kLoadPeers = P.load_peers, kEmptyArrivals = P.empty_arrivals;
+  static constexpr int kFullArrivals = P.full_arrivals;
 };
 
 // The named barrier of the calling consumer warpgroup (1 or 2: warpgroup 0 is the producer; barrier 0 is

@@ -8,6 +8,7 @@
 #include "ptx/wgmma.cuh"
 #include "scheduler/tile_scheduler.cuh"
 #include "sm90/sm90_config.cuh"
+#include "sm90/sm90_cp_loader.cuh"
 #include "sm90/sm90_tile_stream.cuh"
 
 namespace gt_sm90 {
@@ -60,7 +61,8 @@ __device__ __forceinline__ void load_operand(unsigned base, const TmaDesc& t, un
 // (rank = rm + rn * CM). A is shared by the CN CTAs of a cluster row, B by the CM CTAs of a cluster column.
 // HALVES (a GLU over the halves of N, see epilogue_fused_store.cuh): tile rows [0, BN/2) of B are the gate columns
 // n0/2 + r, rows [BN/2, BN) the up columns n_half + n0/2 + r - BN/2 (the host's B map has boxes of <= BN/2 rows).
-template <class Cfg, bool HALVES = false>
+// LOAD_A / LOAD_B: the operands TMA loads (load=cp: those the cp.async producer does not).
+template <class Cfg, bool HALVES = false, bool LOAD_A = true, bool LOAD_B = true>
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm, int s,
                                            int m0, int n0, int k0, int b, int rm, int rn, int n_half = 0) {
   static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0, "GLU halves with N-major B needs tile N a multiple of 128");
@@ -71,24 +73,28 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 #pragma unroll
   for (int i = 0; i < Cfg::CM; ++i) b_mask |= static_cast<unsigned short>(1u << (i + rn * Cfg::CM));
   constexpr int kARows = Cfg::kABoxRows, kBRows = Cfg::kBBoxRows;
-  load_operand<Cfg::A_MN, Cfg::BM, kARows, (Cfg::kAParts > 1)>(sm.a(s), ta, bar, k0, b, Cfg::kAParts > 1 ? rn : 0,
-                                                                kARows, a_mask, [&](int tr) { return m0 + tr; });
+  if constexpr (LOAD_A)
+    load_operand<Cfg::A_MN, Cfg::BM, kARows, (Cfg::kAParts > 1)>(sm.a(s), ta, bar, k0, b, Cfg::kAParts > 1 ? rn : 0,
+                                                                  kARows, a_mask, [&](int tr) { return m0 + tr; });
   constexpr int kBPiece = HALVES && kBRows > Cfg::BN / 2 ? Cfg::BN / 2 : kBRows;
-  load_operand<Cfg::B_MN, Cfg::BN, kBPiece, (Cfg::kBParts > 1)>(
+  if constexpr (LOAD_B)
+    load_operand<Cfg::B_MN, Cfg::BN, kBPiece, (Cfg::kBParts > 1)>(
       sm.b(s), tb, bar, k0, b, Cfg::kBParts > 1 ? rm : 0, kBRows, b_mask, [&](int tr) {
         if (HALVES) return tr < Cfg::BN / 2 ? n0 / 2 + tr : n_half + n0 / 2 + tr - Cfg::BN / 2;
         return n0 + tr;
       });
 }
 
-// The producer: one thread walks this cluster's tiles and fills the ring. With the dynamic tile order the producer of
-// cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it publishes that tile and
-// fetches the next index (the atomic's latency hides behind the tile's loads).
+// The producer: one thread walks this cluster's tiles and fills the ring (load=cp: every thread tid of the producer
+// warpgroup walks them and issues its share of each stage's cp.async, sm90_cp_loader.cuh). With the dynamic tile
+// order the producer of cluster rank 0 is the taker (see sm90_tile_stream.cuh): when it starts a tile's loads it
+// publishes that tile and fetches the next index (the atomic's latency hides behind the tile's loads).
 // NOTES: fetching 2 k-blocks before the end of the tile instead measured the same (docs/PERFORMANCE.md) and kept
 // the counter's address live through the k loop, which made the 40-register producer spill in coop 128x256 kernels.
 template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
-                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn) {
+                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
+                                              [[maybe_unused]] int tid) {
   const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
@@ -119,8 +125,18 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
     sched.tile_origin(t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
     for (int kb = k0; kb < k1; ++kb, rp.next()) {
       mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
-      mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
-      load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);
+      if constexpr (Cfg::CP) {
+        if (Cfg::kTmaBytes > 0 && tid == 0) {  // the operand TMA can load
+          mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kTmaBytes);
+          load_stage<Cfg, HALVES, Cfg::CP_A == 0, Cfg::CP_B == 0>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn,
+                                                                  p.n / 2);
+        }
+        cp_load_stage<Cfg, HALVES>(sm, p, rp.s, m0, n0, kb * Cfg::BK, b, tid);
+        cp_async_mbar_arrive(sm.full(rp.s));
+      } else {
+        mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
+        load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);
+      }
     }
   }
 }
@@ -212,6 +228,8 @@ __device__ __forceinline__ void consume_tile(float (&acc)[Cfg::kSlabs][Cfg::BN /
   for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
     const int s = rp.s;
     mbar_wait(sm.full(s), rp.ph);
+    // load=cp: the stage was written through the generic proxy (cp.async); wgmma reads it through the async proxy.
+    if constexpr (Cfg::CP) fence_proxy_async();
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
@@ -239,13 +257,13 @@ template <class Cfg, class InitMore>
 __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const TmaDesc& ta, const TmaDesc& tb,
                                               const TmaDesc& td, const TmaDesc& tdt, InitMore init_more) {
   if (threadIdx.x == 0) {
-    prefetch_tma_desc(ta);
-    prefetch_tma_desc(tb);
+    if (Cfg::CP_A == 0) prefetch_tma_desc(ta);  // load=cp: the map of an operand cp.async loads is not encoded
+    if (Cfg::CP_B == 0) prefetch_tma_desc(tb);
     prefetch_tma_desc(td);
     if (Cfg::kEpiTailBytes > 0) prefetch_tma_desc(tdt);
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES; ++s) {
-      mbar_init(sm.full(s), 1);
+      mbar_init(sm.full(s), Cfg::kFullArrivals);
       mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
     }
     TileStream<Cfg>::init(sm);
@@ -258,13 +276,15 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
     cta_sync();
 }
 
-// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring.
+// The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring (all
+// of them with load=cp).
 template <class Cfg, bool HALVES>
 __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
-  if (tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn);
+  if (Cfg::CP || tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn, tid);
+  if constexpr (Cfg::CP) cp_async_wait_all();  // no producer thread leaves with its last copies in flight
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }
 

@@ -28,6 +28,9 @@ struct Spec {
   bool dynamic = false;   // tile order: taken from a global counter (sm90_tile_stream.cuh), else static
   bool sk = false;        // static order with a stream-K tail (sm90_tile_stream.cuh)
   bool epi_warp = false;  // each warp TMA-stores its own epilogue pieces (config "epi=warp")
+  // Config "load=cp": A / B loaded by the producer warpgroup's cp.async (sm90_cp_loader.cuh) in pieces of cp_a /
+  // cp_b bytes (16, 8 or 4: what the operand's pointer, pitch and batch stride allow); 0: that operand by TMA.
+  int cp_a = 0, cp_b = 0;
 };
 
 // Every number that follows from a spec: the stage ring, the TMA boxes, the epilogue strips and the shared-memory
@@ -64,6 +67,12 @@ struct Plan {
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its cluster
   // row and column, itself included: CM + CN - 1 CTAs).
   int load_peers = 0, empty_arrivals = 0;
+  // Arrivals that fill a stage: the TMA producer thread's (with the expected bytes), plus with load=cp every producer
+  // thread's cp.async completion; the bytes TMA brings (a load=cp kernel loads the operand TMA can take by TMA).
+  bool cp = false;
+  int cp_a = 0, cp_b = 0;  // Spec::cp_a, cp_b
+  int full_arrivals = 1;
+  int tma_bytes = 0;
 };
 
 constexpr Plan derive(const Spec& s) {
@@ -103,6 +112,11 @@ constexpr Plan derive(const Spec& s) {
 
   p.load_peers = s.cm + s.cn - 1;
   p.empty_arrivals = (s.pingpong ? 1 : 2) * p.load_peers;
+  p.cp = s.cp_a > 0 || s.cp_b > 0;
+  p.cp_a = s.cp_a;
+  p.cp_b = s.cp_b;
+  p.tma_bytes = (s.cp_a > 0 ? 0 : p.a_bytes) + (s.cp_b > 0 ? 0 : p.b_bytes);
+  p.full_arrivals = p.cp ? 128 + (p.tma_bytes > 0 ? 1 : 0) : 1;
   return p;
 }
 
@@ -119,6 +133,11 @@ struct GemmParams {
   int raster_n, group;  // the tile walk (scheduler/tile_scheduler.cuh): bands of tile rows (0) or columns (1)
   float* sk_ws;         // stream-K tail (Spec::sk): partial accumulators, one slot per cluster boundary, or null (off)
   int* sk_flags;        // one per slot and part: 1 = partial written, 0 = consumed (zero between launches)
+  // load=cp only (Spec::cp_a): A and B of the kernel view, element (outer, inner) of batch b at
+  // ptr + (b * batch + outer * ld + inner) elements (outer: M/N rows when K-major, K when MN-major).
+  const void* a;
+  const void* b;
+  long long lda, ldb, a_batch, b_batch;
 };
 
 }  // namespace gt_sm90

@@ -339,7 +339,8 @@ TEST(Sm90Config, Reasons) {
   Problem p = Problem::make(4096, 4096, 4101, DType::bf16, DType::bf16);
   p.resolve();
   const std::string r = be->supports(p, dev);
-  EXPECT_NE(r.find("lda=4101 (8202 bytes) is not a multiple of 16 bytes"), std::string::npos) << r;
+  EXPECT_NE(r.find("lda=4101 (8202 bytes) is odd in elements"), std::string::npos) << r;
+  EXPECT_NE(r.find("pad-and-run"), std::string::npos) << r;
   EXPECT_TRUE(be->enumerate(p, dev).empty());
   Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
   q.resolve();
@@ -387,6 +388,83 @@ TEST(Sm90Config, Reasons) {
   c.c.batch_stride = -1;
   c.resolve();
   EXPECT_EQ(sm90::kernel_view(c).c.batch_stride, 256 * 256);
+}
+
+// load=cp: A and B that TMA cannot load (a pitch, batch stride or base pointer off 16 bytes) go through the cp.async
+// producer in the widest pieces their alignment allows, the other operand by TMA; such problems list only load=cp
+// configs (1x1 clusters), and problems TMA can load list none.
+TEST(Sm90Config, LoadCp) {
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  const std::string s = "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8";
+  EXPECT_EQ(sm90::Config::parse(s + ",load=cp").str(), s + ",load=cp");
+  EXPECT_TRUE(sm90::Config::parse(s + ",load=cp").cp);
+  EXPECT_EQ(sm90::Config::parse(s + ",load=tma").str(), s);
+  EXPECT_THROW(sm90::Config::parse(s + ",load=ldg"), Error);
+  auto problem = [](int64_t m, int64_t n, int64_t k, Layout a, Layout b) {
+    Problem p = Problem::make(m, n, k, DType::bf16, DType::bf16, a, b);
+    p.resolve();
+    return p;
+  };
+  const Problem k4100 = problem(2048, 4096, 4100, Layout::row, Layout::col);
+  EXPECT_EQ(be->supports(k4100, dev), "");
+  const std::string r = be->validate(k4100, {"sm90", s}, dev);
+  EXPECT_NE(r.find("needs load=cp"), std::string::npos) << r;
+  EXPECT_EQ(be->validate(k4100, {"sm90", s + ",load=cp"}, dev), "");
+  const std::string c21 = "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,load=cp";
+  EXPECT_NE(be->validate(k4100, {"sm90", c21}, dev).find("cluster 1x1"), std::string::npos);
+  EXPECT_NE(be->validate(k4100, {"sm90", s + ",tiles=dynamic,load=cp"}, dev).find("static"), std::string::npos);
+  const auto list = be->enumerate(k4100, dev);
+  ASSERT_FALSE(list.empty());
+  for (const Candidate& c : list) {
+    const sm90::Config cfg = sm90::Config::parse(c.config);
+    EXPECT_TRUE(cfg.cp && cfg.cm * cfg.cn == 1 && !cfg.dynamic()) << c.str();
+    EXPECT_EQ(be->validate(k4100, c, dev), "") << c.str();
+  }
+  const Problem k4096 = problem(2048, 4096, 4096, Layout::row, Layout::col);
+  for (const Candidate& c : be->enumerate(k4096, dev)) EXPECT_FALSE(sm90::Config::parse(c.config).cp) << c.str();
+  EXPECT_EQ(sm90::load_path(k4096, sm90::kernel_view(k4096)), "A, B: TMA");
+  EXPECT_EQ(sm90::load_path(k4100, sm90::kernel_view(k4100)),
+            "A: cp.async 8-byte (lda=4100 is 8200 bytes); B: cp.async 8-byte (ldb=4100 is 8200 bytes)");
+  EXPECT_NE(be->validate(k4096, {"sm90", s + ",load=cp"}, dev).find("TMA loads A and B"), std::string::npos);
+  // The widths: the gcd of pitch, batch stride and pointer alignment, at most 16; 0 where TMA loads the operand.
+  const sm90::Config cp = sm90::Config::parse(s + ",load=cp");
+  auto widths = [&](const Problem& p) {
+    const gt_sm90::Spec sp = sm90::spec(cp, sm90::kernel_view(p));
+    return std::to_string(sp.cp_a) + "/" + std::to_string(sp.cp_b);
+  };
+  EXPECT_EQ(widths(k4100), "8/8");
+  EXPECT_EQ(widths(problem(2048, 4096, 4098, Layout::row, Layout::col)), "4/4");
+  EXPECT_EQ(widths(k4096), "0/0");
+  Problem al = k4096;
+  al.a.align = 4;
+  al.b.align = 8;
+  EXPECT_EQ(widths(al), "4/8");
+  EXPECT_EQ(sm90::load_path(al, sm90::kernel_view(al)), "A: cp.async 4-byte (align=4); B: cp.async 8-byte (align=8)");
+  // Row-major B with N = 4094 (N-major, pitch 4 (mod 16) bytes); a col-major D swaps the roles (the kernel's A is
+  // the user's B): the names stay the user's.
+  Problem nb = problem(1024, 4094, 4096, Layout::row, Layout::row);
+  EXPECT_EQ(widths(nb), "0/4");
+  nb.d.layout = Layout::col;
+  nb.d.ld = -1;
+  nb.c = nb.d;
+  nb.resolve();
+  EXPECT_EQ(widths(nb), "4/0");
+  EXPECT_EQ(sm90::load_path(nb, sm90::kernel_view(nb)), "A: TMA; B: cp.async 4-byte (ldb=4094 is 8188 bytes)");
+  // Odd pitches in elements, 2-byte aligned pointers and batch strides: refused, pointing at pad-and-run.
+  const Problem odd = problem(1024, 4095, 4096, Layout::row, Layout::row);
+  EXPECT_NE(be->supports(odd, dev).find("ldb=4095 (8190 bytes) is odd in elements"), std::string::npos)
+      << be->supports(odd, dev);
+  Problem a2 = k4096;
+  a2.a.align = 2;
+  EXPECT_NE(be->supports(a2, dev).find("2-byte aligned"), std::string::npos) << be->supports(a2, dev);
+  Problem bs = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
+  bs.resolve();
+  bs.b.batch_stride += 4;
+  EXPECT_EQ(be->supports(bs, dev), "");
+  EXPECT_EQ(widths(bs), "0/8");
+  bs.b.batch_stride += 1;
+  EXPECT_NE(be->supports(bs, dev).find("batch_stride"), std::string::npos) << be->supports(bs, dev);
 }
 
 // Epilogue strips: rows that 64/128-byte strips do not divide go out in wide unswizzled strips (16 x odd bytes, at most
@@ -836,6 +914,76 @@ TEST(Sm90Compile, GpuMatrixConfigs_RowC_Alpha) {
 TEST(Sm90Compile, Bf16TN_BiasGelu) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 4096, 4096, false, "bias,gelu_tanh"); }
 TEST(Sm90Compile, Bf16TN_SwiGluHalves) { compile_all({DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::row}, 4096, 8192, 4096, false, "silu_glu"); }
 TEST(Sm90Compile, Bf16NT_ColD_BiasResidual_Beta) { compile_all({DType::bf16, DType::f32, Layout::col, Layout::row, Layout::col}, 2048, 1024, 512, true, "bias,residual"); }
+
+
+// load=cp: both schedules, K-major and MN-major A and B, 4/8-byte pieces and one operand by TMA, with C and with
+// fused chains compile without spills (the producer warpgroup keeps its 40 registers with 128 threads loading).
+TEST(Sm90Compile, LoadCp_Forms) {
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  struct Form {
+    Layout a, b;
+    int64_t k, lda_extra, ldb_extra;
+    bool beta;
+    const char* chain;
+  };
+  const std::vector<Form> forms = {
+      {Layout::row, Layout::col, 4100, 0, 0, false, "none"},            // 8-byte A and B
+      {Layout::row, Layout::col, 4098, 0, 0, true, "none"},             // 4-byte, C
+      {Layout::col, Layout::row, 1000, 2, 4, false, "none"},            // MN-major: 4-byte A, 8-byte B
+      {Layout::col, Layout::col, 1000, 8, 2, false, "bias,gelu_tanh"},  // A by TMA, 4-byte B, a chain
+      {Layout::row, Layout::row, 1000, 4, 6, true, "bias,residual"},    // 8-byte A, 4-byte B, C and a residual
+      {Layout::row, Layout::col, 4100, 0, 0, false, "silu_glu"},        // GLU halves from B's two places
+      {Layout::row, Layout::col, 4096, 2, 0, false, "silu_glu"},        // 4-byte A, B's halves by TMA
+      {Layout::col, Layout::row, 4096, 0, 2, false, "none"},            // A by TMA, 4-byte N-major B
+  };
+  // Both schedules; with C or a chain the tiles of at most 64 accumulators (larger ones spill in the TMA form too
+  // there: kSpillPrior).
+  const std::vector<std::string> wide = {
+      "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8,load=cp",
+      "tile=128x128x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8,load=cp",
+  };
+  const std::vector<std::string> narrow = {
+      "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8,load=cp",
+      "tile=64x128x64,stages=6,cluster=1x1,sched=pingpong,raster=m,group=8,load=cp",
+  };
+  struct Job {
+    Problem p;
+    std::string cfg, err;
+    CompileResult r;
+  };
+  std::vector<Job> jobs;
+  for (const Form& f : forms)
+    for (const std::string& cfg : (f.beta || std::string(f.chain) != "none" ? narrow : wide)) {
+      Problem p = Problem::make(1024, 1024, f.k, DType::bf16, DType::bf16, f.a, f.b);
+      if (f.beta) p.beta = 0.5f;
+      p.epilogue = parse_epilogue(f.chain);
+      p.a.ld = (f.a == Layout::row ? f.k : 1024) + f.lda_extra;
+      p.b.ld = (f.b == Layout::row ? 1024 : f.k) + f.ldb_extra;
+      p.resolve();
+      jobs.push_back({p, cfg, "", {}});
+    }
+  // A sliced A (8-byte aligned pointer) beside a TMA B, with a stream-K tail.
+  Problem al = Problem::make(512, 512, 2048, DType::bf16, DType::bf16);
+  al.a.align = 8;
+  al.resolve();
+  jobs.push_back({al, "tile=128x128x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8,tail=sk,load=cp", "", {}});
+  jit::parallel_for(jobs.size(), 0, [&](size_t i) {
+    const Candidate c{"sm90", jobs[i].cfg};
+    try {
+      jobs[i].err = be->validate(jobs[i].p, c, dev);
+      if (jobs[i].err.empty()) jobs[i].r = be->compile(jobs[i].p, c, dev);
+    } catch (const std::exception& e) {
+      jobs[i].err = e.what();
+    }
+  });
+  for (const Job& j : jobs) {
+    ASSERT_EQ(j.err, "") << j.cfg << " for " << j.p.str();
+    EXPECT_TRUE(j.r.compiled);
+    EXPECT_EQ(j.r.spill_bytes, 0) << j.cfg << " for " << j.p.str() << " ("
+                                  << sm90::load_path(j.p, sm90::kernel_view(j.p)) << ")\n" << j.r.log;
+  }
+}
 
 }  // namespace
 }  // namespace gemmtune

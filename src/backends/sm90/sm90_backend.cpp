@@ -91,8 +91,11 @@ Config kernel_config(Config c) {
 }
 
 std::string kernel_name(const Config& c, const KernelView& v, const std::string& epi_class) {
+  // load=cp: the piece widths follow from the problem (sm90::spec), so they name the kernel too.
+  const gt_sm90::Spec s = sm90::spec(c, v);
+  const std::string cp = c.cp ? ",cp=" + std::to_string(s.cp_a) + "/" + std::to_string(s.cp_b) : "";
   return jit_kernel_name(c.pingpong ? "gt_sm90_pp" : "gt_sm90_coop",
-                         c.str() + "|" + problem_class(v) + (epi_class.empty() ? "" : "|" + epi_class));
+                         c.str() + "|" + problem_class(v) + cp + (epi_class.empty() ? "" : "|" + epi_class));
 }
 
 std::string jit_source(const Config& c, const KernelView& v, const std::string& epi_class, const EpiFlags& flags,
@@ -196,7 +199,7 @@ class Sm90Executable final : public Executable {
     const KernelView& v = view_;
     const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
     CUresult r = CUDA_SUCCESS;
-    if (g->glu == GluLayout::halves && !v.b_mn)
+    if (g->glu == GluLayout::halves && !v.b_mn && plan_.cp_b == 0)  // B through cp.async: no map
       r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
                           std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS && sm90::d_tma_store(v)) {
@@ -211,8 +214,19 @@ class Sm90Executable final : public Executable {
   void launch(const GemmArgs& args, Stream stream) override {
     auto aligned = [](const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; };
     GT_REQUIRE(args.a && args.b && args.d, "sm90: A, B and D pointers must be non-null");
-    GT_REQUIRE(aligned(args.a, 16), "sm90: A pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
-    GT_REQUIRE(aligned(args.b, 16), "sm90: B pointer is not 16-byte aligned (TMA) (" + cand_.str() + ")");
+    {
+      // TMA needs 16-byte aligned operands; load=cp loads the others in cp.async pieces of the width their declared
+      // alignment, pitch and batch stride allow (Plan::cp_a / cp_b of the kernel view; 0: by TMA).
+      const int ka = view_.transposed ? plan_.cp_b : plan_.cp_a, kb = view_.transposed ? plan_.cp_a : plan_.cp_b;
+      auto check = [&](const void* ptr, int w, const char* nm) {
+        const std::string how = w > 0 ? std::to_string(w) + "-byte cp.async" : "TMA";
+        GT_REQUIRE(aligned(ptr, w > 0 ? w : 16), std::string("sm90: ") + nm + " pointer is not " +
+                                                     std::to_string(w > 0 ? w : 16) + "-byte aligned (this kernel loads " +
+                                                     nm + " with " + how + ") (" + cand_.str() + ")");
+      };
+      check(args.a, ka, "A");
+      check(args.b, kb, "B");
+    }
     // D: 16 bytes for its tensor map; stored without TMA (swap=1, kEpiNoTmaD), one element.
     if (sm90::d_tma_store(view_))
       GT_REQUIRE(aligned(args.d, 16), "sm90: D pointer is not 16-byte aligned (this kernel TMA-stores D) (" +
@@ -239,6 +253,7 @@ class Sm90Executable final : public Executable {
       last_d_ = args.d;
     }
     gt_sm90::GemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
+    if (plan_.cp) sm90::set_cp_operands(params, view_, args.a, args.b);
     if (cfg_.dynamic()) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
     if (cfg_.gpc()) params.order = static_cast<const int*>(order_.get());
     params.raster_n = cfg_.raster_n ? 1 : 0;
@@ -284,7 +299,7 @@ class Sm90Executable final : public Executable {
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
-  CUtensorMap maps_[4];  // A, B, D, D's tail strips (sm90::encode_maps)
+  CUtensorMap maps_[4]{};  // A, B, D, D's tail strips (sm90::encode_maps; zero for an operand load=cp reads)
   cuda::DeviceBuffer counters_;          // tiles=dynamic only: a pair per stream of scratch_
   cuda::DeviceBuffer order_;             // tiles=gpc only: the cluster id permutation
   StreamScratch scratch_;                // tiles=dynamic / tail=sk: the streams launched on; tail=sk: partials, flags
@@ -300,7 +315,8 @@ class Sm90Backend final : public Backend {
   }
 
   std::string path(const Problem& p, const DeviceInfo&) const override {
-    return sm90::store_path(p, sm90::kernel_view(p));
+    const KernelView v = sm90::kernel_view(p);
+    return sm90::load_path(p, v) + "; " + sm90::store_path(p, v);
   }
 
   std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {

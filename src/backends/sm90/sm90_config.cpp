@@ -37,6 +37,7 @@ std::string Config::str() const {
   if (sk) os << ",tail=sk";
   if (epi_warp) os << ",epi=warp";
   if (swap) os << ",swap=1";
+  if (cp) os << ",load=cp";
   return os.str();
 }
 
@@ -73,6 +74,9 @@ Config Config::parse(const std::string& s) {
       } else if (k == "epi") {
         if (v != "warpgroup" && v != "warp") bad("epi must be warpgroup or warp");
         c.epi_warp = v == "warp";
+      } else if (k == "load") {
+        if (v != "tma" && v != "cp") bad("load must be tma or cp");
+        c.cp = v == "cp";
       } else if (k == "swap") {
         if (v != "0" && v != "1") bad("swap must be 0 or 1");
         c.swap = v == "1";
@@ -116,7 +120,49 @@ gt_sm90::Spec spec(const Config& c, const KernelView& v) {
   s.dynamic = c.dynamic();
   s.sk = c.sk;
   s.epi_warp = c.epi_warp;
+  if (c.cp) {  // cp.async for what TMA cannot load
+    s.cp_a = tma_loads(v.a, v.batch) ? 0 : cp_width(v.a, v.batch);
+    s.cp_b = tma_loads(v.b, v.batch) ? 0 : cp_width(v.b, v.batch);
+  }
   return s;
+}
+
+bool tma_loads(const OperandDesc& o, int64_t batch) {
+  const int64_t es = elem_size(o.type);
+  constexpr int64_t kMax = int64_t(1) << 40;
+  return o.align % 16 == 0 && (o.ld * es) % 16 == 0 && (batch <= 1 || (o.batch_stride * es) % 16 == 0) &&
+         o.ld * es < kMax && o.batch_stride * es < kMax;
+}
+
+int cp_width(const OperandDesc& o, int64_t batch) {
+  const int64_t es = elem_size(o.type);
+  const int64_t bits = o.align | (o.ld * es) | (batch > 1 ? o.batch_stride * es : 0) | 16;
+  return static_cast<int>(bits & -bits);  // the lowest set bit: the largest power of two dividing all of them
+}
+
+bool needs_cp(const KernelView& v) { return !tma_loads(v.a, v.batch) || !tma_loads(v.b, v.batch); }
+
+std::string load_path([[maybe_unused]] const Problem& p, const KernelView& v) {
+  if (!needs_cp(v)) return "A, B: TMA";
+  // The user's names: a transposed view loads the user's B as its A.
+  auto phrase = [&](const char* nm, const OperandDesc& o) {
+    if (tma_loads(o, v.batch)) return std::string(nm) + ": TMA";
+    const int64_t es = elem_size(o.type);
+    const int w = cp_width(o, v.batch);
+    std::string why;
+    if (o.align < 16)
+      why = "align=" + std::to_string(o.align);
+    else if ((o.ld * es) % 16 != 0)
+      why = std::string("ld") + static_cast<char>(nm[0] - 'A' + 'a') + "=" + std::to_string(o.ld) + " is " +
+            std::to_string(o.ld * es) + " bytes";
+    else
+      why = "batch stride " + std::to_string(o.batch_stride) + " is " + std::to_string(o.batch_stride * es) + " bytes";
+    if (w < 4) return std::string(nm) + ": not loadable (" + why + "; pad-and-run)";
+    return std::string(nm) + ": cp.async " + std::to_string(w) + "-byte (" + why + ")";
+  };
+  const OperandDesc& ua = v.transposed ? v.b : v.a;
+  const OperandDesc& ub = v.transposed ? v.a : v.b;
+  return phrase("A", ua) + "; " + phrase("B", ub);
 }
 
 std::string spec_literal(const gt_sm90::Spec& s) {
@@ -126,7 +172,9 @@ std::string spec_literal(const gt_sm90::Spec& s) {
      << ", .cn = " << s.cn << ", .a_mn = " << tf(s.a_mn) << ", .b_mn = " << tf(s.b_mn) << ", .in = " << s.in
      << ", .out = " << s.out << ", .ct = " << s.ct << ", .has_c = " << tf(s.has_c) << ", .pingpong = "
      << tf(s.pingpong) << ", .dynamic = " << tf(s.dynamic) << ", .sk = " << tf(s.sk) << ", .epi_warp = "
-     << tf(s.epi_warp) << "}";
+     << tf(s.epi_warp);
+  if (s.cp_a > 0) os << ", .cp_a = " << s.cp_a << ", .cp_b = " << s.cp_b;  // 0 (TMA loads): not printed
+  os << "}";
   return os.str();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
 //   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp][,swap=1]
+//   [,load=cp]
 // In layers: config (parse / print, sm90_config.cpp), rules (the single validity function used by enumerate(),
 // validate() and error messages, sm90_rules.cpp), plan (derived once from the kernel's spec,
 // kernels/sm90/sm90_spec.cuh, which the kernels read too), heuristics (cost model and enumeration order,
@@ -32,6 +33,8 @@ struct Config {
   bool epi_warp = false;  // "epi=warp": each warp TMA-stores its own epilogue pieces (GemmConfig::kEpiWarp)
   bool swap = false;      // "swap=1": the other orientation (kernel M = the problem's N; decode sizes: the weights on
                           // the wgmma M side, the tokens on N), D stored transposed (EpilogueTransposedStore)
+  bool cp = false;        // "load=cp": the operands TMA cannot describe (A, B or both) loaded with cp.async by the
+                          // producer warpgroup; the piece widths follow from the problem (cp_width)
 
   bool dynamic() const { return tiles == TileOrder::dynamic; }
   bool gpc() const { return tiles == TileOrder::gpc; }
@@ -45,6 +48,17 @@ struct Config {
 // Kernel view of a problem (col-major D rewritten as the transposed problem; `swap`: the other orientation, see
 // make_kernel_view). Throws nothing; see problem_reason().
 KernelView kernel_view(const Problem& p, bool swap = false);
+// ---- loads ----
+// Whether TMA can load the operand (a kernel-view A or B): base pointer, pitch and batch stride multiples of 16 bytes.
+bool tma_loads(const OperandDesc& o, int64_t batch);
+// The widest cp.async piece (16, 8 or 4 bytes) whose alignment the operand's base pointer, pitch and batch stride
+// keep; below 4 (a pitch odd in elements, a 2-byte aligned pointer) cp.async cannot load it.
+int cp_width(const OperandDesc& o, int64_t batch);
+// True when TMA cannot load A or B of the view: only load=cp configs run it.
+bool needs_cp(const KernelView& v);
+// One phrase for `list`: how A and B are loaded and why, e.g. "A, B: TMA" or
+// "A: cp.async 8-byte (lda=4100 is 8200 bytes); B: TMA".
+std::string load_path(const Problem& p, const KernelView& v);
 // ---- rules ----
 // True when D's rows (in the kernel view, after a GLU) are not a multiple of 16 bytes, so the epilogue needs its
 // bounds-checked edge copy (TMA stores clip at 16-byte granularity); never with swap (no TMA store). Decides the

@@ -46,6 +46,9 @@ const FactorRow kKBlockFactor[] = {
      [](const Config& c, const gt_sm90::Plan&) { return c.cm * c.cn != 4 && c.cn > 1; }},
     {"rings of fewer than 4 stages", "256x192 with 3 stages: ~3% behind at the same wave count", 1.03,
      [](const Config& c, const gt_sm90::Plan&) { return c.stages < 4; }},
+    {"load=cp (cp.async by the producer warpgroup)",
+     "a prior, not measured: enumerated only where TMA cannot load A or B, so it orders nothing against TMA configs",
+     1.10, [](const Config&, const gt_sm90::Plan& pl) { return pl.cp; }},
 };
 
 double apply_factors(double x, const auto& table, const Config& c, const gt_sm90::Plan& pl) {
@@ -210,6 +213,10 @@ const SpillPriorRow kSpillPrior[] = {
      [](const Config& c, const Problem&, const KernelView& v, int acc) {
        return c.sk && c.pingpong && acc >= 160 && (c.cm != 2 || c.cn != 1 || v.a_mn);
      }},
+    {"load=cp with tail=sk at 192 accumulators",
+     "24 bytes: coop 256x192 at 2048x4096x4100 (its TMA twin and load=cp without the tail clean; the whole load=cp "
+     "lists of that problem with K-major and M-major A otherwise clean)",
+     [](const Config& c, const Problem&, const KernelView&, int acc) { return c.cp && c.sk && acc >= 192; }},
     {"tail=sk with a C input in a 1x1 cluster at 112+ accumulators",
      "16 bytes: ping-pong 128x128, coop 128x224 / 128x240 (Sm90Compile.Decode_SplitTwins lists)",
      [](const Config& c, const Problem&, const KernelView& v, int acc) {
@@ -375,10 +382,14 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   for (int bn : {64, 128, 192, 256}) tiles.push_back({64, bn, true});
   for (int bn : widths(192)) tiles.push_back({128, bn, true});
   const bool raster_n = v.n > v.m;
+  // Where TMA cannot load A or B, the load=cp configs (1x1 clusters only: cp.async does not multicast).
+  const bool cp = needs_cp(v);
   for (const Tile& t : tiles)
     // 2x2 clusters are valid (--config) but were 10-40% behind 1x1 on every large shape measured: not enumerated.
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
+      if (cp && cm * cn != 1) continue;
       Config c = t.config(cm, cn);
+      c.cp = cp;
       // A cluster wider than the tile grid only adds CTAs that compute zeros.
       if (cdiv(v.m, c.bm) < cm || cdiv(v.n, c.bn) < cn) continue;
       c.raster_n = raster_n;
@@ -411,8 +422,10 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
     const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
     for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}, Tile{256, bn, false}})
       for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
+        if (cp && cm * cn != 1) continue;
         Config c = t.config(cm, cn);
         c.swap = decode_swap;
+        c.cp = cp;
         if (cdiv(w.m, c.bm) < cm) continue;
         c.raster_n = w.n > w.m;
         c.group = band_group(c, w, dev);

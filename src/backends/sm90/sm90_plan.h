@@ -144,6 +144,18 @@ inline gt_sm90::GemmParams make_params(const KernelView& v, float alpha, float b
   return p;
 }
 
+// load=cp: A and B of the kernel view (the user's pointers swapped when the view is transposed) for the cp.async
+// producer (kernels/sm90/sm90_cp_loader.cuh).
+inline void set_cp_operands(gt_sm90::GemmParams& p, const KernelView& v, const void* a, const void* b) {
+  if (v.transposed) std::swap(a, b);
+  p.a = a;
+  p.b = b;
+  p.lda = v.a.ld;
+  p.ldb = v.b.ld;
+  p.a_batch = v.batch > 1 ? v.a.batch_stride : 0;
+  p.b_batch = v.batch > 1 ? v.b.batch_stride : 0;
+}
+
 // A 1-D launch of `grid` CTAs of `threads` threads in clusters of `cs` CTAs along x, with `smem` bytes of dynamic
 // shared memory: the kernels, the occupancy query and the placement probe all launch this way. `attr` receives the
 // cluster dimension and must outlive the returned config.
@@ -208,7 +220,9 @@ inline CUresult encode_3d(EncodeTiledFn enc, CUtensorMap* map, const void* ptr, 
              swizzle, l2_promotion(rows), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-// Tensor maps for A, B (loads, 128-byte swizzle, the plan's box rows) and D (store, boxes of the epilogue's
+// Tensor maps for A, B (loads, 128-byte swizzle, the plan's box rows; not for an operand that load=cp reads with
+// cp.async, Plan::cp_a / cp_b: the kernel neither reads nor prefetches its map, and the slot keeps what the caller put
+// there) and D (store, boxes of the epilogue's
 // epi_strip_bytes strips by epi_rows rows — 64 for a warpgroup's strips, 16 or 8 for a warp's — swizzle matching), and
 // D's tail map (maps[3]: boxes of the epi_tail_bytes tail strip of warp pieces; with no tail a copy of D's, which the
 // kernel does not use). Pointers are the user's (a, b) — swapped here when the view is transposed. A D that the
@@ -219,13 +233,18 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const gt_sm9
                             const void* b, void* d, CUtensorMap maps[4]) {
   const int eb = plan.epi_strip_bytes, tail = plan.epi_tail_bytes, d_rows = plan.epi_rows;
   if (v.transposed) std::swap(a, b);
+  CUresult r = CUDA_SUCCESS;
   // K-major boxes are {64 K, rows}, MN-major ones {64 M or N, 64 K}: only the order of the two inner dims differs.
-  CUresult r = encode_3d(enc, &maps[0], a, v.a.type, v.a_mn ? v.m : v.k, v.a_mn ? v.k : v.m, v.batch, v.a.ld,
-                         v.a.batch_stride, 64, plan.a_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (r != CUDA_SUCCESS) return r;
-  r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld, v.b.batch_stride,
-                64, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (r != CUDA_SUCCESS) return r;
+  if (plan.cp_a == 0) {
+    r = encode_3d(enc, &maps[0], a, v.a.type, v.a_mn ? v.m : v.k, v.a_mn ? v.k : v.m, v.batch, v.a.ld,
+                  v.a.batch_stride, 64, plan.a_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  if (plan.cp_b == 0) {
+    r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld,
+                  v.b.batch_stride, 64, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
+    if (r != CUDA_SUCCESS) return r;
+  }
   if (!d_tma_store(v)) {  // stored without TMA (EpilogueTransposedStore, kEpiNoTmaD): copies of A's map, unused
     maps[2] = maps[3] = maps[0];
     return r;

@@ -21,6 +21,26 @@ std::string epilogue_reason(const Problem& p) {
   return "";
 }
 
+// A's or B's part (`nm`: the user's name): TMA loads an operand whose base pointer, pitch and batch stride are
+// multiples of 16 bytes, the load=cp mainloop one whose are multiples of 4 (cp.async pieces of 4, 8 or 16 bytes).
+std::string ab_reason(const std::string& nm, const OperandDesc& o, int64_t batch) {
+  if (batch > 1 && o.batch_stride <= 0)
+    return "sm90: " + nm + " batch_stride must be > 0 with batch > 1 (broadcast operands are not supported)";
+  if (tma_loads(o, batch) || cp_width(o, batch) >= 4) return "";
+  const int64_t es = elem_size(o.type);
+  std::string why;
+  if (o.align % 4 != 0)
+    why = nm + "'s base pointer is declared " + std::to_string(o.align) + "-byte aligned (align=" +
+          std::to_string(o.align) + ")";
+  else if ((o.ld * es) % 4 != 0)
+    why = "ld" + nm + "=" + std::to_string(o.ld) + " (" + std::to_string(o.ld * es) + " bytes) is odd in elements";
+  else
+    why = nm + " batch_stride=" + std::to_string(o.batch_stride) + " (" + std::to_string(o.batch_stride * es) +
+          " bytes) is odd in elements";
+  return "sm90: " + why + ": neither TMA (16 bytes) nor cp.async (4-byte pieces) can load it; the pad-and-run path "
+         "copies such an operand to an aligned workspace";
+}
+
 }  // namespace
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
@@ -37,7 +57,6 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   struct Named { const char* name; const OperandDesc* o; int64_t rows, cols; };
   const Named ops[] = {{"a", &v.a, v.m, v.k}, {"b", &v.b, v.k, v.n}, {"d", &v.d, v.m, v.n}};
   for (const auto& n : ops) {
-    const int64_t es = elem_size(n.o->type);
     const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
     if (n.name[0] == 'd') {
       // D takes any pitch, batch stride and (element) alignment: what TMA cannot store is copied out of the epilogue's
@@ -45,19 +64,8 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
       if (v.batch > 1 && n.o->batch_stride <= 0) return "sm90: d batch_stride must be > 0 with batch > 1";
       continue;
     }
-    if (n.o->align < 16)
-      return "sm90: " + nm + "'s base pointer is declared " + std::to_string(n.o->align) +
-             "-byte aligned (align=" + std::to_string(n.o->align) + "); TMA needs 16";
-    if ((n.o->ld * es) % 16 != 0)
-      return "sm90: ld" + nm + "=" + std::to_string(n.o->ld) + " (" + std::to_string(n.o->ld * es) +
-             " bytes) is not a multiple of 16 bytes (TMA)";
-    if (v.batch > 1 && n.o->batch_stride <= 0)
-      return "sm90: " + nm + " batch_stride must be > 0 with batch > 1 (broadcast operands are not supported)";
-    if (v.batch > 1 && (n.o->batch_stride * es) % 16 != 0)
-      return "sm90: " + nm + " batch_stride=" + std::to_string(n.o->batch_stride) + " (" +
-             std::to_string(n.o->batch_stride * es) + " bytes) is not a multiple of 16 bytes (TMA)";
-    if (n.o->ld * es >= (int64_t(1) << 40) || n.o->batch_stride * es >= (int64_t(1) << 40))
-      return "sm90: " + nm + " strides must be < 2^40 bytes (TMA)";
+    // A and B: TMA, or cp.async (load=cp)
+    if (std::string r = ab_reason(nm, *n.o, v.batch); !r.empty()) return r;
   }
   return "";
 }
@@ -110,6 +118,14 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
   const KernelView v = kernel_view(p, c.swap);
+  if (c.cp) {
+    if (!needs_cp(v)) return "sm90: load=cp: TMA loads A and B of this problem (" + load_path(p, v) + ")" + cs;
+    if (c.cm * c.cn != 1) return "sm90: load=cp needs cluster 1x1 (cp.async does not multicast)" + cs;
+    if (c.dynamic())
+      return "sm90: load=cp needs a static or gpc tile order (every producer thread walks the tiles)" + cs;
+  } else if (needs_cp(v)) {
+    return "sm90: TMA cannot load A or B (" + load_path(p, v) + "): needs load=cp" + cs;
+  }
   if (c.bn % 16 != 0) {
     // Tile N = 8 (mod 16) makes narrow epilogue strips; of the unswizzled ones only the 112-byte strips of tile N 168
     // are verified on the GPU (and the 32-byte swizzled ones of f32 D).
