@@ -30,7 +30,7 @@ std::string ab_reason(const std::string& nm, const OperandDesc& o, int64_t batch
   const int64_t es = elem_size(o.type);
   std::string why;
   if (o.align % 4 != 0)
-    why = nm + "'s base pointer is declared " + std::to_string(o.align) + "-byte aligned (align=" +
+    why = std::string(1, char(nm[0] - 32)) + "'s base pointer is declared " + std::to_string(o.align) + "-byte aligned (align=" +
           std::to_string(o.align) + ")";
   else if ((o.ld * es) % 4 != 0)
     why = "ld" + nm + "=" + std::to_string(o.ld) + " (" + std::to_string(o.ld * es) + " bytes) is odd in elements";
