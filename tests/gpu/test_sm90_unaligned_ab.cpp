@@ -111,7 +111,7 @@ TEST_F(Sm90UnalignedAB, Matrix) {
       // M-major A, N-major B (tile N a multiple of 64), and the mixed pairs.
       {298, 254, 777, 1, C, R, 2, 4, 0, 0, 0, false, "", kCoop128},
       {298, 254, 777, 1, C, R, 4, 2, 0, 0, 0, false, "", kPingpong},
-      {301, 250, 700, 1, C, C, 3, 2, 0, 0, 0, false, "", kCoop},
+      {301, 250, 700, 1, C, C, 5, 2, 0, 0, 0, false, "", kCoop},
       {301, 250, 700, 1, R, R, 0, 4, 0, 0, 0, false, "", kPingpong},
       // Pitches on 16 bytes, pointers 4 and 8 bytes off.
       {256, 384, 512, 1, R, C, 0, 0, 4, 8, 0, false, "", kCoop},

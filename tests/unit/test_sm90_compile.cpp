@@ -408,6 +408,11 @@ TEST(Sm90Config, LoadCp) {
   };
   const Problem k4100 = problem(2048, 4096, 4100, Layout::row, Layout::col);
   EXPECT_EQ(be->supports(k4100, dev), "");
+  // An M-major A that TMA loads beside a B that needs cp.async: refused (the pad backend takes it).
+  Problem mixed = problem(301, 250, 700, Layout::col, Layout::col);
+  mixed.a.ld = 304;
+  EXPECT_NE(be->supports(mixed, dev).find("M- or N-major operand that TMA loads"), std::string::npos)
+      << be->supports(mixed, dev);
   const std::string r = be->validate(k4100, {"sm90", s}, dev);
   EXPECT_NE(r.find("needs load=cp"), std::string::npos) << r;
   EXPECT_EQ(be->validate(k4100, {"sm90", s + ",load=cp"}, dev), "");
