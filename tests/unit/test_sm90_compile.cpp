@@ -936,11 +936,11 @@ TEST(Sm90Compile, LoadCp_Forms) {
       {Layout::row, Layout::col, 4100, 0, 0, false, "none"},            // 8-byte A and B
       {Layout::row, Layout::col, 4098, 0, 0, true, "none"},             // 4-byte, C
       {Layout::col, Layout::row, 1000, 2, 4, false, "none"},            // MN-major: 4-byte A, 8-byte B
-      {Layout::col, Layout::col, 1000, 8, 2, false, "bias,gelu_tanh"},  // A by TMA, 4-byte B, a chain
+      {Layout::col, Layout::col, 1000, 2, 2, false, "bias,gelu_tanh"},  // 4-byte A and B, a chain
       {Layout::row, Layout::row, 1000, 4, 6, true, "bias,residual"},    // 8-byte A, 4-byte B, C and a residual
       {Layout::row, Layout::col, 4100, 0, 0, false, "silu_glu"},        // GLU halves from B's two places
       {Layout::row, Layout::col, 4096, 2, 0, false, "silu_glu"},        // 4-byte A, B's halves by TMA
-      {Layout::col, Layout::row, 4096, 0, 2, false, "none"},            // A by TMA, 4-byte N-major B
+      {Layout::col, Layout::row, 4096, 2, 2, false, "none"},            // 4-byte M-major A and N-major B
   };
   // Both schedules; with C or a chain the tiles of at most 64 accumulators (larger ones spill in the TMA form too
   // there: kSpillPrior).
