@@ -438,8 +438,13 @@ __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
   }
   strip_owner_sync<Cfg>();
 }
-// Rows in flight per thread in the copy-out of a kEpiNoTmaD strip (copy_strip_direct's UNROLL).
-constexpr int kNoTmaUnroll = 2;
+// Rows in flight per thread in the copy-out of a kEpiNoTmaD strip (copy_strip_direct's UNROLL): two, whose loads are
+// issued together, where the accumulators leave room; one row's 8 words at a time for tiles of more than 128
+// accumulators per thread (with two, tile N 176 / 192 kernels spilled 24-76 bytes).
+template <class Cfg>
+constexpr int no_tma_unroll() {
+  return Cfg::kAccRegs <= 128 ? 2 : 1;
+}
 template <class Cfg, int BYTES, bool NO_TMA = false>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
@@ -447,7 +452,7 @@ __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p
   if (!NO_TMA) fence_proxy_async();
   strip_owner_sync<Cfg>();
   if (NO_TMA || direct) {
-    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? kNoTmaUnroll : 1, !NO_TMA>(
+    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? no_tma_unroll<Cfg>() : 1, !NO_TMA>(
         dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
   } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);
