@@ -14,13 +14,13 @@ namespace gt_sm90 {
 // ---- Copy-out of a staged strip with bounds checks ----
 // A kEpiNoTmaD strip (any ld, batch stride and base pointer) or a kEpiDirect edge strip (clipped at n_out) goes from
 // its staging buffer to D by the owner threads, 16 bytes per thread and row step:
-// - A row's global start address decides delta = start % 16 (even for 16-bit D, a multiple of 4 for f32; 0 for every
-//   row of a D that TMA could store, template argument ALIGNED). Lane j of a row writes the 16-byte aligned global chunk
-//   holding staged bytes [16 j + s, 16 j + s + 16), s = (16 - delta) % 16: the tail of staged chunk j and the head of
-//   chunk j + 1 (two ld.shared.v4 at their swizzled addresses), joined by word selects on s / 4 and a funnel shift
-//   by s % 4 bytes, stored with one st.global.v4. Consecutive lanes take consecutive chunks of a row, so a warp's
-//   store covers whole rows' contiguous bytes; the last lane of a row (or of the valid bytes at n_out) writes only its
-//   first bytes, with the widest stores their alignment allows.
+// - A row's global start address decides delta = start % 16 (even for 16-bit D, a multiple of 4 for f32; 0 for
+//   every row of a D that TMA could store: template argument ALIGNED). Lane j of a row writes the 16-byte aligned
+//   global chunk that holds staged bytes [16 j + s, 16 j + s + 16), s = (16 - delta) % 16: the tail of staged chunk j
+//   and the head of chunk j + 1 (two ld.shared.v4 at their swizzled addresses), joined by word selects on s / 4 and a
+//   funnel shift by s % 4 bytes, stored with one st.global.v4. Consecutive lanes take consecutive chunks of a row, so
+//   a warp's store covers its rows' bytes contiguously; the last lane of a row (or of the valid bytes at n_out)
+//   writes only its first bytes, with the widest stores their alignment allows.
 // - The staged bytes [0, s) of each row with delta != 0 (the partial global chunk before lane 0's) go in a second,
 //   short pass, one thread per row.
 // Nothing outside the strip's own bytes of rows < m and columns < n_out is written, and no global memory is read: the
@@ -86,7 +86,9 @@ GT_COPY_FN void store_chunk_part(char* g, CopyWords v, int len) {
 template <int OUT_SIZE, class MEM>
 GT_COPY_FN void store_row_head(char* p, CopyWords v, int len) {
   unsigned w0 = v.w[0], w1 = v.w[1], w2 = v.w[2];
-  const auto at = [&](unsigned bit) { return (static_cast<unsigned>(reinterpret_cast<unsigned long long>(p)) & bit) != 0; };
+  const auto at = [&](unsigned bit) {
+    return (static_cast<unsigned>(reinterpret_cast<unsigned long long>(p)) & bit) != 0;
+  };
   if (OUT_SIZE == 2 && at(2)) {  // the rest is at most 12 bytes: w0..w2 after the shift
     MEM::st2(p, w0);
     w0 = funnel_bytes(w0, w1, 2);
@@ -438,21 +440,22 @@ __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
   }
   strip_owner_sync<Cfg>();
 }
-// Rows in flight per thread in the copy-out of a kEpiNoTmaD strip (copy_strip_direct's UNROLL): two, whose loads are
-// issued together, where the accumulators leave room; one row's 8 words at a time for tiles of more than 128
-// accumulators per thread (with two, tile N 176 / 192 kernels spilled 24-76 bytes).
+// Rows in flight per thread in the copy-out of the plain epilogue's kEpiNoTmaD strips (strip_end's NO_TMA_UNROLL):
+// two, whose loads are issued together, where the registers allow; one for tiles of more than 128 accumulators per
+// thread (with two, tile N 176 / 192 kernels spilled 24-76 bytes) and with C. The fused epilogues keep one (with two,
+// 256x128 with bias,gelu_tanh spilled 24 bytes).
 template <class Cfg>
 constexpr int no_tma_unroll() {
-  return Cfg::kAccRegs <= 128 ? 2 : 1;
+  return Cfg::kAccRegs <= 128 && !Cfg::HAS_C ? 2 : 1;
 }
-template <class Cfg, int BYTES, bool NO_TMA = false>
+template <class Cfg, int BYTES, bool NO_TMA = false, int NO_TMA_UNROLL = 1>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
   constexpr int kThreads = Cfg::kEpiOwnerThreads;
   if (!NO_TMA) fence_proxy_async();
   strip_owner_sync<Cfg>();
   if (NO_TMA || direct) {
-    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? no_tma_unroll<Cfg>() : 1, !NO_TMA>(
+    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? NO_TMA_UNROLL : 1, !NO_TMA>(
         dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
   } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);
@@ -544,8 +547,8 @@ struct EpilogueTmaStore {
                   }
                 }
               }, pc);
-              strip_end<Cfg, kBytes, kNoTma>(map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct,
-                                     tid);
+              strip_end<Cfg, kBytes, kNoTma, no_tma_unroll<Cfg>()>(
+                  map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct, tid);
               buf = epi_next<Cfg>(buf);
             }
           });

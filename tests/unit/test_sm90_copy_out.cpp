@@ -38,7 +38,8 @@ struct HostMem {
   }
   static void put(char* p, const void* v, int size) {
     const auto off = reinterpret_cast<unsigned char*>(p) - gbase;
-    if (reinterpret_cast<std::uintptr_t>(p) % size != 0) errors.push_back("misaligned " + std::to_string(size) + "-byte store");
+    if (reinterpret_cast<std::uintptr_t>(p) % size != 0)
+      errors.push_back("misaligned " + std::to_string(size) + "-byte store");
     if (off < 0 || static_cast<std::size_t>(off) + size > gsize) {
       errors.push_back("store outside the buffer at " + std::to_string(off));
       return;
@@ -131,7 +132,8 @@ void run_form(std::mt19937& rng) {
       const int rows = t < 2 ? ROWS : pick(1, ROWS);
       const int bytes = t < 2 ? EPI_BYTES : pick(1, EPI_BYTES / OUT_SIZE) * OUT_SIZE;
       run_strip<OUT_SIZE, EPI_BYTES, ROWS, THREADS, UNROLL, false>(base, pitch, rows, bytes);
-      if (base == 0 && pitch % 16 == 0) run_strip<OUT_SIZE, EPI_BYTES, ROWS, THREADS, UNROLL, true>(base, pitch, rows, bytes);
+      if (base == 0 && pitch % 16 == 0)
+        run_strip<OUT_SIZE, EPI_BYTES, ROWS, THREADS, UNROLL, true>(base, pitch, rows, bytes);
     }
   }
 }
