@@ -12,23 +12,24 @@
 namespace gt_sm90 {
 
 // ---- Copy-out of a staged strip with bounds checks ----
-// A kEpiNoTmaD strip (any ld, batch stride and base pointer) or a kEpiDirect edge strip (clipped at n_out) goes from
-// its staging buffer to D by the owner threads, 16 bytes per thread and row step:
-// - A row's global start address decides delta = start % 16 (even for 16-bit D, a multiple of 4 for f32; 0 for
-//   every row of a D that TMA could store: template argument ALIGNED). Lane j of a row writes the 16-byte aligned
-//   global chunk that holds staged bytes [16 j + s, 16 j + s + 16), s = (16 - delta) % 16: the tail of staged chunk j
-//   and the head of chunk j + 1 (two ld.shared.v4 at their swizzled addresses), joined by word selects on s / 4 and a
-//   funnel shift by s % 4 bytes, stored with one st.global.v4. Consecutive lanes take consecutive chunks of a row, so
-//   a warp's store covers its rows' bytes contiguously; the last lane of a row (or of the valid bytes at n_out)
-//   writes only its first bytes, with the widest stores their alignment allows.
+// A kEpiNoTmaD strip (any ld, batch stride and base pointer) goes from its staging buffer to D by the owner threads,
+// 16 bytes per thread and row step (copy_strip_out):
+// - A row's global start address decides delta = start % 16 (even for 16-bit D, a multiple of 4 for f32). Lane j of
+//   a row writes the 16-byte aligned global chunk that holds staged bytes [16 j + s, 16 j + s + 16),
+//   s = (16 - delta) % 16: the tail of staged chunk j and the head of chunk j + 1 (two ld.shared.v4 at their swizzled
+//   addresses), joined by word selects on s / 4 and a funnel shift by s % 4 bytes, stored with one st.global.v4.
+//   Consecutive lanes take consecutive chunks of a row, so a warp's store covers its rows' bytes contiguously; the
+//   last lane of a row (or of the valid bytes at n_out) writes only its first bytes, with the widest stores their
+//   alignment allows.
 // - The staged bytes [0, s) of each row with delta != 0 (the partial global chunk before lane 0's) go in a second,
 //   short pass, one thread per row.
 // Nothing outside the strip's own bytes of rows < m and columns < n_out is written, and no global memory is read: the
 // neighbouring bytes of a partial chunk belong to another strip or another CTA's tile, which may be storing them at
-// the same time.
+// the same time. The kEpiDirect edge strips of a D that TMA stores (rows on 16 bytes, clipped at n_out) take
+// copy_strip_words, one word per thread and row.
 // Host-compilable (no device code before the #if below): tests/unit/test_sm90_copy_out.cpp runs this code over host
-// buffers with a memory policy that records every byte written. MEM: ld16(shared address) -> CopyWords, and
-// st2 / st4 / st8 / st16(global address, words) at addresses aligned to the store's size.
+// buffers with a memory policy that records every byte written. MEM: ld16(shared address) -> CopyWords,
+// ld4(shared address) -> word, and st2 / st4 / st8 / st16(global address, words) at addresses aligned to their size.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define GT_COPY_FN __device__ __forceinline__
 #define GT_COPY_PRAGMA(x) _Pragma(#x)
@@ -120,9 +121,8 @@ GT_COPY_FN void store_row_head(char* p, CopyWords v, int len) {
 // The copy-out of one staged ROWS x EPI_BYTES strip (swizzled as epi_swizzle_mask(EPI_BYTES)) at shared address `src`
 // by THREADS threads (`tid` < THREADS): rows [0, rows) and staged bytes [0, bytes) of each (rows <= ROWS and
 // bytes <= EPI_BYTES: clipped at m and n_out by the caller; bytes a multiple of OUT_SIZE) to `d` (row 0's first byte)
-// with `pitch` bytes between rows. ALIGNED: every row starts on 16 bytes. UNROLL rows per thread have their loads
-// issued before their stores.
-template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL, bool ALIGNED, class MEM>
+// with `pitch` bytes between rows. UNROLL rows per thread have their loads issued before their stores.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL, class MEM>
 GT_COPY_FN void copy_strip_out(unsigned src, char* d, long long pitch, int rows, int bytes, int tid) {
   constexpr int kChunks = EPI_BYTES / 16;
   constexpr int kStep = THREADS / kChunks;  // rows per pass of all threads; with an odd kChunks some threads idle
@@ -140,7 +140,7 @@ GT_COPY_FN void copy_strip_out(unsigned src, char* d, long long pitch, int rows,
   const int ej = bytes - 16 * j;  // staged bytes from this lane's chunk to the end of the row's valid bytes
   if (r0 < kStep && ej > 0) {
     // rp: the row's start + 15 + 16 j, so that rp & ~15 is the lane's aligned chunk and ~rp & 15 is s.
-    char* rp = d + r0 * pitch + 16 * j + (ALIGNED ? 0 : 15);
+    char* rp = d + r0 * pitch + 16 * j + 15;
     const long long step = pitch * kStep;
     unsigned a0[UNROLL], a1[UNROLL];  // kFixed: this thread's chunks j, jn of its rows r0 + u kStep
     GT_COPY_PRAGMA(unroll)
@@ -156,16 +156,16 @@ GT_COPY_FN void copy_strip_out(unsigned src, char* d, long long pitch, int rows,
         const int ru = r + u * kStep;
         if (u == 0 || ru < rows) {
           c[u] = MEM::ld16(kFixed ? a0[u] + (r - r0) * EPI_BYTES : src + staged(ru, j));
-          if (!ALIGNED) n[u] = MEM::ld16(kFixed ? a1[u] + (r - r0) * EPI_BYTES : src + staged(ru, jn));
+          n[u] = MEM::ld16(kFixed ? a1[u] + (r - r0) * EPI_BYTES : src + staged(ru, jn));
         }
       }
       GT_COPY_PRAGMA(unroll)
       for (int u = 0; u < UNROLL; ++u) {
         if (u == 0 || r + u * kStep < rows) {
           const unsigned lo = static_cast<unsigned>(reinterpret_cast<unsigned long long>(rp));
-          const unsigned s = ALIGNED ? 0u : ~lo & 15u;
-          char* g = ALIGNED ? rp : reinterpret_cast<char*>(reinterpret_cast<unsigned long long>(rp) & ~15ull);
-          const CopyWords v = ALIGNED ? c[u] : shift_chunk<OUT_SIZE>(c[u], n[u], s, (lo & 8u) == 0, (lo & 4u) == 0);
+          const unsigned s = ~lo & 15u;
+          char* g = reinterpret_cast<char*>(reinterpret_cast<unsigned long long>(rp) & ~15ull);
+          const CopyWords v = shift_chunk<OUT_SIZE>(c[u], n[u], s, (lo & 8u) == 0, (lo & 4u) == 0);
           const int len = ej - static_cast<int>(s);
           if (len >= 16)
             MEM::st16(g, v);
@@ -176,13 +176,40 @@ GT_COPY_FN void copy_strip_out(unsigned src, char* d, long long pitch, int rows,
       }
     }
   }
-  if (!ALIGNED && tid < rows) {
+  if (tid < rows) {
     char* p = d + tid * pitch;
     const int delta = static_cast<int>(reinterpret_cast<unsigned long long>(p) & 15u);
     if (delta != 0) {
       const int len = 16 - delta < bytes ? 16 - delta : bytes;
       store_row_head<OUT_SIZE, MEM>(p, MEM::ld16(src + staged(tid, 0)), len);
     }
+  }
+}
+
+// The copy-out of a strip whose rows all start on 16 bytes (a D that TMA stores: the kEpiDirect edge strips, clipped
+// at n_out), with copy_strip_out's arguments: one 4-byte word per thread and row (a 2-byte store for a 16-bit D's
+// last odd column), consecutive threads on consecutive words of a row. The 16-byte form cost these kernels 4-12 bytes
+// of spills (ping-pong 128x128 and coop 256x128 with C), for strips that only the last column tile has.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, class MEM>
+GT_COPY_FN void copy_strip_words(unsigned src, char* d, long long pitch, int rows, int bytes, int tid) {
+  constexpr int kWords = EPI_BYTES / 4;
+  constexpr int kStep = THREADS / kWords;  // rows per pass of all threads; some threads idle when kWords does not
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);  // divide THREADS
+  static_assert(kStep >= 1 && ROWS <= THREADS, "strip shape");
+  const int w = tid % kWords, r0 = tid / kWords;
+  const int left = bytes - 4 * w;  // valid bytes from this thread's word on
+  if (r0 >= kStep || left <= 0) return;
+  char* a = d + r0 * pitch + 4 * w;
+  const long long step = pitch * kStep;
+  GT_COPY_PRAGMA(unroll 1)
+  for (int r = r0; r < rows; r += kStep) {
+    const unsigned off = static_cast<unsigned>(r * EPI_BYTES + 4 * w);
+    const unsigned u = MEM::ld4(src + (off ^ (((off >> 7) & kMask) << 4)));
+    if (left >= 4)
+      MEM::st4(a, u);
+    else
+      MEM::st2(a, u);
+    a += step;
   }
 }
 
@@ -264,6 +291,11 @@ struct CopyMemPtx {
                  : "r"(a));
     return v;
   }
+  static __device__ __forceinline__ unsigned ld4(unsigned a) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a));
+    return v;
+  }
   static __device__ __forceinline__ void st2(char* p, unsigned v) {
     asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"(static_cast<unsigned short>(v & 0xFFFFu)));
   }
@@ -280,17 +312,21 @@ struct CopyMemPtx {
 };
 
 // Copies one staged ROWS x EPI_BYTES strip to D with bounds checks: rows [row0, row0 + ROWS), columns
-// [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads (`tid` < THREADS), with
-// copy_strip_out. ALIGNED: D's rows start on 16 bytes (a D that TMA stores: the kEpiDirect edge strips).
+// [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads (`tid` < THREADS): copy_strip_out,
+// or with ALIGNED (D's rows start on 16 bytes: a D that TMA stores, its kEpiDirect edge strips) copy_strip_words.
 template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL, bool ALIGNED>
 __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
                                                   int n_out, int row0, int col0, int tid) {
   constexpr int kCols = EPI_BYTES / OUT_SIZE;
   const int rows = m - row0 < ROWS ? m - row0 : ROWS, cols = n_out - col0 < kCols ? n_out - col0 : kCols;
   if (rows <= 0 || cols <= 0) return;
-  copy_strip_out<OUT_SIZE, EPI_BYTES, ROWS, THREADS, UNROLL, ALIGNED, CopyMemPtx>(
-      src, static_cast<char*>(d) + (d_off + static_cast<long long>(row0) * ldd + col0) * OUT_SIZE, ldd * OUT_SIZE,
-      rows, cols * OUT_SIZE, tid);
+  char* const d0 = static_cast<char*>(d) + (d_off + static_cast<long long>(row0) * ldd + col0) * OUT_SIZE;
+  if constexpr (ALIGNED)
+    copy_strip_words<OUT_SIZE, EPI_BYTES, ROWS, THREADS, CopyMemPtx>(src, d0, ldd * OUT_SIZE, rows, cols * OUT_SIZE,
+                                                                     tid);
+  else
+    copy_strip_out<OUT_SIZE, EPI_BYTES, ROWS, THREADS, UNROLL, CopyMemPtx>(src, d0, ldd * OUT_SIZE, rows,
+                                                                          cols * OUT_SIZE, tid);
 }
 
 // Writes one strip of a consumer warpgroup's output (64 rows x GROUPS 8-column groups, BYTES per row) into the staging
