@@ -193,8 +193,8 @@ GT_COPY_FN void copy_strip_out(unsigned src, char* d, long long pitch, int rows,
 template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, class MEM>
 GT_COPY_FN void copy_strip_words(unsigned src, char* d, long long pitch, int rows, int bytes, int tid) {
   constexpr int kWords = EPI_BYTES / 4;
-  constexpr int kStep = THREADS / kWords;  // rows per pass of all threads; some threads idle when kWords does not
-  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);  // divide THREADS
+  constexpr int kStep = THREADS / kWords;  // rows per pass of all threads (the rest idle: kWords need not divide)
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
   static_assert(kStep >= 1 && ROWS <= THREADS, "strip shape");
   const int w = tid % kWords, r0 = tid / kWords;
   const int left = bytes - 4 * w;  // valid bytes from this thread's word on
