@@ -7,6 +7,215 @@
 //
 // wgmma m64nN f32 fragment: thread t of the warpgroup (warp w = t / 32, lane l) holds, for c in [0, N/8),
 //   acc[4c + 2i + j] = D(row 16w + l/4 + 8i, col 8c + 2(l%4) + j),  i, j in {0, 1}.
+#include "sm90/sm90_shape.cuh"
+
+namespace gt_sm90 {
+
+// ---- Copy-out of a staged strip with bounds checks ----
+// A kEpiNoTmaD strip (any ld, batch stride and base pointer) goes from its staging buffer to D by the owner threads,
+// 16 bytes per thread and row step (copy_strip_out):
+// - A row's global start address decides delta = start % 16 (even for 16-bit D, a multiple of 4 for f32). Lane j of
+//   a row writes the 16-byte aligned global chunk that holds staged bytes [16 j + s, 16 j + s + 16),
+//   s = (16 - delta) % 16: the tail of staged chunk j and the head of chunk j + 1 (two ld.shared.v4 at their swizzled
+//   addresses), joined by word selects on s / 4 and a funnel shift by s % 4 bytes, stored with one st.global.v4.
+//   Consecutive lanes take consecutive chunks of a row, so a warp's store covers its rows' bytes contiguously; the
+//   last lane of a row (or of the valid bytes at n_out) writes only its first bytes, with the widest stores their
+//   alignment allows.
+// - The staged bytes [0, s) of each row with delta != 0 (the partial global chunk before lane 0's) go in a second,
+//   short pass, one thread per row.
+// Nothing outside the strip's own bytes of rows < m and columns < n_out is written, and no global memory is read: the
+// neighbouring bytes of a partial chunk belong to another strip or another CTA's tile, which may be storing them at
+// the same time. The kEpiDirect edge strips of a D that TMA stores (rows on 16 bytes, clipped at n_out) take
+// copy_strip_words, one word per thread and row.
+// Host-compilable (no device code before the #if below): tests/unit/test_sm90_copy_out.cpp runs this code over host
+// buffers with a memory policy that records every byte written. MEM: ld16(shared address) -> CopyWords,
+// ld4(shared address) -> word, and st2 / st4 / st8 / st16(global address, words) at addresses aligned to their size.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define GT_COPY_FN __device__ __forceinline__
+#define GT_COPY_PRAGMA(x) _Pragma(#x)
+#else
+#define GT_COPY_FN inline
+#define GT_COPY_PRAGMA(x)
+#endif
+
+struct CopyWords {
+  unsigned w[4];
+};
+
+// (hi:lo) >> (8 * (s % 4)) bytes, low word; s even.
+GT_COPY_FN unsigned funnel_bytes(unsigned lo, unsigned hi, unsigned s) {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+  unsigned r;
+  asm("shf.r.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(8u * s));
+  return r;
+#else
+  return static_cast<unsigned>((((static_cast<unsigned long long>(hi) << 32) | lo) >> ((8u * s) & 31u)));
+#endif
+}
+
+// Bytes [s, s + 16) of the 32 bytes c, n (c first); s in [0, 16), even (a multiple of 4 for OUT_SIZE 4).
+// h, q: s & 8, s & 4 (the caller has them from the row address).
+template <int OUT_SIZE>
+GT_COPY_FN CopyWords shift_chunk(const CopyWords& c, const CopyWords& n, unsigned s, bool h, bool q) {
+  const unsigned x0 = h ? c.w[2] : c.w[0], x1 = h ? c.w[3] : c.w[1], x2 = h ? n.w[0] : c.w[2];
+  const unsigned x3 = h ? n.w[1] : c.w[3], x4 = h ? n.w[2] : n.w[0];
+  const unsigned y0 = q ? x1 : x0, y1 = q ? x2 : x1, y2 = q ? x3 : x2, y3 = q ? x4 : x3;
+  if (OUT_SIZE == 4) return {{y0, y1, y2, y3}};
+  const unsigned x5 = h ? n.w[3] : n.w[1], y4 = q ? x5 : x4;
+  return {{funnel_bytes(y0, y1, s), funnel_bytes(y1, y2, s), funnel_bytes(y2, y3, s), funnel_bytes(y3, y4, s)}};
+}
+
+// Writes bytes [0, len) of `v` to the 16-byte aligned `g`; len in (0, 16), even (a multiple of 4 for OUT_SIZE 4).
+template <int OUT_SIZE, class MEM>
+GT_COPY_FN void store_chunk_part(char* g, CopyWords v, int len) {
+  if (len & 8) {
+    MEM::st8(g, v.w[0], v.w[1]);
+    g += 8;
+    v.w[0] = v.w[2];
+    v.w[1] = v.w[3];
+  }
+  if (len & 4) {
+    MEM::st4(g, v.w[0]);
+    g += 4;
+    v.w[0] = v.w[1];
+  }
+  if (OUT_SIZE == 2 && (len & 2)) MEM::st2(g, v.w[0]);
+}
+
+// Writes bytes [0, len) of `v` to `p`, p % 16 != 0 and p % 16 + len <= 16 (a row's bytes before its first aligned
+// chunk): 2-, 4- and 8-byte stores as p's alignment grows.
+template <int OUT_SIZE, class MEM>
+GT_COPY_FN void store_row_head(char* p, CopyWords v, int len) {
+  unsigned w0 = v.w[0], w1 = v.w[1], w2 = v.w[2];
+  const auto at = [&](unsigned bit) {
+    return (static_cast<unsigned>(reinterpret_cast<unsigned long long>(p)) & bit) != 0;
+  };
+  if (OUT_SIZE == 2 && at(2)) {  // the rest is at most 12 bytes: w0..w2 after the shift
+    MEM::st2(p, w0);
+    w0 = funnel_bytes(w0, w1, 2);
+    w1 = funnel_bytes(w1, w2, 2);
+    w2 = funnel_bytes(w2, v.w[3], 2);
+    p += 2;
+    len -= 2;
+  }
+  if (at(4) && len >= 4) {
+    MEM::st4(p, w0);
+    w0 = w1;
+    w1 = w2;
+    p += 4;
+    len -= 4;
+  }
+  if (at(8) && len >= 8) {  // reaches the aligned chunk: nothing after it
+    MEM::st8(p, w0, w1);
+    return;
+  }
+  if (len >= 4) {  // p is 8-byte aligned here
+    MEM::st4(p, w0);
+    w0 = w1;
+    p += 4;
+    len -= 4;
+  }
+  if (OUT_SIZE == 2 && len >= 2) MEM::st2(p, w0);
+}
+
+// The copy-out of one staged ROWS x EPI_BYTES strip (swizzled as epi_swizzle_mask(EPI_BYTES)) at shared address `src`
+// by THREADS threads (`tid` < THREADS): rows [0, rows) and staged bytes [0, bytes) of each (rows <= ROWS and
+// bytes <= EPI_BYTES: clipped at m and n_out by the caller; bytes a multiple of OUT_SIZE) to `d` (row 0's first byte)
+// with `pitch` bytes between rows. UNROLL rows per thread have their loads issued before their stores.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL, class MEM>
+GT_COPY_FN void copy_strip_out(unsigned src, char* d, long long pitch, int rows, int bytes, int tid) {
+  constexpr int kChunks = EPI_BYTES / 16;
+  constexpr int kStep = THREADS / kChunks;  // rows per pass of all threads; with an odd kChunks some threads idle
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
+  // The swizzle repeats every 8 rows (1024 bytes): when a thread's pass over UNROLL rows steps 8 rows at a time (or
+  // nothing is swizzled), its chunks of row r + u kStep sit at a fixed offset from row r0 + u kStep's.
+  constexpr bool kFixed = kMask == 0 || (kStep * UNROLL) % 8 == 0;
+  static_assert(EPI_BYTES % 16 == 0 && kStep >= 1 && ROWS <= THREADS, "strip shape");
+  const auto staged = [](int r, int c) {
+    const unsigned off = static_cast<unsigned>(r * EPI_BYTES + 16 * c);
+    return off ^ (((off >> 7) & kMask) << 4);
+  };
+  const int j = tid % kChunks, r0 = tid / kChunks;
+  const int jn = j + 1 < kChunks ? j + 1 : j;  // the last lane reads no next chunk (its bytes are not used)
+  const int ej = bytes - 16 * j;  // staged bytes from this lane's chunk to the end of the row's valid bytes
+  if (r0 < kStep && ej > 0) {
+    // rp: the row's start + 15 + 16 j, so that rp & ~15 is the lane's aligned chunk and ~rp & 15 is s.
+    char* rp = d + r0 * pitch + 16 * j + 15;
+    const long long step = pitch * kStep;
+    unsigned a0[UNROLL], a1[UNROLL];  // kFixed: this thread's chunks j, jn of its rows r0 + u kStep
+    GT_COPY_PRAGMA(unroll)
+    for (int u = 0; u < UNROLL; ++u) {
+      a0[u] = src + staged(r0 + u * kStep, j);
+      a1[u] = src + staged(r0 + u * kStep, jn);
+    }
+    GT_COPY_PRAGMA(unroll 1)
+    for (int r = r0; r < rows; r += kStep * UNROLL) {
+      CopyWords c[UNROLL], n[UNROLL];
+      GT_COPY_PRAGMA(unroll)
+      for (int u = 0; u < UNROLL; ++u) {
+        const int ru = r + u * kStep;
+        if (u == 0 || ru < rows) {
+          c[u] = MEM::ld16(kFixed ? a0[u] + (r - r0) * EPI_BYTES : src + staged(ru, j));
+          n[u] = MEM::ld16(kFixed ? a1[u] + (r - r0) * EPI_BYTES : src + staged(ru, jn));
+        }
+      }
+      GT_COPY_PRAGMA(unroll)
+      for (int u = 0; u < UNROLL; ++u) {
+        if (u == 0 || r + u * kStep < rows) {
+          const unsigned lo = static_cast<unsigned>(reinterpret_cast<unsigned long long>(rp));
+          const unsigned s = ~lo & 15u;
+          char* g = reinterpret_cast<char*>(reinterpret_cast<unsigned long long>(rp) & ~15ull);
+          const CopyWords v = shift_chunk<OUT_SIZE>(c[u], n[u], s, (lo & 8u) == 0, (lo & 4u) == 0);
+          const int len = ej - static_cast<int>(s);
+          if (len >= 16)
+            MEM::st16(g, v);
+          else if (len > 0)
+            store_chunk_part<OUT_SIZE, MEM>(g, v, len);
+        }
+        rp += step;
+      }
+    }
+  }
+  if (tid < rows) {
+    char* p = d + tid * pitch;
+    const int delta = static_cast<int>(reinterpret_cast<unsigned long long>(p) & 15u);
+    if (delta != 0) {
+      const int len = 16 - delta < bytes ? 16 - delta : bytes;
+      store_row_head<OUT_SIZE, MEM>(p, MEM::ld16(src + staged(tid, 0)), len);
+    }
+  }
+}
+
+// The copy-out of a strip whose rows all start on 16 bytes (a D that TMA stores: the kEpiDirect edge strips, clipped
+// at n_out), with copy_strip_out's arguments: one 4-byte word per thread and row (a 2-byte store for a 16-bit D's
+// last odd column), consecutive threads on consecutive words of a row. The 16-byte form cost these kernels 4-12 bytes
+// of spills (ping-pong 128x128 and coop 256x128 with C), for strips that only the last column tile has.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, class MEM>
+GT_COPY_FN void copy_strip_words(unsigned src, char* d, long long pitch, int rows, int bytes, int tid) {
+  constexpr int kWords = EPI_BYTES / 4;
+  constexpr int kStep = THREADS / kWords;  // rows per pass of all threads (the rest idle: kWords need not divide)
+  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
+  static_assert(kStep >= 1 && ROWS <= THREADS, "strip shape");
+  const int w = tid % kWords, r0 = tid / kWords;
+  const int left = bytes - 4 * w;  // valid bytes from this thread's word on
+  if (r0 >= kStep || left <= 0) return;
+  char* a = d + r0 * pitch + 4 * w;
+  const long long step = pitch * kStep;
+  GT_COPY_PRAGMA(unroll 1)
+  for (int r = r0; r < rows; r += kStep) {
+    const unsigned off = static_cast<unsigned>(r * EPI_BYTES + 4 * w);
+    const unsigned u = MEM::ld4(src + (off ^ (((off >> 7) & kMask) << 4)));
+    if (left >= 4)
+      MEM::st4(a, u);
+    else
+      MEM::st2(a, u);
+    a += step;
+  }
+}
+
+}  // namespace gt_sm90
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #include "ptx/ptx.cuh"
 #include "sm90/sm90_config.cuh"
 
@@ -73,83 +282,51 @@ __device__ __forceinline__ float scale_alpha(const GemmParams& p, float x) {
     return p.alpha * x;
 }
 
-// One 4-byte word w of staged row r (of a strip at `src`, EPI_BYTES per row, swizzled as written by the epilogues).
-template <int EPI_BYTES>
-__device__ __forceinline__ unsigned staged_word(unsigned src, int r, int w) {
-  constexpr unsigned kMask = epi_swizzle_mask(EPI_BYTES);
-  const unsigned off = r * EPI_BYTES + w * 4;
-  unsigned u;
-  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(u) : "r"(src + (off ^ (((off >> 7) & kMask) << 4))) : "memory");
-  return u;
-}
-
-// Stores staged word w (`u`, columns col, col + 1 of a 16-bit D, or column col of an f32 D) of row r to its global
-// address `a` (the element at col), clipped at n_out. A 16-bit row whose start is 2 bytes off a word (decided from
-// the address) is stored shifted: this lane writes elements (col - 1, col) as one word at a - 2, joining the high half
-// of staged word w - 1 with the low half of word w; the strip's first element (w == 0) and last one go alone.
-template <int OUT_SIZE, int EPI_BYTES>
-__device__ __forceinline__ void store_word(unsigned src, char* a, unsigned u, int r, int w, int col, int n_out) {
-  constexpr int kWords = EPI_BYTES / 4;
-  auto st16 = [](char* q, unsigned h) {
-    asm volatile("st.global.u16 [%0], %1;" ::"l"(q), "h"(static_cast<unsigned short>(h)) : "memory");
-  };
-  auto st32 = [](char* q, unsigned v) { asm volatile("st.global.b32 [%0], %1;" ::"l"(q), "r"(v) : "memory"); };
-  if (OUT_SIZE == 4) {
-    if (col < n_out) st32(a, u);
-  } else if ((reinterpret_cast<unsigned long long>(a) & 3u) == 0) {
-    if (col + 1 < n_out)
-      st32(a, u);
-    else if (col < n_out)
-      st16(a, u & 0xFFFFu);
-  } else {
-    if (w == 0) {
-      if (col < n_out) st16(a, u & 0xFFFFu);
-    } else if (col <= n_out) {
-      const unsigned prev = staged_word<EPI_BYTES>(src, r, w - 1) >> 16;
-      if (col < n_out)
-        st32(a - 2, prev | (u << 16));
-      else
-        st16(a - 2, prev);  // element col - 1 = n_out - 1
-    }
-    if (w == kWords - 1 && col + 1 < n_out) st16(a + 2, u >> 16);
+// The shared-memory loads and global stores of copy_strip_out.
+struct CopyMemPtx {
+  static __device__ __forceinline__ CopyWords ld16(unsigned a) {
+    CopyWords v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+                 : "r"(a));
+    return v;
   }
-}
+  static __device__ __forceinline__ unsigned ld4(unsigned a) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a));
+    return v;
+  }
+  static __device__ __forceinline__ void st2(char* p, unsigned v) {
+    asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"(static_cast<unsigned short>(v & 0xFFFFu)));
+  }
+  static __device__ __forceinline__ void st4(char* p, unsigned v) {
+    asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v));
+  }
+  static __device__ __forceinline__ void st8(char* p, unsigned v0, unsigned v1) {
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v0), "r"(v1));
+  }
+  static __device__ __forceinline__ void st16(char* p, const CopyWords& v) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]),
+                 "r"(v.w[3]));
+  }
+};
 
 // Copies one staged ROWS x EPI_BYTES strip to D with bounds checks: rows [row0, row0 + ROWS), columns
-// [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads (`tid` < THREADS). Consecutive threads
-// take consecutive 4-byte words of a staged row (coalesced 128-byte warp stores, store_word); whether a row starts on
-// a word is decided per row from its address, so any ld, batch stride and base pointer work. When the words of a row
-// divide the threads, each thread keeps one word column and walks rows (no index division, one address step per
-// row), UNROLL rows at a time so that several shared-memory loads are in flight; otherwise one rolled loop over
-// (row, word). UNROLL 1 serves the edge strips of kEpiDirect (little code per strip), more the kEpiNoTmaD strips.
-template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL = 1>
+// [col0, col0 + EPI_BYTES / OUT_SIZE), clipped to m x n_out, by THREADS threads (`tid` < THREADS): copy_strip_out,
+// or with ALIGNED (D's rows start on 16 bytes: a D that TMA stores, its kEpiDirect edge strips) copy_strip_words.
+template <int OUT_SIZE, int EPI_BYTES, int ROWS, int THREADS, int UNROLL, bool ALIGNED>
 __device__ __forceinline__ void copy_strip_direct(unsigned src, void* d, long long ldd, long long d_off, int m,
                                                   int n_out, int row0, int col0, int tid) {
-  constexpr int kWords = EPI_BYTES / 4;
-  if constexpr (THREADS % kWords == 0 && ROWS % (THREADS / kWords) == 0) {
-    constexpr int kStep = THREADS / kWords;  // rows per pass of all threads
-    const int w = tid % kWords, r0 = tid / kWords;
-    const int col = col0 + w * (4 / OUT_SIZE);
-    if (col > n_out) return;  // (col == n_out: a shifted row's lane still owns element col - 1)
-    char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row0 + r0) * ldd + col) * OUT_SIZE;
-    const long long step = ldd * kStep * OUT_SIZE;
-#pragma unroll UNROLL
-    for (int r = r0; r < ROWS; r += kStep) {
-      if (row0 + r < m) store_word<OUT_SIZE, EPI_BYTES>(src, a, staged_word<EPI_BYTES>(src, r, w), r, w, col, n_out);
-      a += step;
-    }
-  } else {
-#pragma unroll 1
-    for (int idx = tid; idx < ROWS * kWords; idx += THREADS) {
-      const int r = idx / kWords, w = idx % kWords;
-      const int row = row0 + r;
-      if (row >= m) break;  // rows grow with idx: every later one is past m too
-      const int col = col0 + w * (4 / OUT_SIZE);
-      if (col > n_out) continue;
-      char* a = static_cast<char*>(d) + (d_off + static_cast<long long>(row) * ldd + col) * OUT_SIZE;
-      store_word<OUT_SIZE, EPI_BYTES>(src, a, staged_word<EPI_BYTES>(src, r, w), r, w, col, n_out);
-    }
-  }
+  constexpr int kCols = EPI_BYTES / OUT_SIZE;
+  const int rows = m - row0 < ROWS ? m - row0 : ROWS, cols = n_out - col0 < kCols ? n_out - col0 : kCols;
+  if (rows <= 0 || cols <= 0) return;
+  char* const d0 = static_cast<char*>(d) + (d_off + static_cast<long long>(row0) * ldd + col0) * OUT_SIZE;
+  if constexpr (ALIGNED)
+    copy_strip_words<OUT_SIZE, EPI_BYTES, ROWS, THREADS, CopyMemPtx>(src, d0, ldd * OUT_SIZE, rows, cols * OUT_SIZE,
+                                                                     tid);
+  else
+    copy_strip_out<OUT_SIZE, EPI_BYTES, ROWS, THREADS, UNROLL, CopyMemPtx>(src, d0, ldd * OUT_SIZE, rows,
+                                                                          cols * OUT_SIZE, tid);
 }
 
 // Writes one strip of a consumer warpgroup's output (64 rows x GROUPS 8-column groups, BYTES per row) into the staging
@@ -299,16 +476,22 @@ __device__ __forceinline__ void strip_begin(bool edge_tile, int tid) {
   }
   strip_owner_sync<Cfg>();
 }
-// Rows in flight per thread in the copy-out of a kEpiNoTmaD strip (copy_strip_direct's UNROLL).
-constexpr int kNoTmaUnroll = 2;
-template <class Cfg, int BYTES, bool NO_TMA = false>
+// Rows in flight per thread in the copy-out of the plain epilogue's kEpiNoTmaD strips (strip_end's NO_TMA_UNROLL):
+// two, whose loads are issued together, where the registers allow; one for tiles of more than 128 accumulators per
+// thread (with two, tile N 176 / 192 kernels spilled 24-76 bytes) and with C. The fused epilogues keep one (with two,
+// 256x128 with bias,gelu_tanh spilled 24 bytes).
+template <class Cfg>
+constexpr int no_tma_unroll() {
+  return Cfg::kAccRegs <= 128 && !Cfg::HAS_C ? 2 : 1;
+}
+template <class Cfg, int BYTES, bool NO_TMA = false, int NO_TMA_UNROLL = 1>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
                                           int col0, int b, bool direct, int tid) {
   constexpr int kThreads = Cfg::kEpiOwnerThreads;
   if (!NO_TMA) fence_proxy_async();
   strip_owner_sync<Cfg>();
   if (NO_TMA || direct) {
-    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? kNoTmaUnroll : 1>(
+    copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? NO_TMA_UNROLL : 1, !NO_TMA>(
         dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
   } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);
@@ -400,8 +583,8 @@ struct EpilogueTmaStore {
                   }
                 }
               }, pc);
-              strip_end<Cfg, kBytes, kNoTma>(map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct,
-                                     tid);
+              strip_end<Cfg, kBytes, kNoTma, no_tma_unroll<Cfg>()>(
+                  map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct, tid);
               buf = epi_next<Cfg>(buf);
             }
           });
@@ -412,3 +595,4 @@ struct EpilogueTmaStore {
 };
 
 }  // namespace gt_sm90
+#endif
