@@ -105,7 +105,7 @@ std::string store_path(const Problem& p, const KernelView& v) {
     why = "D's pointer is declared " + std::to_string(v.d.align) + "-byte aligned";
   else
     why = "D's strides exceed TMA's 2^40 bytes";
-  return "D: staged, bounds-checked 4-byte stores (" + why + ")";
+  return "D: staged, bounds-checked 16-byte stores (" + why + ")";
 }
 
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
