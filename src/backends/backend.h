@@ -65,7 +65,7 @@ class Backend {
   // "" when this backend can run the problem at all, else the reason (e.g. "sm90: lda*2 bytes not 16-byte aligned").
   virtual std::string supports(const Problem& p, const DeviceInfo& dev) const = 0;
   // How this backend runs a supported problem, one phrase for `list`: the path each operand takes where there is a
-  // choice (e.g. "A, B: TMA; D: staged 4-byte stores (ldd=50257 is not a multiple of 16 bytes)"). "" = nothing to say.
+  // choice (e.g. "A, B: TMA; D: staged 16-byte stores (ldd=50257 is not a multiple of 8 elements)"). "" = nothing to say.
   virtual std::string path(const Problem& p, const DeviceInfo& dev) const {
     (void)p, (void)dev;
     return "";
