@@ -110,7 +110,7 @@ TEST_F(Sm90UnalignedAB, Matrix) {
       {300, 260, 1001, 1, R, C, 1, 3, 0, 0, 0, false, "", kPingpong64},
       // M-major A, N-major B (tile N a multiple of 64), and the mixed pairs.
       {298, 254, 777, 1, C, R, 2, 4, 0, 0, 0, false, "", kCoop128},
-      {298, 254, 777, 1, C, R, 4, 2, 0, 0, 0, false, "", kPingpong},
+      {298, 254, 777, 1, C, R, 4, 6, 0, 0, 0, false, "", kPingpong},
       {301, 250, 700, 1, C, C, 5, 2, 0, 0, 0, false, "", kCoop},
       {301, 250, 700, 1, R, R, 0, 4, 0, 0, 0, false, "", kPingpong},
       // Pitches on 16 bytes, pointers 4 and 8 bytes off.
