@@ -67,6 +67,11 @@ struct Problem {
   // The dtype of the epilogue operand of that kind (its own or D's).
   DType epilogue_dtype(EpiOpKind kind) const;
 
+  // The widest access, a power of two up to 16 bytes, on which every row (column) of operand `which` starts: the
+  // largest power of two dividing its pointer alignment, its pitch in bytes and, with batch > 1, its batch stride in
+  // bytes. 16: TMA and 16-byte loads take the operand as it is; less: the backends' narrower paths.
+  int access_bytes(char which) const;
+
   // Number of rows/cols of an operand as stored (e.g. A is M x K; D is M x n_out()).
   static int64_t rows_of(char which, const Problem& p);
   static int64_t cols_of(char which, const Problem& p);

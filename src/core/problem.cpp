@@ -238,6 +238,14 @@ std::string Problem::str() const {
   return s;
 }
 
+int Problem::access_bytes(char which) const {
+  const Operand& o = operand(which);
+  const uint64_t es = dtype_size(o.dtype);
+  const uint64_t bits = static_cast<uint64_t>(o.align) | (static_cast<uint64_t>(o.ld) * es) |
+                        (batch > 1 ? static_cast<uint64_t>(o.batch_stride) * es : 0) | 16u;
+  return static_cast<int>(bits & (~bits + 1));  // the lowest set bit
+}
+
 double Problem::flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
 
 double Problem::min_bytes() const {

@@ -83,7 +83,7 @@ std::string misalignment(const Problem& p, char which) {
   return why;
 }
 
-bool aligned(const Problem& p, char which) { return misalignment(p, which).empty(); }
+bool aligned(const Problem& p, char which) { return p.access_bytes(upper(which)) == kAlign; }
 
 Problem padded_problem(const Problem& p, bool a, bool b) {
   Problem q = p;
@@ -116,11 +116,7 @@ Copy copy_of(const Problem& p, char which) {
   c.dst_bs = strided ? c.dst_ld * c.lines : 0;
   // Every line start is src + (b * src_bs + l * src_ld) * elem_bytes: as aligned as the pointer, the pitch and the
   // batch stride all are.
-  int64_t lb = kAlign;
-  while (lb > c.elem_bytes && (o.align % lb != 0 || (c.src_ld * c.elem_bytes) % lb != 0 ||
-                               (c.src_bs * c.elem_bytes) % lb != 0))
-    lb /= 2;
-  c.load_bytes = static_cast<int>(lb);
+  c.load_bytes = p.access_bytes(w);
   return c;
 }
 
@@ -154,13 +150,7 @@ int64_t workspace_bytes(const Problem& p, bool a, bool b) {
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   const bool pa = !aligned(p, 'A'), pb = !aligned(p, 'B');
   if (!pa && !pb) {
-    bool others = true;
-    for (const Operand* o : {&p.c, &p.d}) {
-      if (o == &p.c && p.beta == 0.0f) continue;
-      const int64_t es = static_cast<int64_t>(dtype_size(o->dtype));
-      others = others && o->ld * es % kAlign == 0 && o->align % kAlign == 0 &&
-               (!strided_batch(p, *o) || o->batch_stride * es % kAlign == 0);
-    }
+    const bool others = (p.beta == 0.0f || p.access_bytes('C') == kAlign) && p.access_bytes('D') == kAlign;
     return others ? "pad: every operand is aligned; nothing to pad"
                   : "pad: A and B are aligned; nothing to pad (it copies A and B, not C or D)";
   }

@@ -13,7 +13,10 @@ namespace {
 
 int elem_type(DType t) { return t == DType::bf16 ? kBF16 : t == DType::f16 ? kF16 : kF32; }
 
-OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch) {
+// Operand `w` of a resolved problem.
+OperandDesc desc_of(const Problem& p, char w, int64_t rows, int64_t cols) {
+  const Operand& o = p.operand(w);
+  const int64_t batch = p.batch;
   OperandDesc d;
   d.type = elem_type(o.dtype);
   d.row_major = o.layout == Layout::row;
@@ -23,6 +26,7 @@ OperandDesc desc_of(const Operand& o, int64_t rows, int64_t cols, int64_t batch)
   d.batch_stride = o.batch_stride >= 0 ? o.batch_stride : d.ld * (d.row_major ? rows : cols);
   if (batch == 1) d.batch_stride = 0;
   d.align = o.align;
+  d.access = p.access_bytes(w);
   return d;
 }
 
@@ -96,10 +100,12 @@ KernelView kernel_view(const Problem& p, bool swap) {
   pp.n = p.n;
   pp.k = p.k;
   pp.batch = p.batch;
-  pp.a = desc_of(p.a, p.m, p.k, p.batch);
-  pp.b = desc_of(p.b, p.k, p.n, p.batch);
-  pp.c = desc_of(p.c, p.m, p.n, p.batch);
-  pp.d = desc_of(p.d, p.m, p.n_out(), p.batch);
+  Problem r = p;
+  r.resolve();  // packed ld and batch strides filled in, as access_bytes reads them
+  pp.a = desc_of(r, 'A', p.m, p.k);
+  pp.b = desc_of(r, 'B', p.k, p.n);
+  pp.c = desc_of(r, 'C', p.m, p.n);
+  pp.d = desc_of(r, 'D', p.m, p.n_out());
   pp.has_c = p.beta != 0.0f;
   return make_kernel_view(pp, swap);
 }
@@ -121,34 +127,21 @@ gt_sm90::Spec spec(const Config& c, const KernelView& v) {
   s.sk = c.sk;
   s.epi_warp = c.epi_warp;
   if (c.cp) {  // cp.async for what TMA cannot load
-    s.cp_a = tma_loads(v.a, v.batch) ? 0 : cp_width(v.a, v.batch);
-    s.cp_b = tma_loads(v.b, v.batch) ? 0 : cp_width(v.b, v.batch);
+    s.cp_a = tma_ok(v.a) ? 0 : v.a.access;
+    s.cp_b = tma_ok(v.b) ? 0 : v.b.access;
   }
   return s;
 }
 
-bool tma_loads(const OperandDesc& o, int64_t batch) {
-  const int64_t es = elem_size(o.type);
-  constexpr int64_t kMax = int64_t(1) << 40;
-  return o.align % 16 == 0 && (o.ld * es) % 16 == 0 && (batch <= 1 || (o.batch_stride * es) % 16 == 0) &&
-         o.ld * es < kMax && o.batch_stride * es < kMax;
-}
-
-int cp_width(const OperandDesc& o, int64_t batch) {
-  const int64_t es = elem_size(o.type);
-  const int64_t bits = o.align | (o.ld * es) | (batch > 1 ? o.batch_stride * es : 0) | 16;
-  return static_cast<int>(bits & -bits);  // the lowest set bit: the largest power of two dividing all of them
-}
-
-bool needs_cp(const KernelView& v) { return !tma_loads(v.a, v.batch) || !tma_loads(v.b, v.batch); }
+bool needs_cp(const KernelView& v) { return !tma_ok(v.a) || !tma_ok(v.b); }
 
 std::string load_path([[maybe_unused]] const Problem& p, const KernelView& v) {
   if (!needs_cp(v)) return "A, B: TMA";
   // The user's names: a transposed view loads the user's B as its A.
   auto phrase = [&](const char* nm, const OperandDesc& o) {
-    if (tma_loads(o, v.batch)) return std::string(nm) + ": TMA";
+    if (tma_ok(o)) return std::string(nm) + ": TMA";
     const int64_t es = elem_size(o.type);
-    const int w = cp_width(o, v.batch);
+    const int w = o.access;
     std::string why;
     if (o.align < 16)
       why = "align=" + std::to_string(o.align);

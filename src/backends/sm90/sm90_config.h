@@ -34,7 +34,7 @@ struct Config {
   bool swap = false;      // "swap=1": the other orientation (kernel M = the problem's N; decode sizes: the weights on
                           // the wgmma M side, the tokens on N), D stored transposed (EpilogueTransposedStore)
   bool cp = false;        // "load=cp": the operands TMA cannot describe (A, B or both) loaded with cp.async by the
-                          // producer warpgroup; the piece widths follow from the problem (cp_width)
+                          // producer warpgroup; the piece widths follow from the problem (OperandDesc::access)
 
   bool dynamic() const { return tiles == TileOrder::dynamic; }
   bool gpc() const { return tiles == TileOrder::gpc; }
@@ -49,11 +49,8 @@ struct Config {
 // make_kernel_view). Throws nothing; see problem_reason().
 KernelView kernel_view(const Problem& p, bool swap = false);
 // ---- loads ----
-// Whether TMA can load the operand (a kernel-view A or B): base pointer, pitch and batch stride multiples of 16 bytes.
-bool tma_loads(const OperandDesc& o, int64_t batch);
-// The widest cp.async piece (16, 8 or 4 bytes) whose alignment the operand's base pointer, pitch and batch stride
-// keep; below 4 (a pitch odd in elements, a 2-byte aligned pointer) cp.async cannot load it.
-int cp_width(const OperandDesc& o, int64_t batch);
+// Whether TMA can load an operand: tma_ok (sm90_plan.h). Otherwise load=cp copies it in cp.async pieces of
+// OperandDesc::access bytes; below 4 (a pitch odd in elements, a 2-byte aligned pointer) cp.async cannot load it.
 // True when TMA cannot load A or B of the view: only load=cp configs run it.
 bool needs_cp(const KernelView& v);
 // One phrase for `list`: how A and B are loaded and why, e.g. "A, B: TMA" or

@@ -25,7 +25,16 @@ struct OperandDesc {
   int64_t ld = 0;            // elements
   int64_t batch_stride = 0;  // elements (ignored when batch == 1)
   int align = 16;            // bytes the base pointer is a multiple of (gemmtune::Operand::align)
+  int access = 16;           // the widest access every row starts on (gemmtune::Problem::access_bytes): 16 for TMA,
+                             // else the width of load=cp's cp.async pieces
 };
+
+// TMA can address the operand as it is: rows on 16 bytes, strides below its 2^40-byte limit.
+inline bool tma_ok(const OperandDesc& o) {
+  const int64_t es = gt::dtype_code_bytes(o.type);
+  constexpr int64_t kMax = int64_t(1) << 40;
+  return o.access == 16 && o.ld * es < kMax && o.batch_stride * es < kMax;
+}
 
 // The problem as the user gave it (A: m x k, B: k x n, C/D: m x n).
 struct PlanProblem {
@@ -85,9 +94,7 @@ inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
 // strips are copied out by the consumer threads (kernels/epilogue/epilogue_tma_store.cuh: kEpiNoTmaD) and D has no
 // tensor map; swap=1 stores every element from registers (EpilogueTransposedStore).
 inline bool d_tma_store(const KernelView& v) {
-  if (v.swap) return false;
-  const int64_t es = gt::dtype_code_bytes(v.d.type), pitch = v.d.ld * es, bs = v.batch > 1 ? v.d.batch_stride * es : 0;
-  return v.d.align >= 16 && pitch % 16 == 0 && bs % 16 == 0 && pitch < (int64_t(1) << 40) && bs < (int64_t(1) << 40);
+  return !v.swap && tma_ok(v.d);
 }
 
 // Narrow epilogue strip width in bytes for output tiles of `bn` columns (gt_sm90::epi_narrow_bytes); the width a

@@ -26,7 +26,7 @@ std::string epilogue_reason(const Problem& p) {
 std::string ab_reason(const std::string& nm, const OperandDesc& o, int64_t batch) {
   if (batch > 1 && o.batch_stride <= 0)
     return "sm90: " + nm + " batch_stride must be > 0 with batch > 1 (broadcast operands are not supported)";
-  if (tma_loads(o, batch) || cp_width(o, batch) >= 4) return "";
+  if (tma_ok(o) || o.access >= 4) return "";
   const int64_t es = elem_size(o.type);
   std::string why;
   if (o.align % 4 != 0)
@@ -46,7 +46,7 @@ std::string ab_reason(const std::string& nm, const OperandDesc& o, int64_t batch
 // form verified. Until it is understood, such problems go to the pad backend.
 std::string cp_mix_reason(const KernelView& v) {
   if (!needs_cp(v)) return "";
-  if ((tma_loads(v.a, v.batch) && v.a_mn) || (tma_loads(v.b, v.batch) && v.b_mn))
+  if ((tma_ok(v.a) && v.a_mn) || (tma_ok(v.b) && v.b_mn))
     return "sm90: load=cp beside an M- or N-major operand that TMA loads is not supported (the pad backend copies the "
            "unaligned operand instead)";
   return "";
