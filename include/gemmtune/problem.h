@@ -5,8 +5,21 @@
 // dimension and a batch stride, all in elements. Accumulation is fp32.
 // N is always the GEMM's N (columns of B). With a gated linear unit in the epilogue D is M x N/2 (n_out()): its
 // packed ld, the residual's shape and the bytes moved follow n_out(); C stays unused (a GLU needs beta == 0).
+//
+// Scaled (fp8) GEMMs: with e4m3/e5m2 inputs, A and B are dequantized by fp32 scales (Problem::scaling, the pointers in
+// GemmArgs) following torch._scaled_mm's conventions:
+//   v = alpha * sum_k (A[m,k] * sa(m,k)) * (B[k,n] * sb(k,n)) + beta * C,   then the epilogue chain,
+//   tensor: sa = scale_a[0], sb = scale_b[0]
+//   row:    sa = scale_a[m] (M values), sb = scale_b[n] (N values: one per output channel of W)
+//   block:  sa = scale_a[(k / 128) * M + m]           (M x ceil(K/128), M contiguous: torch's "outer-dim-major")
+//           sb = scale_b[(n / 128) * ceil(K/128) + k / 128]   (ceil(N/128) x ceil(K/128) blocks, K blocks contiguous)
+// An e4m3 D stores saturate(v * scale_d[0]) (+-448); with Problem::amax the kernel also writes max |v| over D (before
+// scale_d) to amax[0], the statistic of delayed scaling. A 16-bit A with an e4m3 B (weight-only fp8) takes tensor or
+// row scaling of B; scale_a may then be null (1).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "gemmtune/epilogue.h"
 #include "gemmtune/types.h"
@@ -25,6 +38,12 @@ struct Operand {
   bool operator==(const Operand&) const = default;
 };
 
+// How fp8 inputs are dequantized (see above). none: the inputs are not scaled (16-bit and fp32 GEMMs).
+enum class Scaling : uint8_t { none, tensor, row, block };
+std::string_view scaling_name(Scaling s);              // "none", "tensor", "row", "block"
+std::optional<Scaling> parse_scaling(std::string_view);  // also "tensorwise", "rowwise", "blockwise"
+inline constexpr int64_t kScaleBlock = 128;            // K (and N, for B) extent of one block scale
+
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
@@ -33,6 +52,8 @@ struct Problem {
   float alpha = 1.0f;
   float beta = 0.0f;
   Epilogue epilogue;
+  Scaling scaling = Scaling::none;  // required with fp8 A or B
+  bool amax = false;                // e4m3 D only: also write max |v| to GemmArgs::amax
 
   // A packed problem with row-major D (and C) of dtype `out`; layouts of A and B as given.
   static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la = Layout::row,
@@ -43,6 +64,8 @@ struct Problem {
 
   // "" when the problem is well formed and supported by gemmtune as a whole; otherwise one line naming the problem.
   std::string check() const;
+  // The dtype and scaling part of check(): which input/output dtypes, scalings and layouts go together.
+  std::string check_scaled() const;
   // The epilogue part of check(): the chain's own rules plus its shape rules (GLU needs an even N, ...).
   std::string check_epilogue() const;
   // check() and throw gemmtune::Error when it fails.
@@ -64,8 +87,15 @@ struct Problem {
   int64_t epilogue_vector_len(EpiOpKind kind) const;
   // "" or a clear message when a vector of `len` elements does not fit the chain (for bindings that see tensors).
   std::string check_epilogue_vector(EpiOpKind kind, int64_t len) const;
-  // The dtype of the epilogue operand of that kind (its own or D's).
+  // The dtype of the epilogue operand of that kind (its own, else D's; bf16 for an fp8 D).
   DType epilogue_dtype(EpiOpKind kind) const;
+  // The dtype an epilogue operand without its own takes: D's, or bf16 when D is fp8 (a bias or residual in e4m3
+  // would lose more than the GEMM's own rounding).
+  DType epilogue_default_dtype() const;
+
+  // fp32 values GemmArgs::scale_a ('A') or scale_b ('B') holds under this problem's scaling: 1 (tensor), M or N
+  // (row), M * ceil(K/128) or ceil(N/128) * ceil(K/128) (block); 0 without scaling.
+  int64_t scale_len(char which) const;
 
   // The widest access, a power of two up to 16 bytes, on which every row (column) of operand `which` starts: the
   // largest power of two dividing its pointer alignment, its pitch in bytes and, with batch > 1, its batch stride in
@@ -91,6 +121,12 @@ struct GemmArgs {
   const void* residual = nullptr;   // shaped like D (same layout, ld and batch stride)
   const void* row_scale = nullptr;  // M elements
   const void* col_scale = nullptr;  // N or N/2 elements (before / after a GLU)
+  // fp8 (see Problem): the dequantization scales (Problem::scale_len values each), D's output scale (an e4m3 D) and
+  // the amax output (Problem::amax; written, not accumulated into). All fp32.
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  const float* scale_d = nullptr;
+  float* amax = nullptr;
 };
 
 }  // namespace gemmtune

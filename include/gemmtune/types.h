@@ -13,12 +13,14 @@ struct CUstream_st;  // the driver's and runtime's stream type (global scope, as
 
 namespace gemmtune {
 
-// Element types. fp8 formats are reserved: problems using them are rejected by check() until a backend takes them.
+// Element types. e4m3 and e5m2 are the OCP fp8 formats (PyTorch's float8_e4m3fn and float8_e5m2): inputs of scaled
+// GEMMs (Problem::scaling) and, for e4m3, an output with a scale (GemmArgs::scale_d).
 enum class DType : uint8_t { bf16, f16, f32, e4m3, e5m2 };
 
 std::string_view dtype_name(DType t);              // "bf16", "f16", "f32", "e4m3", "e5m2"
 std::optional<DType> parse_dtype(std::string_view);  // also accepts "fp16", "half", "fp32", "float", "bfloat16"
 size_t dtype_size(DType t);                         // bytes per element
+constexpr bool is_fp8(DType t) { return t == DType::e4m3 || t == DType::e5m2; }
 
 // Storage order of a matrix: row-major (rows contiguous) or column-major.
 enum class Layout : uint8_t { row, col };

@@ -4,8 +4,9 @@
 
 namespace gt {
 
-enum DTypeCode : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
+enum DTypeCode : int { kBF16 = 0, kF16 = 1, kF32 = 2, kE4M3 = 3, kE5M2 = 4 };
 
-constexpr int dtype_code_bytes(int code) { return code == kF32 ? 4 : 2; }
+constexpr int dtype_code_bytes(int code) { return code == kF32 ? 4 : code >= kE4M3 ? 1 : 2; }
+constexpr bool dtype_code_fp8(int code) { return code == kE4M3 || code == kE5M2; }
 
 }  // namespace gt

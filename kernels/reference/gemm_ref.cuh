@@ -1,6 +1,8 @@
 // Reference GEMM and helpers for verification and benchmarking (JIT-compiled, no CUDA headers).
 // D_ref (fp32) = alpha * A * B + beta * C with fp32 accumulation on the CUDA cores: independent of the tensor-core
-// paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Element types are template
+// paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Scaled (fp8) GEMMs accumulate
+// the dequantized products in fp64 (gemm_ref_scaled), so that the check counts a kernel's accumulation error and not
+// the reference's. Element types are template
 // parameters and run-time arguments: the codes of common/dtype_codes.cuh.
 #pragma once
 
@@ -8,6 +10,7 @@
 
 namespace gemmtune_ref {
 
+typedef unsigned char u8;
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -41,12 +44,48 @@ template <> struct Elem<gt::kF32> {
   static __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 };
 
+// fp8 (OCP e4m3 / e5m2): widened exactly through f16; stored with saturation to the largest finite value.
+template <> struct Elem<gt::kE4M3> {
+  typedef u8 type;
+  static __device__ __forceinline__ float load(const u8* p) {
+    u16 h;
+    float f;
+    asm("{\n.reg .b32 r;\ncvt.rn.f16x2.e4m3x2 r, %1;\nmov.b32 {%0, _}, r;\n}" : "=h"(h) : "h"(u16(*p)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+  }
+  static __device__ __forceinline__ void store(u8* p, float v) {
+    u16 r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(v));
+    *p = u8(r);
+  }
+};
+template <> struct Elem<gt::kE5M2> {
+  typedef u8 type;
+  static __device__ __forceinline__ float load(const u8* p) {
+    u16 h;
+    float f;
+    asm("{\n.reg .b32 r;\ncvt.rn.f16x2.e5m2x2 r, %1;\nmov.b32 {%0, _}, r;\n}" : "=h"(h) : "h"(u16(*p)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+  }
+  static __device__ __forceinline__ void store(u8* p, float v) {
+    u16 r;
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(v));
+    *p = u8(r);
+  }
+};
+
 struct RefParams {
   long long m, n, k, batch;
   long long lda, ldb, ldc;        // leading dimensions (elements)
   long long bsa, bsb, bsc;        // batch strides (elements)
   int a_row, b_row, c_row;        // 1 = row-major
   float alpha, beta;
+  // Scaled GEMMs (gemm_ref_scaled): 1 tensor, 2 row, 3 block (gemmtune::Scaling); sa null = 1 (a 16-bit A).
+  int scaling;
+  const float* sa;
+  const float* sb;
 };
 
 // One 64x64 output tile per block, 256 threads, 4x4 outputs per thread, K in steps of 16 through shared memory.
@@ -97,20 +136,96 @@ __device__ __forceinline__ void gemm_ref(const void* a_, const void* b_, const v
     }
 }
 
-// sums[0] += sum (out - ref)^2, sums[1] += sum ref^2 over all batches; counts[0] += non-finite outputs.
+// The scaled GEMM: each 16-wide K step's products (exact in fp64) summed in fp64, times the scales of A's row and B's
+// column for that step's K block (K steps of 16 never straddle a 128-wide block), summed in fp64.
+template <int TA, int TB, int TC>
+__device__ __forceinline__ void gemm_ref_scaled(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
+  typedef typename Elem<TA>::type TypeA;
+  typedef typename Elem<TB>::type TypeB;
+  typedef typename Elem<TC>::type TypeC;
+  __shared__ float sa[16][64 + 1];
+  __shared__ float sb[16][64 + 1];
+  const long long bz = blockIdx.z;
+  const TypeA* a = static_cast<const TypeA*>(a_) + bz * p.bsa;
+  const TypeB* b = static_cast<const TypeB*>(b_) + bz * p.bsb;
+  const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const long long kblocks = (p.k + 127) / 128;
+  double acc[4][4] = {};
+  for (long long k0 = 0; k0 < p.k; k0 += 16) {
+    for (int i = threadIdx.x; i < 16 * 64; i += 256) {
+      const int kk = i / 64, mm = i % 64;
+      const long long gm = m0 + mm, gk = k0 + kk, gn = n0 + mm;
+      sa[kk][mm] = (gm < p.m && gk < p.k) ? Elem<TA>::load(a + (p.a_row ? gm * p.lda + gk : gk * p.lda + gm)) : 0.f;
+      sb[kk][mm] = (gn < p.n && gk < p.k) ? Elem<TB>::load(b + (p.b_row ? gk * p.ldb + gn : gn * p.ldb + gk)) : 0.f;
+    }
+    __syncthreads();
+    double part[4][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) {
+      double ra[4], rb[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ra[i] = sa[kk][ty + 16 * i], rb[i] = sb[kk][tx + 16 * i];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) part[i][j] = fma(ra[i], rb[j], part[i][j]);
+    }
+    const long long kb = k0 / 128;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const long long gm = min(m0 + ty + 16 * i, p.m - 1), gn = min(n0 + tx + 16 * j, p.n - 1);
+        double s_a = 1.0, s_b;
+        if (p.scaling == 1) {
+          if (p.sa) s_a = p.sa[0];
+          s_b = p.sb[0];
+        } else if (p.scaling == 2) {
+          if (p.sa) s_a = p.sa[gm];
+          s_b = p.sb[gn];
+        } else {
+          s_a = p.sa[kb * p.m + gm];
+          s_b = p.sb[(gn / 128) * kblocks + kb];
+        }
+        acc[i][j] += part[i][j] * s_a * s_b;
+      }
+    __syncthreads();
+  }
+  const TypeC* c = static_cast<const TypeC*>(c_) + (c_ ? bz * p.bsc : 0);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const long long gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
+      if (gm < p.m && gn < p.n) {
+        double v = double(p.alpha) * acc[i][j];
+        if (p.beta != 0.f) v += double(p.beta) * Elem<TC>::load(c + (p.c_row ? gm * p.ldc + gn : gn * p.ldc + gm));
+        d[(bz * p.m + gm) * p.n + gn] = float(v);
+      }
+    }
+}
+
+// sums[0] += sum (out - ref)^2, sums[1] += sum ref^2 over all batches; counts[0] += non-finite outputs; counts[1] =
+// max |ref| (the bits of a non-negative float, which order as integers). An fp8 D holds saturate(ref * scale_d[0]):
+// the reference is scaled and saturated the same way before the compare.
 template <int TD>
 __device__ __forceinline__ void compare(const void* out_, const float* ref, long long m, long long n, long long batch,
                                         long long ldd, long long bsd, int d_row, double* sums,
-                                        unsigned long long* counts) {
+                                        unsigned long long* counts, const float* scale_d) {
   typedef typename Elem<TD>::type TypeD;
   const TypeD* out = static_cast<const TypeD*>(out_);
   double se = 0, sr = 0;
   unsigned long long bad = 0;
+  float amax = 0.f;
+  const float sd = scale_d ? *scale_d : 1.f;
+  const float sat = TD == gt::kE4M3 ? 448.f : TD == gt::kE5M2 ? 57344.f : 3.4e38f;
   const long long total = m * n * batch;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
     const long long bz = i / (m * n), rem = i % (m * n), gm = rem / n, gn = rem % n;
     const float o = Elem<TD>::load(out + bz * bsd + (d_row ? gm * ldd + gn : gn * ldd + gm));
-    const float r = ref[i];
+    amax = fmaxf(amax, fabsf(ref[i]));
+    const float r = gt::dtype_code_fp8(TD) ? fminf(fmaxf(ref[i] * sd, -sat), sat) : ref[i];
     if (!(o == o) || o - o != 0.f) ++bad;  // NaN or inf
     else {
       const double e = double(o) - double(r);
@@ -122,11 +237,22 @@ __device__ __forceinline__ void compare(const void* out_, const float* ref, long
     se += __shfl_down_sync(0xffffffffu, se, off);
     sr += __shfl_down_sync(0xffffffffu, sr, off);
     bad += __shfl_down_sync(0xffffffffu, bad, off);
+    amax = fmaxf(amax, __shfl_down_sync(0xffffffffu, amax, off));
   }
   if ((threadIdx.x & 31) == 0) {
     atomicAdd(&sums[0], se);
     atomicAdd(&sums[1], sr);
     atomicAdd(&counts[0], bad);
+    atomicMax(&counts[1], (unsigned long long)__float_as_uint(amax));
+  }
+}
+
+// Fills n fp32 values uniform in [lo, hi) (the scales of scaled GEMMs: positive, and different in every block).
+__device__ __forceinline__ void fill_uniform(float* p, long long n, u64 seed, float lo, float hi) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    u64 x = (u64)i * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+    p[i] = lo + (hi - lo) * ((x >> 40) * (1.0f / 16777216.0f));
   }
 }
 

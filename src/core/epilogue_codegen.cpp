@@ -22,7 +22,7 @@ std::string act_type(Activation a) {
 }
 
 std::string op_type(const Problem& p, const EpiOp& op) {
-  const std::string t = std::to_string(dtype_code(op.dtype ? *op.dtype : p.d.dtype));
+  const std::string t = std::to_string(dtype_code(op.dtype ? *op.dtype : p.epilogue_default_dtype()));
   switch (op.kind) {
     case EpiOpKind::bias_col: return "gemmtune_epi::BiasCol<" + t + ">";
     case EpiOpKind::bias_row: return "gemmtune_epi::BiasRow<" + t + ">";

@@ -161,6 +161,13 @@ std::string Fields::string(const char* key, const std::string& fallback) const {
   return has(key) ? string(key) : fallback;
 }
 
+bool Fields::boolean(const char* key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const nlohmann::json& v = at(key);
+  if (!v.is_boolean()) fail(key, "must be true or false (got " + json_brief(v) + ")");
+  return v.get<bool>();
+}
+
 void Fields::only(std::initializer_list<const char*> known) const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     bool ok = false;

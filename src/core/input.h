@@ -56,6 +56,7 @@ class Fields {
   double number(const char* key, double fallback) const;
   std::string string(const char* key) const;
   std::string string(const char* key, const std::string& fallback) const;
+  bool boolean(const char* key, bool fallback) const;
   const nlohmann::json& at(const char* key) const;  // required, any type
   // Throws on a key not in `known` (a typo such as "lda " or "epilog" must not silently mean the default).
   void only(std::initializer_list<const char*> known) const;

@@ -1,5 +1,6 @@
 #include "gemmtune/problem.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -13,7 +14,6 @@ namespace {
 std::string op_str(char which, const Operand& o) {
   return std::string(1, which) + "=" + std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout));
 }
-bool is_fp8(DType t) { return t == DType::e4m3 || t == DType::e5m2; }
 
 // Shortest text that reads back as the same float (str() must paste back: 1e-7 is not 0.000000).
 std::string float_str(float v) {
@@ -27,6 +27,26 @@ std::optional<int64_t> packed_batch_stride(const Operand& o, int64_t rows, int64
   return detail::checked_mul(o.ld, o.layout == Layout::row ? rows : cols);
 }
 }  // namespace
+
+std::string_view scaling_name(Scaling s) {
+  switch (s) {
+    case Scaling::none: return "none";
+    case Scaling::tensor: return "tensor";
+    case Scaling::row: return "row";
+    case Scaling::block: return "block";
+  }
+  return "?";
+}
+
+std::optional<Scaling> parse_scaling(std::string_view s) {
+  std::string v(s);
+  for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "none") return Scaling::none;
+  if (v == "tensor" || v == "tensorwise") return Scaling::tensor;
+  if (v == "row" || v == "rowwise") return Scaling::row;
+  if (v == "block" || v == "blockwise") return Scaling::block;
+  return std::nullopt;
+}
 
 Problem Problem::make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la, Layout lb, int64_t batch) {
   Problem p;
@@ -89,7 +109,21 @@ std::string Problem::check_epilogue_vector(EpiOpKind kind, int64_t len) const {
 
 DType Problem::epilogue_dtype(EpiOpKind kind) const {
   const EpiOp* op = epilogue.find(kind);
-  return op && op->dtype ? *op->dtype : d.dtype;
+  return op && op->dtype ? *op->dtype : epilogue_default_dtype();
+}
+
+DType Problem::epilogue_default_dtype() const { return is_fp8(d.dtype) ? DType::bf16 : d.dtype; }
+
+int64_t Problem::scale_len(char which) const {
+  const int64_t kb = (k + kScaleBlock - 1) / kScaleBlock;
+  const bool is_a = which == 'a' || which == 'A';
+  switch (scaling) {
+    case Scaling::none: return 0;
+    case Scaling::tensor: return 1;
+    case Scaling::row: return is_a ? m : n;
+    case Scaling::block: return is_a ? m * kb : ((n + kScaleBlock - 1) / kScaleBlock) * kb;
+  }
+  return 0;
 }
 
 const Operand& Problem::operand(char which) const {
@@ -122,11 +156,7 @@ std::string Problem::check() const {
   if (m >= kMaxDim || n >= kMaxDim || k >= kMaxDim || batch >= kMaxDim)
     return "M, N, K and batch must each be < 2^31";
   if (accum != DType::f32) return "accumulator must be f32 (got " + std::string(dtype_name(accum)) + ")";
-  if (is_fp8(a.dtype) || is_fp8(b.dtype) || is_fp8(c.dtype) || is_fp8(d.dtype))
-    return "fp8 (e4m3/e5m2) operands are reserved in the problem model but not supported yet";
-  if (a.dtype != b.dtype)
-    return "A and B must have the same dtype (got A=" + std::string(dtype_name(a.dtype)) + ", B=" +
-           std::string(dtype_name(b.dtype)) + ")";
+  if (std::string why = check_scaled(); !why.empty()) return why;
   if (beta != 0.0f && c.dtype != d.dtype)
     return "C and D must have the same dtype (got C=" + std::string(dtype_name(c.dtype)) + ", D=" +
            std::string(dtype_name(d.dtype)) + ")";
@@ -168,6 +198,46 @@ std::string Problem::check() const {
       return "D batch stride " + std::to_string(o.batch_stride) + " makes batches overlap (each needs " +
              std::to_string(*footprint) + " elements)";
   }
+  return "";
+}
+
+std::string Problem::check_scaled() const {
+  const bool fa = is_fp8(a.dtype), fb = is_fp8(b.dtype);
+  const std::string sc(scaling_name(scaling));
+  if (!fa && !fb) {
+    if (a.dtype != b.dtype)
+      return "A and B must have the same dtype (got A=" + std::string(dtype_name(a.dtype)) + ", B=" +
+             std::string(dtype_name(b.dtype)) + "; an fp8 B may go with a bf16 or f16 A)";
+    if (scaling != Scaling::none)
+      return "scaling=" + sc + " applies to fp8 (e4m3/e5m2) inputs, A and B are " + std::string(dtype_name(a.dtype));
+    if (is_fp8(d.dtype)) return "an fp8 D needs fp8 inputs (A and B are " + std::string(dtype_name(a.dtype)) + ")";
+    if (amax) return "amax is the statistic of an e4m3 D (D is " + std::string(dtype_name(d.dtype)) + ")";
+    return "";
+  }
+  if (!fb)
+    return "A=" + std::string(dtype_name(a.dtype)) + " with B=" + std::string(dtype_name(b.dtype)) +
+           ": an fp8 A needs an fp8 B (weight-only fp8 is a 16-bit A with an fp8 B)";
+  if (!fa && a.dtype == DType::f32) return "A=f32 with an fp8 B: A must be fp8, bf16 or f16";
+  if (scaling == Scaling::none)
+    return "fp8 inputs need a scaling (tensor, row or block): A and B are dequantized by fp32 scales";
+  if (!fa && scaling == Scaling::block)
+    return "scaling=block needs fp8 A and B (a " + std::string(dtype_name(a.dtype)) +
+           " A has no K-block scales): use tensor or row scaling of B";
+  if (batch > 1 && scaling != Scaling::tensor)
+    return "scaling=" + sc + " takes one matrix (batch=1); batched fp8 GEMMs take tensor scaling";
+  // The tensor cores read 8-bit operands K-major only (wgmma, cuBLASLt's fp8 "TN" rule).
+  if (fa && a.layout != Layout::row)
+    return "fp8 A must be row-major (K contiguous, the tensor cores read 8-bit operands K-major): got col-major A; "
+           "store A transposed (x.contiguous()) or quantize it row-major";
+  if (b.layout != Layout::col)
+    return "fp8 B must be col-major (K contiguous, B = W^T for a row-major weight W of N x K): got row-major B; "
+           "quantize the weight as N x K row-major";
+  if (d.dtype == DType::e5m2)
+    return "D=e5m2 is not supported: fp8 outputs are e4m3 (with scale_d), or use bf16, f16 or f32";
+  if (d.dtype != DType::e4m3 && amax)
+    return "amax is the statistic of an e4m3 D (D is " + std::string(dtype_name(d.dtype)) + ")";
+  if (d.dtype == DType::e4m3 && beta != 0.0f)
+    return "beta*C with an e4m3 D is not supported: add C as a bf16 residual in the epilogue";
   return "";
 }
 
@@ -213,7 +283,9 @@ std::string Problem::key() const {
   s += ":acc" + std::string(dtype_name(accum));
   s += beta == 0.0f ? ":beta0" : ":beta1";
   s += ":ep=";
-  s += epilogue.with_defaults(d.dtype, d.layout).key();
+  s += epilogue.with_defaults(epilogue_default_dtype(), d.layout).key();
+  if (scaling != Scaling::none) s.append(":sc=").append(scaling_name(scaling));
+  if (amax) s += ":amax";
   return s;
 }
 
@@ -235,6 +307,8 @@ std::string Problem::str() const {
   if (alpha != 1.0f) s += " --alpha=" + float_str(alpha);
   if (beta != 0.0f) s += " --beta=" + float_str(beta);
   if (!epilogue.empty()) s += " --epilogue=" + epilogue.key();
+  if (scaling != Scaling::none) s.append(" --scaling=").append(scaling_name(scaling));
+  if (amax) s += " --amax";
   return s;
 }
 
@@ -256,6 +330,7 @@ double Problem::min_bytes() const {
     bytes += double(epilogue_vector_len(k)) * dtype_size(epilogue_dtype(k));
   if (epilogue.has(EpiOpKind::residual))
     bytes += double(batch) * double(m) * double(n_out()) * dtype_size(epilogue_dtype(EpiOpKind::residual));
+  bytes += 4.0 * double(scale_len('A') + scale_len('B'));
   return bytes;
 }
 

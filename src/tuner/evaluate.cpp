@@ -31,6 +31,7 @@ class Bench {
     }
     size_t set_bytes = 0;
     for (char w : {'A', 'B', 'C', 'D'}) set_bytes += bytes(w);
+    set_bytes += size_t(p.scale_len('A') + p.scale_len('B')) * sizeof(float);
     for (int e = 0; e < kEpi; ++e) set_bytes += epi_bytes(e);
     const DeviceInfo& dev = current_device();
     size_t free_b = 0, total_b = 0;
@@ -54,6 +55,19 @@ class Bench {
           s.epi[e] = cuda::DeviceBuffer(epi_bytes(e));
           fill_normal(s.epi[e].get(), epi_dtype(e), epi_span_[e], seed + 977 * i + 'E' + e, 1.0f, stream_.get());
         }
+      // Scaled GEMMs: positive scales, a different one in every row, column or block, so that a kernel applying
+      // the wrong one fails; an e4m3 D's scale puts the largest outputs past +-448 (its saturation is checked too).
+      if (p.scaling != Scaling::none) {
+        for (int w = 0; w < 2; ++w) {
+          const int64_t len = p.scale_len(w == 0 ? 'A' : 'B');
+          s.scale[w] = cuda::DeviceBuffer(size_t(len) * sizeof(float));
+          fill_uniform(static_cast<float*>(s.scale[w].get()), len, seed + 977 * i + 'S' + w, 0.5f, 2.0f,
+                       stream_.get());
+        }
+        s.scale[2] = cuda::DeviceBuffer(2 * sizeof(float));  // scale_d, amax
+        const float sd[2] = {float(100.0 / std::sqrt(double(p.k))), -1.0f};
+        s.scale[2].upload(sd, sizeof(sd));
+      }
       fill_nan(at(s, 'D'), p.d.dtype, span_[idx('D')], stream_.get());
       sets_.push_back(std::move(s));
     }
@@ -66,16 +80,34 @@ class Bench {
     const Set& s = sets_[i % sets_.size()];
     GemmArgs a{at(s, 'A'), at(s, 'B'), span_[2] ? at(s, 'C') : nullptr, at(s, 'D')};
     a.bias = s.epi[0].get(), a.residual = s.epi[1].get(), a.row_scale = s.epi[2].get(), a.col_scale = s.epi[3].get();
+    if (p_.scaling != Scaling::none) {
+      a.scale_a = static_cast<const float*>(s.scale[0].get());
+      a.scale_b = static_cast<const float*>(s.scale[1].get());
+      if (is_fp8(p_.d.dtype)) a.scale_d = static_cast<const float*>(s.scale[2].get());
+      if (p_.amax) a.amax = static_cast<float*>(s.scale[2].get()) + 1;
+    }
     return a;
   }
   size_t nsets() const { return sets_.size(); }
   Stream stream() const { return stream_.get(); }
 
-  ErrorStats verify(Executable& exe) {
+  // Runs the candidate once on set 0 and compares with the reference. With Problem::amax, also checks the amax it
+  // wrote (poisoned with NaN first) against the reference's, within `tolerance` relative.
+  ErrorStats verify(Executable& exe, double tolerance, std::string& amax_error) {
+    const GemmArgs a = args(0);
     fill_nan(at(sets_[0], 'D'), p_.d.dtype, span_[3], stream_.get());
-    exe.launch(args(0), stream_.get());
+    if (a.amax) fill_nan(a.amax, DType::f32, 1, stream_.get());
+    exe.launch(a, stream_.get());
     stream_.sync();
-    return compare_to_reference(p_, args(0).d, static_cast<const float*>(ref_.get()), stream_.get());
+    ErrorStats e = compare_to_reference(p_, a.d, static_cast<const float*>(ref_.get()), stream_.get(), a.scale_d);
+    amax_error.clear();
+    if (a.amax) {
+      float got = 0;
+      sets_[0].scale[2].download(&got, sizeof(got), sizeof(float));
+      if (!(std::fabs(double(got) - e.ref_amax) <= tolerance * e.ref_amax))
+        amax_error = "amax " + std::to_string(got) + " != the reference's " + std::to_string(e.ref_amax);
+    }
+    return e;
   }
 
  private:
@@ -93,6 +125,7 @@ class Bench {
   struct Set {
     cuda::DeviceBuffer buf[4];     // each 16 bytes longer than its operand: room for the offset of `at`
     cuda::DeviceBuffer epi[kEpi];  // empty when the chain has no such op
+    cuda::DeviceBuffer scale[3];   // scaled GEMMs: scale_a, scale_b, then {scale_d, amax}
   };
   // Operand w of set s: offset from the (256-byte aligned) allocation by its declared alignment when that is below
   // 16, so that the candidates run on pointers exactly as aligned as the problem says (a sliced view's).
@@ -128,13 +161,16 @@ std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, Prep
     return nullptr;
   }
   try {
-    const ErrorStats err = bench.verify(*exe);
+    const double tol = verification_tolerance(p, o.tolerance);
+    std::string amax_error;
+    const ErrorStats err = bench.verify(*exe, tol, amax_error);
     r.error = err.normalized;
-    if (!err.ok(o.tolerance)) {
+    if (!err.ok(tol) || !amax_error.empty()) {
       r.status = Status::wrong_result;
-      r.reason = err.nonfinite ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
-                               : "normalized error " + std::to_string(err.normalized) + " > tolerance " +
-                                     std::to_string(o.tolerance);
+      r.reason = err.nonfinite       ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
+                 : !err.ok(tol)      ? "normalized error " + std::to_string(err.normalized) + " > tolerance " +
+                                           std::to_string(tol)
+                                     : amax_error;
       return nullptr;
     }
   } catch (const CudaError& e) {
@@ -298,6 +334,12 @@ void time_side_by_side(const Problem& p, Bench& bench, std::vector<PreparedCandi
 }
 
 }  // namespace
+
+double verification_tolerance(const Problem& p, double tolerance) {
+  // An e4m3 value carries 3 mantissa bits: rounding alone gives a normalized error of ~2.5% (a relative step of
+  // 1/16..1/8, uniformly distributed), so the bound is that of the format, not of the accumulation.
+  return is_fp8(p.d.dtype) ? std::max(tolerance, 0.05) : tolerance;
+}
 
 size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit) {
   set_bytes = std::max<size_t>(set_bytes, 1);

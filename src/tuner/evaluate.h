@@ -26,6 +26,11 @@ struct EvaluateHooks {
 void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts,
               const EvaluateHooks& hooks = {});
 
+// The normalized error a candidate may have on `p`: TuneOptions::tolerance, raised to 0.05 for an fp8 D (the format's
+// own rounding). fp8 inputs keep the default: the reference computes the dequantized products in fp64, so the error is
+// the kernel's accumulation and output rounding, as for 16-bit inputs.
+double verification_tolerance(const Problem& p, double tolerance);
+
 // How many input buffer sets the timing rotates through (launch L reads set L % count): enough that at least 2x L2
 // of other sets' data is read between two reads of one set, hence never fewer than two, and at most `fit` (what GPU
 // memory holds; 64 at most). One set larger than L2 is not cold: every launch found lines of the previous launch's

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -24,6 +25,8 @@ int type_code(DType t) {
     case DType::bf16: return gt::kBF16;
     case DType::f16: return gt::kF16;
     case DType::f32: return gt::kF32;
+    case DType::e4m3: return gt::kE4M3;
+    case DType::e5m2: return gt::kE5M2;
     default: GT_THROW("reference kernels: unsupported dtype " + std::string(dtype_name(t)));
   }
 }
@@ -36,20 +39,25 @@ int type_code(DType t) {
 std::string reference_unit_source(const std::string& unit) {
   std::string s = "#include \"reference/gemm_ref.cuh\"\nusing namespace gemmtune_ref;\n";
   if (unit.rfind("gemm_", 0) == 0) {
+    // gemm_<abc> (fp32 accumulation) or gemm_<abc>s (scaled: fp64).
     const std::string t = unit.substr(5);
+    const bool scaled = t.size() == 4 && t[3] == 's';
     s += "extern \"C\" __global__ void __launch_bounds__(256) gt_ref_gemm_" + t +
-         "(const void* a, const void* b, const void* c, float* d, RefParams p) { gemm_ref<" + t.substr(0, 1) + "," +
-         t.substr(1, 1) + "," + t.substr(2, 1) + ">(a, b, c, d, p); }\n";
+         "(const void* a, const void* b, const void* c, float* d, RefParams p) { " +
+         (scaled ? "gemm_ref_scaled<" : "gemm_ref<") + t.substr(0, 1) + "," + t.substr(1, 1) + "," + t.substr(2, 1) +
+         ">(a, b, c, d, p); }\n";
     return s;
   }
-  for (int t = 0; t < 3; ++t) {
+  s += "extern \"C\" __global__ void gt_ref_fill_uniform(float* p, long long n, unsigned long long seed, float lo, "
+       "float hi) { fill_uniform(p, n, seed, lo, hi); }\n";
+  for (int t = 0; t < 5; ++t) {
     const std::string ts = std::to_string(t);
     s += "extern \"C\" __global__ void gt_ref_fill_" + ts +
          "(void* p, long long n, unsigned long long seed, float scale) { fill_normal<" + ts + ">(p, n, seed, scale); }\n";
     s += "extern \"C\" __global__ void gt_ref_compare_" + ts +
          "(const void* o, const float* r, long long m, long long n, long long batch, long long ldd, long long bsd, int "
-         "row, double* sums, unsigned long long* counts) { compare<" +
-         ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts); }\n";
+         "row, double* sums, unsigned long long* counts, const float* scale_d) { compare<" +
+         ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts, scale_d); }\n";
   }
   s += "extern \"C\" __global__ void gt_ref_epilogue(const float* in, float* out, RefEpi e) { epilogue_ref(in, out, e); "
        "}\n";
@@ -106,6 +114,14 @@ void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float sca
   launch(f, unsigned(std::min<int64_t>((count + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
 }
 
+void fill_uniform(float* ptr, int64_t count, uint64_t seed, float lo, float hi, Stream s) {
+  CUfunction f = get("gt_ref_fill_uniform");
+  long long n = count;
+  unsigned long long sd = seed;
+  void* params[] = {&ptr, &n, &sd, &lo, &hi};
+  launch(f, unsigned(std::min<int64_t>((count + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
+}
+
 void fill_nan(void* ptr, DType dtype, int64_t count, Stream s) {
   const auto stream = reinterpret_cast<CUstream>(s);
   const auto p = reinterpret_cast<CUdeviceptr>(ptr);
@@ -113,7 +129,8 @@ void fill_nan(void* ptr, DType dtype, int64_t count, Stream s) {
     case DType::bf16: GT_CU(cuMemsetD16Async(p, 0x7FC0, size_t(count), stream)); break;
     case DType::f16: GT_CU(cuMemsetD16Async(p, 0x7E00, size_t(count), stream)); break;
     case DType::f32: GT_CU(cuMemsetD32Async(p, 0x7FC00000u, size_t(count), stream)); break;
-    default: GT_THROW("fill_nan: unsupported dtype");
+    case DType::e4m3:
+    case DType::e5m2: GT_CU(cuMemsetD8Async(p, 0x7F, size_t(count), stream)); break;  // NaN in both formats
   }
 }
 
@@ -178,14 +195,20 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
     gemm_out = static_cast<float*>(tmp->get());
   }
   const int tc = p.beta != 0.0f ? type_code(p.c.dtype) : gt::kF32;
+  const bool scaled = p.scaling != Scaling::none;
+  if (scaled) GT_REQUIRE(args.scale_b && (args.scale_a || !is_fp8(p.a.dtype)), "reference GEMM: scale_a/scale_b null");
   CUfunction f = get("gt_ref_gemm_" + std::to_string(type_code(p.a.dtype)) + std::to_string(type_code(p.b.dtype)) +
-                     std::to_string(tc));
+                     std::to_string(tc) + (scaled ? "s" : ""));
   struct {
     long long m, n, k, batch, lda, ldb, ldc, bsa, bsb, bsc;
     int a_row, b_row, c_row;
     float alpha, beta;
+    int scaling;
+    const float* sa;
+    const float* sb;
   } rp{p.m, p.n, p.k, p.batch, p.a.ld, p.b.ld, p.c.ld, p.a.batch_stride, p.b.batch_stride, p.c.batch_stride,
-       p.a.layout == Layout::row, p.b.layout == Layout::row, p.c.layout == Layout::row, p.alpha, p.beta};
+       p.a.layout == Layout::row, p.b.layout == Layout::row, p.c.layout == Layout::row, p.alpha, p.beta,
+       int(p.scaling), args.scale_a, args.scale_b};
   const void* a = args.a;
   const void* b = args.b;
   const void* c = p.beta != 0.0f ? args.c : nullptr;
@@ -199,24 +222,27 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
   }
 }
 
-ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s) {
+ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s, const float* scale_d) {
   CUfunction f = get("gt_ref_compare_" + std::to_string(type_code(p.d.dtype)));
-  cuda::DeviceBuffer acc(2 * sizeof(double) + sizeof(unsigned long long));
+  GT_REQUIRE(scale_d || !is_fp8(p.d.dtype), "compare_to_reference: an fp8 D needs its scale_d");
+  cuda::DeviceBuffer acc(2 * sizeof(double) + 2 * sizeof(unsigned long long));
   GT_CU(cuMemsetD8Async(acc.ptr(), 0, acc.bytes(), reinterpret_cast<CUstream>(s)));
   double* sums = static_cast<double*>(acc.get());
   auto* counts = reinterpret_cast<unsigned long long*>(static_cast<char*>(acc.get()) + 2 * sizeof(double));
   long long m = p.m, n = p.n_out(), batch = p.batch, ldd = p.d.ld, bsd = p.d.batch_stride;
   int row = p.d.layout == Layout::row;
-  void* params[] = {&d, &ref, &m, &n, &batch, &ldd, &bsd, &row, &sums, &counts};
+  void* params[] = {&d, &ref, &m, &n, &batch, &ldd, &bsd, &row, &sums, &counts, &scale_d};
   const int64_t total = p.m * p.n_out() * p.batch;
   launch(f, unsigned(std::min<int64_t>((total + 255) / 256, 132 * 8)), 1, 1, 256, params, s);
   GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
   double host[2];
-  unsigned long long bad = 0;
+  unsigned long long counts_h[2] = {};
   acc.download(host, sizeof(host));
-  acc.download(&bad, sizeof(bad), 2 * sizeof(double));
+  acc.download(counts_h, sizeof(counts_h), 2 * sizeof(double));
   ErrorStats e;
-  e.nonfinite = bad;
+  e.nonfinite = counts_h[0];
+  const uint32_t amax_bits = static_cast<uint32_t>(counts_h[1]);
+  std::memcpy(&e.ref_amax, &amax_bits, sizeof(float));
   e.normalized = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
   return e;
 }

@@ -10,6 +10,8 @@ namespace gemmtune {
 
 // Fills `count` elements of `dtype` at `ptr` with N(0, scale^2) values (deterministic per seed).
 void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float scale, Stream s);
+// Fills `count` fp32 values uniform in [lo, hi) (deterministic per seed): the dequantization scales.
+void fill_uniform(float* ptr, int64_t count, uint64_t seed, float lo, float hi, Stream s);
 // Fills with a NaN bit pattern of the dtype (poison: an unwritten output fails verification).
 void fill_nan(void* ptr, DType dtype, int64_t count, Stream s);
 
@@ -20,15 +22,18 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
 struct ErrorStats {
   double normalized = 0;  // ||out - ref|| / ||ref|| over finite outputs
   uint64_t nonfinite = 0;  // NaN/inf outputs (a correct kernel has none on random normal inputs)
+  float ref_amax = 0;      // max |ref| (before an fp8 D's scale): what a kernel's amax output must match
   bool ok(double tol) const { return nonfinite == 0 && normalized <= tol && normalized == normalized; }
 };
-ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s);
+// An fp8 D is compared with saturate(ref * scale_d[0]) (scale_d: device pointer, required for an fp8 D).
+ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s,
+                                const float* scale_d = nullptr);
 
 // Busy-waits the GPU for about `ns` nanoseconds on stream s.
 void gpu_spin(uint64_t ns, Stream s);
 
 // Source of a reference JIT unit: "util" (fills, compares, epilogue, spin) or "gemm_<abc>" (a, b, c in 0=bf16,
-// 1=f16, 2=f32). Exposed for the compile test.
+// 1=f16, 2=f32, 3=e4m3, 4=e5m2), "gemm_<abc>s" for a scaled GEMM. Exposed for the compile test.
 std::string reference_unit_source(const std::string& unit);
 
 // Elements an operand spans in memory, batches included (for allocation).

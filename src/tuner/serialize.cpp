@@ -10,7 +10,8 @@ namespace gemmtune {
 
 namespace {
 nlohmann::json op_json(const Operand& o) {
-  return {{"dtype", dtype_name(o.dtype)}, {"layout", layout_name(o.layout)}, {"ld", o.ld}, {"batch_stride", o.batch_stride}};
+  return {{"dtype", dtype_name(o.dtype)}, {"layout", layout_name(o.layout)}, {"ld", o.ld},
+          {"batch_stride", o.batch_stride}, {"align", o.align}};
 }
 Operand op_from(const nlohmann::json& j, const std::string& where) {
   const detail::Fields f(j, where);
@@ -21,6 +22,7 @@ Operand op_from(const nlohmann::json& j, const std::string& where) {
   o.dtype = *t, o.layout = *l;
   o.ld = f.integer("ld");
   o.batch_stride = f.integer("batch_stride");
+  o.align = int(f.integer("align", 16));
   return o;
 }
 }  // namespace
@@ -28,7 +30,7 @@ Operand op_from(const nlohmann::json& j, const std::string& where) {
 nlohmann::json to_json(const Problem& p) {
   return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"A", op_json(p.a)}, {"B", op_json(p.b)},
           {"C", op_json(p.c)}, {"D", op_json(p.d)}, {"accum", dtype_name(p.accum)}, {"alpha", p.alpha},
-          {"beta", p.beta}, {"epilogue", p.epilogue.key()}};
+          {"beta", p.beta}, {"epilogue", p.epilogue.key()}, {"scaling", scaling_name(p.scaling)}, {"amax", p.amax}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -53,6 +55,10 @@ Problem problem_from_json(const nlohmann::json& j) {
     *dst = float(v);
   }
   p.epilogue = parse_epilogue(f.string("epilogue"));
+  const std::optional<Scaling> sc = parse_scaling(f.string("scaling", "none"));
+  if (!sc) throw detail::InputError("problem JSON: bad \"scaling\"");
+  p.scaling = *sc;
+  p.amax = f.boolean("amax", false);
   return p;
 }
 

@@ -94,6 +94,7 @@ inline json problem_json(const Problem& p) {
   return json{{"m", p.m},         {"n", p.n},         {"k", p.k},           {"batch", p.batch},
               {"A", op(p.a)},     {"B", op(p.b)},     {"C", op(p.c)},       {"D", op(p.d)},
               {"alpha", p.alpha}, {"beta", p.beta},   {"epilogue", p.epilogue.key()},
+              {"scaling", std::string(scaling_name(p.scaling))}, {"amax", p.amax},
               {"str", p.str()},   {"key", p.key()}};
 }
 

@@ -130,6 +130,8 @@ struct ProblemArgs {
   CLI::Option* bs_opt[4] = {};  // the command-line options, to tell an explicit value from the default
   float alpha = 1.0f, beta = 0.0f;
   std::string epilogue;
+  std::string scaling = "none";
+  bool amax = false;
 
   void add_to(CLI::App* app) {
     auto integer = [&](const char* name, int64_t& v, const char* help) {
@@ -162,6 +164,12 @@ struct ProblemArgs {
     app->add_option("--alpha", alpha, "D = alpha*A*B + beta*C (default 1)")->group("Problem");
     app->add_option("--beta", beta, "(default 0: C is not read)")->group("Problem");
     app->add_option("--epilogue", epilogue, "fused epilogue chain, e.g. bias,gelu_tanh | silu_glu | bias,residual (see gemmtune/epilogue.h)")->group("Problem");
+    app->add_option("--scaling", scaling,
+                    "fp8 inputs: tensor (one scale each for A and B) | row (per row of A, per column of B) | block "
+                    "(A per row and 128 K, B per 128x128; see gemmtune/problem.h)")
+        ->group("Problem");
+    app->add_flag("--amax", amax, "e4m3 D: also write max |v| over D (before scale_d) for delayed scaling")
+        ->group("Problem");
   }
 
   // Builds, resolves and checks the problem. Throws UsageError with one line naming what is wrong.
@@ -198,6 +206,11 @@ struct ProblemArgs {
     p.a.batch_stride = bsa, p.b.batch_stride = bsb, p.c.batch_stride = bsc, p.d.batch_stride = bsd;
     p.alpha = alpha;
     p.beta = beta;
+    const std::optional<Scaling> sc = parse_scaling(trim(scaling));
+    if (!sc)
+      throw UsageError(ctx(fmt::format("--scaling '{}': expected none, tensor, row or block", scaling)));
+    p.scaling = *sc;
+    p.amax = amax;
     std::string ep = lower(trim(epilogue));
     if (!ep.empty() && ep != "none") {
       try {

@@ -45,7 +45,7 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
       where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
     const detail::Fields e(s, where);
     e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "align_a", "align_b",
-            "align_c", "align_d", "alpha", "beta", "epilogue"});
+            "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
     sh.name = e.string("name", "");
     ProblemArgs& a = sh.args;
     a.m = e.integer("m");
@@ -71,6 +71,8 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
       *dst = float(v);
     }
     a.epilogue = e.string("epilogue", "");
+    a.scaling = e.string("scaling", "none");
+    a.amax = e.boolean("amax", false);
     if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
     a.build(where);  // reject a bad suite before any GPU time is spent
     shapes.push_back(std::move(sh));
