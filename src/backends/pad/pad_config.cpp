@@ -154,9 +154,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     return others ? "pad: every operand is aligned; nothing to pad"
                   : "pad: A and B are aligned; nothing to pad (it copies A and B, not C or D)";
   }
-  const size_t es = dtype_size(p.a.dtype);
-  if (es != 2 && es != 4)
-    return "pad: the copy takes 2- and 4-byte elements, not " + std::string(dtype_name(p.a.dtype));
+  for (const DType t : {p.a.dtype, p.b.dtype})
+    if (const size_t es = dtype_size(t); es != 2 && es != 4)
+      return "pad: the copy takes 2- and 4-byte elements, not " + std::string(dtype_name(t));
   const int64_t ws = workspace_bytes(p, pa, pb);
   if (dev.global_mem_bytes > 0 && ws > dev.global_mem_bytes / 4)
     return "pad: the padded copies need " + std::to_string(ws >> 20) + " MiB per stream, more than a quarter of the "
