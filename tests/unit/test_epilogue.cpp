@@ -177,7 +177,7 @@ TEST(Epilogue, ReferenceEpilogueCompiles) {
 // The tuner's reference units (src/tuner/reference.cpp) compile, each in well under the ~7 s that one unit of all 27
 // GEMM dtype combinations took (the first tune on a machine pays it).
 TEST(ReferenceUnits, CompileWithoutGpu) {
-  for (const std::string unit : {"util", "gemm_000", "gemm_112", "gemm_222"}) {
+  for (const std::string unit : {"util", "gemm_000", "gemm_112", "gemm_222", "gemm_332s", "gemm_432s", "gemm_032s"}) {
     const std::string name = unit == "util" ? "gt_ref_fill_0" : "gt_ref_" + unit;
     auto cubin = jit::compile(reference_unit_source(unit), name, {}, "reference " + unit);
     EXPECT_FALSE(cubin->image.empty()) << unit;
