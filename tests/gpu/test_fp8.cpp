@@ -22,6 +22,7 @@
 #include "gemmtune/gemm.h"
 #include "gpu_test_util.h"
 #include "jit/thread_pool.h"
+#include "tuner/reference.h"
 
 namespace gemmtune {
 namespace {
@@ -34,6 +35,9 @@ struct Case {
   Problem p;
   bool null_scale_a = false;  // a 16-bit A: scale_a null (= 1)
   bool saturate = false;      // scale_d so that the largest |v * scale_d| reach about 2 x 448
+  // A problem gemmtune accepts but no backend runs (yet): every backend must refuse it, one of them with a reason
+  // containing this. A backend that takes it fails the test, so that the entry is dropped once it runs.
+  const char* refused = nullptr;
 };
 
 // An fp8 (or weight-only) problem: A row-major, B col-major (the layout rule), D row-major of `out`.
@@ -174,7 +178,13 @@ void run_cases(const std::vector<Case>& cases) {
       if (cands.empty()) why_none += "\n  " + be->name() + ": supports() but enumerates nothing";
       for (size_t c = 0; c < cands.size() && c < size_t(kPerBackend); ++c) jobs.push_back({i, be, cands[c], {}, {}});
     }
-    if (jobs.size() == before) ADD_FAILURE() << "no backend runs " << p.str() << why_none;
+    if (cases[i].refused) {
+      EXPECT_EQ(jobs.size(), before) << p.str() << " is listed as refused, but a backend takes it";
+      EXPECT_NE(why_none.find(cases[i].refused), std::string::npos)
+          << p.str() << ": expected a refusal naming '" << cases[i].refused << "', got:" << why_none;
+    } else if (jobs.size() == before) {
+      ADD_FAILURE() << "no backend runs " << p.str() << why_none;
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   jit::parallel_for(jobs.size(), 0, [&](size_t i) {
@@ -209,6 +219,16 @@ void run_cases(const std::vector<Case>& cases) {
     if (any > 0) EXPECT_GT(ran, 0) << "every candidate for " << cases[i].p.str() << " spills";
   }
 }
+
+struct FreshCache {
+  std::string dir;
+  FreshCache() {
+    char tmpl[] = "/tmp/gemmtune-fp8-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker inherits it
+  }
+  ~FreshCache() { std::filesystem::remove_all(dir); }
+};
 
 class Fp8Gpu : public test::GpuTest {};
 
@@ -303,22 +323,62 @@ TEST_F(Fp8Gpu, RefusedProblemsSayWhy) {
   for (const Refused& r : {Refused{e5m2_d, "D=e5m2 is not supported"}, Refused{b_row, "fp8 B must be col-major"},
                            Refused{a_col, "fp8 A must be row-major"}, Refused{no_scaling, "need a scaling"}}) {
     EXPECT_NE(r.p.check().find(r.reason), std::string::npos) << r.p.str() << ": " << r.p.check();
+    FreshCache cache;
     Tuner t;
     EXPECT_THROW(t.select(r.p), Error) << r.p.str();
   }
 }
 
-// ---- the tuner, end to end ----
-
-struct FreshCache {
-  std::string dir;
-  FreshCache() {
-    char tmpl[] = "/tmp/gemmtune-fp8-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker inherits it
+// The tuner's GPU reference (fp32, JIT) against this file's fp64 CPU reference: two readings of problem.h's scale
+// layouts that must agree, so that a failure above points at a kernel, not at a reference. The fp8 compare (an e4m3
+// D against saturate(ref * scale_d), and max |ref| for amax) is checked on a D encoded on the host.
+TEST_F(Fp8Gpu, TunerReferenceMatchesCpuReference) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<Case> cases;
+  for (Scaling sc : kScalings) {
+    cases.push_back({fp8_problem(200, 328, 400, sc, DType::f32)});
+    cases.push_back({fp8_problem(72, 136, 272, sc, DType::e4m3, DType::e5m2, DType::e4m3, "bias,gelu_tanh", true)});
   }
-  ~FreshCache() { std::filesystem::remove_all(dir); }
-};
+  cases.push_back({fp8_problem(16, 264, 400, Scaling::row, DType::bf16, DType::bf16, DType::e4m3, "silu_glu"), true});
+  cases.push_back({fp8_problem(256, 384, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3, "", true), false,
+                   /*saturate=*/true});
+  for (const Case& cs : cases) {
+    const Problem& p = cs.p;
+    ASSERT_EQ(p.check(), "") << p.str();
+    const Data data = make_data(cs, rng);
+    auto da = upload(data.a), db = upload(data.b), bias = upload(data.e.bias), sa = upload(data.s.a),
+         sb = upload(data.s.b), sd = upload(&data.s.d, sizeof(float));
+    GemmArgs args{da.get(), db.get(), nullptr, nullptr};
+    args.bias = bias.get();
+    args.scale_a = static_cast<const float*>(sa.get());
+    args.scale_b = static_cast<const float*>(sb.get());
+    cuda::DeviceBuffer ref(data.v.size() * sizeof(float));
+    cuda::StreamOwner stream;
+    reference_gemm(p, args, static_cast<float*>(ref.get()), stream.get());
+    stream.sync();
+    std::vector<float> got(data.v.size());
+    ref.download(got.data(), got.size() * sizeof(float));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < got.size(); ++i) num += (got[i] - data.v[i]) * (got[i] - data.v[i]), den += data.v[i] * data.v[i];
+    EXPECT_LE(std::sqrt(num / den), 1e-5) << p.str();
+    // D as a kernel that rounds exactly would write it.
+    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n_out(); ++j)
+        test::store_elem(p.d.dtype, d.data(), test::elem_offset(p.d, 0, i, j),
+                         data.expected[static_cast<size_t>(i * p.n_out() + j)]);
+    auto dd = upload(d);
+    const ErrorStats st = compare_to_reference(p, dd.get(), static_cast<const float*>(ref.get()), stream.get(),
+                                               p.d.dtype == DType::e4m3 ? static_cast<const float*>(sd.get()) : nullptr);
+    EXPECT_TRUE(st.ok(p.d.dtype == DType::e4m3 ? kTolE4m3 : kTolerance))
+        << p.str() << ": normalized " << st.normalized << ", non-finite " << st.nonfinite;
+    EXPECT_EQ(test::normalized_error(p, d, data.expected) <= (p.d.dtype == DType::e4m3 ? kTolE4m3 : kTolerance), true)
+        << p.str();
+    EXPECT_LE(std::fabs(st.ref_amax - data.amax), 1e-5 * data.amax) << p.str();
+  }
+}
+
+// ---- the tuner, end to end ----
 
 TuneOptions quick() {
   TuneOptions o;
