@@ -1,9 +1,12 @@
 #pragma once
 // Host-side helpers for GPU correctness tests of any backend (header-only):
-//   fp32 <-> bf16/f16 on the host, random operands drawn fresh, a double-precision CPU reference that honours
+//   fp32 <-> bf16/f16/e4m3/e5m2 on the host, random operands drawn fresh, a double-precision CPU reference that honours
 //   dtypes, layouts, leading dimensions, batch strides (0 = broadcast) and alpha/beta, the normalized error, and a
-//   check that nothing outside D's logical elements was written; GpuTest, the fixture that skips a test without a GPU.
+//   check that nothing outside D's logical elements was written; the scaled (fp8) reference of problem.h's scale
+//   layouts; GpuTest, the fixture that skips a test without a GPU.
 // Buffers are byte vectors that cover an operand's whole span (batches and padding included), exactly as uploaded.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -87,13 +90,76 @@ inline uint16_t float_to_f16(float f) {
   return sign | static_cast<uint16_t>((exp << 10) | man);
 }
 
+// ---- fp8 (OCP e4m3 = PyTorch's float8_e4m3fn, e5m2 = float8_e5m2) ----
+
+// Exact decode. e4m3: bias 7, no infinities, S.1111.111 is NaN, largest finite 448. e5m2: bias 15, IEEE-like
+// (exponent 31: inf or NaN), largest finite 57344.
+inline float e4m3_to_float(uint8_t x) {
+  const int sign = x >> 7, exp = (x >> 3) & 0xf, man = x & 7;
+  float v;
+  if (exp == 15 && man == 7) return std::numeric_limits<float>::quiet_NaN();
+  if (exp == 0) v = std::ldexp(static_cast<float>(man), -9);  // subnormal: man/8 * 2^-6
+  else v = std::ldexp(static_cast<float>(8 + man), exp - 10);  // (1 + man/8) * 2^(exp-7)
+  return sign ? -v : v;
+}
+
+inline float e5m2_to_float(uint8_t x) {
+  const int sign = x >> 7, exp = (x >> 2) & 0x1f, man = x & 3;
+  float v;
+  if (exp == 31) return man ? std::numeric_limits<float>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
+  if (exp == 0) v = std::ldexp(static_cast<float>(man), -16);  // subnormal: man/4 * 2^-14
+  else v = std::ldexp(static_cast<float>(4 + man), exp - 17);  // (1 + man/4) * 2^(exp-15)
+  return sign ? -v : v;
+}
+
+// The non-negative finite values of an fp8 format by code (0x00 up to its largest finite code): increasing, so the
+// nearest value of any magnitude is found by a search, with no bit tricks to get wrong.
+inline const std::vector<float>& fp8_magnitudes(DType t) {
+  static const std::vector<float> e4m3 = [] {
+    std::vector<float> v;
+    for (int c = 0; c <= 0x7e; ++c) v.push_back(e4m3_to_float(static_cast<uint8_t>(c)));
+    return v;
+  }();
+  static const std::vector<float> e5m2 = [] {
+    std::vector<float> v;
+    for (int c = 0; c <= 0x7b; ++c) v.push_back(e5m2_to_float(static_cast<uint8_t>(c)));
+    return v;
+  }();
+  return t == DType::e4m3 ? e4m3 : e5m2;
+}
+
+// Round to nearest, ties to the even code; magnitudes above the largest finite value saturate to it (what an e4m3
+// output stores: saturate(v * scale_d)); NaN gives the format's NaN.
+inline uint8_t float_to_fp8(DType t, double f) {
+  if (std::isnan(f)) return 0x7f;
+  const std::vector<float>& mag = fp8_magnitudes(t);
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const double a = std::fabs(f);
+  size_t hi = static_cast<size_t>(std::lower_bound(mag.begin(), mag.end(), a) - mag.begin());
+  uint8_t code;
+  if (hi == mag.size()) {
+    code = static_cast<uint8_t>(mag.size() - 1);  // saturate
+  } else if (hi == 0 || mag[hi] == a) {
+    code = static_cast<uint8_t>(hi);
+  } else {
+    const double dlo = a - mag[hi - 1], dhi = mag[hi] - a;
+    code = static_cast<uint8_t>(dlo < dhi ? hi - 1 : dhi < dlo ? hi : ((hi - 1) % 2 == 0 ? hi - 1 : hi));
+  }
+  return sign | code;
+}
+
+inline double fp8_max(DType t) { return fp8_magnitudes(t).back(); }  // 448 (e4m3), 57344 (e5m2)
+inline double saturate_e4m3(double v) { return std::clamp(v, -448.0, 448.0); }
+
 inline double load_elem(DType t, const uint8_t* base, int64_t i) {
   switch (t) {
     case DType::bf16: { uint16_t h; std::memcpy(&h, base + 2 * i, 2); return bf16_to_float(h); }
     case DType::f16: { uint16_t h; std::memcpy(&h, base + 2 * i, 2); return f16_to_float(h); }
     case DType::f32: { float f; std::memcpy(&f, base + 4 * i, 4); return f; }
-    default: return std::numeric_limits<double>::quiet_NaN();  // fp8: not needed yet
+    case DType::e4m3: return e4m3_to_float(base[i]);
+    case DType::e5m2: return e5m2_to_float(base[i]);
   }
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 inline void store_elem(DType t, uint8_t* base, int64_t i, double v) {
@@ -101,7 +167,7 @@ inline void store_elem(DType t, uint8_t* base, int64_t i, double v) {
     case DType::bf16: { uint16_t h = float_to_bf16(static_cast<float>(v)); std::memcpy(base + 2 * i, &h, 2); break; }
     case DType::f16: { uint16_t h = float_to_f16(static_cast<float>(v)); std::memcpy(base + 2 * i, &h, 2); break; }
     case DType::f32: { float f = static_cast<float>(v); std::memcpy(base + 4 * i, &f, 4); break; }
-    default: break;
+    case DType::e4m3: case DType::e5m2: base[i] = float_to_fp8(t, v); break;
   }
 }
 
@@ -136,7 +202,7 @@ inline std::vector<uint8_t> random_operand(const Problem& p, char which, std::mt
   return v;
 }
 
-// All bytes 0xFF: NaN in bf16, f16 and f32.
+// All bytes 0xFF: NaN in bf16, f16, f32, e4m3 and e5m2.
 inline std::vector<uint8_t> poisoned_operand(const Problem& p, char which) {
   return std::vector<uint8_t>(span_bytes(p, which), 0xFF);
 }
@@ -164,6 +230,89 @@ inline std::vector<double> reference_d(const Problem& p, const std::vector<uint8
       }
   }
   return out;
+}
+
+// ---- scaled (fp8) GEMMs ----
+
+// The scales of one call (GemmArgs::scale_a/scale_b/scale_d), each as uploaded. An empty `a` stands for a null
+// scale_a (1: a 16-bit A with an fp8 B).
+struct Scales {
+  std::vector<float> a, b;
+  float d = 1.0f;
+};
+
+// Uniform in [0.5, 2): Problem::scale_len values for A and B (A's left empty with `null_a`).
+inline Scales random_scales(const Problem& p, std::mt19937_64& rng, bool null_a = false) {
+  std::uniform_real_distribution<float> dist(0.5f, 2.0f);
+  Scales s;
+  if (!null_a) s.a.resize(static_cast<size_t>(p.scale_len('A')));
+  s.b.resize(static_cast<size_t>(p.scale_len('B')));
+  for (float& x : s.a) x = dist(rng);
+  for (float& x : s.b) x = dist(rng);
+  return s;
+}
+
+// The scale of A[m, k] and of B[k, n], exactly as gemmtune/problem.h lays them out.
+inline double scale_a_of(const Problem& p, const Scales& s, int64_t m, int64_t k) {
+  if (s.a.empty()) return 1.0;
+  switch (p.scaling) {
+    case Scaling::none: return 1.0;
+    case Scaling::tensor: return s.a[0];
+    case Scaling::row: return s.a[static_cast<size_t>(m)];
+    case Scaling::block: return s.a[static_cast<size_t>((k / kScaleBlock) * p.m + m)];
+  }
+  return 1.0;
+}
+
+inline double scale_b_of(const Problem& p, const Scales& s, int64_t k, int64_t n) {
+  const int64_t kb = (p.k + kScaleBlock - 1) / kScaleBlock;
+  switch (p.scaling) {
+    case Scaling::none: return 1.0;
+    case Scaling::tensor: return s.b[0];
+    case Scaling::row: return s.b[static_cast<size_t>(n)];
+    case Scaling::block: return s.b[static_cast<size_t>((n / kScaleBlock) * kb + k / kScaleBlock)];
+  }
+  return 1.0;
+}
+
+// reference_d of a scaled problem: alpha * sum_k (A[m,k] * sa(m,k)) * (B[k,n] * sb(k,n)) + beta * C in double, each
+// input dequantized by its own scale before the products (packed [batch][M][N], before the epilogue).
+inline std::vector<double> reference_scaled(const Problem& p, const std::vector<uint8_t>& a,
+                                            const std::vector<uint8_t>& b, const std::vector<uint8_t>& c,
+                                            const Scales& s) {
+  const int64_t M = p.m, N = p.n, K = p.k;
+  std::vector<double> out(static_cast<size_t>(p.batch * M * N));
+  std::vector<double> ad(static_cast<size_t>(M * K)), bt(static_cast<size_t>(N * K));  // dequantized A, Bᵀ
+  for (int64_t bi = 0; bi < p.batch; ++bi) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        ad[i * K + k] = load_elem(p.a.dtype, a.data(), elem_offset(p.a, bi, i, k)) * scale_a_of(p, s, i, k);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j)
+        bt[j * K + k] = load_elem(p.b.dtype, b.data(), elem_offset(p.b, bi, k, j)) * scale_b_of(p, s, k, j);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += ad[i * K + k] * bt[j * K + k];
+        double v = double(p.alpha) * acc;
+        if (p.beta != 0.0f) v += double(p.beta) * load_elem(p.c.dtype, c.data(), elem_offset(p.c, bi, i, j));
+        out[(bi * M + i) * N + j] = v;
+      }
+  }
+  return out;
+}
+
+// What an e4m3 D holds for the final values `v` (after the epilogue): saturate(v * scale_d), in the same packing.
+inline std::vector<double> e4m3_expected(const std::vector<double>& v, float scale_d) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = saturate_e4m3(v[i] * double(scale_d));
+  return out;
+}
+
+inline double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
 }
 
 // ---- epilogue ----
@@ -214,7 +363,7 @@ inline std::vector<double> apply_epilogue(const Problem& p, const std::vector<do
   auto run = [&](size_t begin, size_t end, double v, int64_t bi, int64_t r, int64_t c) {
     for (size_t i = begin; i < end; ++i) {
       const EpiOp& op = ops[i];
-      const DType t = op.dtype ? *op.dtype : p.d.dtype;
+      const DType t = op.dtype ? *op.dtype : p.epilogue_default_dtype();  // bf16 for an fp8 D
       switch (op.kind) {
         case EpiOpKind::bias_col: v += load_elem(t, e.bias.data(), c); break;
         case EpiOpKind::bias_row: v += load_elem(t, e.bias.data(), r); break;

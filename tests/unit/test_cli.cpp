@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "gemmtune/epilogue.h"
+#include "gemmtune/problem.h"
 #include "tuner/result_cache.h"
 
 extern char** environ;
@@ -470,4 +472,105 @@ TEST_F(Cli, CacheCommandsWithoutACacheDirectorySaySo) {
     EXPECT_EQ(r.rc, 1) << describe(args, r);
     EXPECT_NE(r.err.find("no result cache"), std::string::npos) << describe(args, r);
   }
+}
+
+// ---- scaled fp8 problems ----
+
+namespace {
+std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream is(s);
+  for (std::string w; is >> w;) v.push_back(w);
+  return v;
+}
+}  // namespace
+
+// Problem::str() of an fp8 problem pastes back into the CLI, which prints the same problem again.
+TEST_F(Cli, Fp8ProblemStrPastesBack) {
+  using namespace gemmtune;
+  std::vector<Problem> problems;
+  {
+    Problem p = Problem::make(200, 328, 400, DType::e4m3, DType::e4m3);
+    p.scaling = Scaling::row;
+    p.amax = true;
+    p.epilogue = parse_epilogue("bias,gelu_tanh");
+    p.resolve();
+    problems.push_back(p);
+  }
+  {
+    Problem p = Problem::make(256, 384, 512, DType::e4m3, DType::f32);
+    p.b.dtype = DType::e5m2;
+    p.scaling = Scaling::block;
+    p.d.align = 8;
+    p.alpha = 0.75f;
+    problems.push_back(p);
+  }
+  {
+    Problem p = Problem::make(4, 1024, 512, DType::bf16, DType::bf16);
+    p.b.dtype = DType::e4m3;
+    p.scaling = Scaling::tensor;
+    problems.push_back(p);
+  }
+  {
+    Problem p = Problem::make(64, 128, 256, DType::e5m2, DType::bf16, Layout::row, Layout::col, 3);
+    p.b.dtype = DType::e4m3;
+    p.scaling = Scaling::tensor;
+    p.beta = 0.5f;
+    problems.push_back(p);
+  }
+  for (const Problem& p : problems) {
+    ASSERT_EQ(p.check(), "") << p.str();
+    const std::vector<std::string> args =
+        with(with({"list"}, split_args(p.str())), {"--arch-sms", "132", "--backends", "sm90,gemv"});
+    const CliRun r = run_cli(args, env());
+    EXPECT_EQ(r.rc, 0) << describe(args, r);
+    EXPECT_NE(r.err.find(" candidates for " + p.str() + " on "), std::string::npos) << describe(args, r);
+  }
+}
+
+TEST_F(Cli, Fp8UsageErrors) {
+  const std::vector<std::string> fp8{"--A", "e4m3:row", "--B", "e4m3:col"};
+  expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "rows"}))),
+                     "--scaling 'rows': expected none, tensor, row or block");
+  expect_usage_error(with({"list"}, with(kShape, fp8)), "fp8 inputs need a scaling");
+  expect_usage_error(with({"list"}, with(kShape, {"--scaling", "row"})), "scaling=row applies to fp8");
+  expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "row", "--amax"}))),
+                     "amax is the statistic of an e4m3 D");
+  expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "row", "--D", "e5m2:row"}))),
+                     "D=e5m2 is not supported");
+  expect_usage_error(with({"list"}, with(kShape, {"--A", "e4m3:row", "--B", "e4m3:row", "--scaling", "tensor"})),
+                     "fp8 B must be col-major");
+  expect_usage_error(with({"list"}, with(kShape, {"--A", "e4m3:col", "--B", "e4m3:col", "--scaling", "tensor"})),
+                     "fp8 A must be row-major");
+  expect_usage_error(
+      with({"list"}, with(kShape, with(fp8, {"--scaling", "tensor", "--D", "e4m3:row", "--beta", "1"}))),
+      "beta*C with an e4m3 D");
+  expect_usage_error(
+      with({"list"}, with(kShape, {"--A", "bf16:row", "--B", "e4m3:col", "--scaling", "block"})),
+      "scaling=block needs fp8 A and B");
+  expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "row", "--batch", "2"}))),
+                     "batched fp8 GEMMs take tensor scaling");
+}
+
+TEST_F(Cli, SuiteScalingAndAmaxKeys) {
+  TempDir d;
+  const std::string suite = (d.path / "s.json").string();
+  auto expect_bad = [&](const std::string& shape, const std::string& needle) {
+    std::ofstream(suite, std::ios::trunc) << R"({"A": "e4m3:row", "B": "e4m3:col", "shapes": [)" << shape << "]}";
+    expect_usage_error({"bench", "--suite", suite}, needle);
+  };
+  expect_bad(R"({"name": "s1", "m": 64, "n": 64, "k": 128, "scaling": "rows"})",
+             "shape 's1': --scaling 'rows': expected none, tensor, row or block");
+  expect_bad(R"({"name": "s2", "m": 64, "n": 64, "k": 128, "scaling": 3})", "\"scaling\" must be a string");
+  expect_bad(R"({"name": "s3", "m": 64, "n": 64, "k": 128, "scaling": "row", "amax": "yes"})",
+             "\"amax\" must be true or false");
+  // The keys are read into the problem: its own rules answer.
+  expect_bad(R"({"name": "s4", "m": 64, "n": 64, "k": 128})", "shape 's4': fp8 inputs need a scaling");
+  expect_bad(R"({"name": "s5", "m": 64, "n": 64, "k": 128, "scaling": "row", "amax": true})",
+             "shape 's5': amax is the statistic of an e4m3 D (D is bf16)");
+  expect_bad(R"({"name": "s6", "m": 64, "n": 64, "k": 128, "A": "bf16:row", "scaling": "block"})",
+             "shape 's6': scaling=block needs fp8 A and B");
+  expect_bad(R"({"name": "s7", "m": 64, "n": 64, "k": 128, "scaling": "row", "D": "e4m3:row", "amax": true},
+                {"name": "s8", "m": 64, "n": 64, "k": 128, "scaling": "blocks"})",
+             "shape 's8': --scaling 'blocks'");
 }

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <set>
+
 #include "gemmtune/gemm.h"
+#include "tuner/serialize.h"
 
 using namespace gemmtune;
 
@@ -191,4 +196,217 @@ TEST(Problem, AlignIsPartOfTheProblem) {
   p.d.align = 2;
   p.d.dtype = DType::f32;
   EXPECT_NE(p.check().find("less than its element size"), std::string::npos) << p.check();
+}
+
+// ---- scaled fp8 problems ----
+
+namespace {
+// fp8 A (row-major) x fp8 B (col-major), D `out`: the layout rule's case.
+Problem fp8(int64_t m, int64_t n, int64_t k, Scaling sc, DType out = DType::bf16) {
+  Problem p = Problem::make(m, n, k, DType::e4m3, out);
+  p.scaling = sc;
+  return p;
+}
+}  // namespace
+
+TEST(ProblemFp8, AcceptedForms) {
+  for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (DType out : {DType::bf16, DType::f16, DType::f32, DType::e4m3}) EXPECT_EQ(fp8(64, 64, 128, sc, out).check(), "");
+  Problem e5 = fp8(64, 64, 128, Scaling::row);
+  e5.a.dtype = DType::e5m2;
+  EXPECT_EQ(e5.check(), "");
+  e5.b.dtype = DType::e5m2;
+  EXPECT_EQ(e5.check(), "");
+  Problem amax = fp8(64, 64, 128, Scaling::block, DType::e4m3);
+  amax.amax = true;
+  EXPECT_EQ(amax.check(), "");
+  // Weight-only fp8: a 16-bit A with an e4m3 B, tensor or row scaling.
+  for (DType a : {DType::bf16, DType::f16})
+    for (Scaling sc : {Scaling::tensor, Scaling::row}) {
+      Problem w = fp8(4, 64, 128, sc);
+      w.a.dtype = a;
+      w.resolve();
+      EXPECT_EQ(w.check(), "") << w.str();
+    }
+  Problem batched = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::row, Layout::col, 3);
+  batched.scaling = Scaling::tensor;
+  EXPECT_EQ(batched.check(), "");
+}
+
+TEST(ProblemFp8, RefusedFormsSayWhy) {
+  expect_reason(fp8(64, 64, 128, Scaling::none), "fp8 inputs need a scaling (tensor, row or block)");
+  Problem bf = tn(64, 64, 128);
+  bf.scaling = Scaling::row;
+  expect_reason(bf, "scaling=row applies to fp8 (e4m3/e5m2) inputs, A and B are bf16");
+  Problem a_col = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::col, Layout::col);
+  a_col.scaling = Scaling::tensor;
+  expect_reason(a_col, "fp8 A must be row-major");
+  Problem b_row = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::row, Layout::row);
+  b_row.scaling = Scaling::tensor;
+  expect_reason(b_row, "fp8 B must be col-major");
+  Problem d5 = fp8(64, 64, 128, Scaling::tensor);
+  d5.d.dtype = d5.c.dtype = DType::e5m2;
+  expect_reason(d5, "D=e5m2 is not supported");
+  Problem beta = fp8(64, 64, 128, Scaling::tensor, DType::e4m3);
+  beta.beta = 1.0f;
+  expect_reason(beta, "beta*C with an e4m3 D is not supported");
+  Problem amax_bf16 = fp8(64, 64, 128, Scaling::tensor);
+  amax_bf16.amax = true;
+  expect_reason(amax_bf16, "amax is the statistic of an e4m3 D (D is bf16)");
+  Problem amax_nofp8 = tn(64, 64, 128);
+  amax_nofp8.amax = true;
+  expect_reason(amax_nofp8, "amax is the statistic of an e4m3 D");
+  Problem block16 = fp8(4, 64, 128, Scaling::block);
+  block16.a.dtype = DType::bf16;
+  block16.resolve();
+  expect_reason(block16, "scaling=block needs fp8 A and B");
+  Problem batched = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::row, Layout::col, 2);
+  batched.scaling = Scaling::row;
+  expect_reason(batched, "scaling=row takes one matrix (batch=1)");
+  Problem fp8_a_only = fp8(64, 64, 128, Scaling::tensor);
+  fp8_a_only.b.dtype = DType::bf16;
+  expect_reason(fp8_a_only, "an fp8 A needs an fp8 B");
+  Problem f32_a = fp8(64, 64, 128, Scaling::tensor);
+  f32_a.a.dtype = DType::f32;
+  f32_a.resolve();
+  expect_reason(f32_a, "A=f32 with an fp8 B");
+  Problem d8 = tn(64, 64, 128);
+  d8.d.dtype = DType::e4m3;
+  expect_reason(d8, "an fp8 D needs fp8 inputs");
+  // Refusals go through validate() as one Error naming the problem.
+  try {
+    b_row.validate();
+    ADD_FAILURE() << "validate() took a row-major fp8 B";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--scaling=tensor"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProblemFp8, KeyAndStrCarryScalingAndAmax) {
+  Problem p = fp8(64, 96, 128, Scaling::row, DType::e4m3);
+  p.amax = true;
+  const std::string key = p.key(), str = p.str();
+  EXPECT_NE(key.find(":sc=row"), std::string::npos) << key;
+  EXPECT_NE(key.find(":amax"), std::string::npos) << key;
+  EXPECT_NE(key.find("e4m3"), std::string::npos) << key;
+  EXPECT_NE(str.find(" --scaling=row"), std::string::npos) << str;
+  EXPECT_NE(str.find(" --amax"), std::string::npos) << str;
+  EXPECT_NE(str.find("--A=e4m3:row"), std::string::npos) << str;
+  // Every scaling (and amax) gives its own key: a kernel tuned for one must not answer for another.
+  std::set<std::string> keys;
+  for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    Problem q = fp8(64, 96, 128, sc, DType::e4m3);
+    keys.insert(q.key());
+    q.amax = true;
+    keys.insert(q.key());
+  }
+  EXPECT_EQ(keys.size(), 6u);
+  // No scaling, no amax: the 16-bit key and str() say nothing of them.
+  EXPECT_EQ(tn(64, 96, 128).key().find(":sc="), std::string::npos);
+  EXPECT_EQ(tn(64, 96, 128).str().find("--scaling"), std::string::npos);
+  EXPECT_EQ(tn(64, 96, 128).str().find("--amax"), std::string::npos);
+}
+
+TEST(ProblemFp8, ScalingNames) {
+  for (Scaling sc : {Scaling::none, Scaling::tensor, Scaling::row, Scaling::block})
+    EXPECT_EQ(parse_scaling(scaling_name(sc)), sc);
+  EXPECT_EQ(parse_scaling("Tensorwise"), Scaling::tensor);
+  EXPECT_EQ(parse_scaling("rowwise"), Scaling::row);
+  EXPECT_EQ(parse_scaling("BLOCKWISE"), Scaling::block);
+  EXPECT_EQ(parse_scaling("rows"), std::nullopt);
+  EXPECT_EQ(parse_scaling(""), std::nullopt);
+  EXPECT_EQ(parse_dtype("e4m3"), DType::e4m3);
+  EXPECT_EQ(parse_dtype("e5m2"), DType::e5m2);
+  EXPECT_EQ(dtype_size(DType::e4m3), 1u);
+  EXPECT_EQ(dtype_size(DType::e5m2), 1u);
+  EXPECT_TRUE(is_fp8(DType::e4m3) && is_fp8(DType::e5m2));
+  EXPECT_FALSE(is_fp8(DType::bf16) || is_fp8(DType::f16) || is_fp8(DType::f32));
+}
+
+TEST(ProblemFp8, ScaleLengths) {
+  EXPECT_EQ(kScaleBlock, 128);
+  const Problem none = tn(200, 328, 400);
+  EXPECT_EQ(none.scale_len('A'), 0);
+  EXPECT_EQ(none.scale_len('B'), 0);
+  const Problem t = fp8(200, 328, 400, Scaling::tensor);
+  EXPECT_EQ(t.scale_len('A'), 1);
+  EXPECT_EQ(t.scale_len('B'), 1);
+  const Problem r = fp8(200, 328, 400, Scaling::row);
+  EXPECT_EQ(r.scale_len('A'), 200);  // per row of A
+  EXPECT_EQ(r.scale_len('B'), 328);  // per column of B (output channel)
+  // Block: A is M x ceil(K/128), B ceil(N/128) x ceil(K/128); ragged K and N round up.
+  const Problem b = fp8(200, 328, 400, Scaling::block);
+  EXPECT_EQ(b.scale_len('A'), 200 * 4);
+  EXPECT_EQ(b.scale_len('B'), 3 * 4);
+  EXPECT_EQ(b.scale_len('a'), b.scale_len('A'));
+  EXPECT_EQ(b.scale_len('b'), b.scale_len('B'));
+  const Problem exact = fp8(256, 256, 512, Scaling::block);
+  EXPECT_EQ(exact.scale_len('A'), 256 * 4);
+  EXPECT_EQ(exact.scale_len('B'), 2 * 4);
+  const Problem tiny = fp8(1, 16, 16, Scaling::block);
+  EXPECT_EQ(tiny.scale_len('A'), 1);
+  EXPECT_EQ(tiny.scale_len('B'), 1);
+  const Problem edge = fp8(1, 129, 129, Scaling::block);
+  EXPECT_EQ(edge.scale_len('A'), 2);
+  EXPECT_EQ(edge.scale_len('B'), 2 * 2);
+}
+
+TEST(ProblemFp8, EpilogueOperandsDefaultToBf16ForAnFp8D) {
+  Problem p = fp8(64, 96, 128, Scaling::row, DType::e4m3);
+  p.epilogue = parse_epilogue("bias,row_scale:f32,residual");
+  EXPECT_EQ(p.check(), "");
+  EXPECT_EQ(p.epilogue_default_dtype(), DType::bf16);
+  EXPECT_EQ(p.epilogue_dtype(EpiOpKind::bias_col), DType::bf16);
+  EXPECT_EQ(p.epilogue_dtype(EpiOpKind::residual), DType::bf16);
+  EXPECT_EQ(p.epilogue_dtype(EpiOpKind::row_scale), DType::f32);  // its own dtype wins
+  EXPECT_NE(p.key().find("bias:bf16"), std::string::npos) << p.key();
+  EXPECT_NE(p.key().find("residual:bf16"), std::string::npos) << p.key();
+  // A 16-bit D keeps D's dtype.
+  Problem q = fp8(64, 96, 128, Scaling::row, DType::f16);
+  q.epilogue = parse_epilogue("bias");
+  EXPECT_EQ(q.epilogue_default_dtype(), DType::f16);
+  EXPECT_EQ(q.epilogue_dtype(EpiOpKind::bias_col), DType::f16);
+}
+
+TEST(ProblemFp8, MinBytesCountsOneBytePerElementAndTheScales) {
+  const Problem p = fp8(256, 512, 1024, Scaling::row, DType::bf16);
+  EXPECT_DOUBLE_EQ(p.min_bytes(), 256.0 * 1024 + 1024.0 * 512 + 2.0 * 256 * 512 + 4.0 * (256 + 512));
+}
+
+TEST(ProblemFp8, JsonRoundTripKeepsScalingAmaxAndAlign) {
+  Problem p = fp8(200, 328, 400, Scaling::block, DType::e4m3);
+  p.amax = true;
+  p.b.align = 8;
+  p.d.align = 4;
+  p.epilogue = parse_epilogue("bias");
+  ASSERT_EQ(p.check(), "");
+  const nlohmann::json j = to_json(p);
+  EXPECT_EQ(j.at("scaling"), "block");
+  EXPECT_EQ(j.at("amax"), true);
+  const Problem back = problem_from_json(j);
+  EXPECT_EQ(back, p);
+  EXPECT_EQ(back.key(), p.key());
+  // Through text, as the worker and the result cache store it.
+  EXPECT_EQ(problem_from_json(nlohmann::json::parse(j.dump())), p);
+  for (Scaling sc : {Scaling::none, Scaling::tensor, Scaling::row}) {
+    Problem q = sc == Scaling::none ? tn(64, 64, 64) : fp8(64, 64, 64, sc);
+    EXPECT_EQ(problem_from_json(to_json(q)), q) << q.str();
+  }
+  // A document without the keys (written before scaled problems) reads as unscaled.
+  nlohmann::json old = to_json(tn(64, 64, 64));
+  old.erase("scaling");
+  old.erase("amax");
+  EXPECT_EQ(problem_from_json(old), tn(64, 64, 64));
+  // Bad values are errors that name the field.
+  nlohmann::json bad = j;
+  bad["scaling"] = "rows";
+  EXPECT_THROW(problem_from_json(bad), Error);
+  bad = j;
+  bad["amax"] = "yes";
+  try {
+    problem_from_json(bad);
+    ADD_FAILURE() << "a string amax was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("amax"), std::string::npos) << e.what();
+  }
 }

@@ -1,0 +1,439 @@
+// Scaled fp8 GEMMs on the GPU, backend-agnostic: for each problem, every backend that supports it runs its first few
+// enumerated candidates on fresh random inputs (fp8 values from N(0,1), scales uniform in [0.5, 2)), D and amax
+// poisoned with NaN, against the fp64 dequantized CPU reference (gpu_test_util.h): normalized RMS error <= 1e-2
+// (0.05 for an e4m3 D, compared with saturate(v * scale_d)), nothing outside D written, amax within 1e-2 of max |v|.
+// A problem no backend takes fails, unless the test lists it as refused with the reason it expects.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "cuda/memory.h"
+#include "gemmtune/errors.h"
+#include "gemmtune/gemm.h"
+#include "gpu_test_util.h"
+#include "jit/thread_pool.h"
+#include "tuner/reference.h"
+
+namespace gemmtune {
+namespace {
+
+constexpr int kPerBackend = 4;          // candidates per backend and problem: the heuristics' first ones
+constexpr double kTolerance = 1e-2;     // normalized RMS error of a 16/32-bit D; amax's relative error
+constexpr double kTolE4m3 = 0.05;       // an e4m3 D: 3 mantissa bits of rounding on top of the GEMM's error
+
+struct Case {
+  Problem p;
+  bool null_scale_a = false;  // a 16-bit A: scale_a null (= 1)
+  bool saturate = false;      // scale_d so that the largest |v * scale_d| reach about 2 x 448
+  // A problem gemmtune accepts but no backend runs (yet): every backend must refuse it, one of them with a reason
+  // containing this. A backend that takes it fails the test, so that the entry is dropped once it runs.
+  const char* refused = nullptr;
+};
+
+// An fp8 (or weight-only) problem: A row-major, B col-major (the layout rule), D row-major of `out`.
+Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling sc, DType out, DType a = DType::e4m3,
+                    DType b = DType::e4m3, const std::string& epilogue = "", bool amax = false) {
+  Problem p = Problem::make(m, n, k, a, out);
+  p.b.dtype = b;
+  p.scaling = sc;
+  p.amax = amax;
+  if (!epilogue.empty()) p.epilogue = parse_epilogue(epilogue);
+  p.resolve();
+  return p;
+}
+
+struct Job {
+  size_t problem;  // index into the cases
+  std::shared_ptr<Backend> be;
+  Candidate cand;
+  CompileResult cr;
+  std::string compile_error;
+};
+
+cuda::DeviceBuffer upload(const void* data, size_t bytes) {
+  if (bytes == 0) return {};
+  cuda::DeviceBuffer buf(bytes);
+  buf.upload(data, bytes);
+  return buf;
+}
+cuda::DeviceBuffer upload(const std::vector<uint8_t>& v) { return upload(v.data(), v.size()); }
+cuda::DeviceBuffer upload(const std::vector<float>& v) { return upload(v.data(), v.size() * sizeof(float)); }
+
+// One problem's inputs and what D must hold.
+struct Data {
+  std::vector<uint8_t> a, b, c;
+  test::EpilogueData e;
+  test::Scales s;
+  std::vector<double> v;         // the final values (after the epilogue), packed [batch][M][n_out]
+  std::vector<double> expected;  // what D holds: v, or saturate(v * scale_d) for an e4m3 D
+  double amax = 0;               // max |v|
+};
+
+Data make_data(const Case& cs, std::mt19937_64& rng) {
+  const Problem& p = cs.p;
+  Data d;
+  d.a = test::random_operand(p, 'A', rng);
+  d.b = test::random_operand(p, 'B', rng);
+  if (p.beta != 0.0f) d.c = test::random_operand(p, 'C', rng);
+  d.e = test::random_epilogue(p, rng);
+  d.s = test::random_scales(p, rng, cs.null_scale_a);
+  d.v = test::apply_epilogue(p, test::reference_scaled(p, d.a, d.b, d.c, d.s), d.e);
+  d.amax = test::max_abs(d.v);
+  if (p.d.dtype == DType::e4m3) {
+    // Without saturation, scale_d brings the largest |v| to about 300 (all of e4m3's range used, none clipped).
+    d.s.d = float((cs.saturate ? 2 * 448.0 : 300.0) / std::max(d.amax, 1e-30));
+    d.expected = test::e4m3_expected(d.v, d.s.d);
+  } else {
+    d.expected = d.v;
+  }
+  return d;
+}
+
+// Runs one compiled candidate twice (D and amax poisoned before each launch); "" or what is wrong.
+std::string run_job(const Case& cs, const Job& j, const Data& data) {
+  const Problem& p = cs.p;
+  if (!j.compile_error.empty()) return "compile: " + j.compile_error;
+  if (j.cr.spill_bytes > 0) return "SKIP spills " + std::to_string(j.cr.spill_bytes) + " bytes";
+  auto exe = j.be->load(p, j.cand, j.cr);
+  auto da = upload(data.a), db = upload(data.b), dc = upload(data.c), bias = upload(data.e.bias),
+       res = upload(data.e.residual), rs = upload(data.e.row_scale), cols = upload(data.e.col_scale);
+  auto sa = upload(data.s.a), sb = upload(data.s.b), sd = upload(&data.s.d, sizeof(float));
+  const float nan = std::nanf("");
+  cuda::DeviceBuffer amax = upload(&nan, sizeof(float));
+  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  auto dd = upload(d);
+  GemmArgs args{da.get(), db.get(), data.c.empty() ? nullptr : dc.get(), dd.get()};
+  args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cols.get();
+  args.scale_a = static_cast<const float*>(sa.get());
+  args.scale_b = static_cast<const float*>(sb.get());
+  args.scale_d = p.d.dtype == DType::e4m3 ? static_cast<const float*>(sd.get()) : nullptr;
+  args.amax = p.amax ? static_cast<float*>(amax.get()) : nullptr;
+  cuda::StreamOwner stream;
+  for (int i = 0; i < 2; ++i) {  // the second launch meets what the first left (counters, a written amax)
+    dd.upload(d.data(), d.size());
+    amax.upload(&nan, sizeof(float));
+    exe->launch(args, stream.get());
+    stream.sync();
+  }
+  dd.download(d.data(), d.size());
+  std::ostringstream bad;
+  const double tol = p.d.dtype == DType::e4m3 ? kTolE4m3 : kTolerance;
+  const double err = test::normalized_error(p, d, data.expected);
+  if (!(err <= tol)) bad << "normalized error " << err << " (tolerance " << tol << "); ";
+  if (int64_t n = test::written_outside(p, d)) bad << n << " bytes written outside D; ";
+  if (p.amax) {
+    float got = nan;
+    amax.download(&got, sizeof(float));
+    if (!(std::fabs(got - data.amax) <= kTolerance * data.amax))
+      bad << "amax " << got << ", reference " << data.amax << "; ";
+  }
+  if (cs.saturate) {
+    // Values well past 448 (beyond any accumulation error) must store exactly +-448.
+    int64_t past = 0, wrong = 0;
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t jn = 0; jn < p.n_out(); ++jn) {
+        const double want = data.v[static_cast<size_t>(i * p.n_out() + jn)] * data.s.d;
+        if (std::fabs(want) < 448.0 * 1.05) continue;
+        ++past;
+        const double o = test::load_elem(p.d.dtype, d.data(), test::elem_offset(p.d, 0, i, jn));
+        wrong += o != std::copysign(448.0, want);
+      }
+    if (past == 0) bad << "no output past 448 (the test's scale_d is wrong); ";
+    if (wrong) bad << wrong << " of " << past << " outputs past 448 are not saturated to +-448; ";
+  }
+  return bad.str();
+}
+
+// Runs every case through every backend that takes it (kPerBackend candidates each, compiled in parallel first).
+void run_cases(const std::vector<Case>& cases) {
+  const DeviceInfo dev = current_device();
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Problem& p = cases[i].p;
+    ASSERT_EQ(p.check(), "") << p.str();
+    std::string why_none;
+    size_t before = jobs.size();
+    for (const auto& be : all_backends()) {
+      if (std::string why = be->supports(p, dev); !why.empty()) {
+        why_none += "\n  " + be->name() + ": " + why;
+        continue;
+      }
+      std::vector<Candidate> cands;
+      try {
+        cands = be->enumerate(p, dev);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << be->name() << " enumerate threw on " << p.str() << ": " << e.what();
+        continue;
+      }
+      if (cands.empty()) why_none += "\n  " + be->name() + ": supports() but enumerates nothing";
+      for (size_t c = 0; c < cands.size() && c < size_t(kPerBackend); ++c) jobs.push_back({i, be, cands[c], {}, {}});
+    }
+    if (cases[i].refused) {
+      EXPECT_EQ(jobs.size(), before) << p.str() << " is listed as refused, but a backend takes it";
+      EXPECT_NE(why_none.find(cases[i].refused), std::string::npos)
+          << p.str() << ": expected a refusal naming '" << cases[i].refused << "', got:" << why_none;
+    } else if (jobs.size() == before) {
+      ADD_FAILURE() << "no backend runs " << p.str() << why_none;
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  jit::parallel_for(jobs.size(), 0, [&](size_t i) {
+    try {
+      jobs[i].cr = jobs[i].be->compile(cases[jobs[i].problem].p, jobs[i].cand, dev);
+    } catch (const std::exception& e) {
+      jobs[i].compile_error = e.what();
+    }
+  });
+  std::printf("%zu candidates for %zu problems compiled in %.1f s\n", jobs.size(), cases.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::mt19937_64 rng(std::random_device{}());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Data data = make_data(cases[i], rng);
+    int ran = 0, any = 0;
+    for (const Job& j : jobs) {
+      if (j.problem != i) continue;
+      ++any;
+      std::string r;
+      try {
+        r = run_job(cases[i], j, data);
+      } catch (const std::exception& e) {
+        r = std::string("threw: ") + e.what();
+      }
+      if (r.rfind("SKIP", 0) == 0) {
+        std::printf("skip %s on %s: %s\n", j.cand.str().c_str(), cases[i].p.str().c_str(), r.c_str());
+        continue;
+      }
+      ++ran;
+      EXPECT_EQ(r, "") << j.cand.str() << " on " << cases[i].p.str();
+    }
+    if (any > 0) EXPECT_GT(ran, 0) << "every candidate for " << cases[i].p.str() << " spills";
+  }
+}
+
+struct FreshCache {
+  std::string dir;
+  FreshCache() {
+    char tmpl[] = "/tmp/gemmtune-fp8-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker inherits it
+  }
+  ~FreshCache() { std::filesystem::remove_all(dir); }
+};
+
+class Fp8Gpu : public test::GpuTest {};
+
+const Scaling kScalings[] = {Scaling::tensor, Scaling::row, Scaling::block};
+
+TEST_F(Fp8Gpu, EveryScalingAndOutput) {
+  std::vector<Case> cases;
+  for (Scaling sc : kScalings) {
+    for (DType out : {DType::bf16, DType::f16, DType::f32, DType::e4m3})
+      cases.push_back({fp8_problem(256, 384, 512, sc, out)});
+    cases.push_back({fp8_problem(256, 384, 512, sc, DType::e4m3, DType::e4m3, DType::e4m3, "", /*amax=*/true)});
+  }
+  run_cases(cases);
+}
+
+TEST_F(Fp8Gpu, RaggedShapes) {
+  // K = 400 is not a multiple of 128 (a partial last scale block); N = 328 leaves a partial 128-column block of B's
+  // block scales. K and N keep 16-byte rows of the fp8 operands.
+  std::vector<Case> cases;
+  for (Scaling sc : kScalings) {
+    cases.push_back({fp8_problem(200, 328, 400, sc, DType::bf16)});
+    cases.push_back({fp8_problem(72, 136, 272, sc, DType::f32)});
+  }
+  cases.push_back({fp8_problem(200, 328, 400, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true)});
+  run_cases(cases);
+}
+
+TEST_F(Fp8Gpu, E5m2Inputs) {
+  std::vector<Case> cases;
+  for (Scaling sc : {Scaling::tensor, Scaling::row}) {
+    cases.push_back({fp8_problem(256, 256, 256, sc, DType::bf16, DType::e5m2, DType::e4m3)});
+    cases.push_back({fp8_problem(256, 256, 256, sc, DType::bf16, DType::e4m3, DType::e5m2)});
+  }
+  cases.push_back({fp8_problem(256, 256, 256, Scaling::tensor, DType::bf16, DType::e5m2, DType::e5m2)});
+  run_cases(cases);
+}
+
+TEST_F(Fp8Gpu, AlphaBetaAndBatch) {
+  std::vector<Case> cases;
+  Problem p = fp8_problem(256, 256, 256, Scaling::tensor, DType::bf16);
+  p.alpha = 0.75f, p.beta = 0.5f;
+  cases.push_back({p});
+  Problem q = Problem::make(128, 256, 256, DType::e4m3, DType::bf16, Layout::row, Layout::col, 2);
+  q.scaling = Scaling::tensor;
+  cases.push_back({q});
+  run_cases(cases);
+}
+
+TEST_F(Fp8Gpu, EpilogueFamilies) {
+  std::vector<Case> cases;
+  for (const char* chain : {"bias", "gelu_tanh", "silu_glu", "residual", "row_scale,col_scale", "bias,relu"})
+    cases.push_back({fp8_problem(256, 384, 512, Scaling::row, DType::bf16, DType::e4m3, DType::e4m3, chain)});
+  cases.push_back({fp8_problem(256, 384, 512, Scaling::block, DType::bf16, DType::e4m3, DType::e4m3, "bias,gelu_tanh")});
+  cases.push_back({fp8_problem(256, 384, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3, "bias", true)});
+  run_cases(cases);
+}
+
+TEST_F(Fp8Gpu, DecodeAndWeightOnly) {
+  std::vector<Case> cases;
+  for (int64_t m : {1, 4, 16}) {
+    for (Scaling sc : kScalings) cases.push_back({fp8_problem(m, 1024, 512, sc, DType::bf16)});
+    for (Scaling sc : {Scaling::tensor, Scaling::row})
+      cases.push_back({fp8_problem(m, 1024, 512, sc, DType::bf16, DType::bf16, DType::e4m3), /*null_scale_a=*/true});
+  }
+  cases.push_back({fp8_problem(4, 1024, 400, Scaling::block, DType::f32)});  // ragged K at decode
+  run_cases(cases);
+}
+
+TEST_F(Fp8Gpu, E4m3OutputSaturates) {
+  std::vector<Case> cases;
+  for (Scaling sc : {Scaling::tensor, Scaling::row}) {
+    Case c{fp8_problem(256, 384, 512, sc, DType::e4m3, DType::e4m3, DType::e4m3, "", true)};
+    c.saturate = true;
+    cases.push_back(c);
+  }
+  run_cases(cases);
+}
+
+// Problems gemmtune refuses as a whole, each with the reason it must give.
+TEST_F(Fp8Gpu, RefusedProblemsSayWhy) {
+  struct Refused {
+    Problem p;
+    const char* reason;
+  };
+  Problem e5m2_d = fp8_problem(256, 256, 256, Scaling::tensor, DType::bf16);
+  e5m2_d.d.dtype = DType::e5m2;
+  Problem b_row = Problem::make(256, 256, 256, DType::e4m3, DType::bf16, Layout::row, Layout::row);
+  b_row.scaling = Scaling::row;
+  Problem a_col = Problem::make(256, 256, 256, DType::e4m3, DType::bf16, Layout::col, Layout::col);
+  a_col.scaling = Scaling::row;
+  Problem no_scaling = fp8_problem(256, 256, 256, Scaling::none, DType::bf16);
+  for (const Refused& r : {Refused{e5m2_d, "D=e5m2 is not supported"}, Refused{b_row, "fp8 B must be col-major"},
+                           Refused{a_col, "fp8 A must be row-major"}, Refused{no_scaling, "need a scaling"}}) {
+    EXPECT_NE(r.p.check().find(r.reason), std::string::npos) << r.p.str() << ": " << r.p.check();
+    FreshCache cache;
+    Tuner t;
+    EXPECT_THROW(t.select(r.p), Error) << r.p.str();
+  }
+}
+
+// The tuner's GPU reference (fp32, JIT) against this file's fp64 CPU reference: two readings of problem.h's scale
+// layouts that must agree, so that a failure above points at a kernel, not at a reference. The fp8 compare (an e4m3
+// D against saturate(ref * scale_d), and max |ref| for amax) is checked on a D encoded on the host.
+TEST_F(Fp8Gpu, TunerReferenceMatchesCpuReference) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<Case> cases;
+  for (Scaling sc : kScalings) {
+    cases.push_back({fp8_problem(200, 328, 400, sc, DType::f32)});
+    cases.push_back({fp8_problem(72, 136, 272, sc, DType::e4m3, DType::e5m2, DType::e4m3, "bias,gelu_tanh", true)});
+  }
+  cases.push_back({fp8_problem(16, 264, 400, Scaling::row, DType::bf16, DType::bf16, DType::e4m3, "silu_glu"), true});
+  cases.push_back({fp8_problem(256, 384, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3, "", true), false,
+                   /*saturate=*/true});
+  for (const Case& cs : cases) {
+    const Problem& p = cs.p;
+    ASSERT_EQ(p.check(), "") << p.str();
+    const Data data = make_data(cs, rng);
+    auto da = upload(data.a), db = upload(data.b), bias = upload(data.e.bias), sa = upload(data.s.a),
+         sb = upload(data.s.b), sd = upload(&data.s.d, sizeof(float));
+    GemmArgs args{da.get(), db.get(), nullptr, nullptr};
+    args.bias = bias.get();
+    args.scale_a = static_cast<const float*>(sa.get());
+    args.scale_b = static_cast<const float*>(sb.get());
+    cuda::DeviceBuffer ref(data.v.size() * sizeof(float));
+    cuda::StreamOwner stream;
+    reference_gemm(p, args, static_cast<float*>(ref.get()), stream.get());
+    stream.sync();
+    std::vector<float> got(data.v.size());
+    ref.download(got.data(), got.size() * sizeof(float));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < got.size(); ++i) num += (got[i] - data.v[i]) * (got[i] - data.v[i]), den += data.v[i] * data.v[i];
+    EXPECT_LE(std::sqrt(num / den), 1e-5) << p.str();
+    // D as a kernel that rounds exactly would write it.
+    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n_out(); ++j)
+        test::store_elem(p.d.dtype, d.data(), test::elem_offset(p.d, 0, i, j),
+                         data.expected[static_cast<size_t>(i * p.n_out() + j)]);
+    auto dd = upload(d);
+    const ErrorStats st = compare_to_reference(p, dd.get(), static_cast<const float*>(ref.get()), stream.get(),
+                                               p.d.dtype == DType::e4m3 ? static_cast<const float*>(sd.get()) : nullptr);
+    EXPECT_TRUE(st.ok(p.d.dtype == DType::e4m3 ? kTolE4m3 : kTolerance))
+        << p.str() << ": normalized " << st.normalized << ", non-finite " << st.nonfinite;
+    EXPECT_EQ(test::normalized_error(p, d, data.expected) <= (p.d.dtype == DType::e4m3 ? kTolE4m3 : kTolerance), true)
+        << p.str();
+    EXPECT_LE(std::fabs(st.ref_amax - data.amax), 1e-5 * data.amax) << p.str();
+  }
+}
+
+// ---- the tuner, end to end ----
+
+TuneOptions quick() {
+  TuneOptions o;
+  o.top_k = 2;
+  o.min_iters = 10;
+  o.min_time_ms = 5;
+  o.warmup_iters = 2;
+  return o;
+}
+
+TEST_F(Fp8Gpu, TunerSelectsAndRunsAScaledGemm) {
+  FreshCache cache;
+  Tuner t(quick());
+  const Case cs{fp8_problem(256, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true)};
+  const Problem& p = cs.p;
+  Gemm g = t.select(p);
+  std::mt19937_64 rng(std::random_device{}());
+  const Data data = make_data(cs, rng);
+  auto da = upload(data.a), db = upload(data.b), sa = upload(data.s.a), sb = upload(data.s.b),
+       sd = upload(&data.s.d, sizeof(float));
+  const float nan = std::nanf("");
+  cuda::DeviceBuffer amax = upload(&nan, sizeof(float));
+  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  auto dd = upload(d);
+  GemmArgs args{da.get(), db.get(), nullptr, dd.get()};
+  args.scale_a = static_cast<const float*>(sa.get());
+  args.scale_b = static_cast<const float*>(sb.get());
+  args.scale_d = static_cast<const float*>(sd.get());
+  args.amax = static_cast<float*>(amax.get());
+  cuda::StreamOwner stream;
+  g.run(args, stream.get());
+  stream.sync();
+  dd.download(d.data(), d.size());
+  EXPECT_LE(test::normalized_error(p, d, data.expected), kTolE4m3) << g.candidate().str();
+  EXPECT_EQ(test::written_outside(p, d), 0) << g.candidate().str();
+  float got = nan;
+  amax.download(&got, sizeof(float));
+  EXPECT_LE(std::fabs(got - data.amax), kTolerance * data.amax) << "amax " << got << " vs " << data.amax;
+
+  // Each missing scale pointer is refused before anything is launched, naming the pointer.
+  for (int which = 0; which < 4; ++which) {
+    GemmArgs bad = args;
+    const char* name = which == 0 ? "scale_a" : which == 1 ? "scale_b" : which == 2 ? "scale_d" : "amax";
+    if (which == 0) bad.scale_a = nullptr;
+    if (which == 1) bad.scale_b = nullptr;
+    if (which == 2) bad.scale_d = nullptr;
+    if (which == 3) bad.amax = nullptr;
+    try {
+      g.run(bad, stream.get());
+      ADD_FAILURE() << "Gemm::run took a null " << name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune
