@@ -56,7 +56,7 @@ import time
 
 
 EPILOGUES = ("none", "bias,gelu_tanh", "silu_glu", "bias,residual")
-ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "e4m3": 1, "e5m2": 1}
 _LAYOUTS = {"row": "row", "r": "row", "rowmajor": "row", "row-major": "row", "row_major": "row",
             "col": "col", "c": "col", "column": "col", "colmajor": "col", "col-major": "col", "column-major": "col",
             "col_major": "col", "column_major": "col"}
@@ -131,7 +131,10 @@ def is_linear(shape):
 def shape_reason(shape):
     """Why this script cannot run a resolved shape ("" when it can); such shapes are skipped with the reason on
     stderr. The general path runs any layouts, pitches, base offsets and batch of A, B and D, but only what torch's
-    matmul computes: A, B and D of one dtype (bf16, f16 or f32), no C (beta = 0), the epilogues in EPILOGUES."""
+    matmul computes: A, B and D of one dtype (bf16, f16 or f32), no C (beta = 0), the epilogues in EPILOGUES. A
+    scaled (fp8) shape takes the fp8 path, whose limits scaled_reason states."""
+    if is_scaled(shape):
+        return scaled_reason(shape)
     specs = {w: operand_spec(shape, w) for w in "ABD"}
     for w, (dtype, layout) in specs.items():
         if dtype not in ELEM_BYTES or layout == "?":
@@ -183,6 +186,212 @@ def aligned_twin(shape):
             s[ld] = -(-s[ld] // q) * q
     return s
 
+
+# ---- FP8 (scaled) shapes: the peers are torch._scaled_mm and torch.compile of it ----
+
+FP8 = ("e4m3", "e5m2")
+SCALINGS = ("tensor", "row", "block")
+SCALE_BLOCK = 128  # K (and N, for B) extent of one block scale (gemmtune/problem.h kScaleBlock)
+_SCALING_ALIASES = {"tensorwise": "tensor", "rowwise": "row", "blockwise": "block", "": "none"}
+
+
+def scaling_of(shape):
+    """The shape's scaling mode: none, tensor, row or block (the suite's "scaling"; CLI aliases accepted)."""
+    sc = str(shape.get("scaling") or "none").strip().lower()
+    return _SCALING_ALIASES.get(sc, sc)
+
+
+def is_scaled(shape):
+    """A scaled GEMM (fp8 A or B, or a scaling named): runs on the fp8 path (run_scaled), never on F.linear."""
+    return scaling_of(shape) != "none" or any(operand_spec(shape, w)[0] in FP8 for w in "AB")
+
+
+def weight_only(shape):
+    """A 16-bit A with an fp8 B (weight-only fp8): its peer dequantizes W in torch and multiplies in bf16/f16."""
+    return operand_spec(shape, "A")[0] in ("bf16", "f16") and operand_spec(shape, "B")[0] in FP8
+
+
+def scaled_reason(shape):
+    """Why the fp8 path cannot run a resolved scaled shape ("" when it can). torch._scaled_mm computes one matrix with
+    A row-major and B col-major (x W^T with W N x K row-major), packed, writing a row-major D; this script adds no
+    epilogue and no C to it."""
+    sc = scaling_of(shape)
+    (da, la), (db, lb), (dd, ldd) = (operand_spec(shape, w) for w in "ABD")
+    if sc not in SCALINGS:
+        return f"scaling = {shape.get('scaling', 'none')}: fp8 inputs need tensor, row or block scaling"
+    if db not in FP8:
+        return f"B = {shape['B']}: a scaled GEMM needs an fp8 B (e4m3 or e5m2)"
+    if da not in FP8 + ("bf16", "f16"):
+        return f"A = {shape['A']}: expected e4m3, e5m2 (torch._scaled_mm) or bf16/f16 (weight-only fp8)"
+    if da not in FP8 and sc == "block":
+        return "block scaling needs fp8 A and B"
+    if (la, lb, ldd) != ("row", "col", "row"):
+        return (f"A = {shape['A']}, B = {shape['B']}, D = {shape['D']}: torch._scaled_mm takes A row-major and B "
+                "col-major (W N x K row-major), and this script writes D row-major")
+    if dd not in ("bf16", "f16", "f32", "e4m3"):
+        return f"D = {shape['D']}: expected bf16, f16, f32 or e4m3"
+    if dd == "e4m3" and da not in FP8:
+        return "an e4m3 D needs fp8 A and B in this script"
+    if shape.get("amax") and dd != "e4m3":
+        return "amax is the statistic of an e4m3 D"
+    if shape.get("batch", 1) != 1:
+        return f"batch = {shape['batch']}: torch._scaled_mm takes one matrix"
+    if shape.get("beta", 0) != 0:
+        return f"beta = {shape['beta']}: this script has no C operand"
+    if shape.get("epilogue", "none") != "none":
+        return f"epilogue '{shape['epilogue']}': this script's fp8 peers compute the scaled GEMM alone"
+    try:
+        packed = all(operand_geometry(shape, w)["packed"] for w in "ABD")
+    except ValueError as e:
+        return str(e)
+    if not packed:
+        return "an fp8 shape with a pitch or an offset: this script runs packed, 16-byte aligned operands only"
+    return ""
+
+
+def scale_geometry(shape, pitch_b=0):
+    """The fp32 scales of a scaled shape as torch tensors over flat buffers: for A ('a') and B ('b'), the buffer's
+    `numel` and the view's `size` and `stride` (torch.as_strided). With fp8 A and B these follow torch._scaled_mm's
+    conventions, which lay the values out as gemmtune's GemmArgs does (gemmtune/problem.h):
+      tensor  0-dim tensors, one value each;
+      row     scale_a (M, 1), scale_b (1, N), contiguous: one per row of A, one per output channel of W;
+      block   scale_a (M, ceil(K/128)) with strides (1, M): M contiguous, value (m, kb) at kb * M + m;
+              scale_b (ceil(K/128), ceil(N/128)) with strides (1, P): scale_b.t() is the row-major
+              (ceil(N/128), ceil(K/128)) grid of W's 128 x 128 blocks with row pitch P, value (kb, nb) at nb * P + kb.
+              P = ceil(K/128) (gemmtune's packed grid) unless pitch_b names another (torch releases that want the
+              pitch rounded up to a multiple of 4).
+    Weight-only (16-bit A): scale_a (M, 1) and scale_b (N, 1) under row scaling (scale_b multiplies W's rows),
+    0-dim under tensor scaling."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    sc = scaling_of(shape)
+    if sc == "tensor":
+        return {"a": {"numel": 1, "size": (), "stride": ()}, "b": {"numel": 1, "size": (), "stride": ()}}
+    if sc == "row":
+        b = ({"numel": n, "size": (n, 1), "stride": (1, 1)} if weight_only(shape)
+             else {"numel": n, "size": (1, n), "stride": (n, 1)})
+        return {"a": {"numel": m, "size": (m, 1), "stride": (1, 1)}, "b": b}
+    kb, nb = -(-k // SCALE_BLOCK), -(-n // SCALE_BLOCK)
+    p = pitch_b or kb
+    if p < kb:
+        raise ValueError(f"pitch_b = {p} is less than ceil(K/128) = {kb}")
+    return {"a": {"numel": kb * m, "size": (m, kb), "stride": (1, m)},
+            "b": {"numel": nb * p, "size": (kb, nb), "stride": (1, p)}}
+
+
+def scale_pitches(shape):
+    """Row pitches of the block grid of B's scales to try, in order: gemmtune's packed ceil(K/128), then rounded up
+    to a multiple of 4 (16-byte rows) when that differs: torch releases disagree on which they accept."""
+    if scaling_of(shape) != "block":
+        return [0]
+    kb = -(-shape["k"] // SCALE_BLOCK)
+    return [kb] + ([-(-kb // 4) * 4] if kb % 4 else [])
+
+
+def scaled_bytes(shape):
+    """(bytes a scaled GEMM moves at least: A, B, D and the scales once; the weight's bytes: W and its scales)."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    eb = {w: ELEM_BYTES[operand_spec(shape, w)[0]] for w in "ABD"}
+    g = scale_geometry(shape)
+    weight = n * k * eb["B"] + 4 * g["b"]["numel"]
+    return m * k * eb["A"] + weight + m * n * eb["D"] + 4 * g["a"]["numel"], weight
+
+
+_TORCH_DTYPES_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+
+
+def torch_dtype(name):
+    import torch
+    return getattr(torch, {**_TORCH_DTYPES, **_TORCH_DTYPES_FP8}[name])
+
+
+def scaled_inputs(shape, device, pitch_b=0):
+    """One input set of a scaled shape: (a, w, scale_a, scale_b, scale_d). a (M x K) and w (N x K) are contiguous,
+    drawn normal(0, 1) and rounded to their dtype (as gemmtune's verification fills them); b = w.t() is B col-major.
+    Scales uniform in [0.5, 2), laid out by scale_geometry; scale_d (an e4m3 D only) = 10 / sqrt(K), which keeps
+    |v * scale_d| well inside e4m3's +-448 for these inputs (the peers' speed does not depend on saturation)."""
+    import torch
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    a = torch.randn(m, k, device=device).to(torch_dtype(operand_spec(shape, "A")[0]))
+    w = torch.randn(n, k, device=device).to(torch_dtype(operand_spec(shape, "B")[0]))
+    g = scale_geometry(shape, pitch_b)
+
+    def scale(s):
+        buf = torch.rand(s["numel"], device=device, dtype=torch.float32) * 1.5 + 0.5
+        return buf.as_strided(s["size"], s["stride"])
+    sd = (torch.tensor(10.0 / k ** 0.5, device=device, dtype=torch.float32)
+          if operand_spec(shape, "D")[0] == "e4m3" else None)
+    return a, w, scale(g["a"]), scale(g["b"]), sd
+
+
+def expand_scales(shape, sa, sb):
+    """fp64 factors, broadcastable to A (M x K) and W (N x K), that dequantize them: A * SA, W * SW."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    sc = scaling_of(shape)
+    sa, sb = sa.double(), sb.double()
+    if sc == "tensor":
+        return sa, sb
+    if sc == "row":
+        return sa, (sb if weight_only(shape) else sb.t())  # (M, 1), (N, 1)
+    r = SCALE_BLOCK
+    return (sa.repeat_interleave(r, dim=1)[:, :k],
+            sb.t().repeat_interleave(r, dim=0)[:n].repeat_interleave(r, dim=1)[:, :k])
+
+
+def scaled_reference(shape, s):
+    """fp64 reference of what D holds, from the dequantized inputs of set s (quantization is not counted), and
+    max |v| (an amax shape's second output)."""
+    a, w, sa, sb, sd = s
+    SA, SW = expand_scales(shape, sa, sb)
+    v = (a.double() * SA) @ (w.double() * SW).t()
+    amax = v.abs().max().item()
+    if sd is not None:
+        v = (v * sd.double()).clamp_(-448.0, 448.0)
+    return v, amax
+
+
+def scaled_fn(shape, fast_accum):
+    """f(a, w, scale_a, scale_b, scale_d) computing the shape the way PyTorch does:
+      fp8 A and B: torch._scaled_mm(a, w.t(), scale_a, scale_b, out_dtype=D's dtype, use_fast_accum=fast_accum)
+                   (cuBLASLt through ATen); an e4m3 D also passes scale_result=scale_d. With amax there is no amax
+                   output in _scaled_mm: v in bf16, then amax = max |v| and D = saturate(v * scale_d) as torch ops,
+                   returning (D, amax).
+      weight-only: F.linear(x, w.to(x.dtype) * scale_b) * scale_a, the dequantize-then-matmul of plain torch (a
+                   cast and a multiply over W before the GEMM in eager; Inductor may fuse them into its template)."""
+    import torch
+    import torch.nn.functional as F
+    out = torch_dtype(operand_spec(shape, "D")[0])
+    if weight_only(shape):
+        def f(x, w, sa, sb, sd):
+            y = F.linear(x, w.to(x.dtype) * sb.to(x.dtype))
+            return (y * sa.to(x.dtype)).to(out)
+    elif shape.get("amax"):
+        def f(a, w, sa, sb, sd):
+            y = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
+            d = (y.float() * sd).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+            return d, y.abs().amax().float()
+    elif operand_spec(shape, "D")[0] == "e4m3":
+        def f(a, w, sa, sb, sd):
+            return torch._scaled_mm(a, w.t(), sa, sb, scale_result=sd, out_dtype=out, use_fast_accum=fast_accum)
+    else:
+        def f(a, w, sa, sb, sd):
+            return torch._scaled_mm(a, w.t(), sa, sb, out_dtype=out, use_fast_accum=fast_accum)
+    return f
+
+
+def scaled_error(out, ref, ref_amax):
+    """Normalized RMS error of D against the fp64 reference; with an amax output, the larger of that and amax's
+    relative error."""
+    d, amax = out if isinstance(out, tuple) else (out, None)
+    err = ((d.double() - ref).norm() / ref.norm()).item()
+    if amax is not None:
+        err = max(err, abs(float(amax) - ref_amax) / ref_amax)
+    return err
+
+
+def one_line(e, limit=600):
+    """An exception as one line: its type and message with newlines folded (torch's layout errors span lines)."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:limit]}" + ("..." if len(text) > limit else "")
 
 def make_fn(epilogue):
     import torch.nn.functional as F
@@ -412,10 +621,22 @@ def run(args, root):
            f"{'compile us':>10} {'TFLOP/s':>8} | {'eager/compile':>13} | {'autotune s':>10} | inductor pick")
     print(f"# {gpu}, torch {torch.__version__}, triton {triton.__version__}, Inductor cache {cache}, "
           f"options {options or 'default'}")
-    print(hdr)
-    print("-" * len(hdr))
+    if not all(is_scaled(sh) for sh in shapes):
+        print(hdr)
+        print("-" * len(hdr))
+    scaled_hdr = ""
     nan = float("nan")
     for shape in shapes:
+        if is_scaled(shape):
+            if not scaled_hdr:
+                scaled_hdr = scaled_header(nw)
+                print(scaled_hdr + "\n" + "-" * len(scaled_hdr))
+            row, spent = run_scaled(shape, args, dev, compile_spent)
+            compile_spent += spent
+            rows.append(row)
+            print(scaled_line(row, nw), flush=True)
+            write(out_path, suite, gpu, args, cache, options, rows)
+            continue
         ep = shape["epilogue"]
         linear = is_linear(shape)
         fn = make_fn(ep) if linear else general_fn(shape)
@@ -500,6 +721,146 @@ def run(args, root):
     return out_path
 
 
+_TORCH_ERRORS = (RuntimeError, ValueError, NotImplementedError, TypeError)
+
+
+def run_scaled(shape, args, dev, compile_spent):
+    """Times the PyTorch peers of one scaled shape (scaled_fn): eager with use_fast_accum False ("eager") and True
+    ("eager_fast", where torch allows it; never for weight-only), and torch.compile(mode="max-autotune-no-cudagraphs")
+    of each ("compile", "compile_fast"). A mode torch refuses (a scale layout, fast accumulation with block scales, an
+    output dtype) or that computes a wrong result is left out with the reason in row["unavailable"]; the run goes on.
+    Returns (row, seconds spent in torch.compile)."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+    from triton.testing import do_bench
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    dd = operand_spec(shape, "D")[0]
+    tol = 0.05 if dd == "e4m3" else 1e-2  # an e4m3 D rounds each value to 3 mantissa bits (the tuner's tolerance)
+    wo = weight_only(shape)
+    row = {"name": shape["name"], "m": m, "n": n, "k": k, "epilogue": "none", "scaling": scaling_of(shape),
+           "A": shape["A"], "B": shape["B"], "D": shape["D"], "amax": bool(shape.get("amax")),
+           "peer": ("weight-only: F.linear(x, w.to(bf16) * scale_b) * scale_a" if wo else "torch._scaled_mm"),
+           "unavailable": {}}
+    fast = [False] if wo or args.fast_accum == "off" else [False, True]
+
+    def checked(f, s, ref, ref_amax):
+        """"" when f(*s) runs and matches the reference, else why not."""
+        try:
+            out = f(*s)
+            torch.cuda.synchronize()
+        except _TORCH_ERRORS as e:
+            return one_line(e), None
+        err = scaled_error(out, ref, ref_amax)
+        if not math.isfinite(err) or err > tol:
+            return f"output error {err:.3g} against fp64 (tolerance {tol})", None
+        return "", err
+
+    # The scale layout: the first pitch of B's block grid that torch takes for the plain (eager, exact-accumulation)
+    # call; every other mode runs on the same tensors.
+    why = ""
+    for pitch in scale_pitches(shape):
+        s0 = scaled_inputs(shape, dev, pitch)
+        ref, ref_amax = scaled_reference(shape, s0)
+        why, err = checked(scaled_fn(shape, False), s0, ref, ref_amax)
+        if not why:
+            break
+    if why:
+        row["unavailable"]["eager"] = why
+        print(f"{shape['name']}: torch cannot run it: {why}", file=sys.stderr)
+        return row, 0.0
+    if scaling_of(shape) == "block":
+        row["scale_b"] = f"{tuple(s0[3].shape)} strides {tuple(s0[3].stride())}"
+    fns = {"eager": scaled_fn(shape, False)}
+    row["eager_error"] = err
+    if len(fast) > 1:
+        f = scaled_fn(shape, True)
+        why, err = checked(f, s0, ref, ref_amax)
+        if why:
+            row["unavailable"]["eager_fast"] = why
+        else:
+            fns["eager_fast"], row["eager_fast_error"] = f, err
+
+    spent = 0.0
+    want = not args.compile_filter or any(s and s in shape["name"] for s in args.compile_filter.split(","))
+    over = args.compile_budget_s > 0 and compile_spent >= args.compile_budget_s
+    if not args.no_compile and want and not over:
+        torch._dynamo.reset()  # a fresh compile per shape (no recompile limit, no guards of earlier shapes)
+        for eager_mode in [e for e in ("eager", "eager_fast") if e in fns]:
+            suffix = eager_mode[len("eager"):]
+            mode = "compile" + suffix
+            cfn = torch.compile(fns[eager_mode], mode="max-autotune-no-cudagraphs", dynamic=False)
+            torch.cuda.synchronize()
+            t_c = time.perf_counter()
+            try:
+                out, codes = run_and_get_code(cfn, *s0)  # traces, compiles and autotunes here
+                torch.cuda.synchronize()
+            except Exception as e:  # an Inductor failure on one shape must not end the whole run
+                spent += time.perf_counter() - t_c
+                row["unavailable"][mode] = "torch.compile failed: " + one_line(e, 300)
+                print(f"{shape['name']}: {mode}: {row['unavailable'][mode]}", file=sys.stderr)
+                continue
+            autotune_s = time.perf_counter() - t_c
+            spent += autotune_s
+            err = scaled_error(out, ref, ref_amax)
+            if not math.isfinite(err) or err > tol:
+                row["unavailable"][mode] = f"output error {err:.3g} against fp64 (tolerance {tol})"
+                continue
+            fns[mode] = cfn
+            row.update({f"{mode}_error": err, f"autotune{suffix}_s": autotune_s,
+                        f"inductor_pick{suffix}": inductor_pick(codes)})
+    del ref
+
+    # Timed as the bf16 shapes are: each mode's input sets rotated (or do_bench), CUDA-graph replays, the modes
+    # alternating for --rounds rounds, the median of the rounds.
+    if args.timing == "rotate":
+        nbytes = input_set_bytes(s0) + m * n * ELEM_BYTES[dd]  # the output, which each call allocates
+        nsets = timing_sets(nbytes, torch.cuda.get_device_properties(dev).L2_cache_size)
+        sets = [s0] + [scaled_inputs(shape, dev, pitch) for _ in range(nsets - 1)]
+        wrap = (lambda f, s: graphed(lambda: f(*s))) if not args.no_graphs else (lambda f, s: lambda: f(*s))
+        timed = {mode: [wrap(f, s) for s in sets] for mode, f in fns.items()}
+        row["timing_sets"] = nsets
+    else:
+        timed = {mode: (graphed(lambda f=f: f(*s0)) if not args.no_graphs else (lambda f=f: f(*s0)))
+                 for mode, f in fns.items()}
+    times = {mode: [] for mode in timed}
+    for _ in range(args.rounds):
+        for mode, f in timed.items():
+            times[mode].append(time_rotating(f, args.rep) / 1e3 if args.timing == "rotate" else
+                               do_bench(f, rep=args.rep, return_mode="median"))
+    nbytes, wbytes = scaled_bytes(shape)
+    row.update({"bytes": nbytes, "weight_bytes": wbytes})
+    flops = 2.0 * m * n * k
+    for mode, ts in times.items():
+        s = statistics.median(ts) * 1e-3
+        row.update({f"{mode}_us": s * 1e6, f"{mode}_tflops": flops / s / 1e12, f"{mode}_gbps": nbytes / s / 1e9,
+                    f"{mode}_weight_gbps": wbytes / s / 1e9, f"{mode}_us_rounds": [t * 1e3 for t in ts]})
+    return row, spent
+
+
+SCALED_MODES = ("eager", "eager_fast", "compile", "compile_fast")
+
+
+def scaled_header(nw):
+    return (f"{'name':{nw}} {'M':>5} {'N':>6} {'K':>6} {'scaling':7} | {'eager us':>9} {'TFLOP/s':>8} {'GB/s':>6} "
+            f"{'wGB/s':>6} | {'fast us':>9} {'TFLOP/s':>8} | {'compile us':>10} {'TFLOP/s':>8} | {'c.fast us':>9} "
+            f"{'TFLOP/s':>8} | {'autotune s':>10} | inductor pick (fast accum)")
+
+
+def scaled_line(row, nw):
+    """One printed line of a scaled shape's peers (eager: torch._scaled_mm or the weight-only dequant + F.linear;
+    fast: use_fast_accum=True; GB/s: A, B, D and scales once; wGB/s: the weight's bytes alone)."""
+    g = lambda key, w, p: _num(row.get(key), w, p)  # noqa: E731
+    sc = row["scaling"] + ("/w8" if row["peer"].startswith("weight-only") else "")
+    line = (f"{row['name']:{nw}} {row['m']:>5} {row['n']:>6} {row['k']:>6} {sc:7} | {g('eager_us', 9, 1)} "
+            f"{g('eager_tflops', 8, 1)} {g('eager_gbps', 6, 0)} {g('eager_weight_gbps', 6, 0)} | "
+            f"{g('eager_fast_us', 9, 1)} {g('eager_fast_tflops', 8, 1)} | {g('compile_us', 10, 1)} "
+            f"{g('compile_tflops', 8, 1)} | {g('compile_fast_us', 9, 1)} {g('compile_fast_tflops', 8, 1)} | "
+            f"{g('autotune_s', 10, 1)} | {row.get('inductor_pick', '-')}"
+            + (f" ({row['inductor_pick_fast']})" if row.get("inductor_pick_fast") else ""))
+    for mode, why in row.get("unavailable", {}).items():
+        line += f"\n    {mode}: {why}"
+    return line
+
 def write(out_path, suite, gpu, args, cache, options, rows):
     import torch
     import triton
@@ -510,8 +871,13 @@ def write(out_path, suite, gpu, args, cache, options, rows):
                        if args.timing == "rotate" else "triton.testing.do_bench median (256 MB memset between runs)")
                       + ("" if args.no_graphs else ", CUDA-graph replays"),
             "modes": {"eager": "F.linear (cuBLAS), or torch.matmul of the strided views a row's 'operands' names, "
-                               "+ separate elementwise ops",
-                      "compile": "torch.compile(mode='max-autotune-no-cudagraphs')"},
+                               "+ separate elementwise ops; a scaled (fp8) row: torch._scaled_mm (cuBLASLt) with "
+                               "use_fast_accum=False, or for weight-only fp8 (16-bit A) F.linear(x, w.to(bf16) * "
+                               "scale_b) * scale_a",
+                      "eager_fast": "a scaled row: torch._scaled_mm with use_fast_accum=True",
+                      "compile": "torch.compile(mode='max-autotune-no-cudagraphs') of the eager function",
+                      "compile_fast": "a scaled row: torch.compile of eager_fast"},
+            "fast_accum": args.fast_accum,
             "autotune_s": "wall time of the first compiled call (trace, Inductor compile, autotune), cold cache "
                           "unless inductor_cache was given",
             "inductor_cache": cache, "fresh_cache": not args.inductor_cache, "inductor_options": options,
@@ -535,6 +901,28 @@ def _num(v, width, prec):
     return f"{v:{width}.{prec}f}"
 
 
+def problem_shape(s):
+    """A `gemmtune bench --json` row as a suite shape (name, m, n, k; A, B, D as "dtype:layout"; scaling, amax): from
+    its "problem" object, else parsed from its problem string (`--m=1 --A=e4m3:row --B=e4m3:col --scaling=row`)."""
+    p = s.get("problem") if isinstance(s.get("problem"), dict) else {"str": str(s.get("problem") or "")}
+    text = p.get("str", "")
+    opts = dict(re.findall(r"--(\w+)=(\S+)", text))
+    shape = {"name": s.get("name", "?")}
+    for d in "mnk":
+        shape[d] = int(s.get(d) or p.get(d) or opts.get(d, 0))
+    for w, layout in (("A", "row"), ("B", "col"), ("D", "row")):
+        o = p.get(w)
+        shape[w] = f"{o['dtype']}:{o['layout']}" if isinstance(o, dict) else opts.get(w, f"bf16:{layout}")
+    shape["scaling"] = p.get("scaling") or opts.get("scaling", "none")
+    shape["amax"] = bool(p.get("amax", re.search(r"--amax\b", text)))
+    return shape
+
+
+def scaling_group(shape):
+    """The group of a shape in the geomeans by scaling: its scaling mode, "+w8a16" for weight-only fp8."""
+    return scaling_of(shape) + ("+w8a16" if is_scaled(shape) and weight_only(shape) else "")
+
+
 def report_lines(tj, g, twin=None):
     """The table of one suite, shape by shape: gemmtune's tuned winner (`gemmtune bench --json` g), cuBLASLt's
     default in the same run, Inductor max-autotune (this script's JSON tj; None: no Inductor columns' values) and,
@@ -545,12 +933,18 @@ def report_lines(tj, g, twin=None):
     Inductor us / gemmtune us, printed when this script timed as gemmtune does (--timing rotate); "/ twin" = gemmtune
     us / the aligned twin's gemmtune us (1.00: the unaligned problem runs as fast as its aligned twin). Tuning time:
     gemmtune's tune wall (compile, verify, time; cold result cache when the bench ran without one) against
-    Inductor's autotune_s. Geomeans over the shapes that have each quotient, then the shapes behind each goal."""
+    Inductor's autotune_s. Geomeans over the shapes that have each quotient, then the shapes behind each goal.
+    A suite with scaled (fp8) shapes gets more columns: the scaling ("+w8a16": weight-only), gemmtune's TFLOP/s and
+    weight GB/s (W and its scales / time), torch._scaled_mm's us with exact and fast accumulation (the eager peer,
+    "x cuBLAS"'s bridge the exact one), Inductor's us of each ("abs x ind fast" = Inductor with use_fast_accum=True
+    us / gemmtune us), and the geomeans split by scaling."""
     tj = tj or {"meta": {}, "results": []}
     t = {r["name"]: r for r in tj["results"]}
     same_timing = tj["meta"].get("timing", "").startswith("median of per-launch")
     tw = {s["name"]: s for s in (twin or {}).get("shapes", []) if s.get("status") == "ok"}
     shapes = g["shapes"]
+    probs = {s["name"]: problem_shape(s) for s in shapes}
+    fp8 = any(is_scaled(p) for p in probs.values())
     nw = max([24] + [len(s["name"]) for s in shapes])
     out = []
     cards = [f"gemmtune {g.get('device', {}).get('name', '?')} {(g.get('finished_at') or '')[:10]}"]
@@ -563,12 +957,18 @@ def report_lines(tj, g, twin=None):
     gpus = {g.get("device", {}).get("name"), tj.get("meta", {}).get("gpu"), (twin or {}).get("device", {}).get("name")}
     if len(gpus - {None}) > 1:
         out.append("# note: these runs were measured on different GPUs; their quotients compare cards, not kernels")
-    hdr = (f"{'name':{nw}} | {'gemmtune us':>11} {'cuBLAS us':>10} {'x cuBLAS':>8} | {'inductor us':>11} "
-           f"{'x cuBLAS':>8} | {'x inductor':>10} {'abs x ind':>9} |"
-           + (f" {'twin us':>9} {'/ twin':>7} |" if twin is not None else "")
-           + f" {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
+    if fp8:
+        hdr = (f"{'name':{nw}} | {'scaling':12} | {'gemmtune us':>11} {'TFLOP/s':>8} {'wGB/s':>6} {'cuBLAS us':>10} "
+               f"{'x cuBLAS':>8} | {'scaled_mm us':>12} {'fast us':>9} | {'inductor us':>11} {'x cuBLAS':>8} "
+               f"{'fast us':>9} | {'x inductor':>10} {'abs x ind':>9} {'abs x fast':>10} |")
+    else:
+        hdr = (f"{'name':{nw}} | {'gemmtune us':>11} {'cuBLAS us':>10} {'x cuBLAS':>8} | {'inductor us':>11} "
+               f"{'x cuBLAS':>8} | {'x inductor':>10} {'abs x ind':>9} |")
+    hdr += ((f" {'twin us':>9} {'/ twin':>7} |" if twin is not None else "")
+            + f" {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
     out += [hdr, "-" * len(hdr)]
-    q = {"cublas": [], "bridged": [], "absolute": [], "twin": []}
+    q = {"cublas": [], "bridged": [], "absolute": [], "fast": [], "twin": []}
+    by_group = {}
     behind, off_twin, tune_g, tune_i = [], [], [], []
     for s in shapes:
         if s.get("status") != "ok":
@@ -578,11 +978,17 @@ def report_lines(tj, g, twin=None):
         ours = s.get("speedup_vs_cublas")
         q["cublas"].append(ours)
         ind_us = r.get("compile_us") if r else None
-        ind = r["eager_us"] / ind_us if ind_us else None
+        ind = r["eager_us"] / ind_us if ind_us and r.get("eager_us") else None
         bridged = ours / ind if ind and ours else None  # no bridge when cuBLASLt's default failed
         absolute = ind_us / s["us"] if ind_us and same_timing else None
+        fast_us = r.get("compile_fast_us") if r else None
+        fast = fast_us / s["us"] if fast_us and same_timing else None
         q["bridged"].append(bridged)
         q["absolute"].append(absolute)
+        q["fast"].append(fast)
+        grp = by_group.setdefault(scaling_group(probs[s["name"]]), {key: [] for key in q})
+        for key, v in (("cublas", ours), ("bridged", bridged), ("absolute", absolute), ("fast", fast)):
+            grp[key].append(v)
         vs_ind = absolute if same_timing else bridged
         if vs_ind is not None and vs_ind < 1.0:
             behind.append(f"{s['name']} {vs_ind:.3f}")
@@ -597,12 +1003,23 @@ def report_lines(tj, g, twin=None):
         if tune_s is not None and math.isfinite(tune_s) and autotune_s is not None:
             tune_g.append(tune_s)
             tune_i.append(autotune_s)
-        out.append(f"{s['name']:{nw}} | {_num(s['us'], 11, 1)} {_num(s.get('cublas_us'), 10, 1)} "
-                   f"{_num(ours, 8, 3)} | {_num(ind_us, 11, 1)} {_num(ind, 8, 3)} | {_num(bridged, 10, 3)} "
-                   f"{_num(absolute, 9, 3)} |"
-                   + (f" {_num(twin_us, 9, 1)} {_num(to_twin, 7, 3)} |" if twin is not None else "")
-                   + f" {_num(tune_s, 6, 1)} {_num(autotune_s, 10, 1)} | {s.get('winner', '?')} / "
-                   f"{(r or {}).get('inductor_pick') or ('torch.compile failed' if r and 'compile_failed' in r else '-')}")
+        pick = ((r or {}).get("inductor_pick")
+                or ("torch.compile failed" if r and ("compile_failed" in r or "compile" in r.get("unavailable", {}))
+                    else "-"))
+        if fp8:
+            p = probs[s["name"]]
+            wgbps = scaled_bytes(p)[1] / (s["us"] * 1e3) if is_scaled(p) and s.get("us") else None
+            line = (f"{s['name']:{nw}} | {scaling_group(p):12} | {_num(s['us'], 11, 1)} {_num(s.get('tflops'), 8, 1)} "
+                    f"{_num(wgbps, 6, 0)} {_num(s.get('cublas_us'), 10, 1)} {_num(ours, 8, 3)} | "
+                    f"{_num((r or {}).get('eager_us'), 12, 1)} {_num((r or {}).get('eager_fast_us'), 9, 1)} | "
+                    f"{_num(ind_us, 11, 1)} {_num(ind, 8, 3)} {_num(fast_us, 9, 1)} | {_num(bridged, 10, 3)} "
+                    f"{_num(absolute, 9, 3)} {_num(fast, 10, 3)} |")
+        else:
+            line = (f"{s['name']:{nw}} | {_num(s['us'], 11, 1)} {_num(s.get('cublas_us'), 10, 1)} "
+                    f"{_num(ours, 8, 3)} | {_num(ind_us, 11, 1)} {_num(ind, 8, 3)} | {_num(bridged, 10, 3)} "
+                    f"{_num(absolute, 9, 3)} |")
+        out.append(line + (f" {_num(twin_us, 9, 1)} {_num(to_twin, 7, 3)} |" if twin is not None else "")
+                   + f" {_num(tune_s, 6, 1)} {_num(autotune_s, 10, 1)} | {s.get('winner', '?')} / {pick}")
     gm, n = geomean(q["cublas"])
     if n:
         out.append(f"geomean gemmtune x cuBLASLt default: {gm:.3f} over {n} shapes")
@@ -615,6 +1032,18 @@ def report_lines(tj, g, twin=None):
     if n or any(x is not None for x in q["bridged"]):
         out.append(f"behind Inductor ({'absolute' if same_timing else 'bridged'} < 1.0): "
                    + (", ".join(behind) if behind else "none"))
+    if fp8:
+        gm, n = geomean(q["fast"])
+        if n:
+            out.append(f"geomean Inductor (use_fast_accum=True) us / gemmtune us: {gm:.3f} over {n} shapes")
+        out.append("geomean by scaling: x cuBLASLt default | x Inductor (bridged) | Inductor us / gemmtune us | "
+                   "Inductor fast-accum us / gemmtune us  (shapes)")
+        for name, grp in by_group.items():
+            cells = []
+            for key in ("cublas", "bridged", "absolute", "fast"):
+                gm, n = geomean(grp[key])
+                cells.append(f"{gm:.3f} ({n})" if n else "-")
+            out.append(f"  {name:12} " + " | ".join(cells))
     if twin is not None:
         gm, n = geomean(q["twin"])
         out.append(f"geomean gemmtune us / aligned twin us: {gm:.3f} over {n} shapes "
@@ -772,6 +1201,9 @@ def main():
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                     help="set torch._inductor.config.KEY (Python literal), e.g. "
                          "triton.enable_persistent_tma_matmul=True; repeatable")
+    ap.add_argument("--fast-accum", choices=["both", "off"], default="both",
+                    help="scaled (fp8) shapes: both = time torch._scaled_mm and its torch.compile with use_fast_accum "
+                         "False and True (where torch allows it); off = False only")
     ap.add_argument("--compile-filter", default="",
                     help="comma-separated substrings: torch.compile only shapes whose name contains one (default: all)")
     ap.add_argument("--compile-budget-s", type=float, default=0,
