@@ -1012,9 +1012,10 @@ def report_lines(tj, g, twin=None):
         if tune_s is not None and math.isfinite(tune_s) and autotune_s is not None:
             tune_g.append(tune_s)
             tune_i.append(autotune_s)
+        unavailable = (r or {}).get("unavailable", {})
         pick = ((r or {}).get("inductor_pick")
-                or ("torch.compile failed" if r and ("compile_failed" in r or "compile" in r.get("unavailable", {}))
-                    else "-"))
+                or ("torch refused it" if "eager" in unavailable else
+                    "torch.compile failed" if r and ("compile_failed" in r or "compile" in unavailable) else "-"))
         if fp8:
             p = probs[s["name"]]
             wgbps = scaled_bytes(p)[1] / (s["us"] * 1e3) if is_scaled(p) and s.get("us") else None
