@@ -29,6 +29,13 @@ lines that the timed kernel's reads then wait behind: on the H200 12-25% slower 
 clean lines, docs/PERFORMANCE.md "How we time"). gemmtune's harness is another process: compare in absolute time (same
 timing) or through the cuBLAS anchor each harness measured itself (--gemmtune-json prints both).
 
+FP8 shapes (an e4m3/e5m2 A or B with a "scaling": tensor, row or block; bench/suites/fp8_*.json) take their own
+path (run_scaled): torch._scaled_mm (cuBLASLt) with the scales in torch's conventions (scale_geometry), timed with
+use_fast_accum False and True, and torch.compile(mode="max-autotune-no-cudagraphs") of each; weight-only fp8 (bf16 A,
+e4m3 B) runs as plain torch, F.linear(x, w.to(bf16) * scale_b) * scale_a, and torch.compile of it. Outputs are checked
+against an fp64 reference from the dequantized inputs; a mode torch refuses is reported with its message
+(row["unavailable"]) instead of ending the run. Rows also carry GB/s and weight GB/s (W and its scales / time).
+
 Epilogue semantics match gemmtune's (gemmtune/epilogue.h):
   none            y = x W^T
   bias,gelu_tanh  y = gelu(x W^T + b, approximate="tanh")
@@ -41,7 +48,9 @@ Examples (GPU host):
       --gemmtune-json out/large.json          # table only: gemmtune vs Inductor, no GPU work
   python3 bench/torch_baseline.py --report out/torch_unaligned.json --gemmtune-json out/unaligned.json \
       --twin-json out/unaligned_padded.json   # plus each shape's aligned twin (same name) and unaligned / twin
-  python3 bench/torch_baseline.py --self-test  # no torch, no GPU: suites, operand views, the report
+  python3 bench/torch_baseline.py --suite bench/suites/fp8_large.json --json out/torch_fp8_large.json \
+      --gemmtune-json out/bench_fp8_large.json  # fp8 peers, then the table with the geomeans by scaling
+  python3 bench/torch_baseline.py --self-test  # no GPU (torch optional): suites, operand views, scales, the report
 """
 import argparse
 import json
@@ -774,8 +783,7 @@ def run_scaled(shape, args, dev, compile_spent):
         if not why:
             break
     if why:
-        row["unavailable"]["eager"] = why
-        print(f"{shape['name']}: torch cannot run it: {why}", file=sys.stderr)
+        row["unavailable"]["eager"] = why  # printed under the shape's line
         return row, 0.0
     if scaling_of(shape) == "block":
         row["scale_b"] = f"{tuple(s0[3].shape)} strides {tuple(s0[3].stride())}"
@@ -806,7 +814,6 @@ def run_scaled(shape, args, dev, compile_spent):
             except Exception as e:  # an Inductor failure on one shape must not end the whole run
                 spent += time.perf_counter() - t_c
                 row["unavailable"][mode] = "torch.compile failed: " + one_line(e, 300)
-                print(f"{shape['name']}: {mode}: {row['unavailable'][mode]}", file=sys.stderr)
                 continue
             autotune_s = time.perf_counter() - t_c
             spent += autotune_s
@@ -844,9 +851,6 @@ def run_scaled(shape, args, dev, compile_spent):
         row.update({f"{mode}_us": s * 1e6, f"{mode}_tflops": flops / s / 1e12, f"{mode}_gbps": nbytes / s / 1e9,
                     f"{mode}_weight_gbps": wbytes / s / 1e9, f"{mode}_us_rounds": [t * 1e3 for t in ts]})
     return row, spent
-
-
-SCALED_MODES = ("eager", "eager_fast", "compile", "compile_fast")
 
 
 def scaled_header(nw):
