@@ -624,6 +624,13 @@ def run(args, root):
     compile_spent = 0.0
     out_path = args.json or os.path.join(root, "results", suite.get("name", "suite"), gpu_slug(gpu) + "-inductor.json")
     os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+    if args.resume and os.path.exists(out_path):
+        # a run cut short (a time limit per command) goes on where it stopped: the shapes it wrote are kept
+        with open(out_path) as fh:
+            rows = json.load(fh).get("results", [])
+        done = {r["name"] for r in rows}
+        shapes = [sh for sh in shapes if sh["name"] not in done]
+        print(f"--resume: {len(done)} shapes already in {out_path}, {len(shapes)} to run", file=sys.stderr)
     nw = max([24] + [len(s["name"]) for s in shapes])
     hdr = (f"{'name':{nw}} {'M':>5} {'N':>6} {'K':>6} {'epilogue':14} | {'eager us':>9} {'TFLOP/s':>8} | "
            f"{'compile us':>10} {'TFLOP/s':>8} | {'eager/compile':>13} | {'autotune s':>10} | inductor pick")
@@ -1384,6 +1391,8 @@ def main():
     ap.add_argument("--fast-accum", choices=["both", "off"], default="both",
                     help="scaled (fp8) shapes: both = time torch._scaled_mm and its torch.compile with use_fast_accum "
                          "False and True (where torch allows it); off = False only")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the shapes already in the --json file and run only the others (a run cut short)")
     ap.add_argument("--compile-filter", default="",
                     help="comma-separated substrings: torch.compile only shapes whose name contains one (default: all)")
     ap.add_argument("--compile-budget-s", type=float, default=0,
