@@ -105,7 +105,9 @@ def svg(rows, facts, title=None):
     hi = max(1.1, max(vals) * 1.03)
     split = by_scaling(rows)
     shift = 16 if split else 0  # one more line under the title
-    left, right, top, bar, gap = 240 if split else 190, 40, 78 + shift, 11, 8
+    # fp8 names carry their scaling and output (llama3_70b_o_m4096_tensor_e4m3d_amax): room for ~6.3 px a character
+    left = max(190, int(6.3 * max(len(r[0]) for r in rows)) + 60) if split else 190
+    right, top, bar, gap = 40, 78 + shift, 11, 8
     width = 960 if split else 820
     plot_w = width - left - right
     group = bar * len(keys) + gap
