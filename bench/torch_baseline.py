@@ -334,7 +334,7 @@ def scaled_inputs(shape, device, pitch_b=0):
 
 def expand_scales(shape, sa, sb):
     """fp64 factors, broadcastable to A (M x K) and W (N x K), that dequantize them: A * SA, W * SW."""
-    m, n, k = shape["m"], shape["n"], shape["k"]
+    n, k = shape["n"], shape["k"]
     sc = scaling_of(shape)
     sa, sb = sa.double(), sb.double()
     if sc == "tensor":
