@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from xml.sax.saxutils import escape
@@ -32,46 +33,82 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def inductor_ratios(torch_json, gemmtune_json):
-    """name -> gemmtune's speedup over Inductor, and whether it is absolute (same timing) or bridged."""
-    t = {r["name"]: r for r in torch_json["results"] if "compile_us" in r}
+def scaling_group(s):
+    """The scaling of a `gemmtune bench --json` row: none, tensor, row or block, "+w8a16" for weight-only fp8 (a
+    16-bit A with an fp8 B); from its problem object, else its problem string (`... --A=e4m3:row --scaling=row`)."""
+    p = s.get("problem") if isinstance(s.get("problem"), dict) else {"str": str(s.get("problem") or "")}
+    opts = dict(re.findall(r"--(\w+)=(\S+)", p.get("str", "")))
+    sc = p.get("scaling") or opts.get("scaling", "none")
+    a = p["A"]["dtype"] if isinstance(p.get("A"), dict) else opts.get("A", "bf16").split(":")[0]
+    return sc + ("+w8a16" if sc != "none" and a in ("bf16", "f16") else "")
+
+
+def inductor_ratios(torch_json, gemmtune_json, mode="compile"):
+    """name -> gemmtune's speedup over Inductor, and whether it is absolute (same timing) or bridged. mode: the
+    torch_baseline.py timing to compare with, "compile" or, for fp8 rows, "compile_fast" (use_fast_accum=True,
+    bridged by eager_fast, torch._scaled_mm with fast accumulation)."""
+    suffix = mode[len("compile"):]
+    t = {r["name"]: r for r in torch_json["results"] if f"{mode}_us" in r}
     same_timing = torch_json["meta"].get("timing", "").startswith("median of per-launch")
     out = {}
     for s in gemmtune_json["shapes"]:
         r = t.get(s["name"])
         if s.get("status") != "ok" or r is None:
             continue
-        out[s["name"]] = (r["compile_us"] / s["us"] if same_timing
-                          else s["speedup_vs_cublas"] / (r["eager_us"] / r["compile_us"]))
+        if same_timing:
+            out[s["name"]] = r[f"{mode}_us"] / s["us"]
+        elif r.get(f"eager{suffix}_us") and s.get("speedup_vs_cublas"):
+            out[s["name"]] = s["speedup_vs_cublas"] / (r[f"eager{suffix}_us"] / r[f"{mode}_us"])
     return out, same_timing
 
 
-def series(bench, torch_json=None, torch_gemmtune=None, twin=None):
-    """Rows (name, x cuBLAS, x Inductor or None, x aligned twin or None) and the title's facts. The twin (a `gemmtune
-    bench --json` of the aligned twin suite, e.g. suites/unaligned_padded.json) gives twin us / gemmtune us per shape
-    of the same name: 1.00 = the unaligned problem runs as fast as its aligned twin."""
+def series(bench, torch_json=None, torch_gemmtune=None, twin=None, inductor_mode="compile"):
+    """Rows (name, x cuBLAS, x Inductor or None, x aligned twin or None, scaling group) and the title's facts. The
+    twin (a `gemmtune bench --json` of the aligned twin suite, e.g. suites/unaligned_padded.json) gives twin us /
+    gemmtune us per shape of the same name: 1.00 = the unaligned problem runs as fast as its aligned twin."""
     ind, same = ({}, True)
     if torch_json is not None:
-        ind, same = inductor_ratios(torch_json, torch_gemmtune or bench)
+        ind, same = inductor_ratios(torch_json, torch_gemmtune or bench, inductor_mode)
     tw = {s["name"]: s["us"] for s in (twin or {}).get("shapes", []) if s.get("status") == "ok" and s.get("us")}
     rows = [(s["name"], s["speedup_vs_cublas"], ind.get(s["name"]),
-             tw[s["name"]] / s["us"] if s["name"] in tw else None)
+             tw[s["name"]] / s["us"] if s["name"] in tw else None, scaling_group(s))
             for s in bench["shapes"] if s.get("status") == "ok" and s.get("speedup_vs_cublas")]
     gpu = bench.get("device", {}).get("name", "unknown GPU")
     date = (bench.get("finished_at") or bench.get("started_at") or "")[:10]
     return rows, {"suite": bench.get("suite", "suite"), "gpu": GPU_SHORT.get(gpu, gpu), "date": date,
-                  "inductor_kind": "same timing" if same else "bridged by cuBLAS"}
+                  "inductor_kind": ("same timing" if same else "bridged by cuBLAS")
+                  + (", use_fast_accum=True" if inductor_mode == "compile_fast" else "")}
+
+
+def by_scaling(rows):
+    """"" for a suite of one scaling mode (bf16 suites), else the geomeans per scaling: x cuBLAS and, where there are
+    Inductor values, x Inductor, e.g. "tensor 1.052x (5) / 1.101x; row ..."."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(r[4], []).append(r)
+    if list(groups) in ([], ["none"]):
+        return ""
+    parts = []
+    for name, rs in groups.items():
+        ind = [r[2] for r in rs if r[2] is not None]
+        parts.append(f"{name} {geomean([r[1] for r in rs]):.3f}x ({len(rs)})"
+                     + (f" / {geomean(ind):.3f}x ({len(ind)})" if ind else ""))
+    return "by scaling, x cuBLASLt (shapes) / x Inductor (shapes): " + "; ".join(parts)
 
 
 def svg(rows, facts, title=None):
     """A horizontal bar chart: one group per shape, the speedup axis log-scaled around 1.0."""
     keys = ["cublas"] + [key for j, key in ((2, "inductor"), (3, "twin")) if any(r[j] is not None for r in rows)]
     col = {"cublas": 1, "inductor": 2, "twin": 3}
-    vals = [v for r in rows for v in r[1:] if v is not None] + [1.0]
+    vals = [v for r in rows for v in r[1:4] if v is not None] + [1.0]
     lo = min(0.9, min(vals) * 0.97)
     hi = max(1.1, max(vals) * 1.03)
-    left, right, top, bar, gap = 190, 40, 78, 11, 8
-    width = 820
+    split = by_scaling(rows)
+    shift = 16 if split else 0  # one more line under the title
+    # fp8 names carry their scaling and output (llama3_70b_o_m4096_tensor_e4m3d_amax): room for ~6.3 px a character
+    left = max(190, int(6.3 * max(len(r[0]) for r in rows)) + 60) if split else 190
+    right, top, bar, gap = 40, 78 + shift, 11, 8
+    width = 960 if split else 820
     plot_w = width - left - right
     group = bar * len(keys) + gap
     height = top + group * len(rows) + 44
@@ -94,12 +131,14 @@ def svg(rows, facts, title=None):
          f'<rect width="{width}" height="{height}" fill="white"/>',
          f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{escape(head)}</text>',
          f'<text x="{width / 2}" y="40" text-anchor="middle">{escape(sub)}</text>']
+    if split:
+        o.append(f'<text x="{width / 2}" y="56" text-anchor="middle">{escape(split)}</text>')
     # legend
     lx = left
     for key in keys:
         label = LABELS[key]
-        o.append(f'<rect x="{lx}" y="50" width="12" height="10" fill="{COLORS[key]}"/>')
-        o.append(f'<text x="{lx + 16}" y="59">{label}</text>')
+        o.append(f'<rect x="{lx}" y="{50 + shift}" width="12" height="10" fill="{COLORS[key]}"/>')
+        o.append(f'<text x="{lx + 16}" y="{59 + shift}">{label}</text>')
         lx += 150
     # grid: ticks every 5% (every 10% on a wide range)
     step = 0.05 if hi / lo < 1.6 else 0.1
@@ -167,6 +206,30 @@ def self_test():
         main([p, "--out", out, "--twin", t])
         import xml.dom.minidom
         xml.dom.minidom.parse(out)  # well-formed
+    # fp8: the scaling of each row (problem object or problem string), the geomeans by scaling, fast accumulation
+    def fp8_shape(name, speedup, problem):
+        return {"name": name, "status": "ok", "us": 10.0, "speedup_vs_cublas": speedup, "problem": problem}
+    fp8 = {"suite": "fp8_large", "device": {"name": "NVIDIA H100 80GB HBM3"}, "finished_at": "2026-01-02T03:04:05Z",
+           "shapes": [fp8_shape("t", 1.2, {"scaling": "tensor", "A": {"dtype": "e4m3"},
+                                           "str": "--A=e4m3:row --B=e4m3:col --scaling=tensor"}),
+                      fp8_shape("r", 1.1, {"str": "--m=8 --A=e4m3:row --B=e4m3:col --D=bf16:row --scaling=row"}),
+                      fp8_shape("r2", 0.9, "--m=8 --A=e4m3:row --B=e4m3:col --D=bf16:row --scaling=row"),
+                      fp8_shape("w", 1.3, {"str": "--m=1 --A=bf16:row --B=e4m3:col --scaling=row"})]}
+    assert [scaling_group(x) for x in fp8["shapes"]] == ["tensor", "row", "row", "row+w8a16"]
+    assert scaling_group(bench["shapes"][0]) == "none" and by_scaling(series(bench)[0]) == ""
+    tj = {"meta": {"timing": "median of per-launch CUDA events over rotated input sets"},
+          "results": [{"name": "t", "eager_us": 12.0, "compile_us": 11.0, "eager_fast_us": 11.0,
+                       "compile_fast_us": 9.0}, {"name": "r", "eager_us": 11.0, "compile_us": 12.0}]}
+    rows, facts = series(fp8, tj)
+    assert [r[4] for r in rows] == ["tensor", "row", "row", "row+w8a16"] and abs(rows[0][2] - 1.1) < 1e-12, rows
+    text = svg(rows, facts)
+    want = (f"by scaling, x cuBLASLt (shapes) / x Inductor (shapes): tensor 1.200x (1) / 1.100x (1); "
+            f"row {(1.1 * 0.9) ** 0.5:.3f}x (2) / 1.200x (1); row+w8a16 1.300x (1)")
+    assert escape(want) in text, (want, text)
+    rows, facts = series(fp8, tj, inductor_mode="compile_fast")
+    assert abs(rows[0][2] - 0.9) < 1e-12 and rows[1][2] is None and "use_fast_accum" in facts["inductor_kind"]
+    rows, facts = series(fp8, dict(tj, meta={"timing": "do_bench"}), inductor_mode="compile_fast")
+    assert abs(rows[0][2] - 1.2 / (11.0 / 9.0)) < 1e-12, rows
     print("plot.py self-test: ok")
 
 
@@ -179,6 +242,9 @@ def main(argv=None):
     ap.add_argument("--twin", metavar="TWIN_JSON",
                     help="`gemmtune bench --json` of the aligned twin suite (suites/unaligned_padded.json, same run): "
                          "a third bar, twin us / gemmtune us")
+    ap.add_argument("--inductor-mode", choices=["compile", "compile_fast"], default="compile",
+                    help="fp8 suites: compare with Inductor's scaled matmul with use_fast_accum False (compile) or "
+                         "True (compile_fast)")
     ap.add_argument("--out", help="SVG to write (default: bench_json with .svg)")
     ap.add_argument("--title", help="replace the title line")
     ap.add_argument("--self-test", action="store_true", help="check the script on synthetic data and exit")
@@ -195,7 +261,7 @@ def main(argv=None):
     bench = load(a.bench_json)
     rows, facts = series(bench, load(a.inductor) if a.inductor else None,
                          load(a.inductor_gemmtune) if a.inductor_gemmtune else None,
-                         load(a.twin) if a.twin else None)
+                         load(a.twin) if a.twin else None, a.inductor_mode)
     if not rows:
         sys.exit(f"{a.bench_json}: no shape with status ok")
     out = a.out or os.path.splitext(a.bench_json)[0] + ".svg"

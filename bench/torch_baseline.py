@@ -29,6 +29,13 @@ lines that the timed kernel's reads then wait behind: on the H200 12-25% slower 
 clean lines, docs/PERFORMANCE.md "How we time"). gemmtune's harness is another process: compare in absolute time (same
 timing) or through the cuBLAS anchor each harness measured itself (--gemmtune-json prints both).
 
+FP8 shapes (an e4m3/e5m2 A or B with a "scaling": tensor, row or block; bench/suites/fp8_*.json) take their own
+path (run_scaled): torch._scaled_mm (cuBLASLt) with the scales in torch's conventions (scale_geometry), timed with
+use_fast_accum False and True, and torch.compile(mode="max-autotune-no-cudagraphs") of each; weight-only fp8 (bf16 A,
+e4m3 B) runs as plain torch, F.linear(x, w.to(bf16) * scale_b) * scale_a, and torch.compile of it. Outputs are checked
+against an fp64 reference from the dequantized inputs; a mode torch refuses is reported with its message
+(row["unavailable"]) instead of ending the run. Rows also carry GB/s and weight GB/s (W and its scales / time).
+
 Epilogue semantics match gemmtune's (gemmtune/epilogue.h):
   none            y = x W^T
   bias,gelu_tanh  y = gelu(x W^T + b, approximate="tanh")
@@ -41,7 +48,9 @@ Examples (GPU host):
       --gemmtune-json out/large.json          # table only: gemmtune vs Inductor, no GPU work
   python3 bench/torch_baseline.py --report out/torch_unaligned.json --gemmtune-json out/unaligned.json \
       --twin-json out/unaligned_padded.json   # plus each shape's aligned twin (same name) and unaligned / twin
-  python3 bench/torch_baseline.py --self-test  # no torch, no GPU: suites, operand views, the report
+  python3 bench/torch_baseline.py --suite bench/suites/fp8_large.json --json out/torch_fp8_large.json \
+      --gemmtune-json out/bench_fp8_large.json  # fp8 peers, then the table with the geomeans by scaling
+  python3 bench/torch_baseline.py --self-test  # no GPU (torch optional): suites, operand views, scales, the report
 """
 import argparse
 import json
@@ -56,7 +65,7 @@ import time
 
 
 EPILOGUES = ("none", "bias,gelu_tanh", "silu_glu", "bias,residual")
-ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "e4m3": 1, "e5m2": 1}
 _LAYOUTS = {"row": "row", "r": "row", "rowmajor": "row", "row-major": "row", "row_major": "row",
             "col": "col", "c": "col", "column": "col", "colmajor": "col", "col-major": "col", "column-major": "col",
             "col_major": "col", "column_major": "col"}
@@ -131,7 +140,10 @@ def is_linear(shape):
 def shape_reason(shape):
     """Why this script cannot run a resolved shape ("" when it can); such shapes are skipped with the reason on
     stderr. The general path runs any layouts, pitches, base offsets and batch of A, B and D, but only what torch's
-    matmul computes: A, B and D of one dtype (bf16, f16 or f32), no C (beta = 0), the epilogues in EPILOGUES."""
+    matmul computes: A, B and D of one dtype (bf16, f16 or f32), no C (beta = 0), the epilogues in EPILOGUES. A
+    scaled (fp8) shape takes the fp8 path, whose limits scaled_reason states."""
+    if is_scaled(shape):
+        return scaled_reason(shape)
     specs = {w: operand_spec(shape, w) for w in "ABD"}
     for w, (dtype, layout) in specs.items():
         if dtype not in ELEM_BYTES or layout == "?":
@@ -183,6 +195,211 @@ def aligned_twin(shape):
             s[ld] = -(-s[ld] // q) * q
     return s
 
+
+# ---- FP8 (scaled) shapes: the peers are torch._scaled_mm and torch.compile of it ----
+
+FP8 = ("e4m3", "e5m2")
+SCALINGS = ("tensor", "row", "block")
+SCALE_BLOCK = 128  # K (and N, for B) extent of one block scale (gemmtune/problem.h kScaleBlock)
+_SCALING_ALIASES = {"tensorwise": "tensor", "rowwise": "row", "blockwise": "block", "": "none"}
+
+
+def scaling_of(shape):
+    """The shape's scaling mode: none, tensor, row or block (the suite's "scaling"; CLI aliases accepted)."""
+    sc = str(shape.get("scaling") or "none").strip().lower()
+    return _SCALING_ALIASES.get(sc, sc)
+
+
+def is_scaled(shape):
+    """A scaled GEMM (fp8 A or B, or a scaling named): runs on the fp8 path (run_scaled), never on F.linear."""
+    return scaling_of(shape) != "none" or any(operand_spec(shape, w)[0] in FP8 for w in "AB")
+
+
+def weight_only(shape):
+    """A 16-bit A with an fp8 B (weight-only fp8): its peer dequantizes W in torch and multiplies in bf16/f16."""
+    return operand_spec(shape, "A")[0] in ("bf16", "f16") and operand_spec(shape, "B")[0] in FP8
+
+
+def scaled_reason(shape):
+    """Why the fp8 path cannot run a resolved scaled shape ("" when it can). torch._scaled_mm computes one matrix with
+    A row-major and B col-major (x W^T with W N x K row-major), packed, writing a row-major D; this script adds no
+    epilogue and no C to it."""
+    sc = scaling_of(shape)
+    (da, la), (db, lb), (dd, ldd) = (operand_spec(shape, w) for w in "ABD")
+    if sc not in SCALINGS:
+        return f"scaling = {shape.get('scaling', 'none')}: fp8 inputs need tensor, row or block scaling"
+    if db not in FP8:
+        return f"B = {shape['B']}: a scaled GEMM needs an fp8 B (e4m3 or e5m2)"
+    if da not in FP8 + ("bf16", "f16"):
+        return f"A = {shape['A']}: expected e4m3, e5m2 (torch._scaled_mm) or bf16/f16 (weight-only fp8)"
+    if da not in FP8 and sc == "block":
+        return "block scaling needs fp8 A and B"
+    if (la, lb, ldd) != ("row", "col", "row"):
+        return (f"A = {shape['A']}, B = {shape['B']}, D = {shape['D']}: torch._scaled_mm takes A row-major and B "
+                "col-major (W N x K row-major), and this script writes D row-major")
+    if dd not in ("bf16", "f16", "f32", "e4m3"):
+        return f"D = {shape['D']}: expected bf16, f16, f32 or e4m3"
+    if dd == "e4m3" and da not in FP8:
+        return "an e4m3 D needs fp8 A and B in this script"
+    if shape.get("amax") and dd != "e4m3":
+        return "amax is the statistic of an e4m3 D"
+    if shape.get("batch", 1) != 1:
+        return f"batch = {shape['batch']}: torch._scaled_mm takes one matrix"
+    if shape.get("beta", 0) != 0:
+        return f"beta = {shape['beta']}: this script has no C operand"
+    if shape.get("epilogue", "none") != "none":
+        return f"epilogue '{shape['epilogue']}': this script's fp8 peers compute the scaled GEMM alone"
+    try:
+        packed = all(operand_geometry(shape, w)["packed"] for w in "ABD")
+    except ValueError as e:
+        return str(e)
+    if not packed:
+        return "an fp8 shape with a pitch or an offset: this script runs packed, 16-byte aligned operands only"
+    return ""
+
+
+def scale_geometry(shape, pitch_b=0):
+    """The fp32 scales of a scaled shape as torch tensors over flat buffers: for A ('a') and B ('b'), the buffer's
+    `numel` and the view's `size` and `stride` (torch.as_strided). With fp8 A and B these follow torch._scaled_mm's
+    conventions, which lay the values out as gemmtune's GemmArgs does (gemmtune/problem.h):
+      tensor  0-dim tensors, one value each;
+      row     scale_a (M, 1), scale_b (1, N), contiguous: one per row of A, one per output channel of W;
+      block   scale_a (M, ceil(K/128)) with strides (1, M): M contiguous, value (m, kb) at kb * M + m;
+              scale_b (ceil(K/128), ceil(N/128)) with strides (1, P): scale_b.t() is the row-major
+              (ceil(N/128), ceil(K/128)) grid of W's 128 x 128 blocks with row pitch P, value (kb, nb) at nb * P + kb.
+              P = ceil(K/128) (gemmtune's packed grid) unless pitch_b names another (torch releases that want the
+              pitch rounded up to a multiple of 4).
+    Weight-only (16-bit A): scale_a (M, 1) and scale_b (N, 1) under row scaling (scale_b multiplies W's rows),
+    0-dim under tensor scaling."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    sc = scaling_of(shape)
+    if sc == "tensor":
+        return {"a": {"numel": 1, "size": (), "stride": ()}, "b": {"numel": 1, "size": (), "stride": ()}}
+    if sc == "row":
+        b = ({"numel": n, "size": (n, 1), "stride": (1, 1)} if weight_only(shape)
+             else {"numel": n, "size": (1, n), "stride": (n, 1)})
+        return {"a": {"numel": m, "size": (m, 1), "stride": (1, 1)}, "b": b}
+    kb, nb = -(-k // SCALE_BLOCK), -(-n // SCALE_BLOCK)
+    p = pitch_b or kb
+    if p < kb:
+        raise ValueError(f"pitch_b = {p} is less than ceil(K/128) = {kb}")
+    return {"a": {"numel": kb * m, "size": (m, kb), "stride": (1, m)},
+            "b": {"numel": nb * p, "size": (kb, nb), "stride": (1, p)}}
+
+
+def scale_pitches(shape):
+    """Row pitches of the block grid of B's scales to try, in order: gemmtune's packed ceil(K/128), then rounded up
+    to a multiple of 4 (16-byte rows) when that differs: torch releases disagree on which they accept."""
+    if scaling_of(shape) != "block":
+        return [0]
+    kb = -(-shape["k"] // SCALE_BLOCK)
+    return [kb] + ([-(-kb // 4) * 4] if kb % 4 else [])
+
+
+def scaled_bytes(shape):
+    """(bytes a scaled GEMM moves at least: A, B, D and the scales once; the weight's bytes: W and its scales)."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    eb = {w: ELEM_BYTES[operand_spec(shape, w)[0]] for w in "ABD"}
+    g = scale_geometry(shape)
+    weight = n * k * eb["B"] + 4 * g["b"]["numel"]
+    return m * k * eb["A"] + weight + m * n * eb["D"] + 4 * g["a"]["numel"], weight
+
+
+_TORCH_DTYPES_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+
+
+def torch_dtype(name):
+    import torch
+    return getattr(torch, {**_TORCH_DTYPES, **_TORCH_DTYPES_FP8}[name])
+
+
+def scaled_inputs(shape, device, pitch_b=0):
+    """One input set of a scaled shape: (a, w, scale_a, scale_b, scale_d). a (M x K) and w (N x K) are contiguous,
+    drawn normal(0, 1) and rounded to their dtype (as gemmtune's verification fills them); b = w.t() is B col-major.
+    Scales uniform in [0.5, 2), laid out by scale_geometry; scale_d (an e4m3 D only) = 10 / sqrt(K), which keeps
+    |v * scale_d| well inside e4m3's +-448 for these inputs (the peers' speed does not depend on saturation)."""
+    import torch
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    a = torch.randn(m, k, device=device).to(torch_dtype(operand_spec(shape, "A")[0]))
+    w = torch.randn(n, k, device=device).to(torch_dtype(operand_spec(shape, "B")[0]))
+    g = scale_geometry(shape, pitch_b)
+
+    def scale(s):
+        buf = torch.rand(s["numel"], device=device, dtype=torch.float32) * 1.5 + 0.5
+        return buf.as_strided(s["size"], s["stride"])
+    sd = (torch.tensor(10.0 / k ** 0.5, device=device, dtype=torch.float32)
+          if operand_spec(shape, "D")[0] == "e4m3" else None)
+    return a, w, scale(g["a"]), scale(g["b"]), sd
+
+
+def expand_scales(shape, sa, sb):
+    """fp64 factors, broadcastable to A (M x K) and W (N x K), that dequantize them: A * SA, W * SW."""
+    n, k = shape["n"], shape["k"]
+    sc = scaling_of(shape)
+    sa, sb = sa.double(), sb.double()
+    if sc == "tensor":
+        return sa, sb
+    if sc == "row":
+        return sa, (sb if weight_only(shape) else sb.t())  # (M, 1), (N, 1)
+    r = SCALE_BLOCK
+    return (sa.repeat_interleave(r, dim=1)[:, :k],
+            sb.t().repeat_interleave(r, dim=0)[:n].repeat_interleave(r, dim=1)[:, :k])
+
+
+def scaled_reference(shape, s):
+    """fp64 v = sum_k (A * SA)(W * SW) from the dequantized inputs of set s (quantization is not counted), before D's
+    scale, and max |v| (an amax shape's second output)."""
+    a, w, sa, sb, sd = s
+    SA, SW = expand_scales(shape, sa, sb)
+    v = (a.double() * SA) @ (w.double() * SW).t()
+    return v, v.abs().max().item()
+
+
+def scaled_fn(shape, fast_accum):
+    """f(a, w, scale_a, scale_b, scale_d) computing the shape the way PyTorch does:
+      fp8 A and B: torch._scaled_mm(a, w.t(), scale_a, scale_b, out_dtype=D's dtype, use_fast_accum=fast_accum)
+                   (cuBLASLt through ATen); an e4m3 D also passes scale_result=scale_d. With amax there is no amax
+                   output in _scaled_mm: v in bf16, then amax = max |v| and D = saturate(v * scale_d) as torch ops,
+                   returning (D, amax).
+      weight-only: F.linear(x, w.to(x.dtype) * scale_b) * scale_a, the dequantize-then-matmul of plain torch (a
+                   cast and a multiply over W before the GEMM in eager; Inductor may fuse them into its template)."""
+    import torch
+    import torch.nn.functional as F
+    out = torch_dtype(operand_spec(shape, "D")[0])
+    if weight_only(shape):
+        def f(x, w, sa, sb, sd):
+            y = F.linear(x, w.to(x.dtype) * sb.to(x.dtype))
+            return (y * sa.to(x.dtype)).to(out)
+    elif shape.get("amax"):
+        def f(a, w, sa, sb, sd):
+            y = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
+            d = (y.float() * sd).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+            return d, y.abs().amax().float()
+    elif operand_spec(shape, "D")[0] == "e4m3":
+        def f(a, w, sa, sb, sd):
+            return torch._scaled_mm(a, w.t(), sa, sb, scale_result=sd, out_dtype=out, use_fast_accum=fast_accum)
+    else:
+        def f(a, w, sa, sb, sd):
+            return torch._scaled_mm(a, w.t(), sa, sb, out_dtype=out, use_fast_accum=fast_accum)
+    return f
+
+
+def scaled_error(out, v, v_amax, sd=None, divide=False):
+    """Normalized RMS error of D against the fp64 reference v (for an e4m3 D: saturate(v * scale_d), or v / scale_d
+    with divide, the convention of torch's CPU _scaled_mm); with an amax output, the larger of that and amax's
+    relative error."""
+    d, amax = out if isinstance(out, tuple) else (out, None)
+    ref = v if sd is None else ((v / sd.double()) if divide else (v * sd.double())).clamp(-448.0, 448.0)
+    err = ((d.double() - ref).norm() / ref.norm()).item()
+    if amax is not None:
+        err = max(err, abs(float(amax) - v_amax) / v_amax)
+    return err
+
+
+def one_line(e, limit=600):
+    """An exception as one line: its type and message with newlines folded (torch's layout errors span lines)."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:limit]}" + ("..." if len(text) > limit else "")
 
 def make_fn(epilogue):
     import torch.nn.functional as F
@@ -407,15 +624,34 @@ def run(args, root):
     compile_spent = 0.0
     out_path = args.json or os.path.join(root, "results", suite.get("name", "suite"), gpu_slug(gpu) + "-inductor.json")
     os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+    if args.resume and os.path.exists(out_path):
+        # a run cut short (a time limit per command) goes on where it stopped: the shapes it wrote are kept
+        with open(out_path) as fh:
+            rows = json.load(fh).get("results", [])
+        done = {r["name"] for r in rows}
+        shapes = [sh for sh in shapes if sh["name"] not in done]
+        print(f"--resume: {len(done)} shapes already in {out_path}, {len(shapes)} to run", file=sys.stderr)
     nw = max([24] + [len(s["name"]) for s in shapes])
     hdr = (f"{'name':{nw}} {'M':>5} {'N':>6} {'K':>6} {'epilogue':14} | {'eager us':>9} {'TFLOP/s':>8} | "
            f"{'compile us':>10} {'TFLOP/s':>8} | {'eager/compile':>13} | {'autotune s':>10} | inductor pick")
     print(f"# {gpu}, torch {torch.__version__}, triton {triton.__version__}, Inductor cache {cache}, "
           f"options {options or 'default'}")
-    print(hdr)
-    print("-" * len(hdr))
+    if not all(is_scaled(sh) for sh in shapes):
+        print(hdr)
+        print("-" * len(hdr))
+    scaled_hdr = ""
     nan = float("nan")
     for shape in shapes:
+        if is_scaled(shape):
+            if not scaled_hdr:
+                scaled_hdr = scaled_header(nw)
+                print(scaled_hdr + "\n" + "-" * len(scaled_hdr))
+            row, spent = run_scaled(shape, args, dev, compile_spent)
+            compile_spent += spent
+            rows.append(row)
+            print(scaled_line(row, nw), flush=True)
+            write(out_path, suite, gpu, args, cache, options, rows)
+            continue
         ep = shape["epilogue"]
         linear = is_linear(shape)
         fn = make_fn(ep) if linear else general_fn(shape)
@@ -500,6 +736,151 @@ def run(args, root):
     return out_path
 
 
+_TORCH_ERRORS = (RuntimeError, ValueError, NotImplementedError, TypeError)
+
+
+def run_scaled(shape, args, dev, compile_spent):
+    """Times the PyTorch peers of one scaled shape (scaled_fn): eager with use_fast_accum False ("eager") and True
+    ("eager_fast", where torch allows it; never for weight-only), and torch.compile(mode="max-autotune-no-cudagraphs")
+    of each ("compile", "compile_fast"). A mode torch refuses (a scale layout, fast accumulation with block scales, an
+    output dtype) or that computes a wrong result is left out with the reason in row["unavailable"]; the run goes on.
+    Returns (row, seconds spent in torch.compile)."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+    from triton.testing import do_bench
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    dd = operand_spec(shape, "D")[0]
+    tol = 0.05 if dd == "e4m3" else 1e-2  # an e4m3 D rounds each value to 3 mantissa bits (the tuner's tolerance)
+    wo = weight_only(shape)
+    row = {"name": shape["name"], "m": m, "n": n, "k": k, "epilogue": "none", "scaling": scaling_of(shape),
+           "A": shape["A"], "B": shape["B"], "D": shape["D"], "amax": bool(shape.get("amax")),
+           "peer": ("weight-only: F.linear(x, w.to(bf16) * scale_b) * scale_a" if wo else "torch._scaled_mm"),
+           "unavailable": {}}
+    fast = [False] if wo or args.fast_accum == "off" else [False, True]
+
+    def judged(out, s, v, v_amax):
+        """("", error) when out matches the fp64 reference, else (why not, None). An e4m3 D's scale_result is also
+        accepted as a divisor (torch's CPU kernel divides, cuBLASLt multiplies): only the speed is measured here."""
+        err = scaled_error(out, v, v_amax, s[4])
+        if s[4] is not None and not isinstance(out, tuple) and not err <= tol:
+            alt = scaled_error(out, v, v_amax, s[4], divide=True)
+            if alt <= tol:
+                row["scale_result"] = "divides"
+                return "", alt
+        if not math.isfinite(err) or err > tol:
+            return f"output error {err:.3g} against fp64 (tolerance {tol})", None
+        return "", err
+
+    def checked(f, s, v, v_amax):
+        """("", error) when f(*s) runs and matches the reference, else (why not, None)."""
+        try:
+            out = f(*s)
+            torch.cuda.synchronize()
+        except _TORCH_ERRORS as e:
+            return one_line(e), None
+        return judged(out, s, v, v_amax)
+
+    # The scale layout: the first pitch of B's block grid that torch takes for the plain (eager, exact-accumulation)
+    # call; every other mode runs on the same tensors.
+    why = ""
+    for pitch in scale_pitches(shape):
+        s0 = scaled_inputs(shape, dev, pitch)
+        ref, ref_amax = scaled_reference(shape, s0)
+        why, err = checked(scaled_fn(shape, False), s0, ref, ref_amax)
+        if not why:
+            break
+    if why:
+        row["unavailable"]["eager"] = why  # printed under the shape's line
+        return row, 0.0
+    if scaling_of(shape) == "block":
+        row["scale_b"] = f"{tuple(s0[3].shape)} strides {tuple(s0[3].stride())}"
+    fns = {"eager": scaled_fn(shape, False)}
+    row["eager_error"] = err
+    if len(fast) > 1:
+        f = scaled_fn(shape, True)
+        why, err = checked(f, s0, ref, ref_amax)
+        if why:
+            row["unavailable"]["eager_fast"] = why
+        else:
+            fns["eager_fast"], row["eager_fast_error"] = f, err
+
+    spent = 0.0
+    want = not args.compile_filter or any(s and s in shape["name"] for s in args.compile_filter.split(","))
+    over = args.compile_budget_s > 0 and compile_spent >= args.compile_budget_s
+    if not args.no_compile and want and not over:
+        torch._dynamo.reset()  # a fresh compile per shape (no recompile limit, no guards of earlier shapes)
+        for eager_mode in [e for e in ("eager", "eager_fast") if e in fns]:
+            suffix = eager_mode[len("eager"):]
+            mode = "compile" + suffix
+            cfn = torch.compile(fns[eager_mode], mode="max-autotune-no-cudagraphs", dynamic=False)
+            torch.cuda.synchronize()
+            t_c = time.perf_counter()
+            try:
+                out, codes = run_and_get_code(cfn, *s0)  # traces, compiles and autotunes here
+                torch.cuda.synchronize()
+            except Exception as e:  # an Inductor failure on one shape must not end the whole run
+                spent += time.perf_counter() - t_c
+                row["unavailable"][mode] = "torch.compile failed: " + one_line(e, 300)
+                continue
+            autotune_s = time.perf_counter() - t_c
+            spent += autotune_s
+            why, err = judged(out, s0, ref, ref_amax)
+            if why:
+                row["unavailable"][mode] = why
+                continue
+            fns[mode] = cfn
+            row.update({f"{mode}_error": err, f"autotune{suffix}_s": autotune_s,
+                        f"inductor_pick{suffix}": inductor_pick(codes)})
+    del ref
+
+    # Timed as the bf16 shapes are: each mode's input sets rotated (or do_bench), CUDA-graph replays, the modes
+    # alternating for --rounds rounds, the median of the rounds.
+    if args.timing == "rotate":
+        nbytes = input_set_bytes(s0) + m * n * ELEM_BYTES[dd]  # the output, which each call allocates
+        nsets = timing_sets(nbytes, torch.cuda.get_device_properties(dev).L2_cache_size)
+        sets = [s0] + [scaled_inputs(shape, dev, pitch) for _ in range(nsets - 1)]
+        wrap = (lambda f, s: graphed(lambda: f(*s))) if not args.no_graphs else (lambda f, s: lambda: f(*s))
+        timed = {mode: [wrap(f, s) for s in sets] for mode, f in fns.items()}
+        row["timing_sets"] = nsets
+    else:
+        timed = {mode: (graphed(lambda f=f: f(*s0)) if not args.no_graphs else (lambda f=f: f(*s0)))
+                 for mode, f in fns.items()}
+    times = {mode: [] for mode in timed}
+    for _ in range(args.rounds):
+        for mode, f in timed.items():
+            times[mode].append(time_rotating(f, args.rep) / 1e3 if args.timing == "rotate" else
+                               do_bench(f, rep=args.rep, return_mode="median"))
+    nbytes, wbytes = scaled_bytes(shape)
+    row.update({"bytes": nbytes, "weight_bytes": wbytes})
+    flops = 2.0 * m * n * k
+    for mode, ts in times.items():
+        s = statistics.median(ts) * 1e-3
+        row.update({f"{mode}_us": s * 1e6, f"{mode}_tflops": flops / s / 1e12, f"{mode}_gbps": nbytes / s / 1e9,
+                    f"{mode}_weight_gbps": wbytes / s / 1e9, f"{mode}_us_rounds": [t * 1e3 for t in ts]})
+    return row, spent
+
+
+def scaled_header(nw):
+    return (f"{'name':{nw}} {'M':>5} {'N':>6} {'K':>6} {'scaling':7} | {'eager us':>9} {'TFLOP/s':>8} {'GB/s':>6} "
+            f"{'wGB/s':>6} | {'fast us':>9} {'TFLOP/s':>8} | {'compile us':>10} {'TFLOP/s':>8} | {'c.fast us':>9} "
+            f"{'TFLOP/s':>8} | {'autotune s':>10} | inductor pick (fast accum)")
+
+
+def scaled_line(row, nw):
+    """One printed line of a scaled shape's peers (eager: torch._scaled_mm or the weight-only dequant + F.linear;
+    fast: use_fast_accum=True; GB/s: A, B, D and scales once; wGB/s: the weight's bytes alone)."""
+    g = lambda key, w, p: _num(row.get(key), w, p)  # noqa: E731
+    sc = row["scaling"] + ("/w8" if row["peer"].startswith("weight-only") else "")
+    line = (f"{row['name']:{nw}} {row['m']:>5} {row['n']:>6} {row['k']:>6} {sc:7} | {g('eager_us', 9, 1)} "
+            f"{g('eager_tflops', 8, 1)} {g('eager_gbps', 6, 0)} {g('eager_weight_gbps', 6, 0)} | "
+            f"{g('eager_fast_us', 9, 1)} {g('eager_fast_tflops', 8, 1)} | {g('compile_us', 10, 1)} "
+            f"{g('compile_tflops', 8, 1)} | {g('compile_fast_us', 9, 1)} {g('compile_fast_tflops', 8, 1)} | "
+            f"{g('autotune_s', 10, 1)} | {row.get('inductor_pick', '-')}"
+            + (f" ({row['inductor_pick_fast']})" if row.get("inductor_pick_fast") else ""))
+    for mode, why in row.get("unavailable", {}).items():
+        line += f"\n    {mode}: {why}"
+    return line
+
 def write(out_path, suite, gpu, args, cache, options, rows):
     import torch
     import triton
@@ -510,8 +891,13 @@ def write(out_path, suite, gpu, args, cache, options, rows):
                        if args.timing == "rotate" else "triton.testing.do_bench median (256 MB memset between runs)")
                       + ("" if args.no_graphs else ", CUDA-graph replays"),
             "modes": {"eager": "F.linear (cuBLAS), or torch.matmul of the strided views a row's 'operands' names, "
-                               "+ separate elementwise ops",
-                      "compile": "torch.compile(mode='max-autotune-no-cudagraphs')"},
+                               "+ separate elementwise ops; a scaled (fp8) row: torch._scaled_mm (cuBLASLt) with "
+                               "use_fast_accum=False, or for weight-only fp8 (16-bit A) F.linear(x, w.to(bf16) * "
+                               "scale_b) * scale_a",
+                      "eager_fast": "a scaled row: torch._scaled_mm with use_fast_accum=True",
+                      "compile": "torch.compile(mode='max-autotune-no-cudagraphs') of the eager function",
+                      "compile_fast": "a scaled row: torch.compile of eager_fast"},
+            "fast_accum": args.fast_accum,
             "autotune_s": "wall time of the first compiled call (trace, Inductor compile, autotune), cold cache "
                           "unless inductor_cache was given",
             "inductor_cache": cache, "fresh_cache": not args.inductor_cache, "inductor_options": options,
@@ -535,6 +921,28 @@ def _num(v, width, prec):
     return f"{v:{width}.{prec}f}"
 
 
+def problem_shape(s):
+    """A `gemmtune bench --json` row as a suite shape (name, m, n, k; A, B, D as "dtype:layout"; scaling, amax): from
+    its "problem" object, else parsed from its problem string (`--m=1 --A=e4m3:row --B=e4m3:col --scaling=row`)."""
+    p = s.get("problem") if isinstance(s.get("problem"), dict) else {"str": str(s.get("problem") or "")}
+    text = p.get("str", "")
+    opts = dict(re.findall(r"--(\w+)=(\S+)", text))
+    shape = {"name": s.get("name", "?")}
+    for d in "mnk":
+        shape[d] = int(s.get(d) or p.get(d) or opts.get(d, 0))
+    for w, layout in (("A", "row"), ("B", "col"), ("D", "row")):
+        o = p.get(w)
+        shape[w] = f"{o['dtype']}:{o['layout']}" if isinstance(o, dict) else opts.get(w, f"bf16:{layout}")
+    shape["scaling"] = p.get("scaling") or opts.get("scaling", "none")
+    shape["amax"] = bool(p.get("amax", re.search(r"--amax\b", text)))
+    return shape
+
+
+def scaling_group(shape):
+    """The group of a shape in the geomeans by scaling: its scaling mode, "+w8a16" for weight-only fp8."""
+    return scaling_of(shape) + ("+w8a16" if is_scaled(shape) and weight_only(shape) else "")
+
+
 def report_lines(tj, g, twin=None):
     """The table of one suite, shape by shape: gemmtune's tuned winner (`gemmtune bench --json` g), cuBLASLt's
     default in the same run, Inductor max-autotune (this script's JSON tj; None: no Inductor columns' values) and,
@@ -545,12 +953,18 @@ def report_lines(tj, g, twin=None):
     Inductor us / gemmtune us, printed when this script timed as gemmtune does (--timing rotate); "/ twin" = gemmtune
     us / the aligned twin's gemmtune us (1.00: the unaligned problem runs as fast as its aligned twin). Tuning time:
     gemmtune's tune wall (compile, verify, time; cold result cache when the bench ran without one) against
-    Inductor's autotune_s. Geomeans over the shapes that have each quotient, then the shapes behind each goal."""
+    Inductor's autotune_s. Geomeans over the shapes that have each quotient, then the shapes behind each goal.
+    A suite with scaled (fp8) shapes gets more columns: the scaling ("+w8a16": weight-only), gemmtune's TFLOP/s and
+    weight GB/s (W and its scales / time), torch._scaled_mm's us with exact and fast accumulation (the eager peer,
+    "x cuBLAS"'s bridge the exact one), Inductor's us of each ("abs x ind fast" = Inductor with use_fast_accum=True
+    us / gemmtune us), and the geomeans split by scaling."""
     tj = tj or {"meta": {}, "results": []}
     t = {r["name"]: r for r in tj["results"]}
     same_timing = tj["meta"].get("timing", "").startswith("median of per-launch")
     tw = {s["name"]: s for s in (twin or {}).get("shapes", []) if s.get("status") == "ok"}
     shapes = g["shapes"]
+    probs = {s["name"]: problem_shape(s) for s in shapes}
+    fp8 = any(is_scaled(p) for p in probs.values())
     nw = max([24] + [len(s["name"]) for s in shapes])
     out = []
     cards = [f"gemmtune {g.get('device', {}).get('name', '?')} {(g.get('finished_at') or '')[:10]}"]
@@ -563,12 +977,18 @@ def report_lines(tj, g, twin=None):
     gpus = {g.get("device", {}).get("name"), tj.get("meta", {}).get("gpu"), (twin or {}).get("device", {}).get("name")}
     if len(gpus - {None}) > 1:
         out.append("# note: these runs were measured on different GPUs; their quotients compare cards, not kernels")
-    hdr = (f"{'name':{nw}} | {'gemmtune us':>11} {'cuBLAS us':>10} {'x cuBLAS':>8} | {'inductor us':>11} "
-           f"{'x cuBLAS':>8} | {'x inductor':>10} {'abs x ind':>9} |"
-           + (f" {'twin us':>9} {'/ twin':>7} |" if twin is not None else "")
-           + f" {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
+    if fp8:
+        hdr = (f"{'name':{nw}} | {'scaling':12} | {'gemmtune us':>11} {'TFLOP/s':>8} {'wGB/s':>6} {'cuBLAS us':>10} "
+               f"{'x cuBLAS':>8} | {'scaled_mm us':>12} {'fast us':>9} | {'inductor us':>11} {'x cuBLAS':>8} "
+               f"{'fast us':>9} | {'x inductor':>10} {'abs x ind':>9} {'abs x fast':>10} |")
+    else:
+        hdr = (f"{'name':{nw}} | {'gemmtune us':>11} {'cuBLAS us':>10} {'x cuBLAS':>8} | {'inductor us':>11} "
+               f"{'x cuBLAS':>8} | {'x inductor':>10} {'abs x ind':>9} |")
+    hdr += ((f" {'twin us':>9} {'/ twin':>7} |" if twin is not None else "")
+            + f" {'tune s':>6} {'autotune s':>10} | gemmtune winner / inductor pick")
     out += [hdr, "-" * len(hdr)]
-    q = {"cublas": [], "bridged": [], "absolute": [], "twin": []}
+    q = {"cublas": [], "bridged": [], "absolute": [], "fast": [], "twin": []}
+    by_group = {}
     behind, off_twin, tune_g, tune_i = [], [], [], []
     for s in shapes:
         if s.get("status") != "ok":
@@ -578,11 +998,17 @@ def report_lines(tj, g, twin=None):
         ours = s.get("speedup_vs_cublas")
         q["cublas"].append(ours)
         ind_us = r.get("compile_us") if r else None
-        ind = r["eager_us"] / ind_us if ind_us else None
+        ind = r["eager_us"] / ind_us if ind_us and r.get("eager_us") else None
         bridged = ours / ind if ind and ours else None  # no bridge when cuBLASLt's default failed
         absolute = ind_us / s["us"] if ind_us and same_timing else None
+        fast_us = r.get("compile_fast_us") if r else None
+        fast = fast_us / s["us"] if fast_us and same_timing else None
         q["bridged"].append(bridged)
         q["absolute"].append(absolute)
+        q["fast"].append(fast)
+        grp = by_group.setdefault(scaling_group(probs[s["name"]]), {key: [] for key in q})
+        for key, v in (("cublas", ours), ("bridged", bridged), ("absolute", absolute), ("fast", fast)):
+            grp[key].append(v)
         vs_ind = absolute if same_timing else bridged
         if vs_ind is not None and vs_ind < 1.0:
             behind.append(f"{s['name']} {vs_ind:.3f}")
@@ -597,12 +1023,24 @@ def report_lines(tj, g, twin=None):
         if tune_s is not None and math.isfinite(tune_s) and autotune_s is not None:
             tune_g.append(tune_s)
             tune_i.append(autotune_s)
-        out.append(f"{s['name']:{nw}} | {_num(s['us'], 11, 1)} {_num(s.get('cublas_us'), 10, 1)} "
-                   f"{_num(ours, 8, 3)} | {_num(ind_us, 11, 1)} {_num(ind, 8, 3)} | {_num(bridged, 10, 3)} "
-                   f"{_num(absolute, 9, 3)} |"
-                   + (f" {_num(twin_us, 9, 1)} {_num(to_twin, 7, 3)} |" if twin is not None else "")
-                   + f" {_num(tune_s, 6, 1)} {_num(autotune_s, 10, 1)} | {s.get('winner', '?')} / "
-                   f"{(r or {}).get('inductor_pick') or ('torch.compile failed' if r and 'compile_failed' in r else '-')}")
+        unavailable = (r or {}).get("unavailable", {})
+        pick = ((r or {}).get("inductor_pick")
+                or ("torch refused it" if "eager" in unavailable else
+                    "torch.compile failed" if r and ("compile_failed" in r or "compile" in unavailable) else "-"))
+        if fp8:
+            p = probs[s["name"]]
+            wgbps = scaled_bytes(p)[1] / (s["us"] * 1e3) if is_scaled(p) and s.get("us") else None
+            line = (f"{s['name']:{nw}} | {scaling_group(p):12} | {_num(s['us'], 11, 1)} {_num(s.get('tflops'), 8, 1)} "
+                    f"{_num(wgbps, 6, 0)} {_num(s.get('cublas_us'), 10, 1)} {_num(ours, 8, 3)} | "
+                    f"{_num((r or {}).get('eager_us'), 12, 1)} {_num((r or {}).get('eager_fast_us'), 9, 1)} | "
+                    f"{_num(ind_us, 11, 1)} {_num(ind, 8, 3)} {_num(fast_us, 9, 1)} | {_num(bridged, 10, 3)} "
+                    f"{_num(absolute, 9, 3)} {_num(fast, 10, 3)} |")
+        else:
+            line = (f"{s['name']:{nw}} | {_num(s['us'], 11, 1)} {_num(s.get('cublas_us'), 10, 1)} "
+                    f"{_num(ours, 8, 3)} | {_num(ind_us, 11, 1)} {_num(ind, 8, 3)} | {_num(bridged, 10, 3)} "
+                    f"{_num(absolute, 9, 3)} |")
+        out.append(line + (f" {_num(twin_us, 9, 1)} {_num(to_twin, 7, 3)} |" if twin is not None else "")
+                   + f" {_num(tune_s, 6, 1)} {_num(autotune_s, 10, 1)} | {s.get('winner', '?')} / {pick}")
     gm, n = geomean(q["cublas"])
     if n:
         out.append(f"geomean gemmtune x cuBLASLt default: {gm:.3f} over {n} shapes")
@@ -615,6 +1053,18 @@ def report_lines(tj, g, twin=None):
     if n or any(x is not None for x in q["bridged"]):
         out.append(f"behind Inductor ({'absolute' if same_timing else 'bridged'} < 1.0): "
                    + (", ".join(behind) if behind else "none"))
+    if fp8:
+        gm, n = geomean(q["fast"])
+        if n:
+            out.append(f"geomean Inductor (use_fast_accum=True) us / gemmtune us: {gm:.3f} over {n} shapes")
+        out.append("geomean by scaling: x cuBLASLt default | x Inductor (bridged) | Inductor us / gemmtune us | "
+                   "Inductor fast-accum us / gemmtune us  (shapes)")
+        for name, grp in by_group.items():
+            cells = []
+            for key in ("cublas", "bridged", "absolute", "fast"):
+                gm, n = geomean(grp[key])
+                cells.append(f"{gm:.3f} ({n})" if n else "-")
+            out.append(f"  {name:12} " + " | ".join(cells))
     if twin is not None:
         gm, n = geomean(q["twin"])
         out.append(f"geomean gemmtune us / aligned twin us: {gm:.3f} over {n} shapes "
@@ -639,6 +1089,170 @@ def gpu_slug(name):
     """The GPU part of a results file name (bench/README.md): "NVIDIA H100 80GB HBM3" -> "h100"."""
     m = re.search(r"\b([A-Z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
     return (m.group(1) if m else name.replace(" ", "_").replace("/", "_")).lower()
+
+
+def _torch_scale_layout_ok(shape, geo):
+    """torch._scaled_mm's checks of block scales (ATen's is_blockwise_1x128_scaling / is_blockwise_128x128_scaling,
+    the latter on b.t() and scale_b.t()), restated over sizes and strides: A 1x128, B 128x128 with a row pitch of
+    ceil(K/128), or that rounded up to 4 in the releases that want 16-byte rows."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    kb, nb = -(-k // 128), -(-n // 128)
+    a, b = geo["a"], geo["b"]
+    a_ok = a["size"] == (m, kb) and a["stride"] == (1, m)
+    bt_size, bt_stride = b["size"][::-1], b["stride"][::-1]
+    b_ok = bt_size == (nb, kb) and bt_stride[1] == 1 and bt_stride[0] in (kb, -(-kb // 4) * 4)
+    return a_ok and b_ok
+
+
+def self_test_fp8(suites):
+    """The fp8 suites, the scaled path's rules and the scale layouts, without torch."""
+    large, decode = suites["fp8_large"], suites["fp8_decode"]
+    assert 18 <= len(large["shapes"]) <= 24 and 12 <= len(decode["shapes"]) <= 16
+    for suite, ms in ((large, {2048, 4096, 8192}), (decode, {1, 4, 8, 16, 64, 128})):
+        seen = set()
+        for raw in suite["shapes"]:
+            shape = resolve_shape(raw, suite)
+            sc = scaling_of(shape)
+            assert is_scaled(shape) and shape_reason(shape) == "", (raw, shape_reason(shape))
+            assert shape["m"] in ms, raw
+            # names: <model>_<proj>_m<M>[_w8a16]_<scaling>[_e4m3d][_amax]
+            assert re.fullmatch(rf"\w+_m{shape['m']}(_w8a16)?_{sc}(_e4m3d)?(_amax)?|\w+_{sc}", raw["name"]), raw
+            assert raw["name"].startswith("dsv3_") <= (sc == "block"), raw  # DeepSeek-V3: its block recipe
+            assert not raw["name"].startswith("llama3_") or sc in ("row", "tensor"), raw
+            assert ("_w8a16" in raw["name"]) == weight_only(shape), raw
+            assert ("_e4m3d" in raw["name"]) == (operand_spec(shape, "D")[0] == "e4m3"), raw
+            seen.add(scaling_group(shape) + ("+e4m3d" if "_e4m3d" in raw["name"] else ""))
+        want = {"tensor", "row", "block", "tensor+e4m3d"} | ({"row+w8a16"} if suite is decode else set())
+        assert want <= seen, (suite["name"], seen)
+
+    base = {"name": "s", "m": 3, "n": 300, "k": 700, "A": "e4m3:row", "B": "e4m3:col", "D": "bf16:row"}
+    block = resolve_shape(dict(base, scaling="block"), {})
+    assert scale_pitches(block) == [6, 8] and scale_pitches(dict(block, k=512)) == [4]
+    assert scale_pitches(dict(block, scaling="row")) == [0]
+    for pitch in scale_pitches(block):
+        geo = scale_geometry(block, pitch)
+        assert _torch_scale_layout_ok(block, geo), geo
+        m, kb, nb = 3, 6, 3
+        # the torch views address the buffers as gemmtune's GemmArgs index them (gemmtune/problem.h)
+        for i in range(m):
+            for j in range(kb):
+                assert i * geo["a"]["stride"][0] + j * geo["a"]["stride"][1] == j * m + i
+        for j in range(kb):
+            for q in range(nb):
+                assert j * geo["b"]["stride"][0] + q * geo["b"]["stride"][1] == q * pitch + j
+        assert geo["b"]["numel"] == nb * pitch and geo["a"]["numel"] == kb * m
+    row = resolve_shape(dict(base, scaling="row"), {})
+    assert scale_geometry(row) == {"a": {"numel": 3, "size": (3, 1), "stride": (1, 1)},
+                                   "b": {"numel": 300, "size": (1, 300), "stride": (300, 1)}}
+    wo = dict(row, A="bf16:row")
+    assert weight_only(wo) and scale_geometry(wo)["b"]["size"] == (300, 1)
+    assert scale_geometry(dict(row, scaling="tensor"))["a"] == {"numel": 1, "size": (), "stride": ()}
+    # bytes: A 3 x 700 (1 B), W 300 x 700 (1 B) + 300 row scales, D 3 x 300 bf16, 3 row scales
+    assert scaled_bytes(row) == (2100 + 210000 + 1200 + 1800 + 12, 210000 + 1200)
+    assert scaled_bytes(wo)[0] == 4200 + 211200 + 1800 + 12
+    for bad, needle in ((dict(row, A="e4m3:col"), "row-major"), (dict(row, batch=2), "one matrix"),
+                        (dict(row, epilogue="bias"), "epilogue"), (dict(wo, scaling="block"), "block"),
+                        (dict(row, D="e5m2:row"), "e4m3"), (dict(row, amax=True), "amax"),
+                        (dict(row, scaling="none"), "tensor, row or block"), (dict(row, lda=800), "packed"),
+                        (dict(row, B="bf16:col"), "fp8 B"), (dict(wo, D="e4m3:row"), "e4m3 D")):
+        assert needle in shape_reason(bad), (bad, shape_reason(bad))
+    assert shape_reason(dict(row, scaling="rowwise")) == "" and scaling_of({"scaling": "Blockwise"}) == "block"
+    assert not is_linear(row) and not is_scaled(resolve_shape({"name": "b", "m": 1, "n": 8, "k": 8}, {}))
+
+    # gemmtune bench rows: the problem object, or the problem string alone
+    obj = {"name": "x", "m": 16, "n": 4096, "k": 14336,
+           "problem": {"A": {"dtype": "bf16", "layout": "row"}, "B": {"dtype": "e4m3", "layout": "col"},
+                       "D": {"dtype": "bf16", "layout": "row"}, "scaling": "row", "amax": False,
+                       "str": "--m=16 --n=4096 --k=14336 --A=bf16:row --B=e4m3:col --D=bf16:row --scaling=row"}}
+    p = problem_shape(obj)
+    assert (p["A"], p["B"], p["scaling"], scaling_group(p)) == ("bf16:row", "e4m3:col", "row", "row+w8a16"), p
+    p = problem_shape({"name": "y", "problem": "--m=64 --n=256 --k=512 --A=e4m3:row --B=e4m3:col --D=e4m3:row "
+                                               "--scaling=tensor --amax"})
+    assert (p["m"], p["n"], p["k"], p["D"], p["scaling"], p["amax"]) == (64, 256, 512, "e4m3:row", "tensor", True), p
+    p = problem_shape({"name": "z", "m": 8, "n": 8, "k": 8, "problem": {"str": "--m=8 --n=8 --k=8"}})
+    assert (p["A"], p["B"], scaling_group(p)) == ("bf16:row", "bf16:col", "none"), p
+
+    # the report of an fp8 suite: its columns and the geomeans by scaling
+    def gshape(name, us, cublas_us, a="e4m3", sc="row"):
+        return {"name": name, "status": "ok", "us": us, "cublas_us": cublas_us, "speedup_vs_cublas": cublas_us / us,
+                "tflops": 2.0 * 4096 ** 3 / us / 1e6, "m": 4096, "n": 4096, "k": 4096, "winner": "sm90:x",
+                "tune": {"cache_hit": True},
+                "problem": {"A": {"dtype": a, "layout": "row"}, "B": {"dtype": "e4m3", "layout": "col"},
+                            "D": {"dtype": "bf16", "layout": "row"}, "scaling": sc}}
+    g = {"suite": "fp8_large", "device": {"name": "NVIDIA H100 80GB HBM3"}, "finished_at": "2026-01-02T03:04:05Z",
+         "shapes": [gshape("r1", 100.0, 110.0), gshape("r2", 100.0, 90.0), gshape("b1", 100.0, 120.0, sc="block"),
+                    gshape("w1", 50.0, 50.0, a="bf16")]}
+    tj = {"meta": {"gpu": "NVIDIA H100 80GB HBM3", "timing": "median of per-launch CUDA events over rotated sets"},
+          "results": [{"name": "r1", "eager_us": 110.0, "eager_fast_us": 100.0, "compile_us": 120.0,
+                       "compile_fast_us": 105.0, "autotune_s": 9.0, "inductor_pick": "triton 128x128x128"},
+                      {"name": "r2", "eager_us": 88.0, "compile_us": 90.0, "autotune_s": 9.0,
+                       "inductor_pick": "aten _scaled_mm (cuBLAS)"},
+                      {"name": "b1", "eager_us": 120.0, "compile_us": 130.0,
+                       "unavailable": {"eager_fast": "RuntimeError: no fast accum with block scales"}},
+                      {"name": "w1", "unavailable": {"eager": "RuntimeError: x"}}]}
+    lines = report_lines(tj, g)
+    text = "\n".join(lines)
+    rows = {ln.split("|")[0].strip(): [c.split() for c in ln.split("|")[1:]] for ln in lines[3:] if "|" in ln}
+    assert rows["r1"][0] == ["row"] and rows["r1"][1][:1] == ["100.0"], rows["r1"]
+    # TFLOP/s 1374.4; W + row scales = 4096 * 4096 + 4 * 4096 bytes in 100 us = 168 GB/s
+    assert rows["r1"][1] == ["100.0", "1374.4", "168", "110.0", "1.100"], rows["r1"]
+    assert rows["r1"][2] == ["110.0", "100.0"] and rows["r1"][3] == ["120.0", "0.917", "105.0"], rows["r1"]
+    assert rows["r1"][4] == ["1.200", "1.200", "1.050"], rows["r1"]  # bridged 1.1 / (110 / 120)
+    assert rows["w1"][0] == ["row+w8a16"] and rows["w1"][2] == ["-", "-"], rows["w1"]
+    assert rows["b1"][0] == ["block"] and rows["b1"][3][2] == "-", rows["b1"]
+    for needle in ("geomean by scaling", f"  row          {(1.1 * 0.9) ** 0.5:.3f} (2) | ",
+                   "  block        1.200 (1) | ", "  row+w8a16    1.000 (1) | - | - | -",
+                   "geomean Inductor (use_fast_accum=True) us / gemmtune us: 1.050 over 1 shapes"):
+        assert needle in text, (needle, text)
+
+
+def self_test_fp8_torch():
+    """With torch importable (CPU is enough): the scale tensors of every mode dequantize as gemmtune's index rules
+    say, element by element on a small shape, and torch's CPU _scaled_mm (tensor and row scaling where this torch
+    has it) matches the fp64 reference. Returns a note for the summary line."""
+    try:
+        import torch
+    except ImportError:
+        return "torch not importable: scale tensors unchecked"
+    torch.manual_seed(0)
+    ran = []
+    base = {"name": "t", "m": 3, "n": 300, "k": 400, "A": "e4m3:row", "B": "e4m3:col", "D": "bf16:row"}
+    cases = [dict(base, scaling=sc) for sc in SCALINGS] + [
+        dict(base, scaling="tensor", D="e4m3:row"), dict(base, scaling="tensor", D="e4m3:row", amax=True),
+        dict(base, scaling="row", A="bf16:row"), dict(base, scaling="tensor", A="bf16:row"),
+        dict(base, scaling="block", k=700), dict(base, scaling="block", m=1, n=129, k=129)]
+    for case in cases:
+        shape = resolve_shape(case, {})
+        assert shape_reason(shape) == "", (case, shape_reason(shape))
+        m, n, k = shape["m"], shape["n"], shape["k"]
+        sc = scaling_of(shape)
+        for pitch in scale_pitches(shape):
+            s = scaled_inputs(shape, "cpu", pitch)
+            a, w, sa, sb, sd = s
+            v, v_amax = scaled_reference(shape, s)
+            fa = sa.as_strided((sa.untyped_storage().nbytes() // 4,), (1,)).double()
+            fb = sb.as_strided((sb.untyped_storage().nbytes() // 4,), (1,)).double()
+            p = pitch or -(-k // SCALE_BLOCK)
+            ad, wd = a.double(), w.double()
+            for i, j in {(0, 0), (m - 1, n - 1), (m // 2, min(130, n - 1)), (m - 1, min(257, n - 1))}:
+                kk = torch.arange(k)
+                if sc == "tensor":
+                    s_a, s_b = fa[0], fb[0]
+                elif sc == "row":
+                    s_a, s_b = fa[i], fb[j]
+                else:
+                    s_a, s_b = fa[(kk // 128) * m + i], fb[(j // 128) * p + kk // 128]
+                want = (ad[i] * s_a * wd[j] * s_b).sum().item()
+                assert abs(want - v[i, j].item()) <= 1e-9 * max(1.0, abs(want)), (case, i, j, want, v[i, j].item())
+            assert abs(v_amax - v.abs().max().item()) == 0.0
+            try:
+                out = scaled_fn(shape, False)(*s)
+            except (RuntimeError, ValueError, NotImplementedError):
+                continue  # this torch's CPU _scaled_mm lacks the mode (block scales are GPU-only)
+            err = min(scaled_error(out, v, v_amax, sd), scaled_error(out, v, v_amax, sd, divide=True))
+            assert err <= (0.05 if sd is not None else 1e-2), (case, err)
+            ran.append(sc)
+    return f"scale tensors checked with torch {torch.__version__}, CPU _scaled_mm ran {len(ran)} cases"
 
 
 def self_test(root):
@@ -754,7 +1368,9 @@ def self_test(root):
         with contextlib.redirect_stdout(buf):
             report(*paths)
         assert buf.getvalue() == text + "\n"
-    print(f"torch_baseline.py self-test: ok ({len(suites)} suites)")
+    self_test_fp8(suites)
+    note = self_test_fp8_torch()
+    print(f"torch_baseline.py self-test: ok ({len(suites)} suites; fp8: {note})")
 
 
 def main():
@@ -772,6 +1388,11 @@ def main():
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                     help="set torch._inductor.config.KEY (Python literal), e.g. "
                          "triton.enable_persistent_tma_matmul=True; repeatable")
+    ap.add_argument("--fast-accum", choices=["both", "off"], default="both",
+                    help="scaled (fp8) shapes: both = time torch._scaled_mm and its torch.compile with use_fast_accum "
+                         "False and True (where torch allows it); off = False only")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the shapes already in the --json file and run only the others (a run cut short)")
     ap.add_argument("--compile-filter", default="",
                     help="comma-separated substrings: torch.compile only shapes whose name contains one (default: all)")
     ap.add_argument("--compile-budget-s", type=float, default=0,
