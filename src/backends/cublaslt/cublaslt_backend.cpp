@@ -246,10 +246,11 @@ std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
     if (w == 'C' && p.beta == 0.0f) continue;
     if (const int acc = p.access_bytes(w); acc < 16) {
       const Operand& o = p.operand(w);
-      return pre + "fp8 matmuls need 16-byte aligned " + std::string(1, w) + " rows: ld" + std::string(1, char(w + 32)) +
-             "=" + std::to_string(o.ld) + " x " + std::to_string(dtype_size(o.dtype)) + " bytes (" + dn(o.dtype) +
-             "), align=" + std::to_string(o.align) + (p.batch > 1 ? ", batch stride " + std::to_string(o.batch_stride) : "") +
-             " give " + std::to_string(acc) + "-byte alignment";
+      return pre + "cuBLASLt's fp8 matmul needs 16-byte aligned rows of every matrix: " + std::string(1, w) + " (" +
+             dn(o.dtype) + ") has ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " = " +
+             std::to_string(o.ld * int64_t(dtype_size(o.dtype))) + " bytes, align=" + std::to_string(o.align) +
+             (p.batch > 1 ? ", batch stride " + std::to_string(o.batch_stride) : "") + ": " + std::to_string(acc) +
+             "-byte aligned";
     }
   }
   if (p.scaling == Scaling::block) {
@@ -825,6 +826,7 @@ class CublasLtBackend final : public Backend {
   }
 
  private:
+  friend std::string gemmtune::cublaslt_mapping(const Problem&, const std::string&);
   // "" when the config's suffixes fit the problem: its epilogue mode the chain, its fast_accum the inputs.
   static std::string config_reason(const Problem& p, const CandidateConfig& cfg) {
     if (cfg.fast_accum && !fp8_problem(p))
@@ -876,6 +878,40 @@ class CublasLtBackend final : public Backend {
 }  // namespace
 
 std::shared_ptr<Backend> make_cublaslt_backend() { return std::make_shared<CublasLtBackend>(); }
+
+std::string cublaslt_mapping(const Problem& p0, const std::string& config) {
+  const Problem p = resolved(p0);
+  if (std::string why = problem_reason(p, DeviceInfo{}); !why.empty()) throw Error(why);
+  const CandidateConfig cfg = CandidateConfig::parse(config);
+  if (std::string why = CublasLtBackend::config_reason(p, cfg); !why.empty()) throw Error(why);
+  const LtProblem lp = map_problem(p, cfg.epi, cfg.fast_accum.value_or(false));
+  auto type = [](cudaDataType_t t) -> std::string {
+    switch (t) {
+      case CUDA_R_16BF: return "bf16";
+      case CUDA_R_16F: return "f16";
+      case CUDA_R_32F: return "f32";
+      case CUDA_R_8F_E4M3: return "e4m3";
+      case CUDA_R_8F_E5M2: return "e5m2";
+      default: return "#" + std::to_string(static_cast<int>(t));
+    }
+  };
+  auto mat = [&](const char* name, const LtMatrix& m) {
+    return std::string(name) + "=" + type(m.type) + ":" + std::to_string(m.rows) + "x" + std::to_string(m.cols) +
+           ":ld" + std::to_string(m.ld);
+  };
+  std::string s = std::string("swapped=") + (lp.swapped ? "1" : "0") + " transa=" + (lp.transa == CUBLAS_OP_T ? "T" : "N") +
+                  " transb=" + (lp.transb == CUBLAS_OP_T ? "T" : "N") + " " + mat("A", lp.a) + " " + mat("B", lp.b) + " " +
+                  mat("C", lp.c) + (lp.c_null ? "(null)" : "") + " " + mat("D", lp.d);
+  if (lp.fp8) {
+    const char* sa = lp.swapped ? "scale_b" : "scale_a";
+    const char* sb = lp.swapped ? "scale_a" : "scale_b";
+    s += std::string(" scale_mode_a=") + scale_mode_name(lp.scale_mode_a) + "(" + sa + ")" + " scale_mode_b=" +
+         scale_mode_name(lp.scale_mode_b) + "(" + sb + ")" + " fast_accum=" + (lp.fast_accum ? "1" : "0") +
+         " d_scale=" + (lp.d_scale ? "1" : "0") + " amax=" + (lp.amax ? "1" : "0");
+  }
+  if (lp.bias) s += " bias=" + type(lp.bias_type);
+  return s;
+}
 
 std::string cublaslt_version() {
   const size_t v = cublasLtGetVersion();  // major*10000 + minor*100 + patch

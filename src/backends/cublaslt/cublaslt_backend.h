@@ -22,6 +22,13 @@ namespace gemmtune {
 
 std::shared_ptr<Backend> make_cublaslt_backend();
 
+// How the backend hands `p` to cuBLASLt under a candidate config (as enumerate() prints it), as one line of
+// "key=value" fields: swapped (A and B exchanged for a row-major D), transa/transb, each matrix's type, rows x cols and
+// ld in cuBLASLt's column-major terms, and for fp8 the scale mode of cuBLASLt's A and B with the GemmArgs pointer each
+// reads, fast_accum, d_scale and amax. For tests and debugging; needs no GPU. Throws gemmtune::Error when the backend
+// refuses the problem or the config.
+std::string cublaslt_mapping(const Problem& p, const std::string& config);
+
 // cublasLtGetVersion() as "major.minor.patch", e.g. "13.0.2": part of the result-cache key. Needs no GPU.
 std::string cublaslt_version();
 
