@@ -204,7 +204,7 @@ double fp8_value(DType t, uint8_t code) {
   return sign * (e == 0 ? std::ldexp(m / 4.0, -14) : std::ldexp(1.0 + m / 4.0, e - 15));
 }
 
-// A random code with |value| in [1/8, 8): exponents 4..10 (e4m3) or 12..18 (e5m2), any mantissa and sign.
+// A random code with |value| in [1/8, 16): exponents 4..10 (e4m3) or 12..18 (e5m2), any mantissa and sign.
 uint8_t random_fp8(DType t, std::mt19937_64& rng) {
   const uint32_t r = static_cast<uint32_t>(rng());
   const uint32_t sign = (r & 1u) << 7;
