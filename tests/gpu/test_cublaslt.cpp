@@ -278,6 +278,11 @@ TEST_P(CublasLtFp8Gpu, EveryCandidateMatchesReference) {
   for (const Candidate& c : cands) fast += c.config.find("fast_accum=1") != std::string::npos;
   if (p.scaling == Scaling::block) EXPECT_EQ(fast, 0);
   else EXPECT_GT(fast, 0) << "no fast-accumulation candidate for " << p.str();
+  // Both accumulations near the front (interleaved), so that the tuner's top-k of this backend times both.
+  if (p.scaling != Scaling::block && cands.size() > 1)
+    EXPECT_NE(cands[1].config.find("fast_accum=1"), std::string::npos) << cands[1].str();
+  for (size_t i = 0; i < cands.size(); ++i)
+    for (size_t j = i + 1; j < cands.size(); ++j) EXPECT_NE(cands[i], cands[j]) << cands[i].str();
 
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<float> scale_dist(0.5f, 2.0f);

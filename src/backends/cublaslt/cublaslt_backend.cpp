@@ -739,16 +739,22 @@ class CublasLtBackend final : public Backend {
     if (!problem_reason(p, dev).empty()) return {};
     (void)lt_handle();  // throws NoGpuError without a GPU: the heuristic needs the device
     // fp8: cuBLASLt's algorithms with and without fast accumulation are distinct candidates (the tuner times both);
-    // block scaling promotes every 128-K block by definition, so it has only the one form.
+    // block scaling promotes every 128-K block by definition, so it has only the one form. The lists are
+    // interleaved, each at its heuristic rank, so that the tuner's top-k of this backend holds both.
     std::vector<std::optional<bool>> accums{std::nullopt};
     if (fp8_problem(p)) {
       accums = {false};
       if (p.scaling != Scaling::block) accums.push_back(true);
     }
     auto all = [&](EpiMode mode) {
+      std::vector<std::vector<Candidate>> lists;
+      for (const auto& fa : accums) lists.push_back(list_algos(p, mode, fa));
       std::vector<Candidate> out;
-      for (const auto& fa : accums)
-        for (Candidate& c : list_algos(p, mode, fa)) out.push_back(std::move(c));
+      for (size_t i = 0, more = 1; more; ++i) {
+        more = 0;
+        for (auto& l : lists)
+          if (i < l.size()) out.push_back(std::move(l[i])), more = 1;
+      }
       return out;
     };
     if (p.epilogue.empty()) return all(EpiMode::none);
