@@ -229,6 +229,8 @@ const Fp8Case kFp8Cases[] = {
     {"tensor_f32_e4m3xe5m2", 200, 384, 512, Scaling::tensor, DType::e4m3, DType::e5m2, DType::f32},
     {"tensor_e4m3_amax", 200, 384, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "",
      true},
+    {"tensor_bf16_M1", 1, 256, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::bf16},
+    {"row_bf16_M3", 3, 256, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16},
     {"tensor_bf16_colD_batch3", 128, 256, 256, Scaling::tensor, DType::e4m3, DType::e4m3, DType::bf16, Layout::col,
      3},
     {"row_bf16", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16},
@@ -246,6 +248,8 @@ const Fp8Case kFp8Cases[] = {
     {"block_e4m3_amax", 200, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "",
      true},
     {"block_bf16_raggedK_oneNblock", 96, 128, 400, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
+    // M = 99: VEC128_32F's scale tensor has a pitch of M floats, not a multiple of 4 (16 bytes).
+    {"block_bf16_raggedM", 99, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
     {"block_bf16_colD", 128, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16, Layout::col},
 };
 
