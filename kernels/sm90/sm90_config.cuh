@@ -75,7 +75,8 @@ struct GemmConfig {
   static_assert(STAGES >= 2 && STAGES <= 16, "stages must be in [2, 16]");
   static_assert(CS == 1 || CS == 2 || (CM == 2 && CN == 2), "cluster must be 1x1, 2x1, 1x2 or 2x2");
   static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
-  static_assert(OUT >= 0 && OUT <= 2 && CT >= 0 && CT <= 2, "bad output / C dtype");
+  static_assert((OUT >= 0 && OUT <= 2 || OUT == kE4M3) && CT >= 0 && CT <= 2, "bad output / C dtype");
+  static_assert(OUT != kE4M3 || (FP8 && !HAS_C), "an e4m3 D needs fp8 inputs and takes no C");
 
   static constexpr int kAParts = P.a_parts, kBParts = P.b_parts;
   static constexpr int kABoxRows = P.a_box_rows, kBBoxRows = P.b_box_rows, kBRows = P.b_rows;

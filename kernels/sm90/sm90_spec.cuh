@@ -105,7 +105,7 @@ constexpr Plan derive(const Spec& s) {
   p.stage_bytes = p.a_bytes + p.b_bytes;
   p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes, s.dynamic);
 
-  p.out_size = s.out == kF32 ? 4 : 2;
+  p.out_size = gt::dtype_code_bytes(s.out);
   const int row = s.bn * p.out_size;
   p.epi_rows = epi_rows(s.epi_warp, p.fixed_bytes);
   p.epi_pieces = s.epi_warp ? 16 / p.epi_rows : 1;
@@ -158,6 +158,10 @@ struct GemmParams {
   // sr[kb * m + row], sc[(col / 128) * kb_count + kb], kb_count = ceil(k / 128).
   const float* sr;
   const float* sc;
+  // e4m3 D: D = saturate(v * scale_d[0]) (null: 1); amax (or null): max |v| over D, zeroed on the stream before the
+  // launch and raised by atomicMax on the float bits (non-negative floats order as their bit patterns).
+  const float* scale_d;
+  float* amax;
 };
 
 }  // namespace gt_sm90

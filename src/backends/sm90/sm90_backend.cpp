@@ -262,6 +262,15 @@ class Sm90Executable final : public Executable {
       params.sr = view_.transposed ? args.scale_b : args.scale_a;
       params.sc = view_.transposed ? args.scale_a : args.scale_b;
     }
+    if (view_.d.type == gt::kE4M3) {
+      params.scale_d = args.scale_d;  // null: 1
+      if (problem_.amax) {
+        // The kernel raises amax with atomicMax from every warp that stores D: it starts from zero on the stream.
+        GT_REQUIRE(args.amax, "sm90: the problem asks for amax but GemmArgs::amax is null (" + cand_.str() + ")");
+        params.amax = args.amax;
+        GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(args.amax), 0u, 1, reinterpret_cast<CUstream>(stream)));
+      }
+    }
     if (cfg_.dynamic()) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
     if (cfg_.gpc()) params.order = static_cast<const int*>(order_.get());
     params.raster_n = cfg_.raster_n ? 1 : 0;

@@ -178,6 +178,12 @@ struct SpillPriorRow {
   bool (*match)(const Config& c, const Problem& p, const KernelView& v, int acc);
 };
 const SpillPriorRow kSpillPrior[] = {
+    {"an e4m3 D with row scaling at tile N 256",
+     "coop 128x256 and ping-pong 64x256 (1x1, 2x1, 1x2) at 4096^3: 64-180 bytes (Sm90Fp8Compile.E4M3Out_Row); their "
+     "bf16-D twins and the 128-accumulator 256x128 / ping-pong 128x128 compile clean",
+     [](const Config& c, const Problem& p, const KernelView& v, int) {
+       return v.d.type == gt::kE4M3 && p.scaling == Scaling::row && c.bn >= 256;
+     }},
     {"accumulators over 128 with a C input, f32 D or a fused epilogue (192 only for the plain 16-bit store)",
      "f32 D at 192 accumulators: 20 bytes spilled",
      [](const Config&, const Problem& p, const KernelView& v, int acc) {
@@ -394,18 +400,21 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
         add(c, w);
       }
   }
-  std::vector<std::pair<double, size_t>> order;
+  // Configs of the spill prior go after all others, each part in its estimated order (as in enumerate_configs).
+  std::vector<std::pair<double, size_t>> order, late;
   for (size_t i = 0; i < cands.size(); ++i) {
     const Config& c = cands[i];
-    double cost = estimate_cost(c, p, dev) * (c.acc == Accum::promote ? 1.1 : 1.0);
-    if (spill_prior(c, p, kernel_view(p, c.swap))) cost *= 100.0;  // listed after the rest, as enumerate_configs does
-    order.push_back({cost, i});
+    const double cost = estimate_cost(c, p, dev) * (c.acc == Accum::promote ? 1.1 : 1.0);
+    (spill_prior(c, p, kernel_view(p, c.swap)) ? late : order).push_back({cost, i});
   }
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto by_cost = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(order.begin(), order.end(), by_cost);
+  std::stable_sort(late.begin(), late.end(), by_cost);
   std::vector<Config> ranked;
   for (const auto& o : order) ranked.push_back(cands[o.second]);
-  const FrontRow& f = kFront[0];
-  if (f.problem(v)) std::stable_partition(ranked.begin(), ranked.end(), f.match);
+  for (const FrontRow& r : kFront)
+    if (r.problem(v)) std::stable_partition(ranked.begin(), ranked.end(), r.match);
+  for (const auto& o : late) ranked.push_back(cands[o.second]);
   return ranked;
 }
 

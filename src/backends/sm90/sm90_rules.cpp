@@ -60,10 +60,20 @@ std::string fp8_reason(const Problem& p) {
     return "sm90: a " + std::string(dtype_name(p.a.dtype)) + " A with an " + std::string(dtype_name(p.b.dtype)) +
            " B (weight-only fp8) is not supported: wgmma's k32 forms take fp8 on both sides (the gemv backend takes "
            "skinny ones, cuBLASLt the rest)";
-  if (is_fp8(p.d.dtype))
-    return "sm90: an " + std::string(dtype_name(p.d.dtype)) + " D (scale_d, amax) is not supported by the sm90 "
-           "kernels; cuBLASLt writes one, or take a bf16 D";
   if (p.epilogue.has_glu()) return "sm90: a GLU epilogue with fp8 inputs is not supported";
+  if (p.d.dtype == DType::e4m3) {
+    // The e4m3 D is staged and TMA-stored like a 16-bit one, in bytes; the bounds-checked copy-out paths and the
+    // fused chain's store move 2- and 4-byte elements.
+    if (!p.epilogue.empty())
+      return "sm90: an e4m3 D with a fused epilogue ('" + p.epilogue.key() + "') is not supported; cuBLASLt or a "
+             "bf16 D takes it";
+    const KernelView v = kernel_view(p);
+    if (!d_tma_store(v) || epi_direct(p, v))
+      return "sm90: an e4m3 D needs rows TMA can store whole: ldd, batch stride and N multiples of 16 elements and a "
+             "16-byte aligned pointer (" + store_path(p, v) + ")";
+  } else if (is_fp8(p.d.dtype)) {
+    return "sm90: D must be bf16, f16, f32 or e4m3";
+  }
   if (p.scaling == Scaling::block && p.d.layout != Layout::row)
     return "sm90: block scaling needs a row-major D (a column-major D is solved transposed)";
   return "";
@@ -74,12 +84,15 @@ std::string fp8_reason(const Problem& p) {
 std::string fp8_path(const Problem& p) {
   if (!is_fp8(p.a.dtype) || !is_fp8(p.b.dtype)) return "";
   const std::string types = std::string(dtype_name(p.a.dtype)) + " x " + std::string(dtype_name(p.b.dtype));
+  const std::string d8 = p.d.dtype == DType::e4m3
+                             ? std::string("; e4m3 D: saturate(v * scale_d)") + (p.amax ? ", amax by atomicMax" : "")
+                             : "";
   if (p.scaling == Scaling::block)
     return "; fp8 " + types + ": block scales applied as each 128-K block is promoted into fp32 accumulators "
-           "(acc=promote)";
+           "(acc=promote)" + d8;
   return "; fp8 " + types + ": " + std::string(scaling_name(p.scaling)) + " scales applied to the fp32 accumulators "
          "before alpha, beta and the epilogue; acc=fast (K accumulated in the tensor core) or acc=promote (fp32 "
-         "promotion every 128 K)";
+         "promotion every 128 K)" + d8;
 }
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
@@ -93,7 +106,7 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     return "sm90: A and B must both be bf16 or both f16";
   }
   auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
-  if (!out_ok(p.d.dtype)) return "sm90: D must be bf16, f16 or f32";
+  if (!out_ok(p.d.dtype) && !(fp8 && p.d.dtype == DType::e4m3)) return "sm90: D must be bf16, f16 or f32";
   if (p.beta != 0.0f && !out_ok(p.c.dtype)) return "sm90: C must be bf16, f16 or f32";
   if (p.accum != DType::f32) return "sm90: accumulation must be f32";
   const KernelView v = kernel_view(p);
@@ -172,6 +185,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
       return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
              "swap does" + cs;
     if (c.epi_warp) return "sm90: swap=1 has no epilogue strips to store per warp (epi=warp)" + cs;
+    if (p.d.dtype == DType::e4m3) return "sm90: swap=1 stores 16-bit and f32 elements only (D is e4m3)" + cs;
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
   const KernelView v = kernel_view(p, c.swap);
