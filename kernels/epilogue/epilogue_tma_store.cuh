@@ -346,7 +346,7 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
   constexpr int OUT = Cfg::OUT;
   constexpr unsigned kMask = epi_swizzle_mask(BYTES);
   const int r0 = Cfg::kEpiWarp ? 0 : warp * 16;  // the warp's first row in `dst`: a warp's strip is its own
-  if constexpr (OUT == kF32 || Cfg::HAS_C || Cfg::SK) {
+  if constexpr (OUT == kF32 || OUT == kE4M3 || Cfg::HAS_C || Cfg::SK) {
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
 #pragma unroll
@@ -354,10 +354,12 @@ __device__ __forceinline__ void stage_strip(unsigned dst, int warp, int lane, Pa
         float v0, v1;
         pair(g, i, v0, v1);
         const int r = Cfg::kEpiHalf ? lane / 4 : r0 + lane / 4 + 8 * i;
-        const unsigned off = r * BYTES + (g * 8 + 2 * (lane % 4)) * (OUT == kF32 ? 4 : 2);
+        const unsigned off = r * BYTES + (g * 8 + 2 * (lane % 4)) * Cfg::kOutSize;
         const unsigned sw = off ^ (((off >> 7) & kMask) << 4);
         if (OUT == kF32)
           st_shared_f32x2(dst + sw, v0, v1);
+        else if (OUT == kE4M3)
+          st_shared_u16(dst + sw, pack_e4m3x2(v0, v1));
         else
           st_shared_u32(dst + sw, OUT == kBF16 ? pack_bf16x2(v0, v1) : pack_f16x2(v0, v1));
       }
@@ -523,6 +525,13 @@ __device__ __forceinline__ void drain_strips(int tid) {
   if (!NO_TMA && tid % 32 == 0) bulk_wait_read<0>();
 }
 
+// amax of an e4m3 D: the warp's largest |v| (a butterfly max), raised into *amax by lane 0.
+__device__ __forceinline__ void warp_amax(float* amax, float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (threadIdx.x % 32 == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(v));
+}
+
 template <class Cfg, int FLAGS = kEpiDirect>
 struct EpilogueTmaStore {
   struct Params {};  // the plain epilogue takes no operands (EpilogueFused: gemmtune_epi::EpiParams)
@@ -542,6 +551,10 @@ struct EpilogueTmaStore {
     constexpr bool kNoTma = (FLAGS & kEpiNoTmaD) != 0;
     const bool edge_tile = (FLAGS & kEpiDirect) && !kNoTma && (p.n * Cfg::kOutSize) % 16 != 0 && n0 + Cfg::BN > p.n;
     constexpr int kCSize = Cfg::CT == kF32 ? 4 : 2;
+    // An e4m3 D (only without C): v * scale_d is stored saturated (stage_strip), max |v| kept for amax.
+    constexpr bool kF8Out = Cfg::OUT == kE4M3;
+    float amax_t = 0.0f;
+    const float sd = kF8Out && p.scale_d ? p.scale_d[0] : 1.0f;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si) {
       // kEpiVecC: this thread's two C rows of the slab, at its first column (see load_c2_at).
@@ -582,6 +595,11 @@ struct EpilogueTmaStore {
                     }
                   }
                 }
+                if constexpr (kF8Out) {  // rows and columns past D hold alpha * 0 (TMA's zero fill)
+                  amax_t = fmaxf(amax_t, fmaxf(fabsf(v0), fabsf(v1)));
+                  v0 *= sd;
+                  v1 *= sd;
+                }
               }, pc);
               strip_end<Cfg, kBytes, kNoTma, no_tma_unroll<Cfg>()>(
                   map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct, tid);
@@ -589,6 +607,8 @@ struct EpilogueTmaStore {
             }
           });
     }
+    if constexpr (kF8Out)
+      if (p.amax) warp_amax(p.amax, amax_t);
   }
 
   __device__ __forceinline__ static void drain(int tid) { drain_strips<(FLAGS & kEpiNoTmaD) != 0>(tid); }

@@ -195,6 +195,12 @@ __device__ __forceinline__ unsigned pack_f16x2(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// Two e4m3 values (lo at the lower address), rounded to nearest and saturated to +-448 (satfinite).
+__device__ __forceinline__ unsigned short pack_e4m3x2(float lo, float hi) {
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 __device__ __forceinline__ float bf16_to_f32(unsigned short h) {
   float f;
   asm("mov.b32 %0, %1;" : "=f"(f) : "r"(static_cast<unsigned>(h) << 16));
@@ -209,6 +215,9 @@ __device__ __forceinline__ float f16_to_f32(unsigned short h) {
 // ---- shared-memory stores ----
 __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared_u16(unsigned addr, unsigned short v) {
+  asm volatile("st.shared.u16 [%0], %1;" ::"r"(addr), "h"(v) : "memory");
 }
 __device__ __forceinline__ void st_shared_f32x2(unsigned addr, float a, float b) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");

@@ -2,14 +2,29 @@
 // The sm90 kernels' compile-time configuration: a view of the plan derived once from the spec (sm90/sm90_spec.cuh,
 // which the host reads too), with the device-side checks, and the shared-memory addresses of that plan.
 #include "ptx/ptx.cuh"
+#include "ptx/wgmma.cuh"
 #include "sm90/sm90_spec.cuh"
 
 namespace gt_sm90 {
 
+// The fp8 wgmma wrappers (ptx/wgmma_f8.cuh): an fp8 JIT unit includes them, a 16-bit one does not parse them.
+template <int N, int A, int B>
+struct WgmmaF8;
+
+// A or B by a compile-time flag (no <type_traits> under NVRTC's light includes).
+template <bool C, class A, class B>
+struct Select {
+  using T = A;
+};
+template <class A, class B>
+struct Select<false, A, B> {
+  using T = B;
+};
+
 template <Spec S>
 struct GemmConfig {
   static constexpr Plan P = derive(S);
-  static constexpr int BM = S.bm, BN = S.bn, BK = 64, STAGES = S.stages;
+  static constexpr int BM = S.bm, BN = S.bn, BK = P.bk, STAGES = S.stages;
   static constexpr int CM = S.cm, CN = S.cn, CS = S.cm * S.cn;
   static constexpr bool A_MN = S.a_mn, B_MN = S.b_mn, F16 = S.in == kF16, HAS_C = S.has_c, PINGPONG = S.pingpong;
   static constexpr int OUT = S.out, CT = S.ct;
@@ -36,7 +51,23 @@ struct GemmConfig {
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int WM = P.wm, kSlabs = P.slabs, kAccRegs = P.acc_regs;
 
-  static_assert(S.in == kBF16 || S.in == kF16, "A and B must be bf16 or f16");
+  // fp8: a stage row holds 128 K-elements (BK = 128) and each k32 wgmma steps 32 bytes, as a k16 step of 16-bit
+  // elements does, so the ring, descriptors and TMA boxes are those of the 16-bit kernel, in bytes.
+  static constexpr bool FP8 = gt::dtype_code_fp8(S.in);
+  static constexpr int IN_A = S.in, IN_B = S.in_b != 0 ? S.in_b : S.in;
+  static constexpr int SCALE = S.scale;
+  static constexpr bool PROMOTE = S.promote;
+  static_assert(S.in == kBF16 || S.in == kF16 || FP8, "A and B must be bf16, f16, e4m3 or e5m2");
+  static_assert(FP8 == gt::dtype_code_fp8(IN_B) && (FP8 || IN_B == S.in), "A and B: both 16-bit (one type) or both fp8");
+  static_assert(!FP8 || (!A_MN && !B_MN), "fp8 operands must be K-major (row-major A, col-major B)");
+  static_assert(!FP8 || !P.cp, "load=cp copies 16-bit elements");
+  static_assert(FP8 == (SCALE != kScaleNone), "fp8 inputs need a scaling, 16-bit ones take none");
+  static_assert(!PROMOTE || FP8, "promoted accumulation is the fp8 path's");
+  static_assert(SCALE != kScaleBlock || PROMOTE, "block scales are applied as each k-block is promoted");
+  static_assert(SCALE != kScaleBlock || BN % 128 == 0 || 128 % BN == 0,
+                "block scales need tile N a multiple or a divisor of 128 (one B scale per 128 columns)");
+  static_assert(!PROMOTE || 2 * P.acc_regs <= 192, "promote keeps two accumulator sets: exceeds the register budget");
+  using Mma = typename Select<FP8, WgmmaF8<BN, IN_A, IN_B>, Wgmma<BN, F16>>::T;
   static_assert(BM == 64 || BM == 128 || BM == 256, "tile M must be 64, 128 or 256");
   static_assert(WM % 64 == 0 && WM >= 64, "each consumer warpgroup needs a multiple of 64 rows (coop: tile M >= 128)");
   static_assert(BN % 8 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 8 in [16, 256]");
@@ -44,7 +75,8 @@ struct GemmConfig {
   static_assert(STAGES >= 2 && STAGES <= 16, "stages must be in [2, 16]");
   static_assert(CS == 1 || CS == 2 || (CM == 2 && CN == 2), "cluster must be 1x1, 2x1, 1x2 or 2x2");
   static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
-  static_assert(OUT >= 0 && OUT <= 2 && CT >= 0 && CT <= 2, "bad output / C dtype");
+  static_assert((OUT >= 0 && OUT <= 2 || OUT == kE4M3) && CT >= 0 && CT <= 2, "bad output / C dtype");
+  static_assert(OUT != kE4M3 || (FP8 && !HAS_C), "an e4m3 D needs fp8 inputs and takes no C");
 
   static constexpr int kAParts = P.a_parts, kBParts = P.b_parts;
   static constexpr int kABoxRows = P.a_box_rows, kBBoxRows = P.b_box_rows, kBRows = P.b_rows;

@@ -9,6 +9,7 @@
 // (td: D's map for the epilogue strips; tdt: for the tail strip of warp pieces, GemmConfig::kEpiTailBytes, else unused)
 // launched with Cfg::kThreads threads, Cfg::kSmemBytes dynamic shared memory and a (CM*CN, 1, 1) cluster.
 #include "epilogue/epilogue_tma_store.cuh"
+#include "sm90/sm90_fp8.cuh"
 #include "sm90/sm90_mainloop.cuh"
 #include "sm90/sm90_sk_partials.cuh"
 
@@ -36,6 +37,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
+    const float tensor = tensor_scale<Cfg>(p);
     RingPos<Cfg::STAGES> rp;
     unsigned buf = 0;
     for (int j = 0;; ++j) {
@@ -43,9 +45,13 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       if (u.t >= sched.total) break;
       int m0, n0, b;
       sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
+      if constexpr (Cfg::PROMOTE)
+        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, cw * Cfg::WM, p, m0 + cw * Cfg::WM, n0, tid, [] {});
+      else
+        consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
       if constexpr (Cfg::SK)
         if (!SkPartials<Cfg>::settle(u, acc, p, rank * 2 + cw, tid)) continue;  // a head: its partial is written
+      apply_scales<Cfg>(acc, p, tensor, m0 + cw * Cfg::WM, n0, tid);
       Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0 + cw * Cfg::WM, n0, b, tid, buf);
     }
     Epi::drain(tid);

@@ -4,6 +4,7 @@
 // wgmmas. The ring is shared: consumer c's tile j (j % 2 == c) occupies ring positions [j * k_iters, (j+1) * k_iters).
 // Instantiate like gemm_coop (see sm90_gemm_coop.cuh) with a ping-pong Cfg and call gemm_pingpong<Cfg>.
 #include "epilogue/epilogue_tma_store.cuh"
+#include "sm90/sm90_fp8.cuh"
 #include "sm90/sm90_mainloop.cuh"
 #include "sm90/sm90_sk_partials.cuh"
 
@@ -38,6 +39,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
     const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
     float acc[Cfg::kSlabs][Cfg::BN / 2];
+    const float tensor = tensor_scale<Cfg>(p);
     unsigned buf = 0;
     for (int j = cw;; j += 2) {
       const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
@@ -51,11 +53,16 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       // warp of it arrives on once it has passed its last full barrier and issued its last wgmma (not after they
       // complete: the next tile's wgmmas queue behind them and the tensor pipe does not drain between tiles).
       if (j >= 1) mbar_wait(sm.mma_done(1 - cw), static_cast<unsigned>((j - 1) / 2) & 1u);
-      consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, tid % 32, [&] {
+      auto issued = [&] {
         if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
-      });
+      };
+      if constexpr (Cfg::PROMOTE)
+        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, 0, p, m0, n0, tid, issued);
+      else
+        consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, tid % 32, issued);
       if constexpr (Cfg::SK)
         if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid)) continue;  // a head: its partial is written
+      apply_scales<Cfg>(acc, p, tensor, m0, n0, tid);
       Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0, n0, b, tid, buf);
     }
     Epi::drain(tid);

@@ -167,12 +167,12 @@ struct StageDescs {
   }
 };
 
-// Issues the 4 k16 steps of stage s for one consumer. `accumulate` = false zero-initialises the accumulators on the
+// Issues the 4 k16 (fp8: k32) steps of stage s for one consumer. `accumulate` = false zero-initialises the accumulators on the
 // first k16 step.
 template <class Cfg>
 __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const StageDescs<Cfg>& d, int s,
                                           bool accumulate) {
-  using Mma = Wgmma<Cfg::BN, Cfg::F16>;
+  using Mma = typename Cfg::Mma;  // m64nNk16 (16-bit) or m64nNk32 (fp8): 32 bytes of K per step either way
   using D = StageDescs<Cfg>;
   const unsigned long long off = static_cast<unsigned>(s) * D::kStage, la = d.a0 + off, lb = d.b0 + off;
 #pragma unroll

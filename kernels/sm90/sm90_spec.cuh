@@ -12,7 +12,14 @@ namespace gt_sm90 {
 
 using gt::kBF16;
 using gt::kF16;
+using gt::kE4M3;
+using gt::kE5M2;
 using gt::kF32;
+
+// How the accumulators of an fp8 GEMM are dequantized (Spec::scale, gemmtune::Scaling): tensor multiplies the tile by
+// one product scale_a[0] * scale_b[0], row by scale_a[row] * scale_b[col], block by the per-128-K block scales of A
+// (1 x 128) and B (128 x 128) as each k-block is promoted (Spec::promote).
+enum ScaleCode : int { kScaleNone = 0, kScaleTensor = 1, kScaleRow = 2, kScaleBlock = 3 };
 
 // Everything a kernel is specialised on besides its fused epilogue: a structural literal type, so it is the kernel
 // template's one parameter and prints as one designated initializer in the JIT unit.
@@ -20,7 +27,7 @@ struct Spec {
   int bm = 128, bn = 256, stages = 4;  // tile M and N (tile K is 64), ring stages
   int cm = 1, cn = 1;                  // cluster CTAs along M and N
   bool a_mn = false, b_mn = false;     // A stored M-major, B stored N-major
-  int in = kBF16;                      // A and B element type (dtype code)
+  int in = kBF16;                      // A and B element type (dtype code); fp8: A's
   int out = kBF16;                     // D element type
   int ct = 0;                          // C element type (0 without C)
   bool has_c = false;
@@ -31,6 +38,12 @@ struct Spec {
   // Config "load=cp": A / B loaded by the producer warpgroup's cp.async (sm90_cp_loader.cuh) in pieces of cp_a /
   // cp_b bytes (16, 8 or 4: what the operand's pointer, pitch and batch stride allow); 0: that operand by TMA.
   int cp_a = 0, cp_b = 0;
+  // fp8 inputs: B's element type (0: the same as A's), the scaling (ScaleCode), and the accumulation: promote = each
+  // k-block's wgmmas go to a temporary accumulator that is added (times the block scales) into the fp32 one on the CUDA
+  // cores ("acc=promote"); otherwise the whole K accumulates in the tensor core ("acc=fast").
+  int in_b = 0;
+  int scale = kScaleNone;
+  bool promote = false;
 };
 
 // Every number that follows from a spec: the stage ring, the TMA boxes, the epilogue strips and the shared-memory
@@ -38,7 +51,8 @@ struct Spec {
 struct Plan {
   int wm = 0;        // rows of the tile one consumer warpgroup computes: half the tile (coop) or all of it (ping-pong)
   int slabs = 0;     // m64 wgmma rows per consumer
-  int acc_regs = 0;  // fp32 accumulator registers per consumer thread
+  int acc_regs = 0;  // fp32 accumulator registers per consumer thread (promote: the same again for the k-block's)
+  int bk = 64;       // tile K in elements: the 128 bytes of a stage row (64 16-bit, 128 8-bit elements)
   // TMA boxes. K-major: {64 K, rows}; MN-major: {64 M/N, 64 K}, one box per 64-wide chunk. With a cluster the shared
   // operand's boxes are split by rows among the CTAs, each multicasting its part to all of them. A K-major B part is a
   // whole number of 8-row swizzle atoms (operand_part_rows): the last 8 rows of tile N 168 on two CTAs along M (the
@@ -80,6 +94,7 @@ constexpr Plan derive(const Spec& s) {
   p.wm = s.pingpong ? s.bm : s.bm / 2;
   p.slabs = p.wm / 64;
   p.acc_regs = p.slabs * s.bn / 2;
+  p.bk = 128 / gt::dtype_code_bytes(s.in);
   p.a_parts = s.cn;
   p.b_parts = s.cm;
   p.a_box_rows = (s.a_mn ? 64 : s.bm) / p.a_parts;
@@ -90,7 +105,7 @@ constexpr Plan derive(const Spec& s) {
   p.stage_bytes = p.a_bytes + p.b_bytes;
   p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes, s.dynamic);
 
-  p.out_size = s.out == kF32 ? 4 : 2;
+  p.out_size = gt::dtype_code_bytes(s.out);
   const int row = s.bn * p.out_size;
   p.epi_rows = epi_rows(s.epi_warp, p.fixed_bytes);
   p.epi_pieces = s.epi_warp ? 16 / p.epi_rows : 1;
@@ -138,6 +153,15 @@ struct GemmParams {
   const void* a;
   const void* b;
   long long lda, ldb, a_batch, b_batch;
+  // fp8 (Spec::scale): the dequantization scales of the kernel view's rows (sr) and columns (sc): scale_a and scale_b,
+  // swapped for a transposed view. tensor: sr[0] * sc[0]; row: sr[row] * sc[col]; block (never transposed):
+  // sr[kb * m + row], sc[(col / 128) * kb_count + kb], kb_count = ceil(k / 128).
+  const float* sr;
+  const float* sc;
+  // e4m3 D: D = saturate(v * scale_d[0]) (null: 1); amax (or null): max |v| over D, zeroed on the stream before the
+  // launch and raised by atomicMax on the float bits (non-negative floats order as their bit patterns).
+  const float* scale_d;
+  float* amax;
 };
 
 }  // namespace gt_sm90

@@ -2,6 +2,10 @@
 // with fresh random inputs and NaN-poisoned outputs, over layouts, ragged shapes, batches, beta and dtypes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -181,6 +185,223 @@ TEST(CublasLtGpuConfig, ValidateAndLoadRefuseBadAlgorithms) {
   EXPECT_THROW(be->load(p, bad, CompileResult{}), Error);
   EXPECT_THROW(be->compile(p, Candidate{"cublaslt", "algo=1"}, dev), Error);
 }
+
+// ---- fp8 ----
+// Every candidate of a few fp8 problems per scaling mode and output dtype against a double-precision reference of
+// the dequantized inputs: random fp8 codes of moderate magnitude, random scales in [0.5, 2), NaN-poisoned D and amax.
+// An e4m3 D is checked against saturate(v * scale_d), with scale_d chosen so that some values saturate.
+
+// The value of an fp8 code (OCP e4m3: bias 7, no infinities, S.1111.111 NaN; e5m2: bias 15, IEEE-like).
+double fp8_value(DType t, uint8_t code) {
+  const double sign = code & 0x80 ? -1.0 : 1.0;
+  if (t == DType::e4m3) {
+    const int e = (code >> 3) & 0xF, m = code & 7;
+    if (e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+    return sign * (e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7));
+  }
+  const int e = (code >> 2) & 0x1F, m = code & 3;
+  if (e == 31) return m ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
+  return sign * (e == 0 ? std::ldexp(m / 4.0, -14) : std::ldexp(1.0 + m / 4.0, e - 15));
+}
+
+// A random code with |value| in [1/8, 16): exponents 4..10 (e4m3) or 12..18 (e5m2), any mantissa and sign.
+uint8_t random_fp8(DType t, std::mt19937_64& rng) {
+  const uint32_t r = static_cast<uint32_t>(rng());
+  const uint32_t sign = (r & 1u) << 7;
+  if (t == DType::e4m3) return static_cast<uint8_t>(sign | ((4 + (r >> 1) % 7) << 3) | ((r >> 8) & 7u));
+  return static_cast<uint8_t>(sign | ((12 + (r >> 1) % 7) << 2) | ((r >> 8) & 3u));
+}
+
+struct Fp8Case {
+  const char* name;
+  int64_t m, n, k;
+  Scaling scaling;
+  DType a, b, d;
+  Layout ld = Layout::row;
+  int64_t batch = 1;
+  const char* epilogue = "";  // fused in cuBLASLt: "bias" (bf16 or f16, per column n) and/or relu
+  bool amax = false;
+};
+
+const Fp8Case kFp8Cases[] = {
+    {"tensor_bf16", 200, 384, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::bf16},
+    {"tensor_f16_e5m2xe4m3", 200, 384, 512, Scaling::tensor, DType::e5m2, DType::e4m3, DType::f16},
+    {"tensor_f32_e4m3xe5m2", 200, 384, 512, Scaling::tensor, DType::e4m3, DType::e5m2, DType::f32},
+    {"tensor_e4m3_amax", 200, 384, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "",
+     true},
+    {"tensor_bf16_M1", 1, 256, 512, Scaling::tensor, DType::e4m3, DType::e4m3, DType::bf16},
+    {"row_bf16_M3", 3, 256, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16},
+    {"tensor_bf16_colD_batch3", 128, 256, 256, Scaling::tensor, DType::e4m3, DType::e4m3, DType::bf16, Layout::col,
+     3},
+    {"row_bf16", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16},
+    {"row_f16", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::f16},
+    {"row_f32_e5m2xe4m3", 200, 384, 512, Scaling::row, DType::e5m2, DType::e4m3, DType::f32},
+    {"row_e4m3_amax", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "", true},
+    {"row_bf16_colD", 128, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16, Layout::col},
+    {"row_bf16_bias_relu", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16, Layout::row, 1,
+     "bias,relu"},
+    {"row_e4m3_bias_amax", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "bias",
+     true},
+    {"block_bf16", 200, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
+    {"block_f16", 200, 384, 1024, Scaling::block, DType::e4m3, DType::e4m3, DType::f16},
+    {"block_f32_e4m3xe5m2", 200, 384, 512, Scaling::block, DType::e4m3, DType::e5m2, DType::f32},
+    {"block_e4m3_amax", 200, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "",
+     true},
+    {"block_bf16_raggedK_oneNblock", 96, 128, 400, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
+    // M = 99: VEC128_32F's scale tensor has a pitch of M floats, not a multiple of 4 (16 bytes).
+    {"block_bf16_raggedM", 99, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
+    {"block_bf16_colD", 128, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16, Layout::col},
+};
+
+class CublasLtFp8Gpu : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!gpu_available()) GTEST_SKIP() << "no GPU";
+    cuda::ensure_context();
+  }
+};
+
+TEST_P(CublasLtFp8Gpu, EveryCandidateMatchesReference) {
+  const Fp8Case& tc = kFp8Cases[GetParam()];
+  Problem p;
+  p.m = tc.m, p.n = tc.n, p.k = tc.k, p.batch = tc.batch;
+  p.a = {tc.a, Layout::row, 0, -1};
+  p.b = {tc.b, Layout::col, 0, -1};
+  p.c = p.d = {tc.d, tc.ld, 0, -1};
+  p.scaling = tc.scaling;
+  p.amax = tc.amax;
+  p.alpha = tc.batch > 1 ? 0.5f : 1.0f;
+  if (*tc.epilogue) p.epilogue = parse_epilogue(tc.epilogue);
+  p.resolve();
+  auto be = make_cublaslt_backend();
+  ASSERT_EQ(be->supports(p, current_device()), "") << p.str();
+  const std::vector<Candidate> cands = be->enumerate(p, current_device());
+  ASSERT_FALSE(cands.empty()) << "no candidates for " << p.str();
+  EXPECT_EQ(cands.front().config.rfind("default,fast_accum=0", 0), 0u) << cands.front().str();
+  int fast = 0;
+  for (const Candidate& c : cands) fast += c.config.find("fast_accum=1") != std::string::npos;
+  if (p.scaling == Scaling::block) EXPECT_EQ(fast, 0);
+  else EXPECT_GT(fast, 0) << "no fast-accumulation candidate for " << p.str();
+  // Both accumulations near the front (interleaved), so that the tuner's top-k of this backend times both.
+  if (p.scaling != Scaling::block && cands.size() > 1)
+    EXPECT_NE(cands[1].config.find("fast_accum=1"), std::string::npos) << cands[1].str();
+  for (size_t i = 0; i < cands.size(); ++i)
+    for (size_t j = i + 1; j < cands.size(); ++j) EXPECT_NE(cands[i], cands[j]) << cands[i].str();
+
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<float> scale_dist(0.5f, 2.0f);
+  const int64_t M = p.m, N = p.n, K = p.k, KB = (K + kScaleBlock - 1) / kScaleBlock;
+  std::vector<uint8_t> a(test::span_bytes(p, 'A')), b(test::span_bytes(p, 'B'));
+  for (auto& x : a) x = random_fp8(p.a.dtype, rng);
+  for (auto& x : b) x = random_fp8(p.b.dtype, rng);
+  std::vector<float> sa(p.scale_len('A')), sb(p.scale_len('B'));
+  for (auto& x : sa) x = scale_dist(rng);
+  for (auto& x : sb) x = scale_dist(rng);
+  auto scale_a = [&](int64_t m, int64_t k) {
+    return p.scaling == Scaling::tensor ? sa[0] : p.scaling == Scaling::row ? sa[m] : sa[(k / kScaleBlock) * M + m];
+  };
+  auto scale_b = [&](int64_t k, int64_t n) {
+    return p.scaling == Scaling::tensor ? sb[0] : p.scaling == Scaling::row ? sb[n] : sb[(n / kScaleBlock) * KB + k / kScaleBlock];
+  };
+  // The fused bias (one value per column n), in the dtype the problem gives it.
+  const DType bias_t = p.epilogue_dtype(EpiOpKind::bias_col);
+  std::vector<uint8_t> bias;
+  if (p.epilogue.has(EpiOpKind::bias_col)) bias = test::random_vector(bias_t, N, rng);
+
+  std::vector<double> ref(size_t(p.batch * M * N));
+  double vmax = 0;
+  for (int64_t bi = 0; bi < p.batch; ++bi)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += fp8_value(p.a.dtype, a[test::elem_offset(p.a, bi, m, k)]) * scale_a(m, k) *
+                 fp8_value(p.b.dtype, b[test::elem_offset(p.b, bi, k, n)]) * scale_b(k, n);
+        double v = p.alpha * acc;
+        if (!bias.empty()) v += test::load_elem(bias_t, bias.data(), n);
+        if (p.epilogue.has(EpiOpKind::act)) v = std::max(v, 0.0);  // relu, the only activation used here
+        ref[(bi * M + m) * N + n] = v;
+        vmax = std::max(vmax, std::fabs(v));
+      }
+  // An e4m3 D: scale_d puts the largest |v| at 1.25 x 448, so the top values saturate.
+  const float sd = static_cast<float>(448.0 * 1.25 / vmax);
+  const bool d8 = p.d.dtype == DType::e4m3;
+  if (d8)
+    for (double& v : ref) v = std::clamp(v * sd, -448.0, 448.0);
+
+  cuda::DeviceBuffer da(a.size()), db(b.size()), dd(test::span_bytes(p, 'D'));
+  cuda::DeviceBuffer dsa(sa.size() * 4), dsb(sb.size() * 4), dsd(4), damax(4), dbias(bias.size());
+  da.upload(a.data(), a.size());
+  db.upload(b.data(), b.size());
+  dsa.upload(sa.data(), sa.size() * 4);
+  dsb.upload(sb.data(), sb.size() * 4);
+  dsd.upload(&sd, 4);
+  if (!bias.empty()) dbias.upload(bias.data(), bias.size());
+  const std::vector<uint8_t> poison(dd.bytes(), 0xFF);  // NaN in every dtype, e4m3 included
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+
+  int failed = 0;
+  for (const Candidate& cand : cands) {
+    dd.upload(poison.data(), poison.size());
+    damax.upload(&nan, 4);
+    std::string why;
+    try {
+      if (why = be->validate(p, cand, current_device()); why.empty()) {
+        auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+        GemmArgs args;
+        args.a = da.get();
+        args.b = db.get();
+        args.d = dd.get();
+        args.scale_a = static_cast<const float*>(dsa.get());
+        args.scale_b = static_cast<const float*>(dsb.get());
+        if (d8) args.scale_d = static_cast<const float*>(dsd.get());
+        if (p.amax) args.amax = static_cast<float*>(damax.get());
+        if (!bias.empty()) args.bias = dbias.get();
+        cuda::StreamOwner stream;
+        exe->launch(args, stream.get());
+        exe->launch(args, stream.get());  // amax is this launch's, not accumulated over launches
+        stream.sync();
+      }
+    } catch (const Error& e) {
+      why = std::string("threw: ") + e.what();
+    }
+    if (why.empty()) {
+      std::vector<uint8_t> d(dd.bytes());
+      dd.download(d.data(), d.size());
+      double err2 = 0, ref2 = 0;
+      int64_t bad_sat = 0;
+      for (int64_t bi = 0; bi < p.batch; ++bi)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            const int64_t off = test::elem_offset(p.d, bi, m, n);
+            const double r = ref[(bi * M + m) * N + n];
+            const double got = d8 ? fp8_value(DType::e4m3, d[off]) : test::load_elem(p.d.dtype, d.data(), off);
+            err2 += (got - r) * (got - r);
+            ref2 += r * r;
+            if (d8 && std::fabs(r) == 448.0 && std::fabs(got) != 448.0) ++bad_sat;  // saturated, not NaN
+          }
+      const double err = std::sqrt(err2 / ref2), tol = d8 ? 0.05 : kTolerance;
+      std::ostringstream os;
+      if (!(err <= tol)) os << "normalized error " << err << " > " << tol << " (NaN = unwritten/non-finite); ";
+      if (bad_sat) os << bad_sat << " saturated values not stored as +-448; ";
+      if (p.amax) {
+        float amax = nan;
+        damax.download(&amax, 4);
+        if (!(std::fabs(amax - vmax) <= 1e-2 * vmax)) os << "amax " << amax << ", expected " << vmax << "; ";
+      }
+      if (int64_t n = test::written_outside(p, d); n != 0) os << n << " bytes written outside D; ";
+      why = os.str();
+    }
+    if (!why.empty()) {
+      ++failed;
+      ADD_FAILURE() << "problem " << p.str() << "\n  candidate " << cand.str() << "\n  " << why;
+    }
+  }
+  if (failed) ADD_FAILURE() << failed << " of " << cands.size() << " candidates failed for " << p.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CublasLtFp8Gpu, ::testing::Range(0, int(std::size(kFp8Cases))),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::string(kFp8Cases[info.param].name); });
 
 }  // namespace
 }  // namespace gemmtune

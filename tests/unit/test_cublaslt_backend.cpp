@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "backends/cublaslt/cublaslt_backend.h"
 #include "backends/cublaslt/cublaslt_config.h"
@@ -64,8 +66,7 @@ TEST(CublasLtSupports, RejectsDtypeCombosWithReasons) {
   }
   expect_reason(be->supports(make(64, 64, 64, DType::bf16, DType::f16), dev), "D must be bf16 or f32");
   expect_reason(be->supports(make(64, 64, 64, DType::f16, DType::bf16), dev), "D must be f16 or f32");
-  expect_reason(be->supports(make(64, 64, 64, DType::e4m3, DType::bf16), dev), "fp8");
-  expect_reason(be->supports(make(64, 64, 64, DType::e5m2, DType::f32), dev), "fp8");
+  expect_reason(be->supports(make(64, 64, 64, DType::e4m3, DType::bf16), dev), "need a scaling");  // Problem's rule
   EXPECT_EQ(be->supports(make(64, 64, 64, DType::f32, DType::f32), dev), "");  // SGEMM, CUBLAS_COMPUTE_32F
   expect_reason(be->supports(make(64, 64, 64, DType::f32, DType::bf16), dev), "with f32 inputs D must be f32");
   {
@@ -121,6 +122,229 @@ TEST(CublasLtSupports, RejectsOtherThings) {
     EXPECT_NE(be->validate(p, c, dev), "");
     EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default"}, dev), "");
   }
+}
+
+// ---- fp8 ----
+
+// A packed fp8 problem in the main layout (A row-major, B col-major, D row-major).
+Problem fp8(int64_t m, int64_t n, int64_t k, Scaling sc, DType out = DType::bf16, DType a = DType::e4m3,
+            DType b = DType::e4m3) {
+  Problem p = make(m, n, k, a, out);
+  p.b.dtype = b;
+  p.scaling = sc;
+  return p;
+}
+
+TEST(CublasLtFp8, AcceptsEveryScalingAndOutput) {
+  auto be = make_cublaslt_backend();
+  const DeviceInfo dev = sm90();
+  for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (DType out : {DType::bf16, DType::f16, DType::f32, DType::e4m3})
+      for (auto [a, b] : {std::pair{DType::e4m3, DType::e4m3}, {DType::e4m3, DType::e5m2}, {DType::e5m2, DType::e4m3}})
+        for (Layout ld : {Layout::row, Layout::col}) {
+          Problem p = fp8(256, 384, 512, sc, out, a, b);
+          p.c.layout = p.d.layout = ld;
+          p.amax = out == DType::e4m3;
+          EXPECT_EQ(be->supports(p, dev), "") << p.str();
+          EXPECT_NE(be->path(p, dev), "") << p.str();
+        }
+  Problem batched = fp8(64, 64, 64, Scaling::tensor);
+  batched.batch = 3;
+  EXPECT_EQ(be->supports(batched, dev), "");
+  EXPECT_EQ(be->path(fp8(64, 64, 128, Scaling::row), dev), "e4m3 x e4m3, row scales (OUTER_VEC_32F)");
+  EXPECT_EQ(be->path(fp8(64, 64, 128, Scaling::block), dev),
+            "e4m3 x e4m3, block scales (A VEC128_32F, B BLK128x128_32F)");
+  Problem d8 = fp8(64, 64, 128, Scaling::tensor, DType::e4m3);
+  d8.amax = true;
+  EXPECT_EQ(be->path(d8, dev), "e4m3 x e4m3, tensor scales (SCALAR_32F), D scaled by scale_d, amax");
+  EXPECT_EQ(be->path(make(64, 64, 64, DType::bf16, DType::bf16), dev), "");
+}
+
+TEST(CublasLtFp8, RefusesWithReasons) {
+  auto be = make_cublaslt_backend();
+  const DeviceInfo dev = sm90();
+  expect_reason(be->supports(fp8(64, 64, 128, Scaling::tensor, DType::bf16, DType::e5m2, DType::e5m2), dev),
+                "no e5m2 x e5m2");
+  {
+    Problem p = fp8(64, 64, 128, Scaling::row, DType::bf16, DType::bf16);  // weight-only fp8
+    expect_reason(be->supports(p, dev), "fp8 A and B only");
+    p.a.dtype = DType::f16;
+    expect_reason(be->supports(p, dev), "no 16-bit x fp8");
+  }
+  {
+    // The K-major rule is the problem's own (Problem::check_scaled), named by the backend.
+    Problem p = fp8(64, 64, 128, Scaling::tensor);
+    p.b.layout = Layout::row;
+    expect_reason(be->supports(p, dev), "col-major");
+  }
+  {
+    Problem p = fp8(64, 64, 136, Scaling::tensor);  // lda = ldb = 136 bytes
+    expect_reason(be->supports(p, dev), "A (e4m3) has lda=136 = 136 bytes, align=16: 8-byte aligned");
+    p.k = 144;
+    EXPECT_EQ(be->supports(p, dev), "");
+    p.a.align = 8;
+    expect_reason(be->supports(p, dev), "align=8");
+  }
+  {
+    Problem p = fp8(64, 60, 128, Scaling::tensor);  // ldd = 60 bf16 = 120 bytes
+    expect_reason(be->supports(p, dev), "D (bf16) has ldd=60 = 120 bytes");
+    p.d.dtype = p.c.dtype = DType::f32;  // 240 bytes
+    EXPECT_EQ(be->supports(p, dev), "");
+  }
+  {
+    DeviceInfo ada = sm90();
+    ada.cc_minor = 0, ada.cc_major = 8;
+    expect_reason(be->supports(fp8(64, 64, 128, Scaling::tensor), ada), "sm_89");
+    ada.cc_minor = 9;
+    EXPECT_EQ(be->supports(fp8(64, 64, 128, Scaling::tensor), ada), "");
+    expect_reason(be->supports(fp8(64, 64, 128, Scaling::row), ada), "sm_90 only");
+    DeviceInfo bw = sm90();
+    bw.cc_major = 10;
+    expect_reason(be->supports(fp8(64, 64, 128, Scaling::block), bw), "sm_90 only");
+  }
+}
+
+// cuBLASLt's 128x128 B scales have a pitch of ceil(K/128) rounded up to 4; gemmtune's are packed.
+TEST(CublasLtFp8, BlockScalingNeedsThePitchesToAgree) {
+  auto be = make_cublaslt_backend();
+  const DeviceInfo dev = sm90();
+  EXPECT_EQ(be->supports(fp8(256, 384, 512, Scaling::block), dev), "");   // ceil(K/128) = 4
+  EXPECT_EQ(be->supports(fp8(256, 384, 1024, Scaling::block), dev), "");  // 8
+  EXPECT_EQ(be->supports(fp8(256, 384, 400, Scaling::block), dev), "");   // ceil(400/128) = 4 (ragged K)
+  expect_reason(be->supports(fp8(256, 384, 640, Scaling::block), dev), "pitch of ceil(K/128) rounded up");  // 5
+  expect_reason(be->supports(fp8(256, 256, 128, Scaling::block), dev), "needs ceil(K/128) % 4 == 0 or N <= 128");
+  EXPECT_EQ(be->supports(fp8(256, 128, 640, Scaling::block), dev), "");  // one block of columns: no pitch
+  EXPECT_EQ(be->supports(fp8(256, 112, 128, Scaling::block), dev), "");
+  EXPECT_EQ(be->supports(fp8(256, 256, 640, Scaling::row), dev), "");  // only block scaling has the pitch
+}
+
+TEST(CublasLtFp8, EpiloguesAndOutputScale) {
+  auto be = make_cublaslt_backend();
+  const DeviceInfo dev = sm90();
+  {
+    Problem p = fp8(64, 64, 128, Scaling::row, DType::e4m3);
+    p.amax = true;
+    p.epilogue = parse_epilogue("bias,gelu_tanh");  // fused in cuBLASLt: scale_d and amax apply after it
+    EXPECT_EQ(be->supports(p, dev), "");
+    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,fast_accum=1,epi=fused"}, dev), "");
+    expect_reason(be->validate(p, Candidate{"cublaslt", "default,fast_accum=1,epi=separate"}, dev),
+                  "cannot produce an e4m3 D");
+    p.epilogue = parse_epilogue("silu");  // not fusable: with an e4m3 D refused outright
+    expect_reason(be->supports(p, dev), "needs the chain fused in cuBLASLt");
+    p.d.dtype = p.c.dtype = DType::bf16;
+    p.amax = false;
+    EXPECT_EQ(be->supports(p, dev), "");  // a 16-bit D takes the separate pass
+    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,fast_accum=0,epi=separate"}, dev), "");
+  }
+  {
+    // cuBLASLt's fp8 bias dtype: D's for a 16-bit D, bf16 for an f32 D.
+    Problem p = fp8(64, 64, 128, Scaling::tensor, DType::f32);
+    p.epilogue = parse_epilogue("bias");  // an f32 bias (D's dtype): not cuBLASLt's
+    expect_reason(be->validate(p, Candidate{"cublaslt", "default,epi=fused"}, dev), "a fused bias must be bf16");
+    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,epi=separate"}, dev), "");
+    p.epilogue = parse_epilogue("bias:bf16");
+    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,epi=fused"}, dev), "");
+  }
+}
+
+TEST(CublasLtFp8, FastAccumInTheConfig) {
+  auto be = make_cublaslt_backend();
+  const DeviceInfo dev = sm90();
+  const Problem row = fp8(64, 64, 128, Scaling::row);
+  for (const char* cfg : {"default", "default,fast_accum=0", "default,fast_accum=1"})
+    EXPECT_EQ(be->validate(row, Candidate{"cublaslt", cfg}, dev), "") << cfg;
+  const Problem block = fp8(64, 64, 128, Scaling::block);
+  EXPECT_EQ(be->validate(block, Candidate{"cublaslt", "default,fast_accum=0"}, dev), "");
+  expect_reason(be->validate(block, Candidate{"cublaslt", "default,fast_accum=1"}, dev), "does not apply to scaling=block");
+  expect_reason(be->validate(make(64, 64, 64, DType::bf16, DType::bf16), Candidate{"cublaslt", "default,fast_accum=0"},
+                             dev),
+                "fast_accum applies to fp8 inputs");
+  EXPECT_THROW(be->parse(Candidate{"cublaslt", "default,fast_accum=2"}), Error);
+  EXPECT_THROW(be->parse(Candidate{"cublaslt", "default,epi=fused,fast_accum=1"}), Error);  // out of order
+}
+
+// What cuBLASLt is given: fp8 runs in its "TN" form for either D layout, and each scale pointer goes with its operand
+// through the swap of a row-major D.
+TEST(CublasLtFp8, DescriptorMapping) {
+  auto field = [](const std::string& s, const std::string& key) {
+    const size_t at = s.find(" " + key + "=");
+    if (at == std::string::npos) return std::string("<missing ") + key + " in " + s + ">";
+    const size_t b = at + key.size() + 2;
+    return s.substr(b, s.find(' ', b) - b);
+  };
+  {
+    const std::string m = cublaslt_mapping(fp8(100, 384, 512, Scaling::row), "default,fast_accum=1");
+    EXPECT_EQ(field(" " + m, "swapped"), "1") << m;
+    EXPECT_EQ(field(m, "transa"), "T") << m;
+    EXPECT_EQ(field(m, "transb"), "N") << m;
+    EXPECT_EQ(field(m, "A"), "e4m3:512x384:ld512") << m;  // our B (K x N, col-major)
+    EXPECT_EQ(field(m, "B"), "e4m3:512x100:ld512") << m;  // our A (M x K row-major = K x M col-major)
+    EXPECT_EQ(field(m, "D"), "bf16:384x100:ld384") << m;  // Dᵀ
+    EXPECT_EQ(field(m, "scale_mode_a"), "OUTER_VEC_32F(scale_b)") << m;  // N values, one per row of Dᵀ
+    EXPECT_EQ(field(m, "scale_mode_b"), "OUTER_VEC_32F(scale_a)") << m;  // M values, one per column of Dᵀ
+    EXPECT_EQ(field(m, "fast_accum"), "1") << m;
+  }
+  {
+    Problem p = fp8(128, 384, 512, Scaling::row);
+    p.c.layout = p.d.layout = Layout::col;
+    const std::string m = cublaslt_mapping(p, "default,fast_accum=0");
+    EXPECT_EQ(field(" " + m, "swapped"), "0") << m;
+    EXPECT_EQ(field(m, "transa"), "T") << m;
+    EXPECT_EQ(field(m, "transb"), "N") << m;
+    EXPECT_EQ(field(m, "A"), "e4m3:512x128:ld512") << m;
+    EXPECT_EQ(field(m, "scale_mode_a"), "OUTER_VEC_32F(scale_a)") << m;
+    EXPECT_EQ(field(m, "scale_mode_b"), "OUTER_VEC_32F(scale_b)") << m;
+    EXPECT_EQ(field(m, "fast_accum"), "0") << m;
+  }
+  {
+    const std::string m = cublaslt_mapping(fp8(256, 384, 512, Scaling::block, DType::bf16, DType::e5m2), "default");
+    EXPECT_EQ(field(m, "A"), "e4m3:512x384:ld512") << m;
+    EXPECT_EQ(field(m, "B"), "e5m2:512x256:ld512") << m;
+    EXPECT_EQ(field(m, "scale_mode_a"), "BLK128x128_32F(scale_b)") << m;
+    EXPECT_EQ(field(m, "scale_mode_b"), "VEC128_32F(scale_a)") << m;
+    EXPECT_EQ(field(m, "fast_accum"), "0") << m;
+  }
+  {
+    Problem p = fp8(64, 64, 128, Scaling::tensor, DType::e4m3);
+    p.amax = true;
+    p.epilogue = parse_epilogue("bias:f16,relu");
+    const std::string m = cublaslt_mapping(p, "default,fast_accum=1,epi=fused");
+    EXPECT_EQ(field(m, "C"), "f16:64x64:ld64(null)") << m;  // an e4m3 D's C is 16-bit and not read
+    EXPECT_EQ(field(m, "D"), "e4m3:64x64:ld64") << m;
+    EXPECT_EQ(field(m, "d_scale"), "1") << m;
+    EXPECT_EQ(field(m, "amax"), "1") << m;
+    EXPECT_EQ(field(m, "bias"), "f16") << m;
+    EXPECT_EQ(field(m, "scale_mode_a"), "SCALAR_32F(scale_b)") << m;
+  }
+  {
+    // 16-bit problems map as before: no fp8 fields.
+    const std::string m = cublaslt_mapping(make(64, 32, 16, DType::bf16, DType::bf16), "default");
+    EXPECT_EQ(m.find("scale_mode"), std::string::npos) << m;
+    EXPECT_EQ(field(m, "A"), "bf16:16x32:ld16") << m;
+  }
+  EXPECT_THROW(cublaslt_mapping(fp8(64, 64, 128, Scaling::block), "default,fast_accum=1"), Error);
+  EXPECT_THROW(cublaslt_mapping(fp8(64, 64, 128, Scaling::none), "default"), Error);
+}
+
+TEST(CublasLtConfig, CandidateConfigRoundTrip) {
+  using cublaslt::CandidateConfig;
+  using cublaslt::EpiMode;
+  const std::string algo = "algo=66,tile=128x256,stages=64x4,splitk=1,red=0,swizzle=0,custom=0,cluster=2x1x1,inner=0";
+  for (const std::string& a : {std::string("default"), algo})
+    for (std::optional<bool> fa : {std::optional<bool>{}, std::optional<bool>{false}, std::optional<bool>{true}})
+      for (EpiMode e : {EpiMode::none, EpiMode::fused, EpiMode::separate}) {
+        const CandidateConfig c{a, fa, e};
+        const std::string s = c.str();
+        EXPECT_EQ(CandidateConfig::parse(s), c) << s;
+        EXPECT_EQ(CandidateConfig::parse(s).str(), s);
+      }
+  EXPECT_EQ((CandidateConfig{"default", true, EpiMode::fused}.str()), "default,fast_accum=1,epi=fused");
+  EXPECT_EQ((CandidateConfig{algo, false, EpiMode::none}.str()), algo + ",fast_accum=0");
+  EXPECT_EQ(CandidateConfig::parse("default").str(), "default");
+  for (const char* bad : {"default,fast_accum=", "default,fast_accum=yes", "default,epi=fused,fast_accum=0",
+                          "default,epi=fusedd", "default,fast_accum=1,fast_accum=1", "default,epi=fused,epi=fused",
+                          "fast_accum=1"})
+    EXPECT_THROW(CandidateConfig::parse(bad), Error) << bad;
 }
 
 TEST(CublasLtConfig, PrintParseRoundTrip) {
@@ -183,7 +407,7 @@ TEST(CublasLtEnumerate, WithoutGpuThrowsNoGpuError) {
   auto be = make_cublaslt_backend();
   EXPECT_THROW(be->enumerate(make(256, 256, 256, DType::bf16, DType::bf16), sm90()), NoGpuError);
   // An unsupported problem needs no GPU: it simply has no candidates.
-  EXPECT_TRUE(be->enumerate(make(256, 256, 256, DType::e4m3, DType::bf16), sm90()).empty());
+  EXPECT_TRUE(be->enumerate(make(256, 256, 256, DType::e5m2, DType::bf16), sm90()).empty());
 }
 
 TEST(CublasLtVersion, IsDotted) {

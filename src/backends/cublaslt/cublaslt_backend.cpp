@@ -103,6 +103,13 @@ struct LtProblem {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;  // fused epilogue (bias / relu / gelu), else DEFAULT
   bool bias = false;                                        // epilogue reads CUBLASLT_MATMUL_DESC_BIAS_POINTER
   cudaDataType_t bias_type = CUDA_R_32F;
+  // fp8: the scale modes of cuBLASLt's A and B (after the swap, so "A" may be our B), CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+  // whether D has an output scale (an e4m3 D) and an amax output.
+  bool fp8 = false;
+  int32_t scale_mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, scale_mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  bool fast_accum = false;
+  bool d_scale = false, amax = false;
+  bool c_null = false;  // C is not read and its type differs from D's (an e4m3 D): its pointer is null
 };
 
 // ---- epilogues ----
@@ -110,36 +117,28 @@ struct LtProblem {
 // bias-then-activation combinations. With a row-major D it computes Dᵀ, whose rows are our columns: there our
 // per-column bias (the y = x·Wᵀ + b case) is cuBLASLt's bias; with a column-major D our bias_row is. Every other
 // chain runs as this GEMM into a workspace plus the separate elementwise kernel (kernels/epilogue/elementwise.cuh):
-// the unfused baseline. The config says which: "<algo>,epi=fused" or "<algo>,epi=separate".
-enum class EpiMode { none, fused, separate };
+// the unfused baseline. The config says which: "<algo>,epi=fused" or "<algo>,epi=separate" (cublaslt_config.h).
+using cublaslt::CandidateConfig;
+using cublaslt::EpiMode;
 
-struct SplitConfig {
-  std::string algo;  // "default" or the AlgoConfig string
-  EpiMode mode = EpiMode::none;
-};
-
-SplitConfig split_config(const std::string& cfg) {
-  SplitConfig r{cfg, EpiMode::none};
-  const size_t at = cfg.rfind(",epi=");
-  if (at == std::string::npos) return r;
-  const std::string v = cfg.substr(at + 5);
-  r.algo = cfg.substr(0, at);
-  if (v == "fused") r.mode = EpiMode::fused;
-  else if (v == "separate") r.mode = EpiMode::separate;
-  else throw Error("cublaslt: bad config '" + cfg + "': epi=" + v + " (fused or separate)");
-  return r;
-}
-
-// A candidate's config as parse() leaves it: the epilogue mode split off and the algorithm parsed. A malformed
-// algorithm is kept as its error rather than thrown, because validate() names a mismatched epilogue mode first.
+// A candidate's config as parse() leaves it: the suffixes split off and the algorithm parsed. A malformed algorithm
+// is kept as its error rather than thrown, because validate() names a mismatched epilogue mode first.
 struct LtConfig {
-  SplitConfig split;
+  CandidateConfig split;
   std::optional<AlgoConfig> algo;  // empty for "default" (and when algo_error is set)
   std::string algo_error;          // why the algorithm part does not parse; "" when it does
 };
 
-std::string join_config(const std::string& algo, EpiMode m) {
-  return m == EpiMode::none ? algo : algo + (m == EpiMode::fused ? ",epi=fused" : ",epi=separate");
+bool fp8_problem(const Problem& p) { return is_fp8(p.a.dtype) || is_fp8(p.b.dtype); }
+
+// The dtype cuBLASLt's fused bias must have. 16-bit inputs: D's. fp8 inputs (cuBLASLt's fp8 type table): bf16 or
+// f16 with a D of that dtype, bf16 with an f32 D, and with an e4m3 D the dtype of C (bf16 or f16: we pick the bias's
+// own, bf16 by default).
+DType fused_bias_dtype(const Problem& p, DType bias) {
+  if (!fp8_problem(p)) return p.d.dtype;
+  if (p.d.dtype == DType::f32) return DType::bf16;
+  if (p.d.dtype == DType::e4m3) return bias == DType::f16 ? DType::f16 : DType::bf16;
+  return p.d.dtype;
 }
 
 // The cuBLASLt epilogue for the problem's chain, or "" + why not (then only the separate path runs it).
@@ -155,7 +154,10 @@ std::string native_epilogue(const Problem& p, cublasLtEpilogue_t& out) {
       return std::string("cuBLASLt's bias is per row of its column-major output: with a ") +
              std::string(layout_name(p.d.layout)) + "-major D only " +
              (native_bias == EpiOpKind::bias_col ? "bias (per column)" : "bias_row") + " fuses";
-    if (ops[i].dtype && *ops[i].dtype != p.d.dtype) return "a fused bias must have D's dtype";
+    const DType have = p.epilogue_dtype(ops[i].kind), need = fused_bias_dtype(p, have);
+    if (have != need)
+      return "a fused bias must be " + dn(need) + (fp8_problem(p) ? " (cuBLASLt's fp8 types) with D=" : " (D's dtype), D=") +
+             dn(p.d.dtype) + ", got " + dn(have);
     bias = true;
     ++i;
   }
@@ -196,6 +198,81 @@ LtMatrix col_view(const Operand& o, int64_t rows, int64_t cols) {
   return m;
 }
 
+const char* scale_mode_name(int32_t m) {
+  switch (m) {
+    case CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F: return "SCALAR_32F";
+    case CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: return "OUTER_VEC_32F";
+    case CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: return "VEC128_32F";
+    case CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F: return "BLK128x128_32F";
+  }
+  return "?";
+}
+
+// cuBLASLt's scale mode for our A and B under the problem's scaling. Its scale tensors follow the operand, not the
+// operand's position in its column-major view, so the swap of A and B (row-major D) swaps the modes and pointers and
+// nothing else: OUTER_VEC_32F scales "row i of op(A)" and "column j of op(B)", which after the swap are our column n
+// (scale_b, N values) and our row m (scale_a, M values).
+void scale_modes(Scaling s, int32_t& a, int32_t& b) {
+  a = b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  if (s == Scaling::row) a = b = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  if (s == Scaling::block) {
+    a = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;     // 1 x 128 along K per row of A: M x ceil(K/128), M contiguous
+    b = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;  // 128 x 128 blocks of B, K blocks contiguous per 128 columns
+  }
+}
+
+// The fp8 part of problem_reason (cuBLASLt's fp8 rules; gemmtune's own, such as the K-major layouts, come first from
+// Problem::check()).
+std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
+  const std::string pre = "cublaslt: ";
+  if (std::string why = p.check(); !why.empty()) return pre + why;
+  if (dev.cc_major != 0 && dev.cc_major * 10 + dev.cc_minor < 89)
+    return pre + "fp8 needs sm_89 or newer (fp8 tensor cores), got " + dev.arch();
+  if (dev.cc_major != 0 && p.scaling != Scaling::tensor && !(dev.cc_major == 9 && dev.cc_minor == 0))
+    return pre + "scaling=" + std::string(scaling_name(p.scaling)) +
+           " uses cuBLASLt scale modes that exist on sm_90 only (OUTER_VEC_32F, VEC128_32F/BLK128x128_32F), got " +
+           dev.arch();
+  if (!is_fp8(p.a.dtype))
+    return pre + "A=" + dn(p.a.dtype) + " with B=" + dn(p.b.dtype) +
+           ": cuBLASLt's fp8 matmul takes fp8 A and B only (no 16-bit x fp8 kernel); the gemv and sm90 backends "
+           "take weight-only fp8";
+  if (p.a.dtype == DType::e5m2 && p.b.dtype == DType::e5m2)
+    return pre + "A=e5m2 with B=e5m2: cuBLASLt has no e5m2 x e5m2 matmul (one of A, B must be e4m3)";
+  if (p.beta != 0.0f && p.c.layout != p.d.layout)
+    return pre + "C must have D's layout when beta != 0 (cuBLASLt has no transpose for C), got C=" +
+           std::string(layout_name(p.c.layout)) + " D=" + std::string(layout_name(p.d.layout));
+  // cuBLASLt's fp8 kernels need every matrix's pointer and leading dimension 16-byte aligned.
+  for (char w : {'A', 'B', 'C', 'D'}) {
+    if (w == 'C' && p.beta == 0.0f) continue;
+    if (const int acc = p.access_bytes(w); acc < 16) {
+      const Operand& o = p.operand(w);
+      return pre + "cuBLASLt's fp8 matmul needs 16-byte aligned rows of every matrix: " + std::string(1, w) + " (" +
+             dn(o.dtype) + ") has ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " = " +
+             std::to_string(o.ld * int64_t(dtype_size(o.dtype))) + " bytes, align=" + std::to_string(o.align) +
+             (p.batch > 1 ? ", batch stride " + std::to_string(o.batch_stride) : "") + ": " + std::to_string(acc) +
+             "-byte aligned";
+    }
+  }
+  if (p.scaling == Scaling::block) {
+    // cuBLASLt's BLK128x128_32F tensor has a pitch of ceil(K/128) rounded up to a multiple of 4 floats (16 bytes)
+    // between consecutive 128-column blocks of N; gemmtune's scale_b is packed (pitch ceil(K/128)). They agree when
+    // the pitch needs no rounding or when there is one block of columns.
+    const int64_t kb = (p.k + kScaleBlock - 1) / kScaleBlock, nb = (p.n + kScaleBlock - 1) / kScaleBlock;
+    if (kb % 4 != 0 && nb > 1)
+      return pre + "scaling=block: cuBLASLt reads B's 128x128 block scales with a pitch of ceil(K/128) rounded up to "
+                   "a multiple of 4 (" + std::to_string((kb + 3) / 4 * 4) + " floats per 128 columns of N), gemmtune's "
+                   "scale_b is packed (pitch ceil(K/128)=" + std::to_string(kb) +
+             "): needs ceil(K/128) % 4 == 0 or N <= 128";
+  }
+  if (p.d.dtype == DType::e4m3 && !p.epilogue.empty()) {
+    cublasLtEpilogue_t ep;
+    if (std::string why = native_epilogue(p, ep); !why.empty())
+      return pre + "an e4m3 D with epilogue '" + p.epilogue.key() + "' needs the chain fused in cuBLASLt (" + why +
+             "): the separate elementwise pass does not apply scale_d, saturation or amax";
+  }
+  return "";
+}
+
 // THE validity function of this backend: supports(), validate() and enumerate() all start here. `p` is resolved.
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   const std::string pre = "cublaslt: ";
@@ -204,8 +281,7 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (p.batch < 1 || p.batch > std::numeric_limits<int32_t>::max()) return pre + "batch must be in [1, 2^31)";
   if (p.accum != DType::f32) return pre + "only fp32 accumulation (CUBLAS_COMPUTE_32F) is supported";
   const DType in = p.a.dtype;
-  if (in == DType::e4m3 || in == DType::e5m2 || p.b.dtype == DType::e4m3 || p.b.dtype == DType::e5m2)
-    return pre + "fp8 inputs are not supported yet";
+  if (fp8_problem(p)) return fp8_reason(p, dev);
   if (in != DType::bf16 && in != DType::f16 && in != DType::f32)
     return pre + "A must be bf16, f16 or f32, got " + dn(in);
   if (p.b.dtype != in) return pre + "A and B must have the same dtype, got A=" + dn(in) + " B=" + dn(p.b.dtype);
@@ -236,13 +312,16 @@ Problem resolved(const Problem& p) {
 }
 
 // `mode`: fused maps the chain to cuBLASLt's epilogue; separate (or none) maps the plain GEMM into the intermediate.
-LtProblem map_problem(const Problem& p0, EpiMode mode = EpiMode::none) {
+// `fast_accum`: CUBLASLT_MATMUL_DESC_FAST_ACCUM of an fp8 problem.
+LtProblem map_problem(const Problem& p0, EpiMode mode = EpiMode::none, bool fast_accum = false) {
   const Problem p = mode == EpiMode::separate ? intermediate_problem(p0) : p0;
   LtProblem lp;
   if (mode == EpiMode::fused) {
     if (std::string why = native_epilogue(p, lp.epilogue); !why.empty()) GT_THROW("cublaslt: " + why);
-    lp.bias = p.epilogue.has(EpiOpKind::bias_col) || p.epilogue.has(EpiOpKind::bias_row);
-    lp.bias_type = lt_type(p.d.dtype);
+    const EpiOp* b = p.epilogue.find(EpiOpKind::bias_col);
+    if (!b) b = p.epilogue.find(EpiOpKind::bias_row);
+    lp.bias = b != nullptr;
+    if (b) lp.bias_type = lt_type(fused_bias_dtype(p, p.epilogue_dtype(b->kind)));
   }
   lp.swapped = p.d.layout == Layout::row;
   lp.c_is_d = p.beta == 0.0f;
@@ -252,6 +331,22 @@ LtProblem map_problem(const Problem& p0, EpiMode mode = EpiMode::none) {
   const LtMatrix a = col_view(p.a, p.m, p.k), b = col_view(p.b, p.k, p.n);
   lp.d = col_view(p.d, p.m, p.n);  // M x N, or N x M (= Dᵀ) when row-major
   lp.c = lp.c_is_d ? lp.d : col_view(p.c, p.m, p.n);
+  if (fp8_problem(p)) {
+    lp.fp8 = true;
+    lp.fast_accum = fast_accum;
+    int32_t ma, mb;
+    scale_modes(p.scaling, ma, mb);
+    lp.scale_mode_a = lp.swapped ? mb : ma;
+    lp.scale_mode_b = lp.swapped ? ma : mb;
+    lp.d_scale = p.d.dtype == DType::e4m3;
+    lp.amax = p.amax;
+    if (lp.d_scale) {
+      // cuBLASLt's fp8 type table: an e4m3 D goes with a 16-bit C (the fused bias's dtype). C is not read (beta == 0
+      // with an e4m3 D), so it gets D's shape and a null pointer.
+      lp.c.type = lp.bias ? lp.bias_type : CUDA_R_16BF;
+      lp.c_null = true;
+    }
+  }
   // An operand needs a transpose exactly when its storage order differs from D's: in the direct case we want A
   // (col-major), in the swapped case Bᵀ, which a row-major B already is in column-major terms.
   const cublasOperation_t ta = p.a.layout == p.d.layout ? CUBLAS_OP_N : CUBLAS_OP_T;
@@ -284,11 +379,28 @@ struct LtDescs {
         cublasLtEpilogue_t ep = lp.epilogue;
         GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)));
       }
+      // The heuristic reads pointers' alignment, not their data: a 16-byte aligned stand-in until launch sets the
+      // real pointer. Scale modes and the fp8 pointers (scales, amax) change which kernels are valid, so the heuristic
+      // sees them all.
+      const void* stand_in = reinterpret_cast<const void*>(uintptr_t(1) << 20);
+      if (lp.fp8) {
+        if (lp.scale_mode_a != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F || lp.scale_mode_b != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) {
+          int32_t ma = lp.scale_mode_a, mb = lp.scale_mode_b;
+          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma, sizeof(ma)));
+          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb, sizeof(mb)));
+        }
+        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &stand_in, sizeof(stand_in)));
+        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &stand_in, sizeof(stand_in)));
+        const int8_t fast = lp.fast_accum ? 1 : 0;
+        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+        if (lp.d_scale)
+          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &stand_in, sizeof(stand_in)));
+        if (lp.amax)
+          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &stand_in, sizeof(stand_in)));
+      }
       if (lp.bias) {
         int32_t bt = lp.bias_type;
         GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
-        // The heuristic reads the pointer's alignment, not its data: a 16-byte aligned stand-in until launch.
-        const void* stand_in = reinterpret_cast<const void*>(uintptr_t(1) << 20);
         GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof(stand_in)));
       }
       a = layout(lp.a, lp.batch);
@@ -473,7 +585,7 @@ std::shared_ptr<const jit::Cubin> compile_elementwise(const Problem& p, const Ca
 class LtExecutable final : public Executable {
  public:
   LtExecutable(const Problem& p, const Candidate& c, const LtConfig& cfg, std::shared_ptr<const jit::Cubin> ew)
-      : cand_(c), split_(cfg.split), lp_(map_problem(p, split_.mode)), descs_(lp_) {
+      : cand_(c), split_(cfg.split), lp_(map_problem(p, split_.epi, split_.fast_accum.value_or(false))), descs_(lp_) {
     if (cublaslt::is_default_config(split_.algo)) {
       auto res = heuristic(descs_, 1);
       if (res.empty()) GT_THROW("cublaslt: the heuristic returns no algorithm for " + p.str());
@@ -494,7 +606,7 @@ class LtExecutable final : public Executable {
     }
     c_ld_ = lp_.c.ld, c_stride_ = lp_.c.stride;
     d_ld_ = lp_.d.ld, d_stride_ = lp_.d.stride;
-    if (split_.mode == EpiMode::separate) {
+    if (split_.epi == EpiMode::separate) {
       const Problem q = intermediate_problem(p);
       mid_ = cuda::DeviceBuffer(size_t(q.d.batch_stride * (q.batch - 1) + q.m * q.n) * dtype_size(q.d.dtype));
       if (!ew) ew = compile_elementwise(p, c);
@@ -504,15 +616,13 @@ class LtExecutable final : public Executable {
       ew_.in_ld = q.d.ld, ew_.in_bs = q.d.batch_stride, ew_.in_row = q.d.layout == Layout::row;
       ew_.out_ld = p.d.ld, ew_.out_bs = p.d.batch_stride, ew_.out_row = p.d.layout == Layout::row;
       ew_.m = p.m, ew_.n_out = p.n_out(), ew_.batch = p.batch;
-      p_ = p;
-    } else if (split_.mode == EpiMode::fused) {
-      p_ = p;
     }
+    p_ = p;
   }
 
   void launch(const GemmArgs& args, Stream stream) override {
     GT_REQUIRE(args.a && args.b && args.d, "cublaslt: A, B and D pointers must be set");
-    void* d = split_.mode == EpiMode::separate ? mid_.get() : args.d;
+    void* d = split_.epi == EpiMode::separate ? mid_.get() : args.d;
     const void* a = lp_.swapped ? args.b : args.a;
     const void* b = lp_.swapped ? args.a : args.b;
     const void* c = d;
@@ -528,6 +638,8 @@ class LtExecutable final : public Executable {
       if (reinterpret_cast<uintptr_t>(ptrs[i]) % align_[i] != 0)
         GT_THROW(std::string("cublaslt: ") + "ABCD"[i] + " pointer (cuBLASLt operand order) not " +
                  std::to_string(align_[i]) + "-byte aligned, as " + cand_.str() + " needs");
+    if (lp_.fp8) set_fp8_pointers(args, stream);
+    if (lp_.c_null) c = nullptr;
     if (lp_.bias) {
       GT_REQUIRE(args.bias, "cublaslt: epilogue '" + p_.epilogue.key() + "' needs GemmArgs::bias (null)");
       GT_REQUIRE(reinterpret_cast<uintptr_t>(args.bias) % kBiasAlignment == 0,
@@ -542,12 +654,34 @@ class LtExecutable final : public Executable {
     }
     GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, d,
                          descs_.d, &algo_, ws, ws_size_, reinterpret_cast<cudaStream_t>(stream)));
-    if (split_.mode == EpiMode::separate) launch_elementwise(args, stream);
+    if (split_.epi == EpiMode::separate) launch_elementwise(args, stream);
   }
 
   const Candidate& candidate() const override { return cand_; }
 
  private:
+  // The scale pointers follow their operands through the swap (see scale_modes()); amax is zeroed on the stream first,
+  // so that its value is this launch's whether or not cuBLASLt's kernels start from zero themselves.
+  void set_fp8_pointers(const GemmArgs& args, Stream stream) {
+    GT_REQUIRE(args.scale_a && args.scale_b, "cublaslt: an fp8 GEMM needs GemmArgs::scale_a and scale_b (" +
+                                                 std::string(scaling_name(p_.scaling)) + " scaling)");
+    const float* sa = lp_.swapped ? args.scale_b : args.scale_a;
+    const float* sb = lp_.swapped ? args.scale_a : args.scale_b;
+    GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa)));
+    GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof(sb)));
+    if (lp_.d_scale) {
+      GT_REQUIRE(args.scale_d, "cublaslt: an e4m3 D needs GemmArgs::scale_d");
+      GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &args.scale_d,
+                                           sizeof(args.scale_d)));
+    }
+    if (lp_.amax) {
+      GT_REQUIRE(args.amax, "cublaslt: a problem with amax needs GemmArgs::amax");
+      GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &args.amax,
+                                           sizeof(args.amax)));
+      GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(args.amax), 0, 1, reinterpret_cast<CUstream>(stream)));
+    }
+  }
+
   void launch_elementwise(const GemmArgs& args, Stream stream) {
     epi::EwParams e = ew_;
     e.out = args.d;
@@ -561,7 +695,7 @@ class LtExecutable final : public Executable {
   }
 
   Candidate cand_;
-  SplitConfig split_;
+  CandidateConfig split_;
   LtProblem lp_;
   LtDescs descs_;
   cublasLtMatmulAlgo_t algo_{};
@@ -588,22 +722,54 @@ class CublasLtBackend final : public Backend {
     return problem_reason(resolved(p), dev);
   }
 
+  std::string path(const Problem& p0, const DeviceInfo& dev) const override {
+    const Problem p = resolved(p0);
+    if (!fp8_problem(p) || !problem_reason(p, dev).empty()) return "";
+    int32_t ma, mb;
+    scale_modes(p.scaling, ma, mb);
+    std::string s = dn(p.a.dtype) + " x " + dn(p.b.dtype) + ", " + std::string(scaling_name(p.scaling)) + " scales (";
+    s += ma == mb ? std::string(scale_mode_name(ma)) : std::string("A ") + scale_mode_name(ma) + ", B " + scale_mode_name(mb);
+    s += ")";
+    if (p.d.dtype == DType::e4m3) s += p.amax ? ", D scaled by scale_d, amax" : ", D scaled by scale_d";
+    return s;
+  }
+
   std::vector<Candidate> enumerate(const Problem& p0, const DeviceInfo& dev) const override {
     const Problem p = resolved(p0);
     if (!problem_reason(p, dev).empty()) return {};
     (void)lt_handle();  // throws NoGpuError without a GPU: the heuristic needs the device
-    if (p.epilogue.empty()) return list_algos(p, EpiMode::none);
+    // fp8: cuBLASLt's algorithms with and without fast accumulation are distinct candidates (the tuner times both);
+    // block scaling promotes every 128-K block by definition, so it has only the one form. The lists are
+    // interleaved, each at its heuristic rank, so that the tuner's top-k of this backend holds both.
+    std::vector<std::optional<bool>> accums{std::nullopt};
+    if (fp8_problem(p)) {
+      accums = {false};
+      if (p.scaling != Scaling::block) accums.push_back(true);
+    }
+    auto all = [&](EpiMode mode) {
+      std::vector<std::vector<Candidate>> lists;
+      for (const auto& fa : accums) lists.push_back(list_algos(p, mode, fa));
+      std::vector<Candidate> out;
+      for (size_t i = 0, more = 1; more; ++i) {
+        more = 0;
+        for (auto& l : lists)
+          if (i < l.size()) out.push_back(std::move(l[i])), more = 1;
+      }
+      return out;
+    };
+    if (p.epilogue.empty()) return all(EpiMode::none);
     cublasLtEpilogue_t ep;
-    if (!native_epilogue(p, ep).empty()) return list_algos(p, EpiMode::separate);
-    std::vector<Candidate> out = list_algos(p, EpiMode::fused);
-    out.push_back({kName, join_config(cublaslt::kDefaultConfig, EpiMode::separate)});  // the unfused baseline
+    if (!native_epilogue(p, ep).empty()) return all(EpiMode::separate);
+    std::vector<Candidate> out = all(EpiMode::fused);
+    if (p.d.dtype != DType::e4m3)  // the unfused baseline (an e4m3 D cannot run it: see problem_reason)
+      out.push_back({kName, CandidateConfig{cublaslt::kDefaultConfig, accums.front(), EpiMode::separate}.str()});
     return out;
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
     if (c.backend != kName) throw Error("cublaslt: candidate of backend '" + c.backend + "'");
     LtConfig cfg;
-    cfg.split = split_config(c.config);  // throws on a bad epilogue mode
+    cfg.split = CandidateConfig::parse(c.config);  // throws on a bad suffix
     if (!cublaslt::is_default_config(cfg.split.algo)) {
       try {
         cfg.algo = AlgoConfig::parse(cfg.split.algo);
@@ -627,13 +793,13 @@ class CublasLtBackend final : public Backend {
     const Problem p = resolved(p0);
     if (std::string why = problem_reason(p, dev); !why.empty()) return why;
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
-    if (std::string why = mode_reason(p, cfg.split.mode); !why.empty()) return why;
+    if (std::string why = config_reason(p, cfg.split); !why.empty()) return why;
     if (cublaslt::is_default_config(cfg.split.algo)) return "";
     if (!cfg.algo) return cfg.algo_error;
     // Whether cuBLASLt accepts the algorithm for this problem can only be asked with a GPU; without one the syntax
     // is all we can check (load() checks again).
     if (!gpu_available()) return "";
-    const LtProblem lp = map_problem(p, cfg.split.mode);
+    const LtProblem lp = map_problem(p, cfg.split.epi, cfg.split.fast_accum.value_or(false));
     LtDescs ds(lp);
     cublasLtMatmulAlgo_t algo{};
     if (std::string why = algo_from_config(*cfg.algo, lp, algo); !why.empty()) return why;
@@ -646,10 +812,10 @@ class CublasLtBackend final : public Backend {
     const Problem p = resolved(p0);
     if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
-    if (std::string why = mode_reason(p, cfg.split.mode); !why.empty()) GT_THROW(why);
+    if (std::string why = config_reason(p, cfg.split); !why.empty()) GT_THROW(why);
     if (!cfg.algo_error.empty()) throw Error(cfg.algo_error);
     CompileResult r;  // cuBLASLt kernels ship with the library; only a separate epilogue is compiled
-    if (cfg.split.mode == EpiMode::separate) r = jit_compile_result(compile_elementwise(p, c));
+    if (cfg.split.epi == EpiMode::separate) r = jit_compile_result(compile_elementwise(p, c));
     r.compile_ms = ms_since(t0);
     return r;
   }
@@ -661,13 +827,21 @@ class CublasLtBackend final : public Backend {
     if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
     GT_REQUIRE(c.backend == kName, "cublaslt: cannot load a candidate of backend '" + c.backend + "'");
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
-    if (std::string why = mode_reason(p, cfg.split.mode); !why.empty()) GT_THROW(why);
+    if (std::string why = config_reason(p, cfg.split); !why.empty()) GT_THROW(why);
     return std::make_unique<LtExecutable>(p, c, cfg, std::static_pointer_cast<const jit::Cubin>(compiled.artifact));
   }
 
  private:
-  // "" when the config's epilogue mode fits the problem's chain.
-  static std::string mode_reason(const Problem& p, EpiMode mode) {
+  friend std::string gemmtune::cublaslt_mapping(const Problem&, const std::string&);
+  // "" when the config's suffixes fit the problem: its epilogue mode the chain, its fast_accum the inputs.
+  static std::string config_reason(const Problem& p, const CandidateConfig& cfg) {
+    if (cfg.fast_accum && !fp8_problem(p))
+      return "cublaslt: fast_accum applies to fp8 inputs (A and B are " + dn(p.a.dtype) + "): drop ',fast_accum=" +
+             (*cfg.fast_accum ? "1" : "0") + "'";
+    if (cfg.fast_accum.value_or(false) && p.scaling == Scaling::block)
+      return "cublaslt: fast_accum=1 does not apply to scaling=block: block scales are applied to each 128-K block's "
+             "partial sum, which is promoted into fp32 there (use fast_accum=0)";
+    const EpiMode mode = cfg.epi;
     if (p.epilogue.empty())
       return mode == EpiMode::none ? "" : "cublaslt: the config has ',epi=...' but the problem has no epilogue";
     if (mode == EpiMode::none)
@@ -676,17 +850,22 @@ class CublasLtBackend final : public Backend {
     if (mode == EpiMode::fused)
       if (std::string why = native_epilogue(p, ep); !why.empty())
         return "cublaslt: epi=fused cannot run '" + p.epilogue.key() + "': " + why + " (use epi=separate)";
+    if (mode == EpiMode::separate && p.d.dtype == DType::e4m3)
+      return "cublaslt: epi=separate cannot produce an e4m3 D: the elementwise pass does not apply scale_d, "
+             "saturation or amax (use epi=fused)";
     return "";
   }
 
-  // Candidates from the heuristic for the GEMM of `mode`, best first, each config tagged with the mode.
-  static std::vector<Candidate> list_algos(const Problem& p, EpiMode mode) {
-    const LtProblem lp = map_problem(p, mode);
+  // Candidates from the heuristic for the GEMM of `mode` (and fast accumulation, for fp8), best first, each config
+  // tagged with both.
+  static std::vector<Candidate> list_algos(const Problem& p, EpiMode mode, std::optional<bool> fast_accum) {
+    const LtProblem lp = map_problem(p, mode, fast_accum.value_or(false));
     LtDescs ds(lp);
     std::vector<Candidate> out;
     const auto res = heuristic(ds, kHeuristicCount);
     if (res.empty()) return out;
-    out.push_back({kName, join_config(cublaslt::kDefaultConfig, mode)});
+    auto config = [&](const std::string& algo) { return CandidateConfig{algo, fast_accum, mode}.str(); };
+    out.push_back({kName, config(cublaslt::kDefaultConfig)});
     std::vector<std::string> seen;
     for (size_t i = 0; i < res.size(); ++i) {
       std::string cfg = config_of(res[i].algo).str();
@@ -696,7 +875,7 @@ class CublasLtBackend final : public Backend {
       // res[0] is what `default` resolves to: listing it again would time the same kernel twice.
       if (dup || i == 0) continue;
       if (!check_algo(res[i].algo, ds).reason.empty()) continue;
-      out.push_back({kName, join_config(cfg, mode)});
+      out.push_back({kName, config(cfg)});
     }
     return out;
   }
@@ -705,6 +884,40 @@ class CublasLtBackend final : public Backend {
 }  // namespace
 
 std::shared_ptr<Backend> make_cublaslt_backend() { return std::make_shared<CublasLtBackend>(); }
+
+std::string cublaslt_mapping(const Problem& p0, const std::string& config) {
+  const Problem p = resolved(p0);
+  if (std::string why = problem_reason(p, DeviceInfo{}); !why.empty()) throw Error(why);
+  const CandidateConfig cfg = CandidateConfig::parse(config);
+  if (std::string why = CublasLtBackend::config_reason(p, cfg); !why.empty()) throw Error(why);
+  const LtProblem lp = map_problem(p, cfg.epi, cfg.fast_accum.value_or(false));
+  auto type = [](cudaDataType_t t) -> std::string {
+    switch (t) {
+      case CUDA_R_16BF: return "bf16";
+      case CUDA_R_16F: return "f16";
+      case CUDA_R_32F: return "f32";
+      case CUDA_R_8F_E4M3: return "e4m3";
+      case CUDA_R_8F_E5M2: return "e5m2";
+      default: return "#" + std::to_string(static_cast<int>(t));
+    }
+  };
+  auto mat = [&](const char* name, const LtMatrix& m) {
+    return std::string(name) + "=" + type(m.type) + ":" + std::to_string(m.rows) + "x" + std::to_string(m.cols) +
+           ":ld" + std::to_string(m.ld);
+  };
+  std::string s = std::string("swapped=") + (lp.swapped ? "1" : "0") + " transa=" + (lp.transa == CUBLAS_OP_T ? "T" : "N") +
+                  " transb=" + (lp.transb == CUBLAS_OP_T ? "T" : "N") + " " + mat("A", lp.a) + " " + mat("B", lp.b) + " " +
+                  mat("C", lp.c) + (lp.c_null ? "(null)" : "") + " " + mat("D", lp.d);
+  if (lp.fp8) {
+    const char* sa = lp.swapped ? "scale_b" : "scale_a";
+    const char* sb = lp.swapped ? "scale_a" : "scale_b";
+    s += std::string(" scale_mode_a=") + scale_mode_name(lp.scale_mode_a) + "(" + sa + ")" + " scale_mode_b=" +
+         scale_mode_name(lp.scale_mode_b) + "(" + sb + ")" + " fast_accum=" + (lp.fast_accum ? "1" : "0") +
+         " d_scale=" + (lp.d_scale ? "1" : "0") + " amax=" + (lp.amax ? "1" : "0");
+  }
+  if (lp.bias) s += " bias=" + type(lp.bias_type);
+  return s;
+}
 
 std::string cublaslt_version() {
   const size_t v = cublasLtGetVersion();  // major*10000 + minor*100 + patch

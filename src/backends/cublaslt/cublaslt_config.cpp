@@ -108,4 +108,37 @@ AlgoConfig AlgoConfig::parse(const std::string& s) {
   return c;
 }
 
+std::string CandidateConfig::str() const {
+  std::string s = algo;
+  if (fast_accum) s += *fast_accum ? ",fast_accum=1" : ",fast_accum=0";
+  if (epi == EpiMode::fused) s += ",epi=fused";
+  else if (epi == EpiMode::separate) s += ",epi=separate";
+  return s;
+}
+
+CandidateConfig CandidateConfig::parse(const std::string& s) {
+  CandidateConfig c;
+  std::string rest = s;
+  // Suffixes are taken from the right, so each may appear once and only in the canonical order.
+  if (const size_t at = rest.rfind(",epi="); at != std::string::npos) {
+    const std::string v = rest.substr(at + 5);
+    if (v == "fused") c.epi = EpiMode::fused;
+    else if (v == "separate") c.epi = EpiMode::separate;
+    else bad(s, "epi=" + v + " (fused or separate)");
+    rest.resize(at);
+  }
+  if (const size_t at = rest.rfind(",fast_accum="); at != std::string::npos) {
+    const std::string v = rest.substr(at + 12);
+    if (v == "0") c.fast_accum = false;
+    else if (v == "1") c.fast_accum = true;
+    else bad(s, "fast_accum=" + v + " (0 or 1, followed only by ,epi=...)");
+    rest.resize(at);
+  }
+  if (rest.find(",epi=") != std::string::npos || rest.find(",fast_accum=") != std::string::npos ||
+      rest.rfind("epi=", 0) == 0 || rest.rfind("fast_accum=", 0) == 0)
+    bad(s, "expected <algo>[,fast_accum=0|1][,epi=fused|separate], each suffix once");
+  c.algo = rest;
+  return c;
+}
+
 }  // namespace gemmtune::cublaslt

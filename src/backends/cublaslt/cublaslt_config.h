@@ -8,7 +8,16 @@
 // tile / stages / cluster print the suffix of the enum name (CUBLASLT_MATMUL_TILE_128x256 -> 128x256); ids the table
 // does not know print as `#<id>` (also accepted back, as is a bare number). Id 0 prints as `undef` (tile, stages) and
 // `auto` (cluster).
+//
+// A candidate's whole config is the algorithm followed by optional suffixes, in this order:
+//   <algo>[,fast_accum=0|1][,epi=fused|separate]
+// fast_accum: fp8 problems only, cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM (1: the tensor cores accumulate over the
+// whole K; 0: partial sums are promoted into fp32 periodically). Absent means 0, cuBLASLt's own default, so that
+// `default` names the same kernel for every problem; enumerate() always prints it for fp8 problems.
+// epi: how the problem's epilogue chain runs (required with one, refused without): fused in cuBLASLt's epilogue or as
+// a separate elementwise kernel after the GEMM.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gemmtune::cublaslt {
@@ -34,6 +43,24 @@ struct AlgoConfig {
 };
 
 inline bool is_default_config(const std::string& s) { return s == kDefaultConfig; }
+
+enum class EpiMode { none, fused, separate };
+
+// A candidate's config string split into its parts (see above). Pure string code; the algorithm part is kept as a
+// string ("default" or an AlgoConfig string) and parsed separately, so that a problem/config mismatch can be named
+// before a malformed algorithm.
+struct CandidateConfig {
+  std::string algo = kDefaultConfig;
+  std::optional<bool> fast_accum;  // empty: not given (0)
+  EpiMode epi = EpiMode::none;
+
+  // The canonical string: algo, then ",fast_accum=" when given, then ",epi=" when not none.
+  std::string str() const;
+  // Splits the suffixes off; throws gemmtune::Error on a malformed suffix (fast_accum=2, epi=foo, one given twice or
+  // out of order). The algorithm part is not checked here.
+  static CandidateConfig parse(const std::string& s);
+  bool operator==(const CandidateConfig&) const = default;
+};
 
 // Names of enum ids as used in the config string ("128x256", "#999", "undef"/"auto" for 0).
 std::string tile_name(uint32_t id);

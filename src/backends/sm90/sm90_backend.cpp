@@ -31,7 +31,8 @@ using sm90::KernelView;
 std::string problem_class(const KernelView& v) {
   return std::string("amn=") + (v.a_mn ? "1" : "0") + ",bmn=" + (v.b_mn ? "1" : "0") + ",in=" + std::to_string(v.a.type) +
          ",out=" + std::to_string(v.d.type) + ",ct=" + std::to_string(v.has_c ? v.c.type : 0) +
-         ",c=" + (v.has_c ? "1" : "0");
+         ",c=" + (v.has_c ? "1" : "0") +
+         (v.scale != gt_sm90::kScaleNone ? ",inb=" + std::to_string(v.b.type) + ",sc=" + std::to_string(v.scale) : "");
 }
 
 // The fused epilogue's compile-time part: "" for the plain problem (EpilogueTmaStore, the unchanged fast path), else
@@ -115,6 +116,7 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
     epi = "gt_sm90::EpilogueTmaStore<Cfg, " + flags.expr() + ">";
   }
   std::string s;
+  if (c.acc != sm90::Accum::none) s += "#include \"ptx/wgmma_f8.cuh\"\n";  // fp8: the k32 wgmma forms
   s += c.pingpong ? "#include \"sm90/sm90_gemm_pingpong.cuh\"\n" : "#include \"sm90/sm90_gemm_coop.cuh\"\n";
   s += headers;
   s += "// " + c.str() + " | " + problem_class(v) + " (the tile walk is a launch parameter)\n";
@@ -157,7 +159,7 @@ class Sm90Executable final : public Executable {
     }
     const int64_t ctiles = sm90::cluster_tiles(cfg_, view_);
     // The stream-K share arithmetic is 32-bit (kernels/sm90/sm90_shape.cuh sk_unit): beyond that K the plain walk runs.
-    const int64_t kblocks = (view_.k + 63) / 64;
+    const int64_t kblocks = (view_.k + plan_.bk - 1) / plan_.bk;
     const bool sk = cfg_.sk && static_cast<uint64_t>(kblocks) * 2 * max_clusters < (uint64_t(1) << 32);
     grid_ = static_cast<unsigned>(
         (sk ? sm90::sk_clusters(ctiles, kblocks, max_clusters) : std::min<int64_t>(ctiles, max_clusters)) * cs);
@@ -200,7 +202,7 @@ class Sm90Executable final : public Executable {
     const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
     CUresult r = CUDA_SUCCESS;
     if (g->glu == GluLayout::halves && !v.b_mn && plan_.cp_b == 0)  // B through cp.async: no map
-      r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, 64,
+      r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, plan_.bk,
                           std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS && sm90::d_tma_store(v)) {
       const int eb = sm90::epi_narrow_bytes(cfg_.bn / 2, v.d.type);
@@ -254,6 +256,21 @@ class Sm90Executable final : public Executable {
     }
     gt_sm90::GemmParams params = sm90::make_params(view_, alpha_, beta_, args.c, args.d);
     if (plan_.cp) sm90::set_cp_operands(params, view_, args.a, args.b);
+    if (view_.scale != gt_sm90::kScaleNone) {
+      // The view's row and column scales: A's and B's, swapped with the operands of a transposed view.
+      GT_REQUIRE(args.scale_a && args.scale_b, "sm90: fp8 inputs need scale_a and scale_b (" + cand_.str() + ")");
+      params.sr = view_.transposed ? args.scale_b : args.scale_a;
+      params.sc = view_.transposed ? args.scale_a : args.scale_b;
+    }
+    if (view_.d.type == gt::kE4M3) {
+      params.scale_d = args.scale_d;  // null: 1
+      if (problem_.amax) {
+        // The kernel raises amax with atomicMax from every warp that stores D: it starts from zero on the stream.
+        GT_REQUIRE(args.amax, "sm90: the problem asks for amax but GemmArgs::amax is null (" + cand_.str() + ")");
+        params.amax = args.amax;
+        GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(args.amax), 0u, 1, reinterpret_cast<CUstream>(stream)));
+      }
+    }
     if (cfg_.dynamic()) params.tiles = counters_for(reinterpret_cast<CUstream>(stream));
     if (cfg_.gpc()) params.order = static_cast<const int*>(order_.get());
     params.raster_n = cfg_.raster_n ? 1 : 0;
@@ -316,7 +333,7 @@ class Sm90Backend final : public Backend {
 
   std::string path(const Problem& p, const DeviceInfo&) const override {
     const KernelView v = sm90::kernel_view(p);
-    return sm90::load_path(p, v) + "; " + sm90::store_path(p, v);
+    return sm90::load_path(p, v) + "; " + sm90::store_path(p, v) + sm90::fp8_path(p);
   }
 
   std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {

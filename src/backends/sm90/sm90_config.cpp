@@ -11,7 +11,24 @@
 namespace gemmtune::sm90 {
 namespace {
 
-int elem_type(DType t) { return t == DType::bf16 ? kBF16 : t == DType::f16 ? kF16 : kF32; }
+int elem_type(DType t) {
+  switch (t) {
+    case DType::bf16: return kBF16;
+    case DType::f16: return kF16;
+    case DType::e4m3: return gt::kE4M3;
+    case DType::e5m2: return gt::kE5M2;
+    default: return kF32;
+  }
+}
+
+int scale_code(Scaling s) {
+  switch (s) {
+    case Scaling::tensor: return gt_sm90::kScaleTensor;
+    case Scaling::row: return gt_sm90::kScaleRow;
+    case Scaling::block: return gt_sm90::kScaleBlock;
+    default: return gt_sm90::kScaleNone;
+  }
+}
 
 // Operand `w` of a resolved problem.
 OperandDesc desc_of(const Problem& p, char w, int64_t rows, int64_t cols) {
@@ -42,6 +59,7 @@ std::string Config::str() const {
   if (epi_warp) os << ",epi=warp";
   if (swap) os << ",swap=1";
   if (cp) os << ",load=cp";
+  if (acc != Accum::none) os << ",acc=" << (acc == Accum::fast ? "fast" : "promote");
   return os.str();
 }
 
@@ -81,6 +99,9 @@ Config Config::parse(const std::string& s) {
       } else if (k == "load") {
         if (v != "tma" && v != "cp") bad("load must be tma or cp");
         c.cp = v == "cp";
+      } else if (k == "acc") {
+        if (v != "fast" && v != "promote") bad("acc must be fast or promote");
+        c.acc = v == "fast" ? Accum::fast : Accum::promote;
       } else if (k == "swap") {
         if (v != "0" && v != "1") bad("swap must be 0 or 1");
         c.swap = v == "1";
@@ -107,6 +128,7 @@ KernelView kernel_view(const Problem& p, bool swap) {
   pp.c = desc_of(r, 'C', p.m, p.n);
   pp.d = desc_of(r, 'D', p.m, p.n_out());
   pp.has_c = p.beta != 0.0f;
+  pp.scale = scale_code(p.scaling);
   return make_kernel_view(pp, swap);
 }
 gt_sm90::Spec spec(const Config& c, const KernelView& v) {
@@ -126,6 +148,11 @@ gt_sm90::Spec spec(const Config& c, const KernelView& v) {
   s.dynamic = c.dynamic();
   s.sk = c.sk;
   s.epi_warp = c.epi_warp;
+  if (gt::dtype_code_fp8(v.a.type)) {
+    if (v.b.type != v.a.type) s.in_b = v.b.type;
+    s.scale = v.scale;
+    s.promote = c.acc == Accum::promote;
+  }
   if (c.cp) {  // cp.async for what TMA cannot load
     s.cp_a = tma_ok(v.a) ? 0 : v.a.access;
     s.cp_b = tma_ok(v.b) ? 0 : v.b.access;
@@ -167,6 +194,9 @@ std::string spec_literal(const gt_sm90::Spec& s) {
      << tf(s.pingpong) << ", .dynamic = " << tf(s.dynamic) << ", .sk = " << tf(s.sk) << ", .epi_warp = "
      << tf(s.epi_warp);
   if (s.cp_a > 0) os << ", .cp_a = " << s.cp_a << ", .cp_b = " << s.cp_b;  // 0 (TMA loads): not printed
+  // fp8 only (the 16-bit defaults are not printed, so 16-bit units keep their text and cache keys)
+  if (s.in_b != 0) os << ", .in_b = " << s.in_b;
+  if (s.scale != gt_sm90::kScaleNone) os << ", .scale = " << s.scale << ", .promote = " << tf(s.promote);
   os << "}";
   return os.str();
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The sm90 backend's config: one canonical, parseable line, e.g.
 //   tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8[,tiles=dynamic|gpc][,tail=sk][,epi=warp][,swap=1]
-//   [,load=cp]
+//   [,load=cp][,acc=fast|promote]
 // In layers: config (parse / print, sm90_config.cpp), rules (the single validity function used by enumerate(),
 // validate() and error messages, sm90_rules.cpp), plan (derived once from the kernel's spec,
 // kernels/sm90/sm90_spec.cuh, which the kernels read too), heuristics (cost model and enumeration order,
@@ -20,6 +20,11 @@ namespace gemmtune::sm90 {
 // with GPC-major cluster ids, sm90_cluster_order.h: a host table, the same kernel as static).
 enum class TileOrder { static_order, dynamic, gpc };
 
+// How an fp8 kernel accumulates K ("acc=", fp8 configs only): fast = all of K in the tensor core (cuBLASLt's
+// FAST_ACCUM), promote = each 128-K block's products added into fp32 accumulators on the CUDA cores (the block
+// scales' path; full fp32 accumulation for tensor / row scaling). 16-bit configs: none (not printed).
+enum class Accum { none, fast, promote };
+
 struct Config {
   int bm = 128, bn = 256, bk = 64;
   int stages = 4;
@@ -35,6 +40,7 @@ struct Config {
                           // the wgmma M side, the tokens on N), D stored transposed (EpilogueTransposedStore)
   bool cp = false;        // "load=cp": the operands TMA cannot describe (A, B or both) loaded with cp.async by the
                           // producer warpgroup; the piece widths follow from the problem (OperandDesc::access)
+  Accum acc = Accum::none;  // "acc=fast|promote": fp8 inputs (tile K 128)
 
   bool dynamic() const { return tiles == TileOrder::dynamic; }
   bool gpc() const { return tiles == TileOrder::gpc; }
@@ -67,6 +73,8 @@ bool epi_direct(const Problem& p, const KernelView& v);
 std::string store_path(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
+// fp8 inputs: "; fp8 <A> x <B>: <how the scales apply and K accumulates>" for `path`; "" otherwise.
+std::string fp8_path(const Problem& p);
 // "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
 // ---- plan ----

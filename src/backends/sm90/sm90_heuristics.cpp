@@ -178,6 +178,12 @@ struct SpillPriorRow {
   bool (*match)(const Config& c, const Problem& p, const KernelView& v, int acc);
 };
 const SpillPriorRow kSpillPrior[] = {
+    {"an e4m3 D with row scaling at tile N 256",
+     "coop 128x256 and ping-pong 64x256 (1x1, 2x1, 1x2) at 4096^3: 64-180 bytes (Sm90Fp8Compile.E4M3Out_Row); their "
+     "bf16-D twins and the 128-accumulator 256x128 / ping-pong 128x128 compile clean",
+     [](const Config& c, const Problem& p, const KernelView& v, int) {
+       return v.d.type == gt::kE4M3 && p.scaling == Scaling::row && c.bn >= 256;
+     }},
     {"accumulators over 128 with a C input, f32 D or a fused epilogue (192 only for the plain 16-bit store)",
      "f32 D at 192 accumulators: 20 bytes spilled",
      [](const Config&, const Problem& p, const KernelView& v, int acc) {
@@ -348,10 +354,75 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   return t.stages;
 }
 
+// fp8 inputs: a short list (the wgmma k32 wrappers exist for tile N 16-64, 128, 192 and 256: ptx/wgmma_f8.cuh).
+// Starting points for 8-bit operands, whose 128-K stage rows make a stage as many bytes as a 16-bit one of half the
+// MMA work: 128x128 / 128x256 / 256x128 / 128x192 coop and 64x128 / 64x256 / 128x128 ping-pong tiles in 1x1, 2x1 and
+// 1x2 clusters with the deepest ring that fits, each with acc=fast and (where two accumulator sets fit the registers)
+// acc=promote; block scaling takes acc=promote only. Decode sizes (at most 64 rows on one side) add the decode tiles
+// of the 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost
+// model, acc=promote after its fast twin (its per-k-block wait and CUDA-core adds cost the tensor core's idle time).
+std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
+  const KernelView v = kernel_view(p);
+  const bool block = p.scaling == Scaling::block;
+  struct Tile { int bm, bn; bool pp; };
+  const Tile wide[] = {{128, 128, false}, {128, 256, false}, {256, 128, false}, {128, 192, false},
+                       {64, 128, true},   {64, 256, true},   {128, 128, true},  {128, 64, true}};
+  std::vector<Config> cands;
+  auto add = [&](Config c, const KernelView& w) {
+    c.bk = 128;
+    c.raster_n = w.n > w.m;
+    c.group = band_group(c, w, dev);
+    c.stages = max_stages(c, w.d.type, dev);
+    for (Accum a : {Accum::fast, Accum::promote}) {
+      if (block && a == Accum::fast) continue;
+      c.acc = a;
+      if (config_reason(c, p, dev).empty() && std::find(cands.begin(), cands.end(), c) == cands.end())
+        cands.push_back(c);
+    }
+  };
+  for (const Tile& t : wide)
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
+      Config c;
+      c.bm = t.bm, c.bn = t.bn, c.pingpong = t.pp, c.cm = cm, c.cn = cn;
+      if (cdiv(v.m, c.bm) < cm || cdiv(v.n, c.bn) < cn) continue;
+      add(c, v);
+    }
+  const bool decode_swap = v.m <= 64 && v.n > v.m && !block, decode_plain = v.n <= 64 && v.m > v.n;
+  if (decode_swap || decode_plain) {
+    const KernelView w = kernel_view(p, decode_swap);
+    const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
+    for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}})
+      for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
+        Config c;
+        c.bm = t.bm, c.bn = t.bn, c.pingpong = t.pp, c.cm = cm, c.cn = cn;
+        c.swap = decode_swap;
+        if (cdiv(w.m, c.bm) < cm) continue;
+        add(c, w);
+      }
+  }
+  // Configs of the spill prior go after all others, each part in its estimated order (as in enumerate_configs).
+  std::vector<std::pair<double, size_t>> order, late;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const Config& c = cands[i];
+    const double cost = estimate_cost(c, p, dev) * (c.acc == Accum::promote ? 1.1 : 1.0);
+    (spill_prior(c, p, kernel_view(p, c.swap)) ? late : order).push_back({cost, i});
+  }
+  auto by_cost = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(order.begin(), order.end(), by_cost);
+  std::stable_sort(late.begin(), late.end(), by_cost);
+  std::vector<Config> ranked;
+  for (const auto& o : order) ranked.push_back(cands[o.second]);
+  for (const FrontRow& r : kFront)
+    if (r.problem(v)) std::stable_partition(ranked.begin(), ranked.end(), r.match);
+  for (const auto& o : late) ranked.push_back(cands[o.second]);
+  return ranked;
+}
+
 std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   std::vector<Config> out;
   std::vector<Config> late;  // valid configs of the spill prior (kSpillPrior): listed after all others
   if (!problem_reason(p, dev).empty()) return out;
+  if (is_fp8(p.a.dtype)) return enumerate_fp8(p, dev);
   const KernelView v = kernel_view(p);
   struct Tile {
     int bm, bn;

@@ -41,6 +41,7 @@ struct PlanProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   OperandDesc a, b, c, d;
   bool has_c = false;  // beta != 0
+  int scale = gt_sm90::kScaleNone;  // fp8 dequantization (gt_sm90::ScaleCode)
 };
 
 // The problem as the kernel sees it: D row-major; a_mn = A stored M-major (col-major), b_mn = B stored N-major.
@@ -52,6 +53,7 @@ struct KernelView {
   bool swap = false;        // the other orientation (config swap=1): D is column-major in the view, stored by
                             // EpilogueTransposedStore
   bool has_c = false;
+  int scale = gt_sm90::kScaleNone;  // fp8: scale_a / scale_b are the view's row / column scales, swapped if transposed
 };
 
 // The problem as the kernel computes it: D (m x n) = A (m x k) B (k x n) with a row-major D — for a col-major D the
@@ -62,6 +64,7 @@ inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
   v.batch = p.batch;
   v.k = p.k;
   v.has_c = p.has_c;
+  v.scale = p.scale;
   v.swap = swap;
   if (p.d.row_major != swap) {
     v.m = p.m;
@@ -187,6 +190,7 @@ inline CUlaunchConfig cluster_launch(CUlaunchAttribute& attr, unsigned grid, int
 using EncodeTiledFn = decltype(&::cuTensorMapEncodeTiled);
 
 inline CUtensorMapDataType tma_type(int t) {
+  if (gt::dtype_code_fp8(t)) return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // TMA moves fp8 as bytes
   return t == kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                     : t == kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
@@ -242,14 +246,15 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const gt_sm9
   if (v.transposed) std::swap(a, b);
   CUresult r = CUDA_SUCCESS;
   // K-major boxes are {64 K, rows}, MN-major ones {64 M or N, 64 K}: only the order of the two inner dims differs.
+  // fp8 (K-major only): {128 K, rows}, the same 128 bytes per row (Plan::bk).
   if (plan.cp_a == 0) {
     r = encode_3d(enc, &maps[0], a, v.a.type, v.a_mn ? v.m : v.k, v.a_mn ? v.k : v.m, v.batch, v.a.ld,
-                  v.a.batch_stride, 64, plan.a_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
+                  v.a.batch_stride, plan.bk, plan.a_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
     if (r != CUDA_SUCCESS) return r;
   }
   if (plan.cp_b == 0) {
     r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld,
-                  v.b.batch_stride, 64, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
+                  v.b.batch_stride, plan.bk, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
     if (r != CUDA_SUCCESS) return r;
   }
   if (!d_tma_store(v)) {  // stored without TMA (EpilogueTransposedStore, kEpiNoTmaD): copies of A's map, unused

@@ -52,16 +52,61 @@ std::string cp_mix_reason(const KernelView& v) {
   return "";
 }
 
+// The fp8 problems the sm90 kernels take: both inputs fp8 (any pairing of e4m3 / e5m2), a 16-bit or f32 D, tensor,
+// row or block scaling; block scaling with a row-major D (the block scales' layouts are A's and B's own, so the
+// transposed view of a column-major D would read them crosswise).
+std::string fp8_reason(const Problem& p) {
+  if (!is_fp8(p.a.dtype) || !is_fp8(p.b.dtype))
+    return "sm90: a " + std::string(dtype_name(p.a.dtype)) + " A with an " + std::string(dtype_name(p.b.dtype)) +
+           " B (weight-only fp8) is not supported: wgmma's k32 forms take fp8 on both sides (the gemv backend takes "
+           "skinny ones, cuBLASLt the rest)";
+  if (p.epilogue.has_glu()) return "sm90: a GLU epilogue with fp8 inputs is not supported";
+  if (p.d.dtype == DType::e4m3) {
+    // The e4m3 D is staged and TMA-stored like a 16-bit one, in bytes; the bounds-checked copy-out paths and the
+    // fused chain's store move 2- and 4-byte elements.
+    if (!p.epilogue.empty())
+      return "sm90: an e4m3 D with a fused epilogue ('" + p.epilogue.key() + "') is not supported; cuBLASLt or a "
+             "bf16 D takes it";
+    const KernelView v = kernel_view(p);
+    if (!d_tma_store(v) || epi_direct(p, v))
+      return "sm90: an e4m3 D needs rows TMA can store whole: ldd, batch stride and N multiples of 16 elements and a "
+             "16-byte aligned pointer (" + store_path(p, v) + ")";
+  } else if (is_fp8(p.d.dtype)) {
+    return "sm90: D must be bf16, f16, f32 or e4m3";
+  }
+  if (p.scaling == Scaling::block && p.d.layout != Layout::row)
+    return "sm90: block scaling needs a row-major D (a column-major D is solved transposed)";
+  return "";
+}
+
 }  // namespace
+
+std::string fp8_path(const Problem& p) {
+  if (!is_fp8(p.a.dtype) || !is_fp8(p.b.dtype)) return "";
+  const std::string types = std::string(dtype_name(p.a.dtype)) + " x " + std::string(dtype_name(p.b.dtype));
+  const std::string d8 = p.d.dtype == DType::e4m3
+                             ? std::string("; e4m3 D: saturate(v * scale_d)") + (p.amax ? ", amax by atomicMax" : "")
+                             : "";
+  if (p.scaling == Scaling::block)
+    return "; fp8 " + types + ": block scales applied as each 128-K block is promoted into fp32 accumulators "
+           "(acc=promote)" + d8;
+  return "; fp8 " + types + ": " + std::string(scaling_name(p.scaling)) + " scales applied to the fp32 accumulators "
+         "before alpha, beta and the epilogue; acc=fast (K accumulated in the tensor core) or acc=promote (fp32 "
+         "promotion every 128 K)" + d8;
+}
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
     return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
   if (std::string r = epilogue_reason(p); !r.empty()) return r;
-  if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
+  const bool fp8 = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
+  if (fp8) {
+    if (std::string r = fp8_reason(p); !r.empty()) return r;
+  } else if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16)) {
     return "sm90: A and B must both be bf16 or both f16";
+  }
   auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
-  if (!out_ok(p.d.dtype)) return "sm90: D must be bf16, f16 or f32";
+  if (!out_ok(p.d.dtype) && !(fp8 && p.d.dtype == DType::e4m3)) return "sm90: D must be bf16, f16 or f32";
   if (p.beta != 0.0f && !out_ok(p.c.dtype)) return "sm90: C must be bf16, f16 or f32";
   if (p.accum != DType::f32) return "sm90: accumulation must be f32";
   const KernelView v = kernel_view(p);
@@ -78,6 +123,10 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     // A and B: TMA, or cp.async (load=cp)
     if (std::string r = ab_reason(nm, *n.o, v.batch); !r.empty()) return r;
   }
+  if (fp8 && needs_cp(v))
+    return "sm90: fp8 A and B are loaded by TMA only (load=cp copies 16-bit elements): their base pointers, pitches "
+           "and batch strides must be multiples of 16 bytes (" + load_path(p, v) + ")";
+  if (fp8 && (v.a_mn || v.b_mn)) return "sm90: fp8 operands must be K-major (row-major A, col-major B)";
   return cp_mix_reason(v);
 }
 
@@ -111,7 +160,17 @@ std::string store_path(const Problem& p, const KernelView& v) {
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
   if (std::string r = problem_reason(p, dev); !r.empty()) return r;
   const std::string cs = " (config " + c.str() + ")";
-  if (c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
+  const bool fp8 = is_fp8(p.a.dtype);
+  if (!fp8 && c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
+  if (fp8 && c.bk != 128) return "sm90: tile K must be 128 with fp8 inputs (128 bytes of an 8-bit type)" + cs;
+  if (!fp8 && c.acc != Accum::none) return "sm90: acc= (fast / promote) applies to fp8 inputs only" + cs;
+  if (fp8 && c.acc == Accum::none) return "sm90: fp8 inputs need acc=fast or acc=promote" + cs;
+  if (p.scaling == Scaling::block) {
+    if (c.acc != Accum::promote) return "sm90: block scaling needs acc=promote (scales apply per 128-K block)" + cs;
+    if (c.swap) return "sm90: block scaling takes no swap=1 (the block scales are A's and B's own layouts)" + cs;
+    if (c.bn % 128 != 0 && 128 % c.bn != 0)
+      return "sm90: block scaling needs tile N a multiple or a divisor of 128 (one B scale per 128 columns)" + cs;
+  }
   if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
   if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
   if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
@@ -126,6 +185,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
       return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
              "swap does" + cs;
     if (c.epi_warp) return "sm90: swap=1 has no epilogue strips to store per warp (epi=warp)" + cs;
+    if (p.d.dtype == DType::e4m3) return "sm90: swap=1 stores 16-bit and f32 elements only (D is e4m3)" + cs;
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
   const KernelView v = kernel_view(p, c.swap);
@@ -166,6 +226,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   // A consumer thread gets 232 registers (setmaxnreg), of which the kernel gives at most 192 to accumulators
   // (GemmConfig's static_assert). Whether a config within that budget spills depends on the epilogue and the
   // compiler: the compile's ptxas report decides, not a rule here.
+  if (c.acc == Accum::promote && 2 * pl.acc_regs > 192)
+    return "sm90: acc=promote keeps two accumulator sets: 2 x " + std::to_string(pl.acc_regs) + " registers per "
+           "thread exceed the 192 of a consumer warpgroup (take tile N <= 128 per 64 rows)" + cs;
   if (pl.acc_regs > 192)
     return "sm90: " + std::to_string(pl.acc_regs) + " accumulator registers per thread exceed the 192 of a consumer "
            "warpgroup" + cs;

@@ -1,0 +1,156 @@
+// sm90 fp8 kernels without a GPU: config round trip, refusals, and NVRTC compilation of every fp8 candidate the
+// heuristics enumerate for representative problems (each compiles for sm_90a without spills, and its unit names the
+// fp8 wgmma forms). GPU correctness is tests/gpu/test_fp8.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/sm90_config.h"
+#include "gemmtune/epilogue.h"
+#include "gemmtune/errors.h"
+#include "jit/thread_pool.h"
+
+namespace gemmtune {
+namespace {
+
+Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling s, DType a = DType::e4m3, DType b = DType::e4m3,
+                    DType out = DType::bf16) {
+  Problem p = Problem::make(m, n, k, a, out, Layout::row, Layout::col);
+  p.b.dtype = b;
+  p.scaling = s;
+  p.resolve();
+  return p;
+}
+
+TEST(Sm90Fp8, ConfigRoundTrip) {
+  const std::string s = "tile=128x128x128,stages=6,cluster=2x1,sched=coop,raster=m,group=8,acc=promote";
+  const sm90::Config c = sm90::Config::parse(s);
+  EXPECT_EQ(c.acc, sm90::Accum::promote);
+  EXPECT_EQ(c.bk, 128);
+  EXPECT_EQ(c.str(), s);
+  EXPECT_EQ(sm90::Config::parse("tile=128x256x128,stages=4,cluster=1x1,sched=coop,raster=m,group=8,acc=fast").acc,
+            sm90::Accum::fast);
+  EXPECT_THROW(sm90::Config::parse(s + ",acc=slow"), Error);
+}
+
+TEST(Sm90Fp8, Reasons) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto be = make_sm90_backend();
+  // Weight-only (16-bit A, fp8 B), e4m3 D and a GLU are refused with what is refused.
+  Problem w = fp8_problem(64, 4096, 4096, Scaling::row, DType::bf16, DType::e4m3);
+  EXPECT_NE(be->supports(w, dev).find("weight-only"), std::string::npos) << be->supports(w, dev);
+  // An e4m3 D: plain epilogue and whole TMA-stored rows; not with a chain, a ragged N or swap=1.
+  Problem d8 = fp8_problem(256, 256, 256, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3);
+  d8.amax = true;
+  EXPECT_EQ(be->supports(d8, dev), "");
+  EXPECT_NE(be->path(d8, dev).find("amax"), std::string::npos) << be->path(d8, dev);
+  EXPECT_NE(sm90::config_reason(sm90::Config::parse("tile=64x16x128,stages=8,cluster=1x1,sched=pingpong,raster=m,"
+                                                    "group=8,swap=1,acc=fast"), d8, dev).find("swap=1"),
+            std::string::npos);
+  Problem d8c = d8;
+  d8c.epilogue = parse_epilogue("bias");
+  EXPECT_NE(be->supports(d8c, dev).find("fused epilogue"), std::string::npos) << be->supports(d8c, dev);
+  Problem d8r = fp8_problem(256, 1000, 256, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3);
+  d8r.d.ld = 1008;
+  EXPECT_NE(be->supports(d8r, dev).find("TMA can store whole"), std::string::npos) << be->supports(d8r, dev);
+  const Problem t = fp8_problem(4096, 4096, 4096, Scaling::tensor);
+  EXPECT_EQ(be->supports(t, dev), "");
+  EXPECT_NE(be->path(t, dev).find("acc=fast"), std::string::npos) << be->path(t, dev);
+  const Problem bl = fp8_problem(4096, 4096, 4096, Scaling::block);
+  EXPECT_NE(be->path(bl, dev).find("block scales"), std::string::npos) << be->path(bl, dev);
+  auto reason = [&](const Problem& p, const std::string& cfg) {
+    return sm90::config_reason(sm90::Config::parse(cfg), p, dev);
+  };
+  const std::string base = "stages=4,cluster=1x1,sched=coop,raster=m,group=8";
+  EXPECT_EQ(reason(t, "tile=128x256x128," + base + ",acc=fast"), "");
+  EXPECT_NE(reason(t, "tile=128x256x64," + base + ",acc=fast").find("tile K must be 128"), std::string::npos);
+  EXPECT_NE(reason(t, "tile=128x256x128," + base).find("acc=fast or acc=promote"), std::string::npos);
+  EXPECT_NE(reason(t, "tile=128x256x128," + base + ",acc=promote").find("two accumulator sets"), std::string::npos);
+  EXPECT_NE(reason(bl, "tile=128x128x128," + base + ",acc=fast").find("block scaling needs acc=promote"),
+            std::string::npos);
+  EXPECT_EQ(reason(bl, "tile=128x128x128," + base + ",acc=promote"), "");
+  EXPECT_NE(reason(bl, "tile=128x96x128," + base + ",acc=promote").find("multiple or a divisor of 128"),
+            std::string::npos);
+  const Problem bf = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col);
+  EXPECT_NE(reason(bf, "tile=128x128x64," + base + ",acc=fast").find("fp8 inputs only"), std::string::npos);
+}
+
+TEST(Sm90Fp8, Enumerate) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto be = make_sm90_backend();
+  for (Scaling s : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    const Problem p = fp8_problem(4096, 4096, 4096, s);
+    const auto cands = be->enumerate(p, dev);
+    ASSERT_FALSE(cands.empty()) << p.str();
+    bool fast = false, promote = false;
+    for (const Candidate& c : cands) {
+      EXPECT_EQ(be->validate(p, c, dev), "") << c.str();
+      fast = fast || c.config.find("acc=fast") != std::string::npos;
+      promote = promote || c.config.find("acc=promote") != std::string::npos;
+      EXPECT_NE(c.config.find("x128,"), std::string::npos) << c.str();  // tile K 128
+    }
+    EXPECT_EQ(fast, s != Scaling::block) << p.str();
+    EXPECT_TRUE(promote) << p.str();
+  }
+}
+
+struct Fp8Case {
+  int64_t m, n, k;
+  Scaling s;
+  DType a = DType::e4m3, b = DType::e4m3, out = DType::bf16;
+};
+
+// Every enumerated candidate compiles for sm_90a; those that spill are the spill prior's, listed after every clean
+// one (the pipeline skips a spilling compile and takes the next).
+void compile_fp8(const Fp8Case& fc) {
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out);
+  const auto cands = be->enumerate(p, dev);
+  ASSERT_FALSE(cands.empty()) << p.str();
+  std::vector<CompileResult> res(cands.size());
+  std::vector<std::string> err(cands.size());
+  jit::parallel_for(cands.size(), 0, [&](size_t i) {
+    try {
+      res[i] = be->compile(p, cands[i], dev);
+    } catch (const std::exception& e) {
+      err[i] = e.what();
+    }
+  });
+  std::vector<double> ms;
+  size_t clean = 0, spilled = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    ASSERT_EQ(err[i], "") << cands[i].str() << " for " << p.str();
+    EXPECT_TRUE(res[i].compiled);
+    EXPECT_GT(res[i].registers, 0) << cands[i].str();
+    if (res[i].spill_bytes > 0) {
+      ++spilled;
+      std::printf("  spills %d bytes: %s\n", res[i].spill_bytes, cands[i].str().c_str());
+    } else {
+      EXPECT_EQ(spilled, 0u) << cands[i].str() << " compiles clean but is listed after a spilling config, for "
+                             << p.str();
+      ++clean;
+    }
+    if (!res[i].cache_hit) ms.push_back(res[i].compile_ms);
+  }
+  EXPECT_GT(clean, 0u) << p.str();
+  std::sort(ms.begin(), ms.end());
+  std::printf("%s: %zu fp8 candidates compiled, median %.0f ms (uncached %zu)\n", p.str().c_str(), cands.size(),
+              ms.empty() ? 0.0 : ms[ms.size() / 2], ms.size());
+}
+
+TEST(Sm90Fp8Compile, Tensor4096) { compile_fp8({4096, 4096, 4096, Scaling::tensor}); }
+TEST(Sm90Fp8Compile, Row4096) { compile_fp8({4096, 4096, 4096, Scaling::row}); }
+TEST(Sm90Fp8Compile, Block4096) { compile_fp8({4096, 4096, 4096, Scaling::block}); }
+TEST(Sm90Fp8Compile, RowM64_E5M2B) { compile_fp8({64, 4096, 4096, Scaling::row, DType::e4m3, DType::e5m2}); }
+TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::tensor, DType::e5m2, DType::e4m3, DType::f32}); }
+TEST(Sm90Fp8Compile, BlockRaggedK) { compile_fp8({512, 384, 1040, Scaling::block}); }
+TEST(Sm90Fp8Compile, E4M3Out_Row) { compile_fp8({4096, 4096, 4096, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3}); }
+TEST(Sm90Fp8Compile, E4M3Out_Block) { compile_fp8({2048, 1024, 4096, Scaling::block, DType::e4m3, DType::e4m3, DType::e4m3}); }
+
+}  // namespace
+}  // namespace gemmtune
