@@ -158,7 +158,7 @@ void reference_epilogue(const Problem& p, const GemmArgs& args, const float* in,
     const EpiOp& op = ops[i];
     e.kind[i] = int(op.kind);
     e.act[i] = int(op.act);
-    e.dt[i] = type_code(op.dtype ? *op.dtype : p.d.dtype);
+    e.dt[i] = type_code(op.dtype ? *op.dtype : p.epilogue_default_dtype());
     if (op.kind == EpiOpKind::glu) {
       e.glu_at = int(i);
       e.glu_act = int(op.act);

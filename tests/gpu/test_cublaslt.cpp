@@ -236,20 +236,13 @@ const Fp8Case kFp8Cases[] = {
     {"row_bf16", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16},
     {"row_f16", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::f16},
     {"row_f32_e5m2xe4m3", 200, 384, 512, Scaling::row, DType::e5m2, DType::e4m3, DType::f32},
-    {"row_e4m3_amax", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "", true},
     {"row_bf16_colD", 128, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16, Layout::col},
     {"row_bf16_bias_relu", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::bf16, Layout::row, 1,
      "bias,relu"},
-    {"row_e4m3_bias_amax", 200, 384, 512, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "bias",
-     true},
     {"block_bf16", 200, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
     {"block_f16", 200, 384, 1024, Scaling::block, DType::e4m3, DType::e4m3, DType::f16},
     {"block_f32_e4m3xe5m2", 200, 384, 512, Scaling::block, DType::e4m3, DType::e5m2, DType::f32},
-    {"block_e4m3_amax", 200, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::e4m3, Layout::row, 1, "",
-     true},
     {"block_bf16_raggedK_oneNblock", 96, 128, 400, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
-    // M = 99: VEC128_32F's scale tensor has a pitch of M floats, not a multiple of 4 (16 bytes).
-    {"block_bf16_raggedM", 99, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16},
     {"block_bf16_colD", 128, 384, 512, Scaling::block, DType::e4m3, DType::e4m3, DType::bf16, Layout::col},
 };
 

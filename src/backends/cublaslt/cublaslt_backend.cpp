@@ -264,6 +264,13 @@ std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
                    "scale_b is packed (pitch ceil(K/128)=" + std::to_string(kb) +
              "): needs ceil(K/128) % 4 == 0 or N <= 128";
   }
+  // Measured on sm_90 with CUDA 13.0: the heuristic answers CUBLAS_STATUS_INVALID_VALUE for an fp8 D with outer-vector
+  // or block scales, and no algorithm for block scales when M is not a multiple of 4 (A's VEC128 scale columns).
+  if (p.d.dtype == DType::e4m3 && p.scaling != Scaling::tensor)
+    return pre + "an e4m3 D takes tensor scaling only in cuBLASLt (scaling=" + std::string(scaling_name(p.scaling)) +
+           " with an fp8 D is not supported there)";
+  if (p.scaling == Scaling::block && p.m % 4 != 0)
+    return pre + "scaling=block needs M a multiple of 4 in cuBLASLt (M=" + std::to_string(p.m) + ")";
   if (p.d.dtype == DType::e4m3 && !p.epilogue.empty()) {
     cublasLtEpilogue_t ep;
     if (std::string why = native_epilogue(p, ep); !why.empty())
