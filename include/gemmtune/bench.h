@@ -47,7 +47,8 @@ CompileReport compile_candidates(const Problem& p, const DeviceInfo& dev, const 
 struct ShapeBench {
   TuneReport tune;
   Candidate reference;                  // cuBLASLt's heuristic default; with an epilogue its fused form where the
-                                        // chain maps onto one (epi=fused), else GEMM + elementwise (epi=separate)
+                                        // chain maps onto one (epi=fused), else GEMM + elementwise (epi=separate);
+                                        // fp8 with tensor/row scales: its fast accumulation (fast_accum=1)
   std::vector<CandidateResult> compare;  // the side-by-side numbers
   std::string status = "ok";            // else what failed (one line)
   const CandidateResult* winner() const { return find(tune.winner); }

@@ -72,12 +72,17 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
 
 ShapeBench bench_problem(const Problem& p, const TuneOptions& opts) {
   ShapeBench sb;
-  sb.reference = Candidate{"cublaslt", "default"};
+  // fp8 with tensor or row scales: cuBLASLt's fast accumulation, its faster mode, so that every winner (whatever
+  // its own accumulation) is held to the stricter reference; block scaling has only the promoted one.
+  const std::string algo = !is_fp8(p.b.dtype)               ? "default"
+                           : p.scaling == Scaling::block ? "default,fast_accum=0"
+                                                            : "default,fast_accum=1";
+  sb.reference = Candidate{"cublaslt", algo};
   try {
     if (!p.epilogue.empty()) {
-      sb.reference.config = "default,epi=fused";
+      sb.reference.config = algo + ",epi=fused";
       if (auto lt = find_backend("cublaslt"); !lt || !lt->validate(p, sb.reference, current_device()).empty())
-        sb.reference.config = "default,epi=separate";
+        sb.reference.config = algo + ",epi=separate";
     }
     sb.tune = Tuner(opts).tune(p);
     if (!sb.tune.winner) throw Error("no candidate worked");
@@ -87,7 +92,7 @@ ShapeBench bench_problem(const Problem& p, const TuneOptions& opts) {
       if (std::find(cands.begin(), cands.end(), c) == cands.end()) cands.push_back(c);
     };
     add(sb.reference);
-    if (!p.epilogue.empty()) add({"cublaslt", "default,epi=separate"});
+    if (!p.epilogue.empty()) add({"cublaslt", algo + ",epi=separate"});
     std::map<std::string, const CandidateResult*> best;
     for (const auto& r : sb.tune.results) {
       if (r.status != Status::ok || r.candidate.backend == sb.tune.winner->backend) continue;
