@@ -77,6 +77,27 @@ __device__ __forceinline__ U4 ld16(const void* p) {
   }
 }
 
+// 8 bytes (x, y; z = w = 0) from an address that is only VB-byte aligned, as ld16 (the vectors: cached).
+template <int VB>
+__device__ __forceinline__ U4 ld8(const void* p) {
+  const char* c = static_cast<const char*>(p);
+  U4 v{0u, 0u, 0u, 0u};
+  if constexpr (VB >= 8) {
+    asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(c));
+  } else if constexpr (VB == 4) {
+    asm("ld.global.nc.u32 %0, [%1];" : "=r"(v.x) : "l"(c));
+    asm("ld.global.nc.u32 %0, [%1];" : "=r"(v.y) : "l"(c + 4));
+  } else {
+    static_assert(VB == 2, "loads of 16, 8, 4 or 2 bytes");
+    unsigned short h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm("ld.global.nc.u16 %0, [%1];" : "=h"(h[i]) : "l"(c + 2 * i));
+    v.x = h[0] | (unsigned(h[1]) << 16);
+    v.y = h[2] | (unsigned(h[3]) << 16);
+  }
+  return v;
+}
+
 // Two 16-bit elements of a 32-bit word as floats.
 template <int IN>
 __device__ __forceinline__ void unpack2(unsigned u, float& lo, float& hi) {
@@ -114,6 +135,10 @@ template <int TY>
 __device__ __forceinline__ void store_any(void* p, long long i, float v) {
   if constexpr (TY == gt::kF32) {
     static_cast<float*>(p)[i] = v;
+  } else if constexpr (TY == gt::kE4M3) {  // saturated to +-448 (the caller has applied D's scale)
+    unsigned short h;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(v));  // v: the low byte
+    static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(h);
   } else {
     unsigned short h;
     if constexpr (TY == gt::kBF16)
@@ -124,8 +149,58 @@ __device__ __forceinline__ void store_any(void* p, long long i, float v) {
   }
 }
 
+// Storage of an element type: 16-bit words, fp8 bytes.
+template <int TY>
+struct Storage {
+  using type = unsigned short;
+};
+template <>
+struct Storage<gt::kE4M3> {
+  using type = unsigned char;
+};
+template <>
+struct Storage<gt::kE5M2> {
+  using type = unsigned char;
+};
+
+// Four fp8 values FT (the bytes of u, lowest first) as two pairs of 16-bit values CT16 (f16 or bf16, the mma's
+// type), in order: w0 = {byte 0 (low half), byte 1}, w1 = {byte 2, byte 3}. cvt.f16x2.{e4m3,e5m2}x2 widens exactly
+// and keeps the order (the low byte to the low half). bf16 (e4m3 only): every e4m3 value is a normal f16 with 3
+// mantissa bits, so moving its 5-bit exponent and top 7 mantissa bits into bf16's fields is exact up to the exponent
+// bias (15 against 127), which one multiply by 2^112 (exact: a power of two, the result normal) restores; zero stays
+// zero.
+template <int FT, int CT16>
+__device__ __forceinline__ void fp8x4_to_16(unsigned u, unsigned& w0, unsigned& w1) {
+  static_assert(FT == gt::kE4M3 || FT == gt::kE5M2, "fp8 source");
+  static_assert(CT16 == gt::kF16 || (CT16 == gt::kBF16 && FT == gt::kE4M3), "to f16, or e4m3 to bf16");
+  if constexpr (FT == gt::kE4M3)
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+        : "=r"(w0), "=r"(w1)
+        : "r"(u));
+  else
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e5m2x2 %0, l;\ncvt.rn.f16x2.e5m2x2 %1, h;\n}\n"
+        : "=r"(w0), "=r"(w1)
+        : "r"(u));
+  if constexpr (CT16 == gt::kBF16) {
+    w0 = ((w0 >> 3) & 0x0FFF0FFFu) | (w0 & 0x80008000u);
+    w1 = ((w1 >> 3) & 0x0FFF0FFFu) | (w1 & 0x80008000u);
+    // x * 2^112 + (-0): exact, and -0 keeps a zero's sign.
+    asm("fma.rn.bf16x2 %0, %0, %1, %2;" : "+r"(w0) : "r"(0x77807780u), "r"(0x80008000u));
+    asm("fma.rn.bf16x2 %0, %0, %1, %2;" : "+r"(w1) : "r"(0x77807780u), "r"(0x80008000u));
+  }
+}
+// 16 fp8 values as two groups of 8 16-bit values (f[0]: bytes 0-7, f[1]: bytes 8-15).
+template <int FT, int CT16>
+__device__ __forceinline__ void fp8x16_to_16(const U4& v, U4 (&f)[2]) {
+  fp8x4_to_16<FT, CT16>(v.x, f[0].x, f[0].y);
+  fp8x4_to_16<FT, CT16>(v.y, f[0].z, f[0].w);
+  fp8x4_to_16<FT, CT16>(v.z, f[1].x, f[1].y);
+  fp8x4_to_16<FT, CT16>(v.w, f[1].z, f[1].w);
+}
+
 // Output (t, o) of batch b from its sums (a GLU's gate and up): alpha, beta * C, the fused chain with D's coordinates,
-// D's element. `ep` is the batch's (at_batch).
+// D's element (an e4m3 D: times scale_d, saturated). Returns the value before scale_d (an e4m3 D's amax statistic).
+// `ep` is the batch's (at_batch).
 template <int OUT, int CT, bool HAS_C, bool VEC_M, bool ALPHA_ONE, class Chain>
 struct Output {
   using Params = typename ChainParams<Chain>::type;
@@ -138,8 +213,8 @@ struct Output {
       return ep;
   }
 
-  __device__ __forceinline__ static void store(const GemvParams& p, const Params& ep, int b, int t, int o, float g,
-                                               float up) {
+  __device__ __forceinline__ static float store(const GemvParams& p, const Params& ep, int b, int t, int o, float g,
+                                                float up) {
     if constexpr (!ALPHA_ONE) {
       g *= p.alpha;
       up *= p.alpha;
@@ -151,7 +226,11 @@ struct Output {
       v = Chain::apply_glu(g, up, m, n, ep);
     else if constexpr (kFused)
       v = Chain::apply(v, m, n, ep);
-    store_any<OUT>(p.d, b * p.d_batch + t * p.d_t + o * p.d_r, v);
+    if constexpr (OUT == gt::kE4M3)
+      store_any<OUT>(p.d, b * p.d_batch + t * p.d_t + o * p.d_r, v * *p.sd);
+    else
+      store_any<OUT>(p.d, b * p.d_batch + t * p.d_t + o * p.d_r, v);
+    return v;
   }
 };
 

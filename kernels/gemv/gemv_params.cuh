@@ -20,11 +20,18 @@ struct GemvParams {
   // have written theirs (zero between launches: the last CTA sets it back). Unused otherwise.
   float* ws;
   int* cnt;
+  // fp8 (Problem::scaling, gemv_mma.cuh SCALE > 0): the dequantization scales of W and X (scale_b and scale_a with
+  // the vectors as A's rows, else the other way round; null: 1, for a 16-bit operand), an e4m3 D's output scale and
+  // the amax output (zeroed on the stream before the launch). Unused otherwise.
+  const float* sw;
+  const float* sx;
+  const float* sd;
+  float* amax;
 };
 
 // The mma kernel (gemv_mma.cuh) in m-blocks of 16 W rows per warp (mb) and n-blocks of 8 vectors (nb).
 constexpr int mma_vector_blocks(int vectors) { return (vectors + 7) / 8; }
-constexpr int mma_stage_bytes(int mb) { return mb * 16 * 128; }      // one 64-k step of a warp's W rows
+constexpr int mma_stage_bytes(int mb) { return mb * 16 * 128; }      // one step (128 bytes a row) of a warp's W rows
 constexpr int mma_lane_frags(int mb, int nb) { return mb * nb * 4; }  // fp32 accumulator fragments per lane
 // Dynamic shared memory: a ring of `ring` stages per warp (0: none).
 constexpr int mma_ring_bytes(int ring, int warps, int mb) { return ring * warps * mma_stage_bytes(mb); }

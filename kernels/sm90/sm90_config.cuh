@@ -58,7 +58,8 @@ struct GemmConfig {
   static constexpr int SCALE = S.scale;
   static constexpr bool PROMOTE = S.promote;
   static_assert(S.in == kBF16 || S.in == kF16 || FP8, "A and B must be bf16, f16, e4m3 or e5m2");
-  static_assert(FP8 == gt::dtype_code_fp8(IN_B) && (FP8 || IN_B == S.in), "A and B: both 16-bit (one type) or both fp8");
+  static_assert(FP8 == gt::dtype_code_fp8(IN_B) && (FP8 || IN_B == S.in),
+                "A and B: both 16-bit (one type) or both fp8");
   static_assert(!FP8 || (!A_MN && !B_MN), "fp8 operands must be K-major (row-major A, col-major B)");
   static_assert(!FP8 || !P.cp, "load=cp copies 16-bit elements");
   static_assert(FP8 == (SCALE != kScaleNone), "fp8 inputs need a scaling, 16-bit ones take none");

@@ -167,8 +167,8 @@ struct StageDescs {
   }
 };
 
-// Issues the 4 k16 (fp8: k32) steps of stage s for one consumer. `accumulate` = false zero-initialises the accumulators on the
-// first k16 step.
+// Issues the 4 k16 (fp8: k32) steps of stage s for one consumer. `accumulate` = false zero-initialises the
+// accumulators on the first step.
 template <class Cfg>
 __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const StageDescs<Cfg>& d, int s,
                                           bool accumulate) {

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -344,6 +347,176 @@ TEST_F(GemvGpu, AnyAlignment) {
     EXPECT_EQ(test::written_outside(p, d), 0);
   }
   EXPECT_GE(runs.size(), 28u);  // at least the two best of each case
+}
+
+// ---- fp8: a self-contained check of the gemv kernel's fp8 paths (the tuner-level fp8 suite is test_fp8.cpp) ----
+// Inputs are random bit patterns with a bounded exponent (exact on the host, no NaN), scales uniform in [0.5, 2); the
+// reference dequantizes in double, per 128-k block for block scaling; D (and amax) compared by normalized error.
+
+// One fp8 / 16-bit element: random bits of dtype `t` with magnitudes in [2^-3, 2^3), and their value.
+uint16_t random_bits(DType t, std::mt19937_64& rng) {
+  const uint32_t r = static_cast<uint32_t>(rng());
+  const uint32_t s = r >> 31, m = r & 0x3FF, e = (r >> 10) % 6;  // exponent 2^-3 .. 2^2
+  switch (t) {
+    case DType::e4m3: return static_cast<uint16_t>(s << 7 | (e + 4) << 3 | (m & 7));
+    case DType::e5m2: return static_cast<uint16_t>(s << 7 | (e + 12) << 2 | (m & 3));
+    case DType::f16: return static_cast<uint16_t>(s << 15 | (e + 12) << 10 | m);
+    default: return static_cast<uint16_t>(s << 15 | (e + 124) << 7 | (m & 0x7F));  // bf16
+  }
+}
+double value_of(DType t, uint32_t bits) {
+  auto f = [](uint32_t s, int e, double frac) { return (s ? -1.0 : 1.0) * std::ldexp(frac, e); };
+  switch (t) {
+    case DType::e4m3: {
+      const uint32_t e = (bits >> 3) & 15, m = bits & 7;
+      return e ? f(bits >> 7, int(e) - 7, 1 + m / 8.0) : f(bits >> 7, -6, m / 8.0);
+    }
+    case DType::e5m2: {
+      const uint32_t e = (bits >> 2) & 31, m = bits & 3;
+      return e ? f(bits >> 7, int(e) - 15, 1 + m / 4.0) : f(bits >> 7, -14, m / 4.0);
+    }
+    case DType::f16: {
+      const uint32_t e = (bits >> 10) & 31, m = bits & 0x3FF;
+      return e ? f(bits >> 15, int(e) - 15, 1 + m / 1024.0) : f(bits >> 15, -14, m / 1024.0);
+    }
+    case DType::bf16: {
+      const uint32_t u = bits << 16;
+      float x;
+      std::memcpy(&x, &u, 4);
+      return x;
+    }
+    default: {  // f32
+      float x;
+      std::memcpy(&x, &bits, 4);
+      return x;
+    }
+  }
+}
+
+struct Fp8Case {
+  int64_t m, n, k;
+  DType a, b, d;
+  Scaling sc;
+  bool amax, null_scale_a;
+  float alpha;
+};
+
+// A (M x K row-major) and B (N x K: col-major K x N), packed; D row-major.
+void run_fp8_case(const Fp8Case& c, std::mt19937_64& rng, int* ran) {
+  Problem p = Problem::make(c.m, c.n, c.k, c.a, c.d, Layout::row, Layout::col);
+  p.b.dtype = c.b;
+  p.scaling = c.sc;
+  p.amax = c.amax;
+  p.alpha = c.alpha;
+  p.resolve();
+  ASSERT_EQ(p.check(), "") << p.str();
+  const auto all = candidates(p);
+  ASSERT_FALSE(all.empty()) << p.str();
+  const int64_t kb = (c.k + 127) / 128;
+  auto fill = [&](DType t, int64_t n, std::vector<uint8_t>& bytes, std::vector<double>& vals) {
+    const size_t es = dtype_size(t);
+    bytes.resize(size_t(n) * es);
+    vals.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t u = random_bits(t, rng);
+      std::memcpy(&bytes[size_t(i) * es], &u, es);  // little-endian: the low byte for fp8
+      vals[size_t(i)] = value_of(t, u);
+    }
+  };
+  std::vector<uint8_t> ab, bb;
+  std::vector<double> av, bv;
+  fill(c.a, c.m * c.k, ab, av);
+  fill(c.b, c.n * c.k, bb, bv);
+  std::uniform_real_distribution<float> uni(0.5f, 2.0f);
+  std::vector<float> sa(size_t(p.scale_len('A'))), sb(size_t(p.scale_len('B')));
+  for (float& x : sa) x = uni(rng);
+  for (float& x : sb) x = uni(rng);
+  const float sd = 0.75f;
+  // v(m, n) = alpha * sum_k A sa * B sb (block scaling: per 128-k block).
+  std::vector<double> ref(size_t(c.m * c.n));
+  double amax = 0;
+  for (int64_t m = 0; m < c.m; ++m)
+    for (int64_t n = 0; n < c.n; ++n) {
+      double v = 0;
+      for (int64_t b = 0; b < kb; ++b) {
+        double part = 0;
+        for (int64_t k = b * 128; k < std::min(c.k, b * 128 + 128); ++k)
+          part += av[size_t(m * c.k + k)] * bv[size_t(n * c.k + k)];
+        double s = 1;
+        if (c.sc == Scaling::tensor) s = (c.null_scale_a ? 1.0 : sa[0]) * sb[0];
+        if (c.sc == Scaling::row) s = (c.null_scale_a ? 1.0 : sa[size_t(m)]) * sb[size_t(n)];
+        if (c.sc == Scaling::block) s = double(sa[size_t(b * c.m + m)]) * sb[size_t((n / 128) * kb + b)];
+        v += part * s;
+      }
+      v *= c.alpha;
+      amax = std::max(amax, std::abs(v));
+      ref[size_t(m * c.n + n)] = c.d == DType::e4m3 ? std::clamp(v * sd, -448.0, 448.0) : v;
+    }
+  const size_t ds = dtype_size(c.d);
+  const double tol = c.d == DType::e4m3 ? 0.05 : 1e-2;
+  auto be = make_gemv_backend();
+  const DeviceInfo dev = current_device();
+  auto da = test::upload(ab), db = test::upload(bb);
+  cuda::DeviceBuffer dsa(sa.size() * 4), dsb(sb.size() * 4), dsd(4), dam(4), dd(size_t(c.m * c.n) * ds);
+  dsa.upload(sa.data(), sa.size() * 4);
+  dsb.upload(sb.data(), sb.size() * 4);
+  dsd.upload(&sd, 4);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i >= 3 && i % 7 != 0) continue;
+    SCOPED_TRACE(all[i].str() + " on " + p.str());
+    const CompileResult cr = be->compile(p, all[i], dev);
+    ASSERT_EQ(cr.spill_bytes, 0) << cr.log;
+    auto exe = be->load(p, all[i], cr);
+    std::vector<uint8_t> d(size_t(c.m * c.n) * ds, 0xFF);  // NaN in every output type
+    dd.upload(d.data(), d.size());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    dam.upload(&nan, 4);
+    GemmArgs args{da.get(), db.get(), nullptr, dd.get()};
+    args.scale_a = c.null_scale_a ? nullptr : static_cast<const float*>(dsa.get());
+    args.scale_b = static_cast<const float*>(dsb.get());
+    args.scale_d = static_cast<const float*>(dsd.get());
+    args.amax = static_cast<float*>(dam.get());
+    cuda::StreamOwner stream;
+    for (int rep = 0; rep < 2; ++rep) exe->launch(args, stream.get());  // the second meets the first's state
+    stream.sync();
+    dd.download(d.data(), d.size());
+    double se = 0, sr = 0;
+    for (size_t j = 0; j < ref.size(); ++j) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &d[j * ds], ds);
+      const double o = value_of(c.d, bits);
+      se += (o - ref[j]) * (o - ref[j]);
+      sr += ref[j] * ref[j];
+    }
+    const double err = std::sqrt(se / std::max(sr, 1e-30));
+    EXPECT_LE(err, tol);  // also false for NaN
+    if (c.amax) {
+      float got = 0;
+      dam.download(&got, 4);
+      EXPECT_NEAR(got, amax, 1e-2 * amax);
+    }
+    ++*ran;
+  }
+}
+
+TEST_F(GemvGpu, Fp8) {
+  const DeviceInfo& info = current_device();
+  if (info.cc_major < 9 && !(info.cc_major == 8 && info.cc_minor >= 9)) GTEST_SKIP() << "fp8 needs sm_89+";
+  const DType e4 = DType::e4m3, e5 = DType::e5m2, bf = DType::bf16, f16 = DType::f16, f32 = DType::f32;
+  const Fp8Case cases[] = {
+      {4, 1000, 1100, e4, e4, bf, Scaling::block, false, false, 1.0f},   // K % 128 = 76, ragged rows
+      {16, 640, 2048, e4, e4, f32, Scaling::block, false, false, 0.5f},  // two n-blocks
+      {1000, 5, 300, e4, e4, bf, Scaling::block, false, false, 1.0f},    // vec=n: the weights are A
+      {3, 777, 520, bf, e4, f32, Scaling::row, false, true, 1.0f},       // weight-only, no scale_a
+      {12, 512, 640, f16, e5, f16, Scaling::tensor, false, false, 1.0f},
+      {8, 640, 384, e4, e4, e4, Scaling::row, true, false, 1.0f},        // e4m3 D with amax
+      {1, 4096, 4096, e5, e4, bf, Scaling::tensor, false, false, 1.0f},
+      {600, 4, 256, bf, e4, bf, Scaling::tensor, false, false, 1.0f},    // vec=n, 16-bit weights, fp8 vectors
+  };
+  std::mt19937_64 rng(std::random_device{}());
+  int ran = 0;
+  for (const Fp8Case& c : cases) run_fp8_case(c, rng, &ran);
+  EXPECT_GE(ran, 24);
 }
 
 TEST_F(GemvGpu, MisalignedPointerThrows) {

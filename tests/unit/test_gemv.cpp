@@ -468,5 +468,109 @@ TEST(GemvConfig, OccOverflowIsRefused) {
   EXPECT_EQ(be->validate(p, {"gemv", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=8"}, kDev), "");
 }
 
+
+// ---- fp8: an e4m3/e5m2 weight B with fp8 or 16-bit vectors A, tensor / row / block scaling (mma=1 only) ----
+
+Problem fp8(int64_t m, int64_t n, int64_t k, DType a, DType b, Scaling sc, DType d = DType::bf16,
+            const char* chain = "") {
+  Problem p = Problem::make(m, n, k, a, d, Layout::row, Layout::col);
+  p.b.dtype = b;
+  p.scaling = sc;
+  p.epilogue = parse_epilogue(chain);
+  p.resolve();
+  return p;
+}
+constexpr DType e4 = DType::e4m3, e5 = DType::e5m2, bf = DType::bf16, f16 = DType::f16;
+
+TEST(GemvFp8, Reasons) {
+  for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    const Problem p = fp8(4, 4096, 4096, e4, e4, sc);
+    ASSERT_EQ(p.check(), "") << p.str();
+    EXPECT_EQ(gemv::problem_reason(p, kDev), "") << p.str();
+    EXPECT_EQ(gemv::problem_reason(fp8(4096, 8, 4096, e4, e4, sc), kDev), "");  // the weight is A (vec=n)
+  }
+  EXPECT_EQ(gemv::problem_reason(fp8(1, 4096, 4096, bf, e4, Scaling::row), kDev), "");    // weight-only
+  EXPECT_EQ(gemv::problem_reason(fp8(16, 4096, 4096, f16, e5, Scaling::tensor), kDev), "");
+  EXPECT_EQ(gemv::problem_reason(fp8(16, 4096, 4096, e5, e4, Scaling::tensor, DType::f32), kDev), "");
+  Problem q = fp8(8, 4096, 4096, e4, e4, Scaling::row, e4);
+  q.amax = true;
+  ASSERT_EQ(q.check(), "");
+  EXPECT_EQ(gemv::problem_reason(q, kDev), "");
+  EXPECT_TRUE(has(gemv::problem_reason(fp8(4, 4096, 4096, bf, e5, Scaling::row), kDev), "e5m2"));
+  Problem odd = fp8(4, 4096, 4097, e4, e4, Scaling::tensor);  // 4097-byte rows
+  ASSERT_EQ(odd.check(), "");
+  EXPECT_TRUE(has(gemv::problem_reason(odd, kDev), "even bytes"));
+  EXPECT_EQ(gemv::problem_reason(fp8(4, 4096, 4098, e4, e4, Scaling::tensor), kDev), "");  // 2-byte loads
+  DeviceInfo ampere = kDev;
+  ampere.real = true;
+  ampere.cc_major = 8;
+  ampere.cc_minor = 0;
+  EXPECT_TRUE(has(gemv::problem_reason(fp8(4, 4096, 4096, e4, e4, Scaling::tensor), ampere), "8.9"));
+  const Problem t = fp8(4, 4096, 4096, e4, e4, Scaling::tensor);
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=2,ksplit=4,unroll=4"), t, kDev),
+                  "fp8 operands need mma=1"));
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=4,unroll=2,mma=1"), t, kDev), "");
+  // An fp8 weight beside 16-bit vectors reads 32 bytes of each vector per 16-byte weight chunk: twice the registers.
+  const Problem w = fp8(16, 4096, 4096, bf, e4, Scaling::tensor);
+  EXPECT_EQ(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=4,unroll=2,mma=1"), w, kDev), "");
+  EXPECT_TRUE(has(gemv::config_reason(gemv::Config::parse("vec=m,warps=8,rows=16,ksplit=4,unroll=4,mma=1"), w, kDev),
+                  "must be <= 24"));
+}
+
+// Each mode enumerates mma configs only; block scaling one m-block and no 3-CTA configs (they spill); the unit names
+// the weights' and vectors' types, the scaling and amax.
+TEST(GemvFp8, Enumeration) {
+  for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    for (const Problem& p : {fp8(4, 4096, 4096, e4, e4, sc), fp8(4096, 8, 4096, e4, e4, sc)}) {
+      const auto list = gemv::enumerate_configs(p, kDev);
+      ASSERT_FALSE(list.empty()) << p.str();
+      bool csplit = false, ring = false;
+      for (const auto& c : list) {
+        EXPECT_TRUE(c.mma) << c.str();
+        EXPECT_EQ(gemv::config_reason(c, p, kDev), "") << c.str();
+        csplit |= c.csplit > 1;
+        ring |= c.ring > 0;
+        if (sc == Scaling::block) {
+          EXPECT_EQ(c.rows, 16) << c.str();
+          EXPECT_EQ(c.occ, 1) << c.str();
+        }
+      }
+      EXPECT_TRUE(ring) << p.str();
+      EXPECT_TRUE(csplit || p.m > 16) << p.str();  // 4096 rows: too few row groups without a K split
+    }
+  }
+  EXPECT_FALSE(gemv::enumerate_configs(fp8(1, 4096, 4096, bf, e4, Scaling::row), kDev).empty());
+  EXPECT_FALSE(gemv::enumerate_configs(fp8(16, 14336, 4096, f16, e4, Scaling::tensor, f16, "silu_glu"), kDev).empty());
+  const char* mma = "vec=m,warps=8,rows=16,ksplit=8,unroll=2,mma=1";
+  // <T, IN (the mma's type), VB, OUT, ...> then W, X, scaling, amax.
+  EXPECT_TRUE(has(gemv_jit_source(fp8(4, 4096, 4096, e4, e4, Scaling::block), mma), "GemvMma<4, 1, 16, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(fp8(4, 4096, 4096, e4, e4, Scaling::block), mma), "gt_gemv::Plain, 3, 3, 3, false>"));
+  EXPECT_TRUE(has(gemv_jit_source(fp8(4, 4096, 4096, bf, e4, Scaling::row), mma), "GemvMma<4, 0, 16, 0,"));
+  EXPECT_TRUE(has(gemv_jit_source(fp8(4, 4096, 4096, bf, e4, Scaling::row), mma), "gt_gemv::Plain, 3, 0, 2, false>"));
+  EXPECT_TRUE(has(gemv_jit_source(fp8(4096, 4, 4096, bf, e4, Scaling::tensor), "vec=n,warps=8,rows=16,ksplit=8,"
+                                  "unroll=2,mma=1"),
+                  "gt_gemv::Plain, 0, 3, 1, false>"));  // vec=n: the weights are A
+  Problem q = fp8(8, 4096, 4096, e4, e5, Scaling::tensor, e4);
+  q.amax = true;
+  EXPECT_TRUE(has(gemv_jit_source(q, mma), "GemvMma<8, 1, 16, 3,"));
+  EXPECT_TRUE(has(gemv_jit_source(q, mma), "gt_gemv::Plain, 4, 3, 1, true>"));
+  // 16-bit problems keep their units (no fp8 arguments).
+  EXPECT_TRUE(has(gemv_jit_source(decode(4, 4096, 4096), mma), "gt_gemv::Plain>;"));
+}
+
+// Every enumerated fp8 config compiles for sm_90a without spills: each scaling, weight-only (bf16 and f16 vectors,
+// a GLU), the weights as A (vec=n), an e4m3 D with amax, ragged K (K % 128 != 0).
+TEST(GemvFp8Compile, EveryConfig) {
+  compile_every(fp8(4, 4096, 4096, e4, e4, Scaling::block));
+  compile_every(fp8(16, 4096, 4104, e4, e4, Scaling::block));
+  compile_every(fp8(1, 4096, 4096, bf, e4, Scaling::row, bf, "bias,gelu_tanh"));
+  compile_every(fp8(8, 14336, 4096, f16, e4, Scaling::row, f16, "silu_glu"));
+  Problem q = fp8(16, 4096, 4160, e4, e5, Scaling::row, e4);
+  q.amax = true;
+  compile_every(q);
+  compile_every(fp8(4096, 8, 4096, e4, e4, Scaling::block));
+  compile_every(fp8(4096, 3, 4096, bf, e4, Scaling::tensor, DType::f32));
+}
+
 }  // namespace
 }  // namespace gemmtune

@@ -147,10 +147,11 @@ TEST(Sm90Fp8Compile, Tensor4096) { compile_fp8({4096, 4096, 4096, Scaling::tenso
 TEST(Sm90Fp8Compile, Row4096) { compile_fp8({4096, 4096, 4096, Scaling::row}); }
 TEST(Sm90Fp8Compile, Block4096) { compile_fp8({4096, 4096, 4096, Scaling::block}); }
 TEST(Sm90Fp8Compile, RowM64_E5M2B) { compile_fp8({64, 4096, 4096, Scaling::row, DType::e4m3, DType::e5m2}); }
-TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::tensor, DType::e5m2, DType::e4m3, DType::f32}); }
+constexpr DType kE4 = DType::e4m3, kE5 = DType::e5m2;
+TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::tensor, kE5, kE4, DType::f32}); }
 TEST(Sm90Fp8Compile, BlockRaggedK) { compile_fp8({512, 384, 1040, Scaling::block}); }
-TEST(Sm90Fp8Compile, E4M3Out_Row) { compile_fp8({4096, 4096, 4096, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3}); }
-TEST(Sm90Fp8Compile, E4M3Out_Block) { compile_fp8({2048, 1024, 4096, Scaling::block, DType::e4m3, DType::e4m3, DType::e4m3}); }
+TEST(Sm90Fp8Compile, E4M3Out_Row) { compile_fp8({4096, 4096, 4096, Scaling::row, kE4, kE4, kE4}); }
+TEST(Sm90Fp8Compile, E4M3Out_Block) { compile_fp8({2048, 1024, 4096, Scaling::block, kE4, kE4, kE4}); }
 
 }  // namespace
 }  // namespace gemmtune

@@ -16,6 +16,7 @@
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
+#include "common/dtype_codes.cuh"  // kernels/: the element type codes
 #include "gemv/gemv_params.cuh"  // kernels/: the kernels' parameter struct
 
 namespace gemmtune {
@@ -27,10 +28,18 @@ using gemv::Config;
 // a GPU is an sm_90 one).
 std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
 
+// Element type codes of the kernels' template parameters (kernels/common/dtype_codes.cuh), fp8 included.
+int type_code(DType t) {
+  if (t == DType::e4m3) return gt::kE4M3;
+  if (t == DType::e5m2) return gt::kE5M2;
+  return epi::dtype_code(t);
+}
+
 std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, const std::string& name) {
   auto tf = [](bool x) { return x ? "true" : "false"; };
   const bool fused = !p.epilogue.empty();
   const bool has_c = p.beta != 0.0f;
+  const bool fp8 = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
   // The CUDA-core kernel takes `rows` output rows per warp; the mma one m-blocks of 16 weight rows.
   const int rows = c.mma ? c.rows / (p.epilogue.has_glu() ? 8 : 16) : c.rows;
   std::string s;
@@ -38,13 +47,20 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
   s += c.mma ? "#include \"gemv/gemv_mma.cuh\"\n" : "#include \"gemv/gemv_kmajor.cuh\"\n";
   s += "// " + c.str() + "\n";
   s += std::string("using G = gt_gemv::") + (c.mma ? "GemvMma<" : "Gemv<") + std::to_string(v.t) + ", " +
-       std::to_string(epi::dtype_code(p.a.dtype)) + ", " + std::to_string(gemv::load_bytes(p)) + ", " +
-       std::to_string(epi::dtype_code(p.d.dtype)) + ", " +
+       std::to_string(type_code(fp8 ? gemv::mma_dtype(p) : p.a.dtype)) + ", " +
+       std::to_string(gemv::load_bytes(p)) + ", " +
+       std::to_string(type_code(p.d.dtype)) + ", " +
        std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) + ", " + tf(has_c) + ", " + std::to_string(c.warps) +
        ", " + std::to_string(rows) + ", " + std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " +
        (c.mma ? std::to_string(c.ring) + ", " + std::to_string(c.csplit) + ", " : std::string()) + tf(c.vec_m) + ", " +
        tf(p.alpha == 1.0f) + ", " +
-       (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) + ">;\n";
+       (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) +
+       // fp8: the weights' and the vectors' element types, the scaling (1 tensor, 2 row, 3 block), amax.
+       (fp8 ? ", " + std::to_string(type_code(gemv::w_dtype(c, p))) + ", " +
+                  std::to_string(type_code(gemv::x_dtype(c, p))) + ", " +
+                  std::to_string(static_cast<int>(p.scaling)) + ", " + tf(p.amax)
+            : std::string()) +
+       ">;\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * c.warps) + ", " +
        std::to_string(c.occ) + ") " + name +
        "(const gt_gemv::GemvParams p, const G::Params ep) {\n  G::run(p, ep);\n}\n";
@@ -68,6 +84,7 @@ class GemvExecutable final : public Executable {
     grid_x_ = static_cast<unsigned>(gemv::grid_x(cfg_, view_));
     smem_ = static_cast<unsigned>(gemv::ring_bytes(cfg_, p));
     load_bytes_ = static_cast<unsigned>(gemv::load_bytes(p));
+    fp8_ = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
     // Any ring: the 48 KiB a kernel gets without this attribute count its static shared memory (the K slices'
     // buffer) too, so 48 KiB of ring beside it failed to launch (ring=3 with 8 warps splitting K,
     // docs/PERFORMANCE.md); config_reason has checked the sum against the device's opt-in limit.
@@ -114,7 +131,22 @@ class GemvExecutable final : public Executable {
       GT_REQUIRE(args.c, "gemv: C pointer is null but beta != 0");
       GT_REQUIRE(aligned(args.c, dtype_size(problem_.c.dtype)), "gemv: C pointer is not element-aligned");
     }
+    if (fp8_) {
+      // Scales (fp32): B's always; A's too when A is fp8 (a 16-bit A's may be null: 1); block scaling reads both.
+      GT_REQUIRE(args.scale_b, "gemv: scale_b is null (fp8 B, scaling=" +
+                                   std::string(scaling_name(problem_.scaling)) + ")");
+      GT_REQUIRE(args.scale_a || !is_fp8(problem_.a.dtype),
+                 "gemv: scale_a is null (fp8 A, scaling=" + std::string(scaling_name(problem_.scaling)) + ")");
+      if (problem_.d.dtype == DType::e4m3) GT_REQUIRE(args.scale_d, "gemv: scale_d is null (e4m3 D)");
+      if (problem_.amax) GT_REQUIRE(args.amax, "gemv: amax is null (the problem asks for amax)");
+    }
     gt_gemv::GemvParams hp = params_;
+    if (fp8_) {
+      hp.sw = view_.w_is_b ? args.scale_b : args.scale_a;
+      hp.sx = view_.w_is_b ? args.scale_a : args.scale_b;
+      hp.sd = args.scale_d;
+      hp.amax = args.amax;
+    }
     hp.w = view_.w_is_b ? args.b : args.a;
     hp.x = view_.w_is_b ? args.a : args.b;
     hp.d = args.d;
@@ -132,6 +164,9 @@ class GemvExecutable final : public Executable {
       hp.ws = static_cast<float*>(s.ws);
       hp.cnt = s.zeros;
     }
+    // amax is written with atomic maxima over the CTAs' outputs: zeroed on the stream first.
+    if (problem_.amax)
+      GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(args.amax), 0, 1, reinterpret_cast<CUstream>(stream)));
     void* kargs[2] = {&hp, &ep};
     GT_CU(cuLaunchKernel(fn_, grid_x_, static_cast<unsigned>(view_.batch), static_cast<unsigned>(cfg_.csplit),
                          32u * cfg_.warps, 1, 1, smem_, reinterpret_cast<CUstream>(stream), kargs, nullptr));
@@ -147,6 +182,7 @@ class GemvExecutable final : public Executable {
   unsigned grid_x_ = 1;
   unsigned smem_ = 0;  // the ring (dynamic shared memory)
   unsigned load_bytes_ = 16;  // the kernel's load width (VB): A and B pointers must be aligned to it
+  bool fp8_ = false;          // fp8 inputs: scale pointers (and an e4m3 D's scale_d / amax)
   gt_gemv::GemvParams params_{};  // the launch parameters but the pointers
   std::mutex mu_;            // csplit > 1: scratch_
   StreamScratch scratch_;    // csplit > 1: the partials and counts of each stream launched on

@@ -113,6 +113,16 @@ View make_view(const Problem& p, bool vec_m) {
   if (p.beta != 0.0f) strides(p.c, v.c_t, v.c_r, v.c_batch);
   return v;
 }
+DType w_dtype(const Config& c, const Problem& p) { return c.vec_m ? p.b.dtype : p.a.dtype; }
+DType x_dtype(const Config& c, const Problem& p) { return c.vec_m ? p.a.dtype : p.b.dtype; }
+DType mma_dtype(const Problem& p) {
+  return p.a.dtype == DType::bf16 || p.b.dtype == DType::bf16 ? DType::bf16 : DType::f16;
+}
+int x_chunk_loads(const Config& c, const Problem& p) {
+  return is_fp8(w_dtype(c, p)) && !is_fp8(x_dtype(c, p)) ? 2 : 1;
+}
+int mma_step_k(const Config& c, const Problem& p) { return is_fp8(w_dtype(c, p)) ? 128 : 64; }
+
 // Static shared memory of the mma kernel: the K slices' meeting buffer (gemv_mma.cuh `red`).
 int64_t static_smem(const Config& c, const Problem& p) {
   if (!c.mma || c.ksplit == 1) return 0;

@@ -13,6 +13,8 @@
 // row group's K (1, 2, 4 or 8; their partial sums meet in a per-stream workspace, the last CTA stores); occ: the CTAs
 // per SM the kernel is compiled for (__launch_bounds__'s minimum blocks: a register cap of 64K / (occ x threads)), so
 // that more warps stream the weights (default 1: as many registers as the code wants).
+// fp8 (an e4m3/e5m2 weight, the vectors fp8 or 16-bit; tensor, row or block scaling) runs on mma=1 only: the same
+// config fields, the element types and the scaling go into the unit as template arguments.
 // In layers: config and the launch sizes (gemv_config.cpp; the kernels' sizes: kernels/gemv/gemv_params.cuh), rules
 // (the single validity function of enumerate(), validate() and error messages: gemv_rules.cpp), heuristics (cost
 // model and enumeration order: gemv_heuristics.cpp).
@@ -57,6 +59,16 @@ View make_view(const Problem& p, bool vec_m);
 inline int w_rows(const Config& c, const Problem& p) { return p.epilogue.has_glu() ? 2 * c.rows : c.rows; }
 // Vectors a config's kernel takes: 8 on the CUDA cores, 16 (two n-blocks) with mma=1.
 inline int max_vectors(const Config& c) { return c.mma ? 16 : 8; }
+
+// fp8 (kernels/gemv/gemv_mma.cuh WT / XT): the element types of the weights W and the vectors X (B and A with
+// vec=m), the mma's 16-bit type (bf16 when either is bf16, else f16: e4m3 widens to both exactly, e5m2 to f16), and
+// the 16-byte loads of the vectors per 16-byte weight chunk (2 for an fp8 W beside 16-bit vectors, else 1).
+DType w_dtype(const Config& c, const Problem& p);
+DType x_dtype(const Config& c, const Problem& p);
+DType mma_dtype(const Problem& p);
+int x_chunk_loads(const Config& c, const Problem& p);
+// k values of one step of the mma kernel: 128 bytes of each weight row (64 of a 16-bit W, 128 of an fp8 one).
+int mma_step_k(const Config& c, const Problem& p);
 
 // Bytes of one global load of A and B (16, 8, 4 or 2; the kernels' VB): the widest that every row start of both
 // operands is aligned to, the gcd of 16, each one's ld and (batch > 1) batch stride in bytes and its declared base

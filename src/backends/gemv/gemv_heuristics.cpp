@@ -42,7 +42,8 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double resident = std::max(1.0, std::min({64.0 / c.warps, res_by_regs, res_by_smem, 32.0}));
   // Loads in flight: a lane's slice of K runs in rounds of `unroll` chunks (mma=1: 64-k steps, two 16-byte loads per
   // row and lane each, of 16 rows), then one at a time.
-  const double lane_chunks = std::max(1.0, std::ceil(v.k / (c.mma ? 64.0 : 256.0) / c.ksplit / c.csplit));
+  const double lane_chunks =
+      std::max(1.0, std::ceil(v.k / (c.mma ? double(mma_step_k(c, p)) : 256.0) / c.ksplit / c.csplit));
   const double rounds = std::floor(lane_chunks / c.unroll) + std::fmod(lane_chunks, c.unroll);
   const double per_round = lane_chunks / rounds;
   const double ctas_per_sm = std::min(resident, ctas / sms);
@@ -51,7 +52,7 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const double mlp = std::min(1.0, inflight / kInflightPerSm);
   const double per_sm = ctas / sms;
   const double imbalance = per_sm <= resident ? std::ceil(per_sm) / per_sm : 1.0 + 1.0 / std::ceil(per_sm / resident);
-  const double w_bytes = static_cast<double>(v.r) * v.k * 2 * v.batch;
+  const double w_bytes = static_cast<double>(v.r) * v.k * dtype_size(w_dtype(c, p)) * v.batch;
   const double mem_us =
       w_bytes / (kDramBytesPerS * mlp) * 1e6 * std::min(imbalance, 2.0) * (1 + kKSliceCost * (c.ksplit - 1));
   // Warp instructions: per 8-element W chunk 8 FMAs a vector, W's unpack, the vectors' loads and unpacks per row;
@@ -61,7 +62,9 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   // With mma=1 per 32 k and m-block: two W loads, 2 n-blocks' mmas, the vectors' loads shared by the m-blocks.
   // (The CUDA-core kernel measured about twice its instruction count in issue slots: 8 vectors at 8x28672x4096 ran
   // 100-135 us, the count says 55.)
-  const double alu_us = c.mma ? chunks / 64.0 * (2 + 2 * nb + nb / mb + 2) / issue * 1e6
+  // An fp8 weight's widening: per lane and 16 bytes 8 cvt to f16, 3 more instructions a pair to bf16.
+  const double widen = is_fp8(w_dtype(c, p)) ? w_bytes / 512.0 * (mma_dtype(p) == DType::bf16 ? 32 : 8) : 0.0;
+  const double alu_us = c.mma ? (chunks / 64.0 * (2 + 2 * nb + nb / mb + 2) + widen) / issue * 1e6
                               : 2 * chunks * (8 * t + 8 + 9 * t / nr) / 32 / issue * 1e6;
   const double warp_us = ctas * c.warps * (c.mma ? 8 * mb * nb * (c.ksplit + 1) + 60 : nr * t * 6 + 60) / issue * 1e6;
   // A K split across CTAs writes and reads its partials through L2 and ends with the last CTA's pass over them.
@@ -90,6 +93,12 @@ const ConfigRow kNotListed[] = {
      [](const Config& c, const Problem& p, const View&) {
        return c.ring != 0 && c.rows != (p.epilogue.has_glu() ? 8 : 16);
      }},
+    {"block scaling with two m-blocks",
+     "ptxas, sm_90a, 16x4096x4104 e4m3 block: 253-255 registers and 48-144 bytes of spills for every such config (the "
+     "per-block partial sums and scales beside the loads)",
+     [](const Config& c, const Problem& p, const View&) {
+       return p.scaling == Scaling::block && c.rows != (p.epilogue.has_glu() ? 8 : 16);
+     }},
 };
 
 // Configs compiled for 3 CTAs an SM (occ=3: __launch_bounds__'s minimum blocks), so that 24 warps an SM stream the
@@ -99,10 +108,13 @@ const ConfigRow kOcc3[] = {
      "(up to 8 vectors)",
      "80 registers, no spills (4 steps, two m-blocks or ksplit 1: some spill; 100-128 registers and 2 CTAs "
      "otherwise); H200 default / occ=3: 8x4096x14336 42.3 / 33.8 us, 4x4096x14336 35.5 / 33.2, 8x28672x4096 85.4 / "
-     "62.0; 16 vectors 2-19% slower at 3 CTAs, a ring level, ksplit 1 -4% to +6% (docs/PERFORMANCE.md)",
+     "62.0; 16 vectors 2-19% slower at 3 CTAs, a ring level, ksplit 1 -4% to +6% (docs/PERFORMANCE.md); fp8 (ptxas, "
+     "sm_90a): block scaling spills 8-104 bytes at 80 registers, and so does an fp8 weight beside 16-bit vectors (24-80 "
+     "bytes: 1x4096x4096 bf16 x e4m3 with bias,gelu_tanh, 8x14336x4096 f16 x e4m3 with a GLU)",
      [](const Config& c, const Problem& p, const View& v) {
        return c.mma && c.ring == 0 && c.warps == 8 && c.ksplit >= 4 && c.unroll <= 2 &&
-              c.rows == (p.epilogue.has_glu() ? 8 : 16) && v.t <= 8;
+              c.rows == (p.epilogue.has_glu() ? 8 : 16) && v.t <= 8 && p.scaling != Scaling::block &&
+              x_chunk_loads(c, p) == 1;
      }},
 };
 
@@ -190,7 +202,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
                   if (10 * ctas * cs < 19 * sms && cs < 8) continue;
                   Config s = c;
                   s.csplit = cs;
-                  if (p.k / 64 / (int64_t(ksplit) * cs) >= kCsplitMinSteps && config_reason(s, p, dev).empty())
+                  if (p.k / mma_step_k(c, p) / (int64_t(ksplit) * cs) >= kCsplitMinSteps && config_reason(s, p, dev).empty())
                     out.push_back(s);
                   break;
                 }

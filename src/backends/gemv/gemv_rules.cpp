@@ -49,9 +49,26 @@ std::string load_path(const Problem& p) {
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (dev.real && dev.cc_major < 8) return "gemv: needs compute capability 8.0 or newer, device is " + dev.arch();
-  if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
-    return "gemv: A and B must both be bf16 or both f16";
-  if (!out_type_ok(p.d.dtype)) return "gemv: D must be bf16, f16 or f32";
+  const bool fp8 = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
+  if (!fp8) {
+    if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16))
+      return "gemv: A and B must both be bf16 or both f16 (or fp8 B with an fp8, bf16 or f16 A)";
+    if (!out_type_ok(p.d.dtype)) return "gemv: D must be bf16, f16 or f32";
+  } else {
+    if (!is_fp8(p.b.dtype) || !(is_fp8(p.a.dtype) || p.a.dtype == DType::bf16 || p.a.dtype == DType::f16))
+      return "gemv: fp8 takes an e4m3/e5m2 B with an e4m3/e5m2, bf16 or f16 A, got A " +
+             std::string(dtype_name(p.a.dtype)) + ", B " + std::string(dtype_name(p.b.dtype));
+    if (dev.real && (dev.cc_major < 8 || (dev.cc_major == 8 && dev.cc_minor < 9)))
+      return "gemv: fp8 inputs need compute capability 8.9 or newer (cvt from e4m3/e5m2), device is " + dev.arch();
+    if (p.scaling == Scaling::none) return "gemv: fp8 inputs need a scaling (tensor, row or block)";
+    if ((p.a.dtype == DType::bf16 && p.b.dtype == DType::e5m2) || (p.b.dtype == DType::bf16 && p.a.dtype == DType::e5m2))
+      return "gemv: a bf16 operand with an e5m2 one is not supported (the mma widens e4m3 to bf16 exactly, e5m2 only "
+             "to f16): use an f16 A or an e4m3 B";
+    if (!out_type_ok(p.d.dtype) && p.d.dtype != DType::e4m3) return "gemv: D must be bf16, f16, f32 or e4m3";
+    if (load_bytes(p) < 2)
+      return "gemv: fp8 rows must start on even bytes (the kernels load 2 bytes or more at a time), got " +
+             problem_limit(p).why;
+  }
   if (p.beta != 0.0f && !out_type_ok(p.c.dtype)) return "gemv: C must be bf16, f16 or f32";
   if (p.accum != DType::f32) return "gemv: accumulation must be f32";
   if (p.m > kMaxVectors && p.n > kMaxVectors)
@@ -91,6 +108,8 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return pre + "vec=" + (c.vec_m ? "m" : "n") + " needs " + (c.vec_m ? "M" : "N") + " <= " +
            std::to_string(max_vectors(c)) + (c.mma ? "" : " (16 with mma=1)") + " (got " + std::to_string(t) + ")";
   if (glu && !c.vec_m) return pre + "a GLU pairs B's columns (the weights' rows): it needs vec=m";
+  if (!c.mma && (is_fp8(p.a.dtype) || is_fp8(p.b.dtype)))
+    return pre + "fp8 operands need mma=1 (the CUDA-core kernel takes 16-bit ones)";
   if (c.ring != 0) {
     if (!c.mma) return pre + "ring needs mma=1";
     if (c.ring < 2 || c.ring > 8) return pre + "ring must be 0 or 2-8 stages";
@@ -112,7 +131,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return pre + "occ (CTAs per SM) must be 1-" + std::to_string(64 / c.warps) + " with " + std::to_string(c.warps) +
            " warps (64 warps per SM)";
   if (c.mma) {
-    const int64_t loads = 2 * c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8);
+    // 16-byte registers: per step and half, two per m-block and the vectors' chunk per n-block (32 bytes, two,
+    // with an fp8 weight beside 16-bit vectors).
+    const int64_t loads = 2 * c.unroll * (2 * (c.rows / (glu ? 8 : 16)) + (t + 7) / 8 * x_chunk_loads(c, p));
     if (loads > 24) return pre + "2 x unroll x (2 x m-blocks + n-blocks) must be <= 24 (registers for the loads)";
   } else {
     const int nr = w_rows(c, p);
