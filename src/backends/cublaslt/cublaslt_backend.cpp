@@ -234,8 +234,8 @@ std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
            dev.arch();
   if (!is_fp8(p.a.dtype))
     return pre + "A=" + dn(p.a.dtype) + " with B=" + dn(p.b.dtype) +
-           ": cuBLASLt's fp8 matmul takes fp8 A and B only (no 16-bit x fp8 kernel); the gemv and sm90 backends "
-           "take weight-only fp8";
+           ": cuBLASLt's fp8 matmul takes fp8 A and B only (no 16-bit x fp8 kernel); the gemv backend takes "
+           "skinny weight-only fp8 problems";
   if (p.a.dtype == DType::e5m2 && p.b.dtype == DType::e5m2)
     return pre + "A=e5m2 with B=e5m2: cuBLASLt has no e5m2 x e5m2 matmul (one of A, B must be e4m3)";
   if (p.beta != 0.0f && p.c.layout != p.d.layout)

@@ -59,7 +59,7 @@ std::string fp8_reason(const Problem& p) {
   if (!is_fp8(p.a.dtype) || !is_fp8(p.b.dtype))
     return "sm90: a " + std::string(dtype_name(p.a.dtype)) + " A with an " + std::string(dtype_name(p.b.dtype)) +
            " B (weight-only fp8) is not supported: wgmma's k32 forms take fp8 on both sides (the gemv backend takes "
-           "skinny ones, cuBLASLt the rest)";
+           "skinny ones: M or N up to 16)";
   if (p.epilogue.has_glu()) return "sm90: a GLU epilogue with fp8 inputs is not supported";
   if (p.d.dtype == DType::e4m3) {
     // The e4m3 D is staged and TMA-stored like a 16-bit one, in bytes; the bounds-checked copy-out paths and the
