@@ -252,7 +252,11 @@ TEST_F(Fp8Gpu, RaggedShapes) {
     cases.push_back({fp8_problem(200, 328, 400, sc, DType::bf16)});
     cases.push_back({fp8_problem(72, 136, 272, sc, DType::f32)});
   }
-  cases.push_back({fp8_problem(200, 328, 400, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true)});
+  // An e4m3 D whose rows are not a multiple of 16 bytes (N = 328) has no backend: sm90 stores an e4m3 D by TMA only
+  // and cuBLASLt's fp8 needs 16-byte rows. N = 336 runs.
+  cases.push_back({fp8_problem(200, 328, 400, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true), false,
+                   false, "an e4m3 D needs rows TMA can store whole"});
+  cases.push_back({fp8_problem(200, 336, 400, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true)});
   run_cases(cases);
 }
 
