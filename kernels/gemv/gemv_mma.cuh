@@ -415,17 +415,27 @@ struct GemvMma {
     }
   }
 
+  // The block scales of step kb (read-only, cached). With the vectors as A's rows and no GLU, rows lo and hi of an
+  // m-block (16 rows from a multiple of 16) share W's 128-row block: one load; as B's columns every vector is in
+  // block 0: one load.
   __device__ __forceinline__ static void load_scales(const GemvParams& p, const ScaleIdx& si, int kb,
                                                      BlockScales& sc) {
     const long long wstride = VEC_M ? 1 : p.rows, xstride = VEC_M ? T : 1;  // per kb
 #pragma unroll
-    for (int mb = 0; mb < MB; ++mb)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) sc.w[mb][h] = p.sw[si.w[mb][h] + kb * wstride];
+    for (int mb = 0; mb < MB; ++mb) {
+      sc.w[mb][0] = ld_scale(p.sw + si.w[mb][0] + kb * wstride);
+      sc.w[mb][1] = VEC_M && !kGlu ? sc.w[mb][0] : ld_scale(p.sw + si.w[mb][1] + kb * wstride);
+    }
+    const float x0 = VEC_M ? 0.0f : ld_scale(p.sx + kb);
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) sc.x[nb][j] = p.sx[si.x[nb][j] + kb * xstride];
+      for (int j = 0; j < 2; ++j) sc.x[nb][j] = VEC_M ? ld_scale(p.sx + si.x[nb][j] + kb * xstride) : x0;
+  }
+  __device__ __forceinline__ static float ld_scale(const float* a) {
+    float v;
+    asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(a));
+    return v;
   }
 
   // One step (both 16-byte chunks h of each row) into acc; with block scaling its partial sums first, then scaled

@@ -559,7 +559,7 @@ TEST(GemvFp8, Enumeration) {
 }
 
 // Every enumerated fp8 config compiles for sm_90a without spills: each scaling, weight-only (bf16 and f16 vectors,
-// a GLU), the weights as A (vec=n), an e4m3 D with amax, ragged K (K % 128 != 0).
+// a GLU), the weights as A (vec=n), an e4m3 D with amax, ragged K (K % 128 != 0), 2-byte loads with C.
 TEST(GemvFp8Compile, EveryConfig) {
   compile_every(fp8(4, 4096, 4096, e4, e4, Scaling::block));
   compile_every(fp8(16, 4096, 4104, e4, e4, Scaling::block));
@@ -570,6 +570,10 @@ TEST(GemvFp8Compile, EveryConfig) {
   compile_every(q);
   compile_every(fp8(4096, 8, 4096, e4, e4, Scaling::block));
   compile_every(fp8(4096, 3, 4096, bf, e4, Scaling::tensor, DType::f32));
+  Problem c = fp8(3, 777, 4098, e4, e4, Scaling::row, DType::f32);  // 2-byte loads, C
+  c.beta = 1.0f;
+  c.c = c.d;
+  compile_every(c);
 }
 
 }  // namespace

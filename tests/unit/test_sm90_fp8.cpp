@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "backends/sm90/sm90_config.h"
 #include "gemmtune/epilogue.h"
 #include "gemmtune/errors.h"
+#include "jit/jit.h"
 #include "jit/thread_pool.h"
 
 namespace gemmtune {
@@ -96,6 +101,36 @@ TEST(Sm90Fp8, Enumerate) {
     EXPECT_EQ(fast, s != Scaling::block) << p.str();
     EXPECT_TRUE(promote) << p.str();
   }
+}
+
+// The JIT unit of an fp8 candidate includes the k32 wgmma forms and spells the fp8 part of its spec (the input codes,
+// the scaling, the accumulation); a 16-bit unit spells none of it (its text and cache key stay as they were).
+TEST(Sm90Fp8, UnitNamesFp8Types) {
+  const std::string dir = ::testing::TempDir() + "gemmtune_sm90_fp8_dump";
+  ::setenv("GEMMTUNE_DUMP_DIR", dir.c_str(), 1);
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  auto unit = [&](const Problem& p, const std::string& cfg) {
+    const CompileResult r = be->compile(p, {"sm90", cfg}, dev);
+    const auto cubin = std::static_pointer_cast<const jit::Cubin>(r.artifact);
+    std::ifstream in(dir + "/" + cubin->kernel_name + ".cu");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string base = "stages=6,cluster=1x1,sched=coop,raster=m,group=8";
+  const std::string blk = unit(fp8_problem(512, 512, 512, Scaling::block, DType::e4m3, DType::e5m2),
+                               "tile=128x128x128," + base + ",acc=promote");
+  EXPECT_NE(blk.find("#include \"ptx/wgmma_f8.cuh\""), std::string::npos) << blk;
+  EXPECT_NE(blk.find(".in = 3,"), std::string::npos) << blk;
+  EXPECT_NE(blk.find(".in_b = 4, .scale = 3, .promote = true"), std::string::npos) << blk;
+  const std::string row = unit(fp8_problem(512, 512, 512, Scaling::row), "tile=128x128x128," + base + ",acc=fast");
+  EXPECT_NE(row.find(".scale = 2, .promote = false"), std::string::npos) << row;
+  EXPECT_EQ(row.find(".in_b"), std::string::npos) << row;
+  Problem bf = Problem::make(512, 512, 512, DType::bf16, DType::bf16, Layout::row, Layout::col);
+  bf.resolve();
+  const std::string b16 = unit(bf, "tile=128x128x64," + base);
+  EXPECT_EQ(b16.find("wgmma_f8"), std::string::npos) << b16;
+  EXPECT_EQ(b16.find(".scale"), std::string::npos) << b16;
+  ::unsetenv("GEMMTUNE_DUMP_DIR");
 }
 
 struct Fp8Case {

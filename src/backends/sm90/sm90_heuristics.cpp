@@ -77,8 +77,10 @@ double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int64_t ctiles = cluster_tiles(c, v);
   const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(ctiles, sms / cs));
   const double rounds = std::ceil(static_cast<double>(ctiles) / static_cast<double>(clusters));
-  const double kblocks = static_cast<double>(cdiv(v.k, 64));
   const gt_sm90::Plan pl = plan(c, v);
+  // A k-block is a stage: 64 K-elements of a 16-bit type, 128 of fp8 (whose k32 wgmma runs at twice the MACs per
+  // clock, so a stage takes the MMA clocks of a 16-bit one).
+  const double kblocks = static_cast<double>(cdiv(v.k, pl.bk));
   const int slabs = pl.slabs;
   // Per MMA clock every wgmma N >= 128 runs at the same rate (with a ring walk free of divisions; one with a division
   // made the 5-stage N = 160/176/208 configs 4-8% slow); the measured exceptions are the rows of kMmaFactor.
