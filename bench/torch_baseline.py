@@ -809,7 +809,10 @@ def run_scaled(shape, args, dev, compile_spent):
     over = args.compile_budget_s > 0 and compile_spent >= args.compile_budget_s
     if not args.no_compile and want and not over:
         torch._dynamo.reset()  # a fresh compile per shape (no recompile limit, no guards of earlier shapes)
-        for eager_mode in [e for e in ("eager", "eager_fast") if e in fns]:
+        modes = [e for e in ("eager", "eager_fast") if e in fns]
+        if args.compile_accum == "fast" and "eager_fast" in fns:
+            modes = ["eager_fast"]  # one Inductor autotune per shape: the faster accumulation, the stricter peer
+        for eager_mode in modes:
             suffix = eager_mode[len("eager"):]
             mode = "compile" + suffix
             cfn = torch.compile(fns[eager_mode], mode="max-autotune-no-cudagraphs", dynamic=False)
@@ -1388,6 +1391,9 @@ def main():
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                     help="set torch._inductor.config.KEY (Python literal), e.g. "
                          "triton.enable_persistent_tma_matmul=True; repeatable")
+    ap.add_argument("--compile-accum", choices=["both", "fast"], default="both",
+                    help="scaled (fp8) shapes: compile both accumulations (default) or only use_fast_accum=True where "
+                         "torch takes it (halves the Inductor autotuning time)")
     ap.add_argument("--fast-accum", choices=["both", "off"], default="both",
                     help="scaled (fp8) shapes: both = time torch._scaled_mm and its torch.compile with use_fast_accum "
                          "False and True (where torch allows it); off = False only")
