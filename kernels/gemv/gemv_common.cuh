@@ -165,14 +165,14 @@ struct Storage<gt::kE5M2> {
 
 // Four fp8 values FT (the bytes of u, lowest first) as two pairs of 16-bit values CT16 (f16 or bf16, the mma's
 // type), in order: w0 = {byte 0 (low half), byte 1}, w1 = {byte 2, byte 3}. cvt.f16x2.{e4m3,e5m2}x2 widens exactly
-// and keeps the order (the low byte to the low half). bf16 (e4m3 only): every e4m3 value is a normal f16 with 3
+// and keeps the order (the low byte to the low half). e4m3 to bf16: every e4m3 value is a normal f16 with 3
 // mantissa bits, so moving its 5-bit exponent and top 7 mantissa bits into bf16's fields is exact up to the exponent
 // bias (15 against 127), which one multiply by 2^112 (exact: a power of two, the result normal) restores; zero stays
-// zero.
+// zero. e5m2 to bf16 goes through f32 (cvt.rn.bf16x2.f32 d, a, b puts a in the upper half).
 template <int FT, int CT16>
 __device__ __forceinline__ void fp8x4_to_16(unsigned u, unsigned& w0, unsigned& w1) {
   static_assert(FT == gt::kE4M3 || FT == gt::kE5M2, "fp8 source");
-  static_assert(CT16 == gt::kF16 || (CT16 == gt::kBF16 && FT == gt::kE4M3), "to f16, or e4m3 to bf16");
+  static_assert(CT16 == gt::kF16 || CT16 == gt::kBF16, "to f16 or bf16");
   if constexpr (FT == gt::kE4M3)
     asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
         : "=r"(w0), "=r"(w1)
@@ -181,7 +181,15 @@ __device__ __forceinline__ void fp8x4_to_16(unsigned u, unsigned& w0, unsigned& 
     asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e5m2x2 %0, l;\ncvt.rn.f16x2.e5m2x2 %1, h;\n}\n"
         : "=r"(w0), "=r"(w1)
         : "r"(u));
-  if constexpr (CT16 == gt::kBF16) {
+  if constexpr (CT16 == gt::kBF16 && FT == gt::kE5M2) {
+    // e5m2's small values are f16 subnormals: through f32 (exact: 2 mantissa bits, exponents within bf16's).
+    asm("{\n.reg .b16 l, h;\n.reg .f32 a, b;\nmov.b32 {l, h}, %0;\ncvt.f32.f16 a, l;\ncvt.f32.f16 b, h;\n"
+        "cvt.rn.bf16x2.f32 %0, b, a;\n}\n"
+        : "+r"(w0));
+    asm("{\n.reg .b16 l, h;\n.reg .f32 a, b;\nmov.b32 {l, h}, %0;\ncvt.f32.f16 a, l;\ncvt.f32.f16 b, h;\n"
+        "cvt.rn.bf16x2.f32 %0, b, a;\n}\n"
+        : "+r"(w1));
+  } else if constexpr (CT16 == gt::kBF16) {
     w0 = ((w0 >> 3) & 0x0FFF0FFFu) | (w0 & 0x80008000u);
     w1 = ((w1 >> 3) & 0x0FFF0FFFu) | (w1 & 0x80008000u);
     // x * 2^112 + (-0): exact, and -0 keeps a zero's sign.

@@ -43,13 +43,13 @@
 // added to the fp32 accumulators times the W row's and the vector's block scales (K splits across warps and CTAs
 // are in whole steps, so they cut at block boundaries). An e4m3 D (OUT 3) stores saturate(v * scale_d) and, with
 // AMAX, max |v| goes to p.amax by one atomic max per warp (the host zeroes it on the stream first).
-// Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16: the mma's type); VB (bytes of one global load: 16,
-// or 8, 4, 2 where the rows' pitch, batch stride or base pointer allow no wider one; a lane's 16 bytes are then 16 / VB
-// loads, the fragments the same; a ring needs 16); OUT / CT; HAS_C; WARPS; MB
-// (m-blocks of 16 rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (64-k steps in flight; 1 with
-// a ring); RING (stages, 0 = none); CSPLIT (CTAs per row group, 1 = none); VEC_M; ALPHA_ONE; Chain
-// (gemmtune_epi::Epi<...> or gt_gemv::Plain); WT, XT (element types of W and X, IN unless fp8), SCALE (0 without
-// fp8), AMAX. Parameters: gt_gemv::GemvParams.
+// Template parameters: T vectors (1-16: NB = 1 or 2 n-blocks); IN (0 bf16, 1 f16: the mma's type); VB (bytes of one
+// global load: 16, or 8, 4, 2 where the rows' pitch, batch stride or base pointer allow no wider one; a lane's 16
+// bytes are then 16 / VB loads, the fragments the same; a ring needs 16); OUT / CT; HAS_C; WARPS; MB (m-blocks of 16
+// rows per warp: the vectors' loads are shared by MB); KSPLIT; UNROLL (steps in flight; 1 with a ring); RING
+// (stages, 0 = none); CSPLIT (CTAs per row group, 1 = none); VEC_M; ALPHA_ONE; Chain (gemmtune_epi::Epi<...> or
+// gt_gemv::Plain); WT, XT (element types of W and X, IN unless fp8), SCALE (0 without fp8), AMAX. Parameters:
+// gt_gemv::GemvParams.
 #include "gemv/gemv_common.cuh"
 
 namespace gt_gemv {
@@ -120,7 +120,8 @@ __device__ __forceinline__ U4 ld_shared16(unsigned addr) {
 }
 
 template <int T, int IN, int VB, int OUT, int CT, bool HAS_C, int WARPS, int MB, int KSPLIT, int UNROLL, int RING,
-          int CSPLIT, bool VEC_M, bool ALPHA_ONE, class Chain, int WT = IN, int XT = IN, int SCALE = 0, bool AMAX = false>
+          int CSPLIT, bool VEC_M, bool ALPHA_ONE, class Chain, int WT = IN, int XT = IN, int SCALE = 0,
+          bool AMAX = false>
 struct GemvMma {
   static_assert(T >= 1 && T <= 16, "1-16 vectors");
   static_assert(WARPS % KSPLIT == 0, "the K slices of a row group are warps of one CTA");

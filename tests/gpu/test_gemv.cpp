@@ -512,6 +512,7 @@ TEST_F(GemvGpu, Fp8) {
       {8, 640, 384, e4, e4, e4, Scaling::row, true, false, 1.0f},        // e4m3 D with amax
       {1, 4096, 4096, e5, e4, bf, Scaling::tensor, false, false, 1.0f},
       {600, 4, 256, bf, e4, bf, Scaling::tensor, false, false, 1.0f},    // vec=n, 16-bit weights, fp8 vectors
+      {5, 1024, 1024, bf, e5, bf, Scaling::row, false, false, 1.0f},     // e5m2 to bf16
   };
   std::mt19937_64 rng(std::random_device{}());
   int ran = 0;

@@ -61,7 +61,7 @@ inline int w_rows(const Config& c, const Problem& p) { return p.epilogue.has_glu
 inline int max_vectors(const Config& c) { return c.mma ? 16 : 8; }
 
 // fp8 (kernels/gemv/gemv_mma.cuh WT / XT): the element types of the weights W and the vectors X (B and A with
-// vec=m), the mma's 16-bit type (bf16 when either is bf16, else f16: e4m3 widens to both exactly, e5m2 to f16), and
+// vec=m), the mma's 16-bit type (bf16 when either is bf16, else f16: fp8 widens to both exactly), and
 // the 16-byte loads of the vectors per 16-byte weight chunk (2 for an fp8 W beside 16-bit vectors, else 1).
 DType w_dtype(const Config& c, const Problem& p);
 DType x_dtype(const Config& c, const Problem& p);

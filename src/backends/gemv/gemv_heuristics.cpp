@@ -108,10 +108,10 @@ const ConfigRow kOcc3[] = {
      "(up to 8 vectors)",
      "80 registers, no spills (4 steps, two m-blocks or ksplit 1: some spill; 100-128 registers and 2 CTAs "
      "otherwise); H200 default / occ=3: 8x4096x14336 42.3 / 33.8 us, 4x4096x14336 35.5 / 33.2, 8x28672x4096 85.4 / "
-     "62.0; 16 vectors 2-19% slower at 3 CTAs, a ring level, ksplit 1 -4% to +6% (docs/PERFORMANCE.md); fp8 (ptxas, "
-     "sm_90a): block scaling spills 8-104 bytes at 80 registers, and so does an fp8 weight beside 16-bit vectors (24-80 "
-     "bytes: 1x4096x4096 bf16 x e4m3 with bias,gelu_tanh, 8x14336x4096 f16 x e4m3 with a GLU), and an fp8 weight "
-     "read by 2-byte loads with two steps in flight (8 bytes: 3x777x4098 with C)",
+     "62.0; 16 vectors 2-19% slower at 3 CTAs, a ring level, ksplit 1 -4% to +6% (docs/PERFORMANCE.md); fp8 "
+     "(ptxas, sm_90a): block scaling spills 8-104 bytes at 80 registers, and so does an fp8 weight beside 16-bit "
+     "vectors (24-80 bytes: 1x4096x4096 bf16 x e4m3 with bias,gelu_tanh, 8x14336x4096 f16 x e4m3 with a GLU), and "
+     "an fp8 weight read by 2-byte loads with two steps in flight (8 bytes: 3x777x4098 with C)",
      [](const Config& c, const Problem& p, const View& v) {
        return c.mma && c.ring == 0 && c.warps == 8 && c.ksplit >= 4 && c.unroll <= 2 &&
               c.rows == (p.epilogue.has_glu() ? 8 : 16) && v.t <= 8 && p.scaling != Scaling::block &&
@@ -203,7 +203,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
                   if (10 * ctas * cs < 19 * sms && cs < 8) continue;
                   Config s = c;
                   s.csplit = cs;
-                  if (p.k / mma_step_k(c, p) / (int64_t(ksplit) * cs) >= kCsplitMinSteps && config_reason(s, p, dev).empty())
+                  if (p.k / mma_step_k(c, p) / (int64_t(ksplit) * cs) >= kCsplitMinSteps &&
+                      config_reason(s, p, dev).empty())
                     out.push_back(s);
                   break;
                 }

@@ -61,9 +61,6 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     if (dev.real && (dev.cc_major < 8 || (dev.cc_major == 8 && dev.cc_minor < 9)))
       return "gemv: fp8 inputs need compute capability 8.9 or newer (cvt from e4m3/e5m2), device is " + dev.arch();
     if (p.scaling == Scaling::none) return "gemv: fp8 inputs need a scaling (tensor, row or block)";
-    if ((p.a.dtype == DType::bf16 && p.b.dtype == DType::e5m2) || (p.b.dtype == DType::bf16 && p.a.dtype == DType::e5m2))
-      return "gemv: a bf16 operand with an e5m2 one is not supported (the mma widens e4m3 to bf16 exactly, e5m2 only "
-             "to f16): use an f16 A or an e4m3 B";
     if (!out_type_ok(p.d.dtype) && p.d.dtype != DType::e4m3) return "gemv: D must be bf16, f16, f32 or e4m3";
     if (load_bytes(p) < 2)
       return "gemv: fp8 rows must start on even bytes (the kernels load 2 bytes or more at a time), got " +
