@@ -20,6 +20,30 @@ __device__ __forceinline__ float tensor_scale(const GemmParams& p) {
   return 1.0f;
 }
 
+// Row scaling: brings the row and column scales of one consumer's tile part (rows m0 + [0, WM), columns
+// n0 + [0, BN)) into L1 before its mainloop, one 128-byte line per thread, so that apply_scales after the mainloop
+// reads them from L1 instead of waiting an L2 round trip per tile while the tensor core idles (both coop consumers
+// reach it at once). Nothing else of the consumers goes through L1 in the mainloop (TMA bypasses it). No-op for
+// other scalings.
+template <class Cfg>
+__device__ __forceinline__ void prefetch_scales(const GemmParams& p, int m0, int n0, int tid) {
+  if constexpr (Cfg::SCALE == kScaleRow) {
+    // Lines covering [x0, x0 + len): x0 + 32 i for i < len / 32, and the last element (x0 need not be aligned).
+    constexpr int kColLines = Cfg::BN / 32 + 1, kRowLines = Cfg::WM / 32 + 1;
+    const float* q = nullptr;
+    if (tid < kColLines) {
+      const int last = (n0 + Cfg::BN < p.n ? n0 + Cfg::BN : p.n) - 1;
+      const int c = n0 + 32 * tid;
+      if (n0 < p.n) q = p.sc + (c < last ? c : last);
+    } else if (tid < kColLines + kRowLines) {
+      const int last = (m0 + Cfg::WM < p.m ? m0 + Cfg::WM : p.m) - 1;
+      const int r = m0 + 32 * (tid - kColLines);
+      if (m0 < p.m) q = p.sr + (r < last ? r : last);
+    }
+    if (q != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(q));
+  }
+}
+
 // Multiplies one consumer's accumulators (rows m0 + [0, 64 * kSlabs), columns n0 + [0, BN)) by the tensor or row
 // scales. Row scales are read per tile: two rows per slab and BN / 4 columns per thread, from L1/L2 (each is shared
 // by the warps of the tile and the tiles of its row / column). Rows and columns past the problem read nothing (their
@@ -64,7 +88,9 @@ __device__ __forceinline__ void apply_scales(float (&acc)[Cfg::kSlabs][Cfg::BN /
 // per scale box and a stage layout per tile shape for a few hundred bytes.
 template <class Cfg>
 struct BlockScales {
-  static constexpr int kNB = Cfg::BN >= 128 ? Cfg::BN / 128 : 1;  // B scale blocks across the tile
+  // B scale blocks a tile spans: one for tile N a divisor of 128, BN / 128 for a multiple; tile N 192 (origins at
+  // multiples of 64) spans two, split after its first 128 or 64 columns (see promote_into).
+  static constexpr int kNB = Cfg::BN % 128 == 0 ? Cfg::BN / 128 : (128 % Cfg::BN == 0 ? 1 : 2);
   float a[Cfg::kSlabs][2], b[kNB];
   // kbk: absolute k-block; r0: this thread's first accumulator row (m0 + 16 warp + lane / 4).
   __device__ __forceinline__ void load(const GemmParams& p, long long kbk, int kb_count, int r0, int n0) {
@@ -99,8 +125,11 @@ __device__ __forceinline__ void static_for(F&& f) {
   }
 }
 
-// acc += tmp (times the k-block's block scales with block scaling), on the CUDA cores.
-template <class Cfg>
+// acc += tmp (times the k-block's block scales with block scaling), on the CUDA cores. Column group c (8 columns,
+// never straddling a 128-column block: tile origins are multiples of 64) takes B block c / (128 / 8) of the tile, or
+// with tile N 192 the first block up to group SPLIT and the second from there (SPLIT = 8 when the tile starts in the
+// middle of a block, else 16).
+template <class Cfg, int SPLIT = 16>
 __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
                                              const float (&tmp)[Cfg::kSlabs][Cfg::BN / 2],
                                              const BlockScales<Cfg>& sc) {
@@ -119,7 +148,7 @@ __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN /
           float& a = acc[si][4 * c + 2 * i + j];
           const float t = tmp[si][4 * c + 2 * i + j];
           if constexpr (Cfg::SCALE == kScaleBlock)
-            a = fmaf(t, f[(8 * c) / 128 < kNB ? (8 * c) / 128 : 0], a);
+            a = fmaf(t, f[kNB == 1 ? 0 : Cfg::BN == 192 ? (c < SPLIT ? 0 : 1) : (8 * c) / 128], a);
           else
             a += t;
         }
@@ -145,8 +174,7 @@ inline constexpr int kPromoteBufs = 3 * Cfg::kAccRegs <= 192 ? 2 : 1;
 // wgmmas issued ahead of its promotion, so a load that had not completed by then would hold up the tensor core.
 // NOTES: ptxas serializes every wgmma of the kernel (C7514) when registers of a wgmma issued before a loop's
 // back edge are read after a wait_group 1 behind it; a run in straight-line code, drained by wait_group 0 at its end,
-// keeps them asynchronous. Tile N 128 (or a divisor) has one B block per tile and k-block; tile N 256 two, 8-column
-// groups never straddling a block (tile origins are multiples of 128 there).
+// keeps them asynchronous.
 template <class Cfg, class Issued>
 __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const SmemPlan<Cfg>& sm,
                                                      RingPos<Cfg::STAGES>& rp, int kb0, int k_iters, int row0,
@@ -183,7 +211,10 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
     constexpr int X = decltype(x)::value;
     fence(tmp[X % NT]);
     release(stage);
-    promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets]);
+    if (kBlock && Cfg::BN == 192 && n0 % 128 != 0)
+      promote_into<Cfg, 8>(acc, tmp[X % NT], sc[X % kSets]);
+    else
+      promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets]);
     if (kBlock && kc + X + kSets < k_iters) sc[X % kSets].load(p, kb0 + kc + X + kSets, kb_count, r0, n0);
   };
   // A straight run of N k-blocks from kc.

@@ -356,6 +356,15 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   return t.stages;
 }
 
+// acc=promote against the cost model (which knows only the tensor core's clocks): each k-block's fp32 adds on the
+// CUDA cores, and the wait for the tensor core at every promotion where one temporary accumulator set is all that
+// fits (kPromoteBufs in sm90_fp8.cuh: more than 64 accumulator registers per thread); with two, a consumer's next
+// k-block runs during a promotion and only every fourth waits.
+double promote_factor(const Config& c, const Problem& p) {
+  if (c.acc != Accum::promote) return 1.0;
+  return 3 * plan(c, kernel_view(p, c.swap)).acc_regs <= 192 ? 1.1 : 1.2;
+}
+
 // fp8 inputs: a short list (the wgmma k32 wrappers exist for tile N 16-64, 128, 192 and 256: ptx/wgmma_f8.cuh).
 // Starting points for 8-bit operands, whose 128-K stage rows make a stage as many bytes as a 16-bit one of half the
 // MMA work: 128x128 / 128x256 / 256x128 / 128x192 coop and 64x128 / 64x256 / 128x128 ping-pong tiles in 1x1, 2x1 and
@@ -406,7 +415,7 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
   std::vector<std::pair<double, size_t>> order, late;
   for (size_t i = 0; i < cands.size(); ++i) {
     const Config& c = cands[i];
-    const double cost = estimate_cost(c, p, dev) * (c.acc == Accum::promote ? 1.1 : 1.0);
+    const double cost = estimate_cost(c, p, dev) * promote_factor(c, p);
     (spill_prior(c, p, kernel_view(p, c.swap)) ? late : order).push_back({cost, i});
   }
   auto by_cost = [](const auto& a, const auto& b) { return a.first < b.first; };
