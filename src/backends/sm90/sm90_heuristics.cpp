@@ -371,7 +371,8 @@ double promote_factor(const Config& c, const Problem& p) {
 // 1x2 clusters with the deepest ring that fits, each with acc=fast and (where two accumulator sets fit the registers)
 // acc=promote; block scaling takes acc=promote only. Decode sizes (at most 64 rows on one side) add the decode tiles
 // of the 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost
-// model, acc=promote after its fast twin (its per-k-block wait and CUDA-core adds cost the tensor core's idle time).
+// model times promote_factor: acc=promote after its fast twin, and with block scaling the tiles whose consumers keep
+// two temporaries (128x128 coop) before those with one (128x192 coop).
 std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
   const KernelView v = kernel_view(p);
   const bool block = p.scaling == Scaling::block;
