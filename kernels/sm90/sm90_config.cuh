@@ -65,8 +65,8 @@ struct GemmConfig {
   static_assert(FP8 == (SCALE != kScaleNone), "fp8 inputs need a scaling, 16-bit ones take none");
   static_assert(!PROMOTE || FP8, "promoted accumulation is the fp8 path's");
   static_assert(SCALE != kScaleBlock || PROMOTE, "block scales are applied as each k-block is promoted");
-  static_assert(SCALE != kScaleBlock || BN % 128 == 0 || 128 % BN == 0,
-                "block scales need tile N a multiple or a divisor of 128 (one B scale per 128 columns)");
+  static_assert(SCALE != kScaleBlock || BN % 128 == 0 || 128 % BN == 0 || BN == 192,
+                "block scales need tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)");
   static_assert(!PROMOTE || 2 * P.acc_regs <= 192, "promote keeps two accumulator sets: exceeds the register budget");
   using Mma = typename Select<FP8, WgmmaF8<BN, IN_A, IN_B>, Wgmma<BN, F16>>::T;
   static_assert(BM == 64 || BM == 128 || BM == 256, "tile M must be 64, 128 or 256");

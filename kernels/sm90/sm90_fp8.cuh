@@ -20,6 +20,30 @@ __device__ __forceinline__ float tensor_scale(const GemmParams& p) {
   return 1.0f;
 }
 
+// Row scaling: brings the row and column scales of one consumer's tile part (rows m0 + [0, WM), columns
+// n0 + [0, BN)) into L1 before its mainloop, one 128-byte line per thread, so that apply_scales after the mainloop
+// reads them from L1 instead of waiting an L2 round trip per tile while the tensor core idles (both coop consumers
+// reach it at once). Nothing else of the consumers goes through L1 in the mainloop (TMA bypasses it). No-op for
+// other scalings.
+template <class Cfg>
+__device__ __forceinline__ void prefetch_scales(const GemmParams& p, int m0, int n0, int tid) {
+  if constexpr (Cfg::SCALE == kScaleRow) {
+    // Lines covering [x0, x0 + len): x0 + 32 i for i < len / 32, and the last element (x0 need not be aligned).
+    constexpr int kColLines = Cfg::BN / 32 + 1, kRowLines = Cfg::WM / 32 + 1;
+    const float* q = nullptr;
+    if (tid < kColLines) {
+      const int last = (n0 + Cfg::BN < p.n ? n0 + Cfg::BN : p.n) - 1;
+      const int c = n0 + 32 * tid;
+      if (n0 < p.n) q = p.sc + (c < last ? c : last);
+    } else if (tid < kColLines + kRowLines) {
+      const int last = (m0 + Cfg::WM < p.m ? m0 + Cfg::WM : p.m) - 1;
+      const int r = m0 + 32 * (tid - kColLines);
+      if (m0 < p.m) q = p.sr + (r < last ? r : last);
+    }
+    if (q != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(q));
+  }
+}
+
 // Multiplies one consumer's accumulators (rows m0 + [0, 64 * kSlabs), columns n0 + [0, BN)) by the tensor or row
 // scales. Row scales are read per tile: two rows per slab and BN / 4 columns per thread, from L1/L2 (each is shared
 // by the warps of the tile and the tiles of its row / column). Rows and columns past the problem read nothing (their
@@ -57,83 +81,174 @@ __device__ __forceinline__ void apply_scales(float (&acc)[Cfg::kSlabs][Cfg::BN /
   }
 }
 
+// One k-block's block scales as one consumer thread needs them: A's for its accumulator rows (two per slab), B's for
+// the 128-column blocks its tile spans. Loaded a k-block or more before they are used, so the global loads (one per
+// thread row and 128-column block, read by every CTA of the row or column from L2) complete while wgmmas run; the
+// products are formed where the promotion uses them. TMA-ing the scales into the stage would need an arrival count
+// per scale box and a stage layout per tile shape for a few hundred bytes.
+template <class Cfg>
+struct BlockScales {
+  // B scale blocks a tile spans: one for tile N a divisor of 128, BN / 128 for a multiple; tile N 192 (origins at
+  // multiples of 64) spans two, split after its first 128 or 64 columns (see promote_into).
+  static constexpr int kNB = Cfg::BN % 128 == 0 ? Cfg::BN / 128 : (128 % Cfg::BN == 0 ? 1 : 2);
+  float a[Cfg::kSlabs][2], b[kNB];
+  // kbk: absolute k-block; r0: this thread's first accumulator row (m0 + 16 warp + lane / 4).
+  __device__ __forceinline__ void load(const GemmParams& p, long long kbk, int kb_count, int r0, int n0) {
+    const int nb_count = (p.n + 127) / 128;
+#pragma unroll
+    for (int j = 0; j < kNB; ++j) {
+      const int nb = n0 / 128 + j;
+      b[j] = nb < nb_count ? p.sc[static_cast<long long>(nb) * kb_count + kbk] : 0.0f;
+    }
+    const float* ra = p.sr + kbk * p.m;
+#pragma unroll
+    for (int si = 0; si < Cfg::kSlabs; ++si)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = r0 + si * 64 + 8 * i;
+        a[si][i] = r < p.m ? ra[r] : 0.0f;
+      }
+  }
+};
+
+template <int V>
+struct Step {
+  static constexpr int value = V;
+};
+
+// f(Step<I>{}) for I in [0, N), unrolled.
+template <int I, int N, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (I < N) {
+    f(Step<I>{});
+    static_for<I + 1, N>(f);
+  }
+}
+
+// acc += tmp (times the k-block's block scales with block scaling), on the CUDA cores. Column group c (8 columns,
+// never straddling a 128-column block: tile origins are multiples of 64) takes B block c / (128 / 8) of the tile, or
+// with tile N 192 the first block up to group SPLIT and the second from there (SPLIT = 8 when the tile starts in the
+// middle of a block, else 16).
+template <class Cfg, int SPLIT = 16>
+__device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
+                                             const float (&tmp)[Cfg::kSlabs][Cfg::BN / 2],
+                                             const BlockScales<Cfg>& sc) {
+  constexpr int kNB = BlockScales<Cfg>::kNB;
+#pragma unroll
+  for (int si = 0; si < Cfg::kSlabs; ++si)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float f[kNB];
+#pragma unroll
+      for (int j = 0; j < kNB; ++j) f[j] = sc.a[si][i] * sc.b[j];
+#pragma unroll
+      for (int c = 0; c < Cfg::BN / 8; ++c)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float& a = acc[si][4 * c + 2 * i + j];
+          const float t = tmp[si][4 * c + 2 * i + j];
+          if constexpr (Cfg::SCALE == kScaleBlock)
+            a = fmaf(t, f[kNB == 1 ? 0 : Cfg::BN == 192 ? (c < SPLIT ? 0 : 1) : (8 * c) / 128], a);
+          else
+            a += t;
+        }
+    }
+}
+
+// Two temporaries (k-block kb's wgmmas run while kb - 1's are promoted) where three accumulator sets fit the
+// consumer's registers (tile N <= 128 per 64 rows); otherwise one, and the tensor core waits for each promotion
+// unless the other consumer warpgroup's wgmmas fill it.
+template <class Cfg>
+inline constexpr int kPromoteBufs = 3 * Cfg::kAccRegs <= 192 ? 2 : 1;
+
 // The k loop of one tile for one consumer warpgroup with promoted accumulation (acc=promote), starting at ring
 // position `rp` (advanced by k_iters) and absolute k-block kb0 (block scales are indexed by it). m0, n0: the first row
 // and column of this consumer's accumulators; row0: its first tile row in shared memory. `issued()` as in
 // consume_tile: once the last wgmmas are issued, before waiting for them.
-// Per k-block: the block scales are loaded before the wait on the full barrier (plain global loads: one per thread
-// row and 128-column block, read by every CTA of the row or column from L2; TMA-ing them into the stage would need
-// an arrival count per scale box and a stage layout per tile shape for a few hundred bytes), the k-block's wgmmas go
-// to `tmp` (zeroed by the first k32), the stage is released as soon as they completed, and tmp is added into acc
-// (times the scales) on the CUDA cores while the other consumer warpgroup's wgmmas keep the tensor core busy.
-// NOTES: tile N 128 (or a divisor) has one B block per tile and k-block; tile N 256 two, 8-column groups never
-// straddling a block (tile origins are multiples of 128 there).
+// Each k-block's wgmmas go to a temporary (zeroed by the first k32) that is added into acc (times the k-block's
+// scales) once they completed, and its stage is released then. With two temporaries the k-blocks run in straight
+// runs of kRun: k-block u + 1 of a run is issued before u is waited for (wait_group 1), so u's promotion overlaps
+// u + 1's wgmmas; only the run's last promotion waits for the tensor core (wait_group 0), when the other consumer
+// warpgroup's wgmmas fill it. With one temporary every k-block waits for its own wgmmas.
+// The block scales are loaded kSets k-blocks ahead: ptxas schedules the products of a k-block's scales before the
+// wgmmas issued ahead of its promotion, so a load that had not completed by then would hold up the tensor core.
+// NOTES: ptxas serializes every wgmma of the kernel (C7514) when registers of a wgmma issued before a loop's
+// back edge are read after a wait_group 1 behind it; a run in straight-line code, drained by wait_group 0 at its end,
+// keeps them asynchronous.
 template <class Cfg, class Issued>
 __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const SmemPlan<Cfg>& sm,
                                                      RingPos<Cfg::STAGES>& rp, int kb0, int k_iters, int row0,
                                                      const GemmParams& p, int m0, int n0, int tid, Issued issued) {
   constexpr bool kBlock = Cfg::SCALE == kScaleBlock;
-  constexpr int kNB = Cfg::BN >= 128 ? Cfg::BN / 128 : 1;  // B scale blocks across the tile
+  constexpr int NT = kPromoteBufs<Cfg>;
+  // Scale sets in flight: k-block x uses set x % kSets, which takes x + kSets's scales once x is promoted (its
+  // loads then have kSets - 1 k-blocks of wgmmas to complete). kRun, a multiple of kSets: the set is static.
+  constexpr int kSets = NT == 2 ? 4 : 2, kRun = NT == 2 ? 4 : 2;
   const int lane = tid % 32, warp = tid / 32;
   const StageDescs<Cfg> descs(sm, __shfl_sync(0xffffffffu, row0, 0));
   const StageRelease<Cfg> release(sm, lane);
-  float tmp[Cfg::kSlabs][Cfg::BN / 2];
+  const int kb_count = (p.k + Cfg::BK - 1) / Cfg::BK, r0 = m0 + warp * 16 + lane / 4;
+  float tmp[NT][Cfg::kSlabs][Cfg::BN / 2];
+  BlockScales<Cfg> sc[kSets];
 #pragma unroll
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < Cfg::BN / 2; ++i) acc[si][i] = 0.0f;
-  const int kb_count = (p.k + Cfg::BK - 1) / Cfg::BK, nb_count = (p.n + 127) / 128;
-  for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
-    const int s = rp.s;
-    float f[Cfg::kSlabs][2][kNB];
-    if constexpr (kBlock) {
-      const long long kbk = kb0 + kb;
-      float fb[kNB];
+  if constexpr (kBlock) {
 #pragma unroll
-      for (int j = 0; j < kNB; ++j) {
-        const int nb = n0 / 128 + j;
-        fb[j] = nb < nb_count ? p.sc[static_cast<long long>(nb) * kb_count + kbk] : 0.0f;
+    for (int x = 0; x < kSets; ++x)
+      if (x < k_iters) sc[x].load(p, kb0 + x, kb_count, r0, n0);
+  }
+  auto fence = [](float (&t)[Cfg::kSlabs][Cfg::BN / 2]) {
+#pragma unroll
+    for (int si = 0; si < Cfg::kSlabs; ++si)
+#pragma unroll
+      for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(t[si][i]);
+  };
+  int kc = 0;  // first k-block of the current run
+  // Promotes k-block kc + X from tmp[X % NT] (its wgmmas completed), then loads kc + X + kSets's scales into its set.
+  auto promote = [&](auto x, int stage) {
+    constexpr int X = decltype(x)::value;
+    fence(tmp[X % NT]);
+    release(stage);
+    if (kBlock && Cfg::BN == 192 && n0 % 128 != 0)
+      promote_into<Cfg, 8>(acc, tmp[X % NT], sc[X % kSets]);
+    else
+      promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets]);
+    if (kBlock && kc + X + kSets < k_iters) sc[X % kSets].load(p, kb0 + kc + X + kSets, kb_count, r0, n0);
+  };
+  // A straight run of N k-blocks from kc.
+  auto run = [&](auto n) {
+    constexpr int N = decltype(n)::value;
+    int prev = 0;
+    static_for<0, N>([&](auto u) {
+      constexpr int U = decltype(u)::value;
+      const int s = rp.s;
+      mbar_wait(sm.full(s), rp.ph);
+      fence(tmp[U % NT]);
+      wgmma_fence();
+      mma_stage<Cfg>(tmp[U % NT], descs, s, false);
+      wgmma_commit();
+      if (kc + U + 1 == k_iters) issued();
+      if constexpr (NT == 2 && U > 0) {
+        wgmma_wait<1>();
+        promote(Step<U - 1>{}, prev);
       }
-#pragma unroll
-      for (int si = 0; si < Cfg::kSlabs; ++si)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int r = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i;
-          const float fa = r < p.m ? p.sr[kbk * p.m + r] : 0.0f;
-#pragma unroll
-          for (int j = 0; j < kNB; ++j) f[si][i][j] = fa * fb[j];
-        }
-    }
-    mbar_wait(sm.full(s), rp.ph);
-#pragma unroll
-    for (int si = 0; si < Cfg::kSlabs; ++si)
-#pragma unroll
-      for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(tmp[si][i]);
-    wgmma_fence();
-    mma_stage<Cfg>(tmp, descs, s, false);
-    wgmma_commit();
-    if (kb + 1 == k_iters) issued();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int si = 0; si < Cfg::kSlabs; ++si)
-#pragma unroll
-      for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(tmp[si][i]);
-    release(s);
-#pragma unroll
-    for (int si = 0; si < Cfg::kSlabs; ++si)
-#pragma unroll
-      for (int c = 0; c < Cfg::BN / 8; ++c)
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            float& a = acc[si][4 * c + 2 * i + j];
-            const float t = tmp[si][4 * c + 2 * i + j];
-            if constexpr (kBlock)
-              a = fmaf(t, f[si][i][(8 * c) / 128 < kNB ? (8 * c) / 128 : 0], a);
-            else
-              a += t;
-          }
+      if constexpr (NT == 1 || U == N - 1) {
+        wgmma_wait<0>();
+        promote(u, s);
+      }
+      prev = s;
+      rp.next();
+    });
+    kc += N;
+  };
+  while (kc + kRun <= k_iters) run(Step<kRun>{});
+  const int rest = k_iters - kc;
+  if (rest == 1) run(Step<1>{});
+  if constexpr (kRun > 2) {
+    if (rest == 2) run(Step<2>{});
+    if (rest == 3) run(Step<3>{});
   }
   if (k_iters == 0) issued();
 }

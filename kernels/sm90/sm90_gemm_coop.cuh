@@ -45,6 +45,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       if (u.t >= sched.total) break;
       int m0, n0, b;
       sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+      prefetch_scales<Cfg>(p, m0 + cw * Cfg::WM, n0, tid);
       if constexpr (Cfg::PROMOTE)
         consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, cw * Cfg::WM, p, m0 + cw * Cfg::WM, n0, tid, [] {});
       else

@@ -56,6 +56,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       auto issued = [&] {
         if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
       };
+      prefetch_scales<Cfg>(p, m0, n0, tid);
       if constexpr (Cfg::PROMOTE)
         consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, 0, p, m0, n0, tid, issued);
       else

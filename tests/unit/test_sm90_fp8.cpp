@@ -80,6 +80,8 @@ TEST(Sm90Fp8, Reasons) {
   EXPECT_EQ(reason(bl, "tile=128x128x128," + base + ",acc=promote"), "");
   EXPECT_NE(reason(bl, "tile=128x96x128," + base + ",acc=promote").find("multiple or a divisor of 128"),
             std::string::npos);
+  // Tile N 192: its 8-column groups take the first or second B block by where the tile starts (promote_into).
+  EXPECT_EQ(reason(bl, "tile=128x192x128," + base + ",acc=promote"), "");
   const Problem bf = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col);
   EXPECT_NE(reason(bf, "tile=128x128x64," + base + ",acc=fast").find("fp8 inputs only"), std::string::npos);
 }
@@ -99,6 +101,8 @@ TEST(Sm90Fp8, Enumerate) {
       EXPECT_NE(c.config.find("x128,"), std::string::npos) << c.str();  // tile K 128
     }
     EXPECT_EQ(fast, s != Scaling::block) << p.str();
+    // Block scaling: a tile whose consumers keep two temporaries (tile N 128 per 64 rows) ranks first.
+    if (s == Scaling::block) EXPECT_NE(cands[0].config.find("tile=128x128x128"), std::string::npos) << cands[0].str();
     EXPECT_TRUE(promote) << p.str();
   }
 }
@@ -162,6 +166,11 @@ void compile_fp8(const Fp8Case& fc) {
     ASSERT_EQ(err[i], "") << cands[i].str() << " for " << p.str();
     EXPECT_TRUE(res[i].compiled);
     EXPECT_GT(res[i].registers, 0) << cands[i].str();
+    // ptxas keeps the wgmmas asynchronous: no C7514 ("wgmma.mma_async instructions are serialized"), which the
+    // promoted k loop's overlapping temporaries would cause if a wgmma's registers were read across a loop back edge
+    // (a cached cubin may carry no log; a fresh compile does).
+    if (const auto cubin = std::static_pointer_cast<const jit::Cubin>(res[i].artifact))
+      EXPECT_EQ(cubin->log.find("C7514"), std::string::npos) << cands[i].str() << "\n" << cubin->log;
     if (res[i].spill_bytes > 0) {
       ++spilled;
       std::printf("  spills %d bytes: %s\n", res[i].spill_bytes, cands[i].str().c_str());
@@ -185,6 +194,8 @@ TEST(Sm90Fp8Compile, RowM64_E5M2B) { compile_fp8({64, 4096, 4096, Scaling::row, 
 constexpr DType kE4 = DType::e4m3, kE5 = DType::e5m2;
 TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::tensor, kE5, kE4, DType::f32}); }
 TEST(Sm90Fp8Compile, BlockRaggedK) { compile_fp8({512, 384, 1040, Scaling::block}); }
+// N = 576: tiles of 192 columns start at 0, 192 (mid-block) and 384, the last one's second block past N.
+TEST(Sm90Fp8Compile, BlockN576) { compile_fp8({1024, 576, 2048, Scaling::block}); }
 TEST(Sm90Fp8Compile, E4M3Out_Row) { compile_fp8({4096, 4096, 4096, Scaling::row, kE4, kE4, kE4}); }
 TEST(Sm90Fp8Compile, E4M3Out_Block) { compile_fp8({2048, 1024, 4096, Scaling::block, kE4, kE4, kE4}); }
 

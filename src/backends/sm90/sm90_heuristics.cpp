@@ -356,13 +356,23 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev) {
   return t.stages;
 }
 
+// acc=promote against the cost model (which knows only the tensor core's clocks): each k-block's fp32 adds on the
+// CUDA cores, and the wait for the tensor core at every promotion where one temporary accumulator set is all that
+// fits (kPromoteBufs in sm90_fp8.cuh: more than 64 accumulator registers per thread); with two, a consumer's next
+// k-block runs during a promotion and only every fourth waits.
+double promote_factor(const Config& c, const Problem& p) {
+  if (c.acc != Accum::promote) return 1.0;
+  return 3 * plan(c, kernel_view(p, c.swap)).acc_regs <= 192 ? 1.1 : 1.2;
+}
+
 // fp8 inputs: a short list (the wgmma k32 wrappers exist for tile N 16-64, 128, 192 and 256: ptx/wgmma_f8.cuh).
 // Starting points for 8-bit operands, whose 128-K stage rows make a stage as many bytes as a 16-bit one of half the
 // MMA work: 128x128 / 128x256 / 256x128 / 128x192 coop and 64x128 / 64x256 / 128x128 ping-pong tiles in 1x1, 2x1 and
 // 1x2 clusters with the deepest ring that fits, each with acc=fast and (where two accumulator sets fit the registers)
 // acc=promote; block scaling takes acc=promote only. Decode sizes (at most 64 rows on one side) add the decode tiles
 // of the 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost
-// model, acc=promote after its fast twin (its per-k-block wait and CUDA-core adds cost the tensor core's idle time).
+// model times promote_factor: acc=promote after its fast twin, and with block scaling the tiles whose consumers keep
+// two temporaries (128x128 coop) before those with one (128x192 coop).
 std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
   const KernelView v = kernel_view(p);
   const bool block = p.scaling == Scaling::block;
@@ -406,7 +416,7 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
   std::vector<std::pair<double, size_t>> order, late;
   for (size_t i = 0; i < cands.size(); ++i) {
     const Config& c = cands[i];
-    const double cost = estimate_cost(c, p, dev) * (c.acc == Accum::promote ? 1.1 : 1.0);
+    const double cost = estimate_cost(c, p, dev) * promote_factor(c, p);
     (spill_prior(c, p, kernel_view(p, c.swap)) ? late : order).push_back({cost, i});
   }
   auto by_cost = [](const auto& a, const auto& b) { return a.first < b.first; };

@@ -168,8 +168,9 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (p.scaling == Scaling::block) {
     if (c.acc != Accum::promote) return "sm90: block scaling needs acc=promote (scales apply per 128-K block)" + cs;
     if (c.swap) return "sm90: block scaling takes no swap=1 (the block scales are A's and B's own layouts)" + cs;
-    if (c.bn % 128 != 0 && 128 % c.bn != 0)
-      return "sm90: block scaling needs tile N a multiple or a divisor of 128 (one B scale per 128 columns)" + cs;
+    if (c.bn % 128 != 0 && 128 % c.bn != 0 && c.bn != 192)
+      return "sm90: block scaling needs tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)" +
+             cs;
   }
   if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
   if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
