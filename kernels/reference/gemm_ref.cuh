@@ -45,36 +45,25 @@ template <> struct Elem<gt::kF32> {
 };
 
 // fp8 (OCP e4m3 / e5m2): widened exactly through f16; stored with saturation to the largest finite value.
-template <> struct Elem<gt::kE4M3> {
-  typedef u8 type;
-  static __device__ __forceinline__ float load(const u8* p) {
-    u16 h;
-    float f;
-    asm("{\n.reg .b32 r;\ncvt.rn.f16x2.e4m3x2 r, %1;\nmov.b32 {%0, _}, r;\n}" : "=h"(h) : "h"(u16(*p)));
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-  }
-  static __device__ __forceinline__ void store(u8* p, float v) {
-    u16 r;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(v));
-    *p = u8(r);
-  }
-};
-template <> struct Elem<gt::kE5M2> {
-  typedef u8 type;
-  static __device__ __forceinline__ float load(const u8* p) {
-    u16 h;
-    float f;
-    asm("{\n.reg .b32 r;\ncvt.rn.f16x2.e5m2x2 r, %1;\nmov.b32 {%0, _}, r;\n}" : "=h"(h) : "h"(u16(*p)));
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-  }
-  static __device__ __forceinline__ void store(u8* p, float v) {
-    u16 r;
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(v));
-    *p = u8(r);
-  }
-};
+#define GEMMTUNE_REF_FP8(CODE, FMT)                                                                     \
+  template <> struct Elem<CODE> {                                                                      \
+    typedef u8 type;                                                                                   \
+    static __device__ __forceinline__ float load(const u8* p) {                                        \
+      u16 h;                                                                                           \
+      float f;                                                                                         \
+      asm("{\n.reg .b32 r;\ncvt.rn.f16x2." FMT "x2 r, %1;\nmov.b32 {%0, _}, r;\n}" : "=h"(h) : "h"(u16(*p))); \
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));                                                   \
+      return f;                                                                                        \
+    }                                                                                                  \
+    static __device__ __forceinline__ void store(u8* p, float v) {                                     \
+      u16 r;                                                                                           \
+      asm("cvt.rn.satfinite." FMT "x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(v));                  \
+      *p = u8(r);                                                                                      \
+    }                                                                                                  \
+  };
+GEMMTUNE_REF_FP8(gt::kE4M3, "e4m3")
+GEMMTUNE_REF_FP8(gt::kE5M2, "e5m2")
+#undef GEMMTUNE_REF_FP8
 
 struct RefParams {
   long long m, n, k, batch;

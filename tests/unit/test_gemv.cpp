@@ -14,6 +14,7 @@
 #include "gemmtune/epilogue.h"
 #include "gemmtune/errors.h"
 #include "jit/thread_pool.h"
+#include "unit/compile_each.h"
 
 namespace gemmtune {
 namespace {
@@ -344,15 +345,7 @@ void compile_every(const Problem& p) {
   auto be = make_gemv_backend();
   const auto cands = be->enumerate(p, kDev);
   ASSERT_FALSE(cands.empty()) << p.str();
-  std::vector<CompileResult> res(cands.size());
-  std::vector<std::string> err(cands.size());
-  jit::parallel_for(cands.size(), 0, [&](size_t i) {
-    try {
-      res[i] = be->compile(p, cands[i], kDev);
-    } catch (const std::exception& e) {
-      err[i] = e.what();
-    }
-  });
+  const auto [res, err] = test::compile_each(*be, p, cands, kDev);
   for (size_t i = 0; i < cands.size(); ++i) {
     EXPECT_EQ(err[i], "") << cands[i].str();
     if (!err[i].empty()) continue;

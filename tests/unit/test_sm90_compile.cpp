@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "jit/thread_pool.h"
+#include "unit/compile_each.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -811,15 +812,7 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, c
     cands = sub;
   }
   // Compiled on every core (as the tuner does); results checked on this thread.
-  std::vector<CompileResult> res(cands.size());
-  std::vector<std::string> err(cands.size());
-  jit::parallel_for(cands.size(), 0, [&](size_t i) {
-    try {
-      res[i] = be->compile(p, cands[i], dev);
-    } catch (const std::exception& e) {
-      err[i] = e.what();
-    }
-  });
+  const auto [res, err] = test::compile_each(*be, p, cands, dev);
   // Spills are not ruled out up front (the pipeline rejects a spilling compile and takes the next candidate), so
   // every config must compile and the list must hold configs that compile clean: the best one among them at least.
   std::vector<double> ms;

@@ -18,6 +18,7 @@
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 #include "jit/thread_pool.h"
+#include "unit/compile_each.h"
 
 namespace gemmtune {
 namespace {
@@ -151,15 +152,7 @@ void compile_fp8(const Fp8Case& fc) {
   const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out);
   const auto cands = be->enumerate(p, dev);
   ASSERT_FALSE(cands.empty()) << p.str();
-  std::vector<CompileResult> res(cands.size());
-  std::vector<std::string> err(cands.size());
-  jit::parallel_for(cands.size(), 0, [&](size_t i) {
-    try {
-      res[i] = be->compile(p, cands[i], dev);
-    } catch (const std::exception& e) {
-      err[i] = e.what();
-    }
-  });
+  const auto [res, err] = test::compile_each(*be, p, cands, dev);
   std::vector<double> ms;
   size_t clean = 0, spilled = 0;
   for (size_t i = 0; i < cands.size(); ++i) {
