@@ -1,5 +1,7 @@
 #include "core/epilogue_codegen.h"
 
+#include "core/dtype_code.h"
+
 #include <cstdint>
 #include <utility>
 
@@ -49,12 +51,8 @@ std::string ops_type(const Problem& p, size_t begin, size_t end) {
 }  // namespace
 
 int dtype_code(DType t) {
-  switch (t) {
-    case DType::bf16: return 0;
-    case DType::f16: return 1;
-    case DType::f32: return 2;
-    default: GT_THROW("epilogue: unsupported dtype " + std::string(dtype_name(t)));
-  }
+  if (is_fp8(t)) GT_THROW("epilogue: unsupported dtype " + std::string(dtype_name(t)));
+  return kernel_dtype_code(t);
 }
 
 std::string chain_type(const Problem& p) {

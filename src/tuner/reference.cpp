@@ -14,28 +14,13 @@
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
-#include "common/dtype_codes.cuh"  // kernels/: the element type codes of the reference kernels
+#include "core/dtype_code.h"
 
 namespace gemmtune {
-
-namespace {
-
-int type_code(DType t) {
-  switch (t) {
-    case DType::bf16: return gt::kBF16;
-    case DType::f16: return gt::kF16;
-    case DType::f32: return gt::kF32;
-    case DType::e4m3: return gt::kE4M3;
-    case DType::e5m2: return gt::kE5M2;
-    default: GT_THROW("reference kernels: unsupported dtype " + std::string(dtype_name(t)));
-  }
-}
 
 // Two kinds of units, compiled on first use and cached like any kernel: "util" (fills, compares, the epilogue, the
 // spin kernel) and one unit per GEMM dtype combination "gemm_<abc>". One unit with all 27 GEMM instantiations took
 // ~7 s to compile, paid by the first tune on a machine; a single instantiation takes well under a second.
-}  // namespace
-
 std::string reference_unit_source(const std::string& unit) {
   std::string s = "#include \"reference/gemm_ref.cuh\"\nusing namespace gemmtune_ref;\n";
   if (unit.rfind("gemm_", 0) == 0) {
@@ -107,7 +92,7 @@ int64_t operand_span(const Problem& p, char which) {
 }
 
 void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float scale, Stream s) {
-  CUfunction f = get("gt_ref_fill_" + std::to_string(type_code(dtype)));
+  CUfunction f = get("gt_ref_fill_" + std::to_string(kernel_dtype_code(dtype)));
   long long n = count;
   unsigned long long sd = seed;
   void* params[] = {&ptr, &n, &sd, &scale};
@@ -158,7 +143,7 @@ void reference_epilogue(const Problem& p, const GemmArgs& args, const float* in,
     const EpiOp& op = ops[i];
     e.kind[i] = int(op.kind);
     e.act[i] = int(op.act);
-    e.dt[i] = type_code(op.dtype ? *op.dtype : p.epilogue_default_dtype());
+    e.dt[i] = kernel_dtype_code(op.dtype ? *op.dtype : p.epilogue_default_dtype());
     if (op.kind == EpiOpKind::glu) {
       e.glu_at = int(i);
       e.glu_act = int(op.act);
@@ -194,10 +179,10 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
     tmp.emplace(size_t(p.m * p.n * p.batch) * sizeof(float));
     gemm_out = static_cast<float*>(tmp->get());
   }
-  const int tc = p.beta != 0.0f ? type_code(p.c.dtype) : gt::kF32;
+  const int tc = p.beta != 0.0f ? kernel_dtype_code(p.c.dtype) : gt::kF32;
   const bool scaled = p.scaling != Scaling::none;
   if (scaled) GT_REQUIRE(args.scale_b && (args.scale_a || !is_fp8(p.a.dtype)), "reference GEMM: scale_a/scale_b null");
-  CUfunction f = get("gt_ref_gemm_" + std::to_string(type_code(p.a.dtype)) + std::to_string(type_code(p.b.dtype)) +
+  CUfunction f = get("gt_ref_gemm_" + std::to_string(kernel_dtype_code(p.a.dtype)) + std::to_string(kernel_dtype_code(p.b.dtype)) +
                      std::to_string(tc) + (scaled ? "s" : ""));
   struct {
     long long m, n, k, batch, lda, ldb, ldc, bsa, bsb, bsc;
@@ -223,7 +208,7 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
 }
 
 ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s, const float* scale_d) {
-  CUfunction f = get("gt_ref_compare_" + std::to_string(type_code(p.d.dtype)));
+  CUfunction f = get("gt_ref_compare_" + std::to_string(kernel_dtype_code(p.d.dtype)));
   GT_REQUIRE(scale_d || !is_fp8(p.d.dtype), "compare_to_reference: an fp8 D needs its scale_d");
   cuda::DeviceBuffer acc(2 * sizeof(double) + 2 * sizeof(unsigned long long));
   GT_CU(cuMemsetD8Async(acc.ptr(), 0, acc.bytes(), reinterpret_cast<CUstream>(s)));

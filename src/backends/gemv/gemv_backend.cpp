@@ -16,7 +16,7 @@
 #include "cuda/driver.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
-#include "common/dtype_codes.cuh"  // kernels/: the element type codes
+#include "core/dtype_code.h"
 #include "gemv/gemv_params.cuh"  // kernels/: the kernels' parameter struct
 
 namespace gemmtune {
@@ -27,13 +27,6 @@ using gemv::Config;
 // The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
 // a GPU is an sm_90 one).
 std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
-
-// Element type codes of the kernels' template parameters (kernels/common/dtype_codes.cuh), fp8 included.
-int type_code(DType t) {
-  if (t == DType::e4m3) return gt::kE4M3;
-  if (t == DType::e5m2) return gt::kE5M2;
-  return epi::dtype_code(t);
-}
 
 std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, const std::string& name) {
   auto tf = [](bool x) { return x ? "true" : "false"; };
@@ -47,17 +40,17 @@ std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, c
   s += c.mma ? "#include \"gemv/gemv_mma.cuh\"\n" : "#include \"gemv/gemv_kmajor.cuh\"\n";
   s += "// " + c.str() + "\n";
   s += std::string("using G = gt_gemv::") + (c.mma ? "GemvMma<" : "Gemv<") + std::to_string(v.t) + ", " +
-       std::to_string(type_code(fp8 ? gemv::mma_dtype(p) : p.a.dtype)) + ", " +
+       std::to_string(kernel_dtype_code(fp8 ? gemv::mma_dtype(p) : p.a.dtype)) + ", " +
        std::to_string(gemv::load_bytes(p)) + ", " +
-       std::to_string(type_code(p.d.dtype)) + ", " +
+       std::to_string(kernel_dtype_code(p.d.dtype)) + ", " +
        std::to_string(has_c ? epi::dtype_code(p.c.dtype) : 0) + ", " + tf(has_c) + ", " + std::to_string(c.warps) +
        ", " + std::to_string(rows) + ", " + std::to_string(c.ksplit) + ", " + std::to_string(c.unroll) + ", " +
        (c.mma ? std::to_string(c.ring) + ", " + std::to_string(c.csplit) + ", " : std::string()) + tf(c.vec_m) + ", " +
        tf(p.alpha == 1.0f) + ", " +
        (fused ? epi::chain_type(p) : std::string("gt_gemv::Plain")) +
        // fp8: the weights' and the vectors' element types, the scaling (1 tensor, 2 row, 3 block), amax.
-       (fp8 ? ", " + std::to_string(type_code(gemv::w_dtype(c, p))) + ", " +
-                  std::to_string(type_code(gemv::x_dtype(c, p))) + ", " +
+       (fp8 ? ", " + std::to_string(kernel_dtype_code(gemv::w_dtype(c, p))) + ", " +
+                  std::to_string(kernel_dtype_code(gemv::x_dtype(c, p))) + ", " +
                   std::to_string(static_cast<int>(p.scaling)) + ", " + tf(p.amax)
             : std::string()) +
        ">;\n";

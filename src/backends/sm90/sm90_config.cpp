@@ -2,6 +2,8 @@
 // (kernels/sm90/sm90_spec.cuh: derived once, read by the kernels too).
 #include "backends/sm90/sm90_config.h"
 
+#include "core/dtype_code.h"
+
 #include <cstdio>
 #include <sstream>
 
@@ -10,16 +12,6 @@
 
 namespace gemmtune::sm90 {
 namespace {
-
-int elem_type(DType t) {
-  switch (t) {
-    case DType::bf16: return kBF16;
-    case DType::f16: return kF16;
-    case DType::e4m3: return gt::kE4M3;
-    case DType::e5m2: return gt::kE5M2;
-    default: return kF32;
-  }
-}
 
 int scale_code(Scaling s) {
   switch (s) {
@@ -35,7 +27,7 @@ OperandDesc desc_of(const Problem& p, char w, int64_t rows, int64_t cols) {
   const Operand& o = p.operand(w);
   const int64_t batch = p.batch;
   OperandDesc d;
-  d.type = elem_type(o.dtype);
+  d.type = kernel_dtype_code(o.dtype);
   d.row_major = o.layout == Layout::row;
   d.ld = o.ld > 0 ? o.ld : (d.row_major ? cols : rows);
   // < 0 means packed (Problem::resolve's convention); 0 broadcasts one matrix to every batch and stays 0: the
