@@ -17,9 +17,7 @@
 // scale_d) to amax[0], the statistic of delayed scaling. A 16-bit A with an e4m3 B (weight-only fp8) takes tensor or
 // row scaling of B; scale_a may then be null (1).
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "gemmtune/epilogue.h"
 #include "gemmtune/types.h"
@@ -38,11 +36,7 @@ struct Operand {
   bool operator==(const Operand&) const = default;
 };
 
-// How fp8 inputs are dequantized (see above). none: the inputs are not scaled (16-bit and fp32 GEMMs).
-enum class Scaling : uint8_t { none, tensor, row, block };
-std::string_view scaling_name(Scaling s);              // "none", "tensor", "row", "block"
-std::optional<Scaling> parse_scaling(std::string_view);  // also "tensorwise", "rowwise", "blockwise"
-inline constexpr int64_t kScaleBlock = 128;            // K (and N, for B) extent of one block scale
+inline constexpr int64_t kScaleBlock = 128;  // K (and N, for B) extent of one block scale (Scaling::block)
 
 struct Problem {
   int64_t m = 0, n = 0, k = 0;

@@ -27,6 +27,11 @@ enum class Layout : uint8_t { row, col };
 std::string_view layout_name(Layout l);  // "row" / "col"
 std::optional<Layout> parse_layout(std::string_view);  // "row"/"r"/"n"... see problem.cpp
 
+// How fp8 inputs are dequantized (gemmtune/problem.h). none: the inputs are not scaled (16-bit and fp32 GEMMs).
+enum class Scaling : uint8_t { none, tensor, row, block };
+std::string_view scaling_name(Scaling s);                // "none", "tensor", "row", "block"
+std::optional<Scaling> parse_scaling(std::string_view);  // also "tensorwise", "rowwise", "blockwise"
+
 // The stream type of the CUDA driver and runtime (CUstream == cudaStream_t == CUstream_st*).
 using Stream = ::CUstream_st*;
 

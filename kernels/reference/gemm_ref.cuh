@@ -77,27 +77,40 @@ struct RefParams {
   const float* sb;
 };
 
+// Stages the 64 x 16 elements of A and 16 x 64 of B at k0 for this block's 64x64 tile as fp32 (0 past the edges).
+template <int TA, int TB>
+__device__ __forceinline__ void load_tile(float (&sa)[16][64 + 1], float (&sb)[16][64 + 1], const void* a_,
+                                          const void* b_, const RefParams& p, long long k0) {
+  const long long bz = blockIdx.z, m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
+  const typename Elem<TA>::type* a = static_cast<const typename Elem<TA>::type*>(a_) + bz * p.bsa;
+  const typename Elem<TB>::type* b = static_cast<const typename Elem<TB>::type*>(b_) + bz * p.bsb;
+  for (int i = threadIdx.x; i < 16 * 64; i += 256) {
+    const int kk = i / 64, mm = i % 64;
+    const long long gm = m0 + mm, gk = k0 + kk, gn = n0 + mm;
+    sa[kk][mm] = (gm < p.m && gk < p.k) ? Elem<TA>::load(a + (p.a_row ? gm * p.lda + gk : gk * p.lda + gm)) : 0.f;
+    sb[kk][mm] = (gn < p.n && gk < p.k) ? Elem<TB>::load(b + (p.b_row ? gk * p.ldb + gn : gn * p.ldb + gk)) : 0.f;
+  }
+}
+
+// beta * C[bz](gm, gn), 0 when C is not read.
+template <int TC>
+__device__ __forceinline__ float c_term(const void* c_, const RefParams& p, long long bz, long long gm, long long gn) {
+  if (p.beta == 0.f) return 0.f;
+  const typename Elem<TC>::type* c = static_cast<const typename Elem<TC>::type*>(c_) + bz * p.bsc;
+  return p.beta * Elem<TC>::load(c + (p.c_row ? gm * p.ldc + gn : gn * p.ldc + gm));
+}
+
 // One 64x64 output tile per block, 256 threads, 4x4 outputs per thread, K in steps of 16 through shared memory.
 template <int TA, int TB, int TC>
 __device__ __forceinline__ void gemm_ref(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
-  typedef typename Elem<TA>::type TypeA;
-  typedef typename Elem<TB>::type TypeB;
-  typedef typename Elem<TC>::type TypeC;
   __shared__ float sa[16][64 + 1];
   __shared__ float sb[16][64 + 1];
   const long long bz = blockIdx.z;
-  const TypeA* a = static_cast<const TypeA*>(a_) + bz * p.bsa;
-  const TypeB* b = static_cast<const TypeB*>(b_) + bz * p.bsb;
   const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   float acc[4][4] = {};
   for (long long k0 = 0; k0 < p.k; k0 += 16) {
-    for (int i = threadIdx.x; i < 16 * 64; i += 256) {
-      const int kk = i / 64, mm = i % 64;
-      const long long gm = m0 + mm, gk = k0 + kk, gn = n0 + mm;
-      sa[kk][mm] = (gm < p.m && gk < p.k) ? Elem<TA>::load(a + (p.a_row ? gm * p.lda + gk : gk * p.lda + gm)) : 0.f;
-      sb[kk][mm] = (gn < p.n && gk < p.k) ? Elem<TB>::load(b + (p.b_row ? gk * p.ldb + gn : gn * p.ldb + gk)) : 0.f;
-    }
+    load_tile<TA, TB>(sa, sb, a_, b_, p, k0);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < 16; ++kk) {
@@ -111,15 +124,13 @@ __device__ __forceinline__ void gemm_ref(const void* a_, const void* b_, const v
     }
     __syncthreads();
   }
-  const TypeC* c = static_cast<const TypeC*>(c_) + (c_ ? bz * p.bsc : 0);
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const long long gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
       if (gm < p.m && gn < p.n) {
-        float v = p.alpha * acc[i][j];
-        if (p.beta != 0.f) v += p.beta * Elem<TC>::load(c + (p.c_row ? gm * p.ldc + gn : gn * p.ldc + gm));
+        const float v = p.alpha * acc[i][j] + c_term<TC>(c_, p, bz, gm, gn);
         d[(bz * p.m + gm) * p.n + gn] = v;  // packed row-major fp32
       }
     }
@@ -129,25 +140,15 @@ __device__ __forceinline__ void gemm_ref(const void* a_, const void* b_, const v
 // column for that step's K block (K steps of 16 never straddle a 128-wide block), summed in fp64.
 template <int TA, int TB, int TC>
 __device__ __forceinline__ void gemm_ref_scaled(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
-  typedef typename Elem<TA>::type TypeA;
-  typedef typename Elem<TB>::type TypeB;
-  typedef typename Elem<TC>::type TypeC;
   __shared__ float sa[16][64 + 1];
   __shared__ float sb[16][64 + 1];
   const long long bz = blockIdx.z;
-  const TypeA* a = static_cast<const TypeA*>(a_) + bz * p.bsa;
-  const TypeB* b = static_cast<const TypeB*>(b_) + bz * p.bsb;
   const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const long long kblocks = (p.k + 127) / 128;
   double acc[4][4] = {};
   for (long long k0 = 0; k0 < p.k; k0 += 16) {
-    for (int i = threadIdx.x; i < 16 * 64; i += 256) {
-      const int kk = i / 64, mm = i % 64;
-      const long long gm = m0 + mm, gk = k0 + kk, gn = n0 + mm;
-      sa[kk][mm] = (gm < p.m && gk < p.k) ? Elem<TA>::load(a + (p.a_row ? gm * p.lda + gk : gk * p.lda + gm)) : 0.f;
-      sb[kk][mm] = (gn < p.n && gk < p.k) ? Elem<TB>::load(b + (p.b_row ? gk * p.ldb + gn : gn * p.ldb + gk)) : 0.f;
-    }
+    load_tile<TA, TB>(sa, sb, a_, b_, p, k0);
     __syncthreads();
     double part[4][4] = {};
 #pragma unroll
@@ -181,15 +182,13 @@ __device__ __forceinline__ void gemm_ref_scaled(const void* a_, const void* b_, 
       }
     __syncthreads();
   }
-  const TypeC* c = static_cast<const TypeC*>(c_) + (c_ ? bz * p.bsc : 0);
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const long long gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
       if (gm < p.m && gn < p.n) {
-        double v = double(p.alpha) * acc[i][j];
-        if (p.beta != 0.f) v += double(p.beta) * Elem<TC>::load(c + (p.c_row ? gm * p.ldc + gn : gn * p.ldc + gm));
+        const double v = double(p.alpha) * acc[i][j] + double(c_term<TC>(c_, p, bz, gm, gn));
         d[(bz * p.m + gm) * p.n + gn] = float(v);
       }
     }

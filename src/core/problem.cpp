@@ -1,6 +1,5 @@
 #include "gemmtune/problem.h"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -27,26 +26,6 @@ std::optional<int64_t> packed_batch_stride(const Operand& o, int64_t rows, int64
   return detail::checked_mul(o.ld, o.layout == Layout::row ? rows : cols);
 }
 }  // namespace
-
-std::string_view scaling_name(Scaling s) {
-  switch (s) {
-    case Scaling::none: return "none";
-    case Scaling::tensor: return "tensor";
-    case Scaling::row: return "row";
-    case Scaling::block: return "block";
-  }
-  return "?";
-}
-
-std::optional<Scaling> parse_scaling(std::string_view s) {
-  std::string v(s);
-  for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (v == "none") return Scaling::none;
-  if (v == "tensor" || v == "tensorwise") return Scaling::tensor;
-  if (v == "row" || v == "rowwise") return Scaling::row;
-  if (v == "block" || v == "blockwise") return Scaling::block;
-  return std::nullopt;
-}
 
 Problem Problem::make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la, Layout lb, int64_t batch) {
   Problem p;

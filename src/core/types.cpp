@@ -46,6 +46,25 @@ size_t dtype_size(DType t) {
   return 0;
 }
 
+std::string_view scaling_name(Scaling s) {
+  switch (s) {
+    case Scaling::none: return "none";
+    case Scaling::tensor: return "tensor";
+    case Scaling::row: return "row";
+    case Scaling::block: return "block";
+  }
+  return "?";
+}
+
+std::optional<Scaling> parse_scaling(std::string_view s) {
+  const std::string v = lower(s);
+  if (v == "none") return Scaling::none;
+  if (v == "tensor" || v == "tensorwise") return Scaling::tensor;
+  if (v == "row" || v == "rowwise") return Scaling::row;
+  if (v == "block" || v == "blockwise") return Scaling::block;
+  return std::nullopt;
+}
+
 std::string_view layout_name(Layout l) { return l == Layout::row ? "row" : "col"; }
 
 std::optional<Layout> parse_layout(std::string_view s) {
