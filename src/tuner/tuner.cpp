@@ -41,9 +41,8 @@ void Gemm::run(const GemmArgs& args, Stream stream) const {
   const Problem& p = impl_->problem;
   if (p.beta != 0.0f && !args.c) throw Error("Gemm::run: C is null but beta != 0");
   if (p.scaling != Scaling::none) {
-    const std::string sc(scaling_name(p.scaling));
     if (!args.scale_b || (!args.scale_a && is_fp8(p.a.dtype)))
-      throw Error("Gemm::run: scaling=" + sc + " needs GemmArgs::scale_a and scale_b (" +
+      throw Error("Gemm::run: scaling=" + std::string(scaling_name(p.scaling)) + " needs GemmArgs::scale_a and scale_b (" +
                   std::to_string(p.scale_len('A')) + " and " + std::to_string(p.scale_len('B')) + " fp32 values)");
     if (is_fp8(p.d.dtype) && !args.scale_d) throw Error("Gemm::run: an e4m3 D needs GemmArgs::scale_d (one fp32)");
     if (p.amax && !args.amax) throw Error("Gemm::run: the problem has amax but GemmArgs::amax is null");
