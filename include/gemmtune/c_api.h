@@ -1,0 +1,85 @@
+/* gemmtune's C ABI: what a binding in another language (the Python package, through ctypes) calls.
+ *
+ * Cold paths (problem checks, listing, compiling, tuning, the caches) take and return JSON documents: the problem
+ * in the form of the worker protocol and the result cache (docs/PYTHON.md lists the fields), options as an object of
+ * TuneOptions / CompileOptions fields, reports as the CLI's --json records. The launch path, gt_gemm_run, takes
+ * plain pointers and builds nothing.
+ *
+ * Every function but gt_version, gt_last_error, gt_free and gt_gemm_destroy returns a gt_status. On failure the
+ * message is kept per thread (gt_last_error) until that thread's next failing call. Strings returned through `char**`
+ * belong to the caller: release them with gt_free. No exception crosses this boundary.
+ */
+#ifndef GEMMTUNE_C_API_H
+#define GEMMTUNE_C_API_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GT_API __attribute__((visibility("default")))
+
+typedef enum gt_status {
+  GT_OK = 0,
+  GT_ERROR = 1,       /* gemmtune::Error: nothing worked (no candidate, a compile that failed, ...) */
+  GT_INVALID = 2,     /* the caller's input: malformed JSON, an unknown option, a problem check() refuses */
+  GT_NO_GPU = 3,      /* needs a GPU and there is none */
+  GT_CUDA_ERROR = 4,  /* a CUDA driver or cuBLASLt call failed; gt_last_cuda_error says which and whether sticky */
+} gt_status;
+
+typedef struct gt_gemm gt_gemm; /* a loaded Gemm (gemmtune::Gemm) */
+
+/* A progress line (tuning, compiling); called on the calling thread or a compile thread, one call at a time. */
+typedef void (*gt_progress_fn)(const char* line, void* user);
+
+GT_API const char* gt_version(void);
+GT_API const char* gt_last_error(void);
+/* The CUDA error code of this thread's last GT_CUDA_ERROR, and whether it left the CUDA context unusable. */
+GT_API int gt_last_cuda_error(int* sticky);
+GT_API void gt_free(char* s);
+
+/* {"available": bool, "device": {...}}: the current device, or the assumed sm_90 one (real: false) without a GPU. */
+GT_API int gt_device(char** out_json);
+/* The problem resolved, with what the bindings ask of it: {"problem", "check", "key", "str", "flops", "min_bytes",
+ * "n_out", "scale_len_a", "scale_len_b", "epilogue_vector_len": {"bias_col": n, ...}}. Malformed JSON is GT_INVALID; a
+ * problem that check() refuses is not (its reason is in "check"). */
+GT_API int gt_problem_info(const char* problem_json, char** out_json);
+
+/* The ranked candidates, ["backend:config", ...]; options: {"backends": [...], "top_k": n, "assume_sms": n}
+ * (assume_sms: list for an assumed sm_90 GPU instead of the current one). */
+GT_API int gt_list(const char* problem_json, const char* options_json, char** out_json);
+/* compile_candidates(): options {"backends", "only": "backend:config", "top_k", "threads", "assume_sms"}. */
+GT_API int gt_compile(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+                      char** out_json);
+/* Tuner::tune(): options are TuneOptions' fields by name ("isolation": "process" | "in_process", "only":
+ * ["backend:config", ...]). The report: {"problem", "device", "results": [...], "winner", "cache_hit", "wall_ms",
+ * "cache_key"}. */
+GT_API int gt_tune(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+                   char** out_json);
+/* Tuner::select(): tunes (or answers from the result cache) and loads the winner. */
+GT_API int gt_select(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+                     gt_gemm** out);
+/* Tuner::load(): exactly this "backend:config" candidate, no tuning. */
+GT_API int gt_load(const char* problem_json, const char* candidate, gt_gemm** out);
+/* bench_problem(): the winner against cuBLASLt's reference, side by side. */
+GT_API int gt_bench(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+                    char** out_json);
+
+/* {"candidate": "backend:config", "problem": {...}} */
+GT_API int gt_gemm_info(const gt_gemm* g, char** out_json);
+/* Gemm::run(): launches on `stream` (a CUstream / cudaStream_t; NULL = the legacy default stream). Pointers a
+ * problem does not use may be NULL. */
+GT_API int gt_gemm_run(const gt_gemm* g, const void* a, const void* b, const void* c, void* d, const void* bias,
+                       const void* residual, const void* row_scale, const void* col_scale, const float* scale_a,
+                       const float* scale_b, const float* scale_d, float* amax, void* stream);
+GT_API void gt_gemm_destroy(gt_gemm* g);
+
+/* The result cache: command "dir" -> {"dir"}, "ls" -> [{"key", "record"}, ...], "clear" -> {"removed"},
+ * "export" (arg: file) -> {"exported"}, "import" (arg: file) -> {"imported"}. */
+GT_API int gt_cache(const char* command, const char* arg, char** out_json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GEMMTUNE_C_API_H */

@@ -1,0 +1,354 @@
+// The C ABI (gemmtune/c_api.h): JSON in and out on the cold paths, pointers on the launch path, and every exception
+// turned into a status plus a per-thread message.
+#include "gemmtune/c_api.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "core/input.h"
+#include "gemmtune/bench.h"
+#include "gemmtune/gemm.h"
+#include "tuner/result_cache.h"
+#include "tuner/serialize.h"
+
+using nlohmann::json;
+
+struct gt_gemm {
+  gemmtune::Gemm gemm;
+};
+
+namespace gemmtune {
+namespace {
+
+thread_local std::string t_error;
+thread_local int t_cuda_code = 0;
+thread_local bool t_cuda_sticky = false;
+
+int fail(gt_status s, const char* what) {
+  t_error = what ? what : "unknown error";
+  return s;
+}
+
+// Runs `f`, mapping what it throws onto a status. InputError and nlohmann's errors are the caller's input.
+template <class F>
+int guarded(F&& f) noexcept {
+  try {
+    f();
+    return GT_OK;
+  } catch (const detail::InputError& e) {
+    return fail(GT_INVALID, e.what());
+  } catch (const NoGpuError& e) {
+    return fail(GT_NO_GPU, e.what());
+  } catch (const CudaError& e) {
+    t_cuda_code = e.code, t_cuda_sticky = e.sticky;
+    return fail(GT_CUDA_ERROR, e.what());
+  } catch (const Error& e) {
+    return fail(GT_ERROR, e.what());
+  } catch (const json::exception& e) {
+    return fail(GT_INVALID, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(GT_ERROR, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(GT_ERROR, e.what());
+  } catch (...) {
+    return fail(GT_ERROR, "unknown exception");
+  }
+}
+
+void put(char** out, const std::string& s) {
+  if (!out) throw detail::InputError("the output pointer is null");
+  char* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!p) throw std::bad_alloc();
+  std::memcpy(p, s.c_str(), s.size() + 1);
+  *out = p;
+}
+void put(char** out, const json& j) { put(out, j.dump()); }
+
+json parse(const char* text, const char* what) {
+  if (!text) throw detail::InputError(std::string(what) + " is null");
+  return detail::parse_json(text, what);
+}
+
+// The problem as sent, resolved; `checked` also applies Problem::check() (an InputError naming the problem).
+Problem problem_of(const char* text, bool checked = true) {
+  Problem p = problem_from_json(parse(text, "problem JSON"));
+  p.resolve();
+  if (checked) {
+    const std::string why = p.check();
+    if (!why.empty()) throw detail::InputError(why);
+  }
+  return p;
+}
+
+json options_of(const char* text) { return text && *text ? parse(text, "options JSON") : json::object(); }
+
+std::vector<std::string> strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  if (!j.contains(key)) return out;
+  const json& v = j.at(key);
+  if (!v.is_array()) throw detail::InputError(std::string("options: \"") + key + "\" must be a list of strings");
+  for (const json& s : v) {
+    if (!s.is_string()) throw detail::InputError(std::string("options: \"") + key + "\" must be a list of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+DeviceInfo device_of(const detail::Fields& f) {
+  if (f.has("assume_sms")) {
+    const int64_t sms = f.integer("assume_sms");
+    if (sms < 1 || sms > 1024) throw detail::InputError("options: \"assume_sms\" must be in [1, 1024]");
+    return DeviceInfo::assumed_sm90(int(sms));
+  }
+  return gpu_available() ? current_device() : DeviceInfo::assumed_sm90();
+}
+
+int int_in(const detail::Fields& f, const char* key, int fallback, int lo, int hi) {
+  const int64_t v = f.integer(key, fallback);
+  if (v < lo || v > hi)
+    throw detail::InputError("options: \"" + std::string(key) + "\" must be in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "] (got " + std::to_string(v) + ")");
+  return int(v);
+}
+
+double positive(const detail::Fields& f, const char* key, double fallback, bool zero_ok) {
+  const double v = f.number(key, fallback);
+  if (!(v > 0 || (zero_ok && v == 0)) || v > 1e9)
+    throw detail::InputError("options: \"" + std::string(key) + "\" must be " + (zero_ok ? ">= 0" : "> 0"));
+  return v;
+}
+
+TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
+  const detail::Fields f(j, "tune options");
+  f.only({"backends", "top_k", "only", "use_cache", "force", "isolation", "compile_threads", "min_time_ms",
+          "min_iters", "warmup_iters", "settle_ms", "max_candidate_s", "interleave", "tolerance"});
+  TuneOptions o;
+  o.backends = strings(j, "backends");
+  o.top_k = int_in(f, "top_k", o.top_k, 0, 1 << 20);
+  for (const std::string& s : strings(j, "only")) o.only.push_back(Candidate::parse(s));
+  o.use_cache = f.boolean("use_cache", o.use_cache);
+  o.force = f.boolean("force", o.force);
+  const std::string iso = f.string("isolation", "process");
+  if (iso == "process")
+    o.isolation = Isolation::process;
+  else if (iso == "in_process")
+    o.isolation = Isolation::in_process;
+  else
+    throw detail::InputError("options: \"isolation\" must be \"process\" or \"in_process\" (got \"" + iso + "\")");
+  o.compile_threads = int_in(f, "compile_threads", o.compile_threads, 0, 1024);
+  o.min_time_ms = positive(f, "min_time_ms", o.min_time_ms, true);
+  o.min_iters = int_in(f, "min_iters", o.min_iters, 1, 1 << 24);
+  o.warmup_iters = int_in(f, "warmup_iters", o.warmup_iters, 0, 1 << 24);
+  o.settle_ms = positive(f, "settle_ms", o.settle_ms, true);
+  o.max_candidate_s = positive(f, "max_candidate_s", o.max_candidate_s, false);
+  o.interleave = f.boolean("interleave", o.interleave);
+  o.tolerance = positive(f, "tolerance", o.tolerance, false);
+  if (progress) o.progress = [progress, user](const std::string& line) { progress(line.c_str(), user); };
+  return o;
+}
+
+json report_json(const TuneReport& r) {
+  json results = json::array();
+  for (const CandidateResult& c : r.results) results.push_back(to_json(c));
+  return {{"problem", to_json(r.problem)}, {"device", to_json(r.device)}, {"results", results},
+          {"winner", r.winner ? json(r.winner->str()) : json(nullptr)}, {"cache_hit", r.cache_hit},
+          {"wall_ms", r.wall_ms}, {"cache_key", r.cache_key}};
+}
+
+const char* epi_kind_name(EpiOpKind k) {
+  switch (k) {
+    case EpiOpKind::bias_col: return "bias_col";
+    case EpiOpKind::bias_row: return "bias_row";
+    case EpiOpKind::row_scale: return "row_scale";
+    case EpiOpKind::col_scale: return "col_scale";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune
+
+using namespace gemmtune;
+
+extern "C" {
+
+const char* gt_version(void) {
+  static const std::string v = version();
+  return v.c_str();
+}
+
+const char* gt_last_error(void) { return t_error.c_str(); }
+
+int gt_last_cuda_error(int* sticky) {
+  if (sticky) *sticky = t_cuda_sticky ? 1 : 0;
+  return t_cuda_code;
+}
+
+void gt_free(char* s) { std::free(s); }
+
+int gt_device(char** out_json) {
+  return guarded([&] {
+    const bool real = gpu_available();
+    put(out_json, json{{"available", real}, {"device", to_json(real ? current_device() : DeviceInfo::assumed_sm90())}});
+  });
+}
+
+int gt_problem_info(const char* problem_json, char** out_json) {
+  return guarded([&] {
+    const Problem p = problem_of(problem_json, false);
+    json out = {{"problem", to_json(p)}, {"check", p.check()}};
+    if (out["check"].get<std::string>().empty()) {
+      json lens = json::object();
+      for (EpiOpKind k : {EpiOpKind::bias_col, EpiOpKind::bias_row, EpiOpKind::row_scale, EpiOpKind::col_scale})
+        if (p.epilogue.has(k)) lens[epi_kind_name(k)] = p.epilogue_vector_len(k);
+      out.update({{"key", p.key()}, {"str", p.str()}, {"flops", p.flops()}, {"min_bytes", p.min_bytes()},
+                  {"n_out", p.n_out()}, {"scale_len_a", p.scale_len('A')}, {"scale_len_b", p.scale_len('B')},
+                  {"epilogue_vector_len", lens}});
+    }
+    put(out_json, out);
+  });
+}
+
+int gt_list(const char* problem_json, const char* options_json, char** out_json) {
+  return guarded([&] {
+    const Problem p = problem_of(problem_json);
+    const json o = options_of(options_json);
+    const detail::Fields f(o, "list options");
+    f.only({"backends", "top_k", "assume_sms"});
+    json out = json::array();
+    for (const Candidate& c : list_candidates(p, device_of(f), strings(o, "backends"), int_in(f, "top_k", 0, 0, 1 << 20)))
+      out.push_back(c.str());
+    put(out_json, out);
+  });
+}
+
+int gt_compile(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+               char** out_json) {
+  return guarded([&] {
+    const Problem p = problem_of(problem_json);
+    const json o = options_of(options_json);
+    const detail::Fields f(o, "compile options");
+    f.only({"backends", "only", "top_k", "threads", "assume_sms"});
+    CompileOptions co;
+    co.backends = strings(o, "backends");
+    if (f.has("only")) co.only = Candidate::parse(f.string("only"));
+    co.top_k = int_in(f, "top_k", co.top_k, 0, 1 << 20);
+    co.threads = int_in(f, "threads", 0, 0, 1024);
+    if (progress) {
+      co.on_compiled = [progress, user](size_t done, size_t planned, const CompiledCandidate& c) {
+        const CandidateResult& r = c.result;
+        std::string line = "[" + std::to_string(done) + "/" + std::to_string(planned) + "] " + r.candidate.str() +
+                           ": " + to_string(r.status);
+        if (r.status == Status::ok)
+          line += " " + std::to_string(int(r.compile_ms + 0.5)) + " ms" + (r.compile_cache_hit ? " (cache hit)" : "");
+        else if (!r.reason.empty())
+          line += " (" + r.reason + ")";
+        progress(line.c_str(), user);
+      };
+      co.note = [progress, user](const std::string& s) { progress(s.c_str(), user); };
+    }
+    const CompileReport rep = compile_candidates(p, device_of(f), co);
+    json cands = json::array();
+    for (const CompiledCandidate& c : rep.candidates) {
+      json j = to_json(c.result);
+      j["compiled"] = c.compiled;
+      j["wall_ms"] = c.wall_ms;
+      j["log"] = c.log;
+      cands.push_back(j);
+    }
+    put(out_json, json{{"problem", to_json(rep.problem)}, {"device", to_json(rep.device)}, {"candidates", cands},
+                       {"threads", rep.threads}, {"wall_ms", rep.wall_ms}});
+  });
+}
+
+int gt_tune(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+            char** out_json) {
+  return guarded([&] {
+    const Problem p = problem_of(problem_json);
+    Tuner t(tune_options(options_of(options_json), progress, user));
+    put(out_json, report_json(t.tune(p)));
+  });
+}
+
+int gt_select(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+              gt_gemm** out) {
+  return guarded([&] {
+    if (!out) throw detail::InputError("the output pointer is null");
+    const Problem p = problem_of(problem_json);
+    Tuner t(tune_options(options_of(options_json), progress, user));
+    *out = new gt_gemm{t.select(p)};
+  });
+}
+
+int gt_load(const char* problem_json, const char* candidate, gt_gemm** out) {
+  return guarded([&] {
+    if (!out) throw detail::InputError("the output pointer is null");
+    if (!candidate) throw detail::InputError("the candidate is null");
+    const Problem p = problem_of(problem_json);
+    *out = new gt_gemm{Tuner::load(p, Candidate::parse(candidate))};
+  });
+}
+
+int gt_bench(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
+             char** out_json) {
+  return guarded([&] {
+    const Problem p = problem_of(problem_json);
+    const ShapeBench b = bench_problem(p, tune_options(options_of(options_json), progress, user));
+    json cmp = json::array();
+    for (const CandidateResult& r : b.compare) cmp.push_back(to_json(r));
+    const double s = b.speedup();
+    put(out_json, json{{"tune", report_json(b.tune)}, {"reference", b.reference.str()}, {"compare", cmp},
+                       {"status", b.status}, {"speedup", std::isfinite(s) ? json(s) : json(nullptr)}});
+  });
+}
+
+int gt_gemm_info(const gt_gemm* g, char** out_json) {
+  return guarded([&] {
+    if (!g) throw detail::InputError("the Gemm is null");
+    put(out_json, json{{"candidate", g->gemm.candidate().str()}, {"problem", to_json(g->gemm.problem())}});
+  });
+}
+
+int gt_gemm_run(const gt_gemm* g, const void* a, const void* b, const void* c, void* d, const void* bias,
+                const void* residual, const void* row_scale, const void* col_scale, const float* scale_a,
+                const float* scale_b, const float* scale_d, float* amax, void* stream) {
+  return guarded([&] {
+    if (!g) throw detail::InputError("the Gemm is null");
+    GemmArgs args{a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax};
+    g->gemm.run(args, static_cast<Stream>(stream));
+  });
+}
+
+void gt_gemm_destroy(gt_gemm* g) { delete g; }
+
+int gt_cache(const char* command, const char* arg, char** out_json) {
+  return guarded([&] {
+    const std::string cmd = command ? command : "";
+    const ResultCache cache;
+    const auto need_file = [&] {
+      if (!arg || !*arg) throw detail::InputError("cache " + cmd + " needs a file name");
+      return std::string(arg);
+    };
+    if (cmd == "dir") {
+      put(out_json, json{{"dir", cache.dir()}});
+    } else if (cmd == "ls") {
+      json arr = json::array();
+      for (const CacheEntry& e : cache.list()) arr.push_back({{"key", e.key}, {"record", e.record}});
+      put(out_json, arr);
+    } else if (cmd == "clear") {
+      put(out_json, json{{"removed", cache.clear()}});
+    } else if (cmd == "export") {
+      const std::string file = need_file();
+      cache.export_to(file);
+      put(out_json, json{{"exported", cache.list().size()}, {"file", file}});
+    } else if (cmd == "import") {
+      put(out_json, json{{"imported", cache.import_from(need_file())}});
+    } else {
+      throw detail::InputError("unknown cache command '" + cmd + "' (dir, ls, clear, export, import)");
+    }
+  });
+}
+
+}  // extern "C"
