@@ -1,0 +1,1 @@
+"""torch.ops.gemmtune.*: the custom ops."""
