@@ -2,7 +2,8 @@
 # Installs what is missing (scripts/setup.sh), builds gemmtune and runs the CPU tests (what CI runs): every ctest entry
 # but those labelled `gpu`, in parallel, one line per test case. That includes the `package` entry, which installs
 # gemmtune to a temporary prefix and builds examples/consumer against it.
-# `scripts/test.sh gpu` (on a GPU host) then runs the `gpu` tests too, one at a time.
+# Then the Python package's tests (scripts/test_python.sh: `pip install .` into a virtual environment, pytest).
+# `scripts/test.sh gpu` (on a GPU host) then runs the `gpu` tests too, one at a time, and the Python GPU tests.
 # Other arguments go to ctest (e.g. scripts/test.sh -L unit, scripts/test.sh -R Sm90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +18,7 @@ export GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$(mktemp -d /tmp/gemmtune-test-c
 ctest --test-dir "$BUILD_DIR" -LE gpu -j "$(nproc)" --output-on-failure "$@"
 if [ "$gpu" = 1 ]; then
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure "$@"
+  scripts/test_python.sh gpu
+else
+  scripts/test_python.sh
 fi

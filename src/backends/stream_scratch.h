@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "cuda/driver.h"
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
 
@@ -42,10 +43,18 @@ class StreamScratch {
     int* zeros;
   };
   // Stream `s`'s buffers, made on its first launch (make_first() makes the first stream's at load, so that the usual
-  // single-stream use never allocates in a launch, which may be captured into a graph).
+  // single-stream use never allocates in a launch). A stream's first launch may be inside a CUDA graph capture (a
+  // framework captures on a stream of its own): the allocation then runs with this thread's capture mode relaxed,
+  // which is what allows cuMemAlloc while a capture is under way (it is not captured, the buffers live with the
+  // executable), and the counters are zeroed by a memset on `s`, which a capture records ahead of the kernel.
   Buffers get(CUstream s) {
     const size_t i = index(s);
-    while (bufs_.size() <= i) bufs_.push_back(make());
+    while (bufs_.size() <= i) {
+      RelaxedCapture relaxed;
+      Pair p{cuda::DeviceBuffer(ws_bytes_), cuda::DeviceBuffer(zero_ints_ * sizeof(int))};
+      if (zero_ints_ > 0) GT_CU(cuMemsetD32Async(p.zeros.ptr(), 0, zero_ints_, streams_[bufs_.size()]));
+      bufs_.push_back(std::move(p));
+    }
     return {bufs_[i].ws.get(), static_cast<int*>(bufs_[i].zeros.get())};
   }
   void make_first() {
@@ -61,6 +70,12 @@ class StreamScratch {
   }
 
  private:
+  // This thread's stream-capture mode set to relaxed for the scope, and restored.
+  struct RelaxedCapture {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    RelaxedCapture() { GT_CU(cuThreadExchangeStreamCaptureMode(&mode)); }
+    ~RelaxedCapture() { cuda::cu().cuThreadExchangeStreamCaptureMode(&mode); }
+  };
   struct Pair {
     cuda::DeviceBuffer ws, zeros;
   };

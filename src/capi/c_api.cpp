@@ -73,13 +73,30 @@ json parse(const char* text, const char* what) {
 
 // The problem as sent, resolved; `checked` also applies Problem::check() (an InputError naming the problem).
 Problem problem_of(const char* text, bool checked = true) {
-  Problem p = problem_from_json(parse(text, "problem JSON"));
+  // Everything wrong with the document is the caller's input, including an epilogue the grammar refuses.
+  Problem p;
+  try {
+    p = problem_from_json(parse(text, "problem JSON"));
+  } catch (const detail::InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw detail::InputError(e.what());
+  }
   p.resolve();
   if (checked) {
     const std::string why = p.check();
     if (!why.empty()) throw detail::InputError(why);
   }
   return p;
+}
+
+// A "backend:config" line from the caller; a malformed one is their input.
+Candidate candidate_of(const std::string& line) {
+  try {
+    return Candidate::parse(line);
+  } catch (const Error& e) {
+    throw detail::InputError(e.what());
+  }
 }
 
 json options_of(const char* text) { return text && *text ? parse(text, "options JSON") : json::object(); }
@@ -127,7 +144,7 @@ TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
   TuneOptions o;
   o.backends = strings(j, "backends");
   o.top_k = int_in(f, "top_k", o.top_k, 0, 1 << 20);
-  for (const std::string& s : strings(j, "only")) o.only.push_back(Candidate::parse(s));
+  for (const std::string& s : strings(j, "only")) o.only.push_back(candidate_of(s));
   o.use_cache = f.boolean("use_cache", o.use_cache);
   o.force = f.boolean("force", o.force);
   const std::string iso = f.string("isolation", "process");
@@ -233,7 +250,7 @@ int gt_compile(const char* problem_json, const char* options_json, gt_progress_f
     f.only({"backends", "only", "top_k", "threads", "assume_sms"});
     CompileOptions co;
     co.backends = strings(o, "backends");
-    if (f.has("only")) co.only = Candidate::parse(f.string("only"));
+    if (f.has("only")) co.only = candidate_of(f.string("only"));
     co.top_k = int_in(f, "top_k", co.top_k, 0, 1 << 20);
     co.threads = int_in(f, "threads", 0, 0, 1024);
     if (progress) {
@@ -287,7 +304,7 @@ int gt_load(const char* problem_json, const char* candidate, gt_gemm** out) {
     if (!out) throw detail::InputError("the output pointer is null");
     if (!candidate) throw detail::InputError("the candidate is null");
     const Problem p = problem_of(problem_json);
-    *out = new gt_gemm{Tuner::load(p, Candidate::parse(candidate))};
+    *out = new gt_gemm{Tuner::load(p, candidate_of(candidate))};
   });
 }
 

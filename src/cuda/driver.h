@@ -16,7 +16,7 @@ namespace gemmtune::cuda {
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel)   \
   X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)            \
   X(cuEventElapsedTime) X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters) X(cuPointerGetAttribute) \
-  X(cuMemGetInfo) X(cuFuncGetModule)
+  X(cuMemGetInfo) X(cuFuncGetModule) X(cuThreadExchangeStreamCaptureMode)
 
 struct Driver {
 #define GEMMTUNE_DECL(name) decltype(&::name) name = nullptr;
