@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# The Python package's tests: `pip install .` into a virtual environment ($BUILD_DIR/pyenv, with the system's site
+# The Python package's tests: `pip install .` into a virtual environment (build-py/pyenv, with the system's site
 # packages visible, so an installed torch is used), then pytest over tests/python. Without a GPU the tests in
 # tests/python/gpu skip; `scripts/test_python.sh gpu` fails instead when no GPU is there. Without torch, the tests of
 # gemmtune.torch skip, unless GEMMTUNE_TEST_TORCH=1, which installs torch (from PyPI, a few GB) when it is missing.
 # scripts/test.sh runs this after the C++ tests. Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build}
-BUILD_DIR=${BUILD_DIR%/}
 gpu=0
 if [ "${1:-}" = gpu ]; then gpu=1; shift; fi
 py=${PYTHON:-python3}
-venv="$(pwd)/$BUILD_DIR/pyenv"
+mkdir -p build-py
+venv="$(pwd)/build-py/pyenv"
 if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv --system-site-packages "$venv" || {
     echo "test_python: cannot create a virtual environment (Debian: apt-get install python3-venv)" >&2; exit 1; }
@@ -25,9 +24,12 @@ if [ "${GEMMTUNE_TEST_TORCH:-0}" = 1 ] && ! "$vpy" -c "import torch" 2>/dev/null
 fi
 # A wheel build of the package from this tree, installed as a user would (`pip install .`).
 echo "test_python: pip install ."
-"$vpy" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps .
+# Offline hosts that have scikit-build-core build without an isolated build environment (nothing to download).
+iso=()
+"$vpy" -c "import scikit_build_core" 2>/dev/null && iso=(--no-build-isolation)
+"$vpy" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "${iso[@]}" .
 # Run from outside the source tree, so `import gemmtune` is the installed package, not python/gemmtune.
 export GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$(mktemp -d /tmp/gemmtune-pytest-cache.XXXXXX)}
 export GEMMTUNE_REQUIRE_GPU=$gpu
-cd "$BUILD_DIR"
+cd build-py
 "$vpy" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python" "$@"
