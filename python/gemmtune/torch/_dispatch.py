@@ -105,6 +105,13 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
 
     linear=True is nn.Linear's form, the one gemmtune.linear takes without building views on each call: `a` is
     x (..., K), `b` is the weight (N, K), the residual and the result are (..., N or N/2)."""
+    dev = a.get_device()
+    if dev >= 0 and dev != _current_device():
+        # The library launches into the current context: make it a's device's for this call, as torch ops do.
+        with torch.cuda.device(dev):
+            return gemm(a, b, out, epilogue=epilogue, bias=bias, residual=residual, row_scale=row_scale,
+                        col_scale=col_scale, c=c, alpha=alpha, beta=beta, scale_a=scale_a, scale_b=scale_b,
+                        scale_d=scale_d, amax=amax, scaling=scaling, out_dtype=out_dtype, op=op, linear=linear)
     pa, pb = a.data_ptr(), b.data_ptr()
     if out is None and c is None and bias is None and residual is None and row_scale is None and \
             col_scale is None and scale_a is None and scale_b is None and scale_d is None and amax is None:
@@ -115,7 +122,7 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
                 None if row_scale is None else _m(row_scale), None if col_scale is None else _m(col_scale),
                 None if scale_a is None else _m(scale_a), None if scale_b is None else _m(scale_b),
                 None if scale_d is None else _m(scale_d), None if amax is None else _m(amax))
-    key = (a.shape, a.stride(), a.dtype, pa & 15, a.get_device(), b.shape, b.stride(), b.dtype, pb & 15,
+    key = (a.shape, a.stride(), a.dtype, pa & 15, dev, b.shape, b.stride(), b.dtype, pb & 15,
            b.get_device(), epilogue, alpha, beta, scaling, out_dtype, linear, rest)
     e = _sel.get(key)
     if e is None:
@@ -123,7 +130,6 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
                   epilogue, alpha, beta, scaling, out_dtype, linear)
         if isinstance(e, tuple):  # an empty output: nothing to launch
             return out if out is not None else a.new_empty(e[0], dtype=e[1])
-    dev = e.device
     ready = getattr(_tls, "ready", None)
     if ready is None or dev not in ready:
         _bind_context(dev)
@@ -150,6 +156,10 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
         out.copy_(d)
         return out
     return d
+
+
+def _current_device() -> int:
+    return torch._C._cuda_getDevice()
 
 
 try:

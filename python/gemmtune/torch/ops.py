@@ -8,8 +8,9 @@
                                  Tensor? scale_result=None, ScalarType? out_dtype=None,
                                  bool use_fast_accum=False) -> Tensor                 as torch._scaled_mm
 
-The ops are defined with ``torch.library.Library`` (define + impl), not ``torch.library.custom_op``: the custom_op
-wrapper adds Python layers to every call (measured in docs/PYTHON.md), and these ops are on the hot path. Each has
+The ops are defined with ``torch.library.Library`` (define + impl), not ``torch.library.custom_op``: custom_op's
+wrapper adds Python layers to every call (on a CPU mock of the launch, a call through custom_op cost about twice
+the dispatcher time of define + impl), and these ops are on the hot path. Each has
 a fake implementation (torch.compile, export, FakeTensorMode, meta tensors) and an AutocastCUDA rule that casts
 float32 inputs to the autocast dtype, as F.linear's would be. mm, bmm and linear without an epilogue have a backward
 (through torch.matmul); the other ops refuse a backward with a clear error.
@@ -282,6 +283,7 @@ _autocast_on = torch._C._is_any_autocast_enabled
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _function_modes = torch._C._is_torch_function_mode_enabled
 _functorch = torch._C._are_functorch_transforms_active
+_PLAIN = (Tensor, torch.nn.Parameter)  # subclasses (FakeTensor, DTensor, ...) go through the dispatcher
 
 
 def _direct(*ts) -> bool:
@@ -292,7 +294,7 @@ def _direct(*ts) -> bool:
         return False
     g = _grad_enabled()
     for t in ts:
-        if t is not None and (type(t) is not Tensor or (g and t.requires_grad)):
+        if t is not None and (type(t) not in _PLAIN or (g and t.requires_grad)):
             return False
     return True
 
