@@ -248,6 +248,11 @@ def test_backward_of_mm_and_linear():
         check(got, want.float(), "grad " + name)
     with pytest.raises(NotImplementedError, match="no backward"):
         ops.linear(a, w, None, "gelu_tanh").float().sum().backward()
+    torch._dynamo.reset()
+    a.grad = w.grad = b.grad = None
+    torch.compile(lambda a, w, b: torch.ops.gemmtune.linear(a, w, b).float().sum(), fullgraph=True)(a, w, b).backward()
+    for got, want, name in ((a.grad, ga, "x"), (w.grad, gw, "w"), (b.grad, gb, "b")):
+        check(got, want.float(), "compiled grad " + name)
 
 
 # -- scaled_mm -----------------------------------------------------------------------------------------------
