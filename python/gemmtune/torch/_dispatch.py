@@ -293,7 +293,7 @@ def parse_chain(epilogue: str) -> list:
 
 def has_glu(epilogue: str) -> bool:
     """Whether the chain ends in N/2 output columns (a gated linear unit)."""
-    return any(n.endswith("_glu") or n in ("swiglu", "glu", "geglu") for n, _ in parse_chain(epilogue))
+    return any(n.endswith("_glu") or n in ("swiglu", "glu") for n, _ in parse_chain(epilogue))
 
 
 def with_bias(epilogue: str) -> str:
@@ -360,8 +360,9 @@ def _operand_of(op, name, t, batch, dtype):
 
 
 def _contig_fix(i):
+    # A copy even of a contiguous tensor: one at a misaligned address is copied for the alignment.
     def f(args):
-        args[i] = args[i].contiguous()
+        args[i] = args[i].clone(memory_format=torch.contiguous_format)
     return f
 
 
@@ -452,9 +453,7 @@ def build(op, a, b, out=None, *, c=None, bias=None, residual=None, row_scale=Non
         opc, cc = _operand_of(op, "c", c, batch, tc)
         if cc:
             fixes.append(_contig_fix(2))
-    else:
-        if c is not None:
-            raise InvalidInputError(f"{op}: c was given with beta == 0; pass beta (c is added as beta * c)")
+    else:  # as torch.addmm: with beta == 0, c is not read
         opc = Operand(td, "row", opd.ld, opd.batch_stride, 16)
     # The residual is shaped like D, with D's strides: a residual laid out otherwise is copied into D's layout.
     if residual is not None:
