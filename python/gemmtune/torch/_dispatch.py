@@ -368,17 +368,18 @@ def _contig_fix(i):
 
 def build(op, a, b, out=None, *, c=None, bias=None, residual=None, row_scale=None, col_scale=None, scale_a=None,
           scale_b=None, scale_d=None, amax=None, epilogue="none", alpha=1.0, beta=0.0, scaling=None, out_dtype=None,
-          linear=False):
+          linear=False, names=("a", "b")):
     """The Plan of one call, or (shape, dtype) of its output when that is empty. Checks everything but the devices;
     raises InvalidInputError naming the argument, or with the library's check() message."""
     if linear:
         return _build_linear(op, a, b, out, c=c, bias=bias, residual=residual, row_scale=row_scale,
                              col_scale=col_scale, scale_a=scale_a, scale_b=scale_b, scale_d=scale_d, amax=amax,
                              epilogue=epilogue, alpha=alpha, beta=beta, scaling=scaling, out_dtype=out_dtype)
-    _matrix(op, "a", a)
-    _matrix(op, "b", b)
-    ta = _dtype_name(op, "a", a, _INPUT_DTYPES)
-    tb = _dtype_name(op, "b", b, _INPUT_DTYPES)
+    na, nb = names
+    _matrix(op, na, a)
+    _matrix(op, nb, b)
+    ta = _dtype_name(op, na, a, _INPUT_DTYPES)
+    tb = _dtype_name(op, nb, b, _INPUT_DTYPES)
     M, K = a.shape[-2], a.shape[-1]
     K2, N = b.shape[-2], b.shape[-1]
     if K != K2:
@@ -572,7 +573,7 @@ def _build_linear(op, x, weight, out, **kw):
                                 f"{lead + (n_out,)}")
     x2 = x.reshape(-1, K)
     r2 = None if residual is None else residual.reshape(-1, n_out)
-    plan = build(op, x2, weight.t(), residual=r2, **kw)
+    plan = build(op, x2, weight.t(), residual=r2, names=("x", "weight"), **kw)
     if isinstance(plan, tuple):
         return lead + (n_out,), plan[1]
     plan.out_shape = lead + (n_out,)
