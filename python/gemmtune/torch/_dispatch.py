@@ -6,7 +6,7 @@ a Problem, checks it and tunes (or loads the remembered winner). The hit path al
 (through torch's caching allocator), never synchronizes, and launches on ``torch.cuda.current_stream()``.
 
 Inputs: `a` is (M, K) or (batch, M, K), `b` is the GEMM's B, (K, N) or (batch, K, N). A matrix whose last two dims
-have no unit stride (or an fp8 matrix at an odd address) is copied with ``.contiguous()``; every other view (row- or
+have no unit stride (or an fp8 matrix at an odd address) is copied (packed, row-major); every other view (row- or
 column-major, sliced, batch-broadcast with a zero batch stride) is passed as it is.
 """
 from __future__ import annotations
