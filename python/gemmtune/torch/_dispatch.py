@@ -76,6 +76,7 @@ class _Entry:
 
 
 _sel: dict = {}
+_retired: list = []
 _lock = threading.Lock()
 _tls = threading.local()
 
@@ -86,8 +87,10 @@ def selections() -> dict:
 
 
 def clear_selections() -> None:
-    """Forgets every selection (the next call of each problem selects again, from the result cache if enabled)."""
+    """Forgets every selection (the next call of each problem selects again, from the result cache if enabled).
+    The loaded kernels stay loaded: launches still in flight and CUDA graphs captured before may use them."""
     with _lock:
+        _retired.extend(_sel.values())
         _sel.clear()
 
 
