@@ -1,1 +1,371 @@
-"""torch.ops.gemmtune.*: the custom ops."""
+"""torch.ops.gemmtune.*: the custom ops, and plain functions of the same names for eager callers.
+
+    torch.ops.gemmtune.mm(Tensor a, Tensor b) -> Tensor                              as torch.mm
+    torch.ops.gemmtune.bmm(Tensor a, Tensor b) -> Tensor                             as torch.bmm
+    torch.ops.gemmtune.linear(Tensor x, Tensor weight, Tensor? bias=None, str epilogue="none",
+                              Tensor? residual=None) -> Tensor                        epilogue(x @ weight.T [+ bias])
+    torch.ops.gemmtune.scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None,
+                                 Tensor? scale_result=None, ScalarType? out_dtype=None,
+                                 bool use_fast_accum=False) -> Tensor                 as torch._scaled_mm
+
+The ops are defined with ``torch.library.Library`` (define + impl), not ``torch.library.custom_op``: custom_op's
+wrapper adds Python layers to every call (on a CPU mock of the launch, a call through custom_op cost about twice
+the dispatcher time of define + impl), and these ops are on the hot path. Each has
+a fake implementation (torch.compile, export, FakeTensorMode, meta tensors) and an AutocastCUDA rule that casts
+float32 inputs to the autocast dtype, as F.linear's would be. mm, bmm and linear without an epilogue have a backward
+(through torch.matmul); the other ops refuse a backward with a clear error.
+
+``gemmtune.torch.ops.mm/bmm/linear/scaled_mm`` call the same implementation directly when nothing needs the
+dispatcher (no tracing or compiling, no autograd, no autocast, no dispatch or function modes, plain tensors), and go
+through ``torch.ops.gemmtune.*`` otherwise.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .._errors import InvalidInputError
+from . import _dispatch
+
+_NS = "gemmtune"
+_lib = torch.library.Library(_NS, "DEF")
+_lib.define("mm(Tensor a, Tensor b) -> Tensor")
+_lib.define("bmm(Tensor a, Tensor b) -> Tensor")
+_lib.define('linear(Tensor x, Tensor weight, Tensor? bias=None, str epilogue="none", Tensor? residual=None) '
+            "-> Tensor")
+_lib.define("scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
+            "Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor")
+
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+# -- shapes (shared by the CUDA and the fake implementations) ----------------------------------------------------
+
+
+def _need(cond, op, msg):
+    if not cond:
+        raise InvalidInputError(f"{op}: {msg}")
+
+
+def _dtypes(op, *named):
+    """The fake implementations refuse what the launch would, so a compiled graph fails at trace time."""
+    for name, t in named:
+        if t is not None and t.dtype not in (torch.bfloat16, torch.float16):
+            hint = " (run under torch.autocast('cuda') or cast to bfloat16/float16)" if t.dtype == torch.float32 else ""
+            raise InvalidInputError(f"{op}: {name} has dtype {t.dtype}; gemmtune.{op.split('.')[-1]} takes bfloat16 or "
+                                    f"float16 inputs{hint}")
+
+
+def _mm_shape(a, b, op="gemmtune.mm"):
+    _need(a.dim() == 2 and b.dim() == 2, op, f"a and b must be 2-D, got {tuple(a.shape)} and {tuple(b.shape)}")
+    _need(a.shape[1] == b.shape[0], op, f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: inner dims differ")
+    return (a.shape[0], b.shape[1])
+
+
+def _bmm_shape(a, b, op="gemmtune.bmm"):
+    _need(a.dim() == 3 and b.dim() == 3, op, f"a and b must be 3-D, got {tuple(a.shape)} and {tuple(b.shape)}")
+    _need(a.shape[0] == b.shape[0], op, f"batch sizes differ: a {tuple(a.shape)}, b {tuple(b.shape)} (expand the "
+          "shared one: a stride-0 batch is read without a copy)")
+    _need(a.shape[2] == b.shape[1], op, f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: inner dims differ")
+    return (a.shape[0], a.shape[1], b.shape[2])
+
+
+def _linear_shape(x, weight, bias, epilogue, residual, op="gemmtune.linear"):
+    _need(x.dim() >= 1, op, "x must have at least one dim (..., K)")
+    _need(weight.dim() == 2, op, f"weight must be 2-D (N, K) as nn.Linear's, got {tuple(weight.shape)}")
+    N, K = weight.shape
+    _need(x.shape[-1] == K, op, f"x is {tuple(x.shape)} and weight is {tuple(weight.shape)}: K differs "
+          f"({x.shape[-1]} vs {K})")
+    glu = _dispatch.has_glu(epilogue)
+    _need(not glu or N % 2 == 0, op, f"the epilogue {epilogue!r} has a GLU, which needs an even N (got {N})")
+    n_out = N // 2 if glu else N
+    if bias is not None:
+        _need(bias.dim() == 1, op, f"bias must be 1-D, got shape {tuple(bias.shape)}")
+    shape = (*x.shape[:-1], n_out)
+    if residual is not None:
+        _need(tuple(residual.shape) == tuple(shape), op,
+              f"residual has shape {tuple(residual.shape)}, it must have the output's shape {tuple(shape)}")
+    return shape
+
+
+def _scaled_out_dtype(a, out_dtype):
+    return out_dtype if out_dtype is not None else a.dtype
+
+
+# -- the implementations -----------------------------------------------------------------------------------------
+
+
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    if a.dim() != 2 or b.dim() != 2:
+        _mm_shape(a, b)
+    return _dispatch.gemm(a, b, op="gemmtune.mm")
+
+
+def _bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:
+        _bmm_shape(a, b)
+    return _dispatch.gemm(a, b, op="gemmtune.bmm")
+
+
+def _linear(x: Tensor, weight: Tensor, bias=None, epilogue: str = "none", residual=None) -> Tensor:
+    # The shapes are checked on the dispatcher's miss (its key holds them): a hit builds no views.
+    return _dispatch.gemm(x, weight, bias=bias, residual=residual, epilogue=epilogue, op="gemmtune.linear",
+                          linear=True)
+
+
+def _scales(op, a, b, scale_a, scale_b):
+    """torch._scaled_mm's scale tensors -> gemmtune's flat fp32 vectors and scaling name (include/gemmtune/problem.h).
+    Block scales are transposed views; a copy happens only when their layout is not the one gemmtune reads."""
+    M, K = a.shape
+    N = b.shape[1]
+    kb, nb = -(-K // 128), -(-N // 128)
+    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
+        _need(t.dtype == torch.float32, op, f"{name} has dtype {t.dtype}; gemmtune takes float32 scales")
+    sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
+    if scale_a.numel() == 1 and scale_b.numel() == 1:
+        return scale_a.reshape(1), scale_b.reshape(1), "tensor"
+    _need(scale_a.dim() == 2 and scale_b.dim() == 2, op,
+          f"row-wise and block-wise scales are 2-D, got scale_a {sa} and scale_b {sb}")
+    if sa == (M, 1) and sb == (1, N):
+        return scale_a.reshape(M), scale_b.reshape(N), "row"
+    if sa == (M, kb) and sb == (kb, nb):
+        # gemmtune: scale_a[(k/128)*M + m] (torch's outer-dim-major (M, Kb), stride (1, M)), and
+        # scale_b[(n/128)*Kb + k/128] ((Kb, Nb) with stride (1, Kb)).
+        return scale_a.t().contiguous(), scale_b.t().contiguous(), "block"
+    raise InvalidInputError(
+        f"{op}: scale_a {sa} with scale_b {sb} is no scaling gemmtune supports for M={M}, N={N}, K={K}: tensor-wise "
+        f"(one element each), row-wise (({M}, 1), (1, {N})) or block-wise 1x128 A with 128x128 B (({M}, {kb}), "
+        f"({kb}, {nb}))")
+
+
+def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None, scale_result=None,
+               out_dtype=None, use_fast_accum: bool = False) -> Tensor:
+    op = "gemmtune.scaled_mm"
+    _mm_shape(a, b, op)
+    _need(a.dtype in _FP8 and b.dtype in _FP8, op,
+          f"a and b must be float8 (e4m3fn / e5m2), got {a.dtype} and {b.dtype}")
+    sa, sb, scaling = _scales(op, a, b, scale_a, scale_b)
+    od = _scaled_out_dtype(a, out_dtype)
+    # As torch._scaled_mm: scale_result scales an fp8 result only.
+    sd = scale_result if (scale_result is not None and od in _FP8) else None
+    if sd is not None:
+        sd = sd.reshape(1)
+    # use_fast_accum is a speed hint of cuBLAS' fp8 path; gemmtune's kernels always accumulate in fp32.
+    return _dispatch.gemm(a, b, bias=bias, epilogue="bias" if bias is not None else "none", scale_a=sa,
+                          scale_b=sb, scale_d=sd, scaling=scaling, out_dtype=od, op=op)
+
+
+_lib.impl("mm", _mm, "CUDA")
+_lib.impl("bmm", _bmm, "CUDA")
+_lib.impl("linear", _linear, "CUDA")
+_lib.impl("scaled_mm", _scaled_mm, "CUDA")
+
+
+def _cpu_refusal(name):
+    def refuse(*args, **kwargs):
+        raise InvalidInputError(f"gemmtune.{name}: the inputs are CPU tensors; gemmtune runs on CUDA tensors: move "
+                                "them to the GPU (.cuda())")
+    return refuse
+
+
+for _name in ("mm", "bmm", "linear", "scaled_mm"):
+    _lib.impl(_name, _cpu_refusal(_name), "CPU")
+
+
+# -- fake (meta) implementations ---------------------------------------------------------------------------------
+
+
+def _empty(like, shape, dtype=None):
+    return like.new_empty(shape, dtype=dtype if dtype is not None else like.dtype)
+
+
+@torch.library.register_fake(f"{_NS}::mm", lib=_lib)
+def _mm_fake(a, b):
+    _dtypes("gemmtune.mm", ("a", a), ("b", b))
+    return _empty(a, _mm_shape(a, b))
+
+
+@torch.library.register_fake(f"{_NS}::bmm", lib=_lib)
+def _bmm_fake(a, b):
+    _dtypes("gemmtune.bmm", ("a", a), ("b", b))
+    return _empty(a, _bmm_shape(a, b))
+
+
+@torch.library.register_fake(f"{_NS}::linear", lib=_lib)
+def _linear_fake(x, weight, bias=None, epilogue="none", residual=None):
+    _dtypes("gemmtune.linear", ("x", x), ("weight", weight))
+    return _empty(x, _linear_shape(x, weight, bias, epilogue, residual))
+
+
+@torch.library.register_fake(f"{_NS}::scaled_mm", lib=_lib)
+def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+    op = "gemmtune.scaled_mm"
+    shape = _mm_shape(a, b, op)
+    _need(a.dtype in _FP8 and b.dtype in _FP8, op,
+          f"a and b must be float8 (e4m3fn / e5m2), got {a.dtype} and {b.dtype}")
+    return _empty(a, shape, _scaled_out_dtype(a, out_dtype))
+
+
+# -- autocast ----------------------------------------------------------------------------------------------------
+
+_AUTOCAST_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU) | torch._C.DispatchKeySet(
+    torch._C.DispatchKey.AutocastCUDA)
+
+
+def _autocast(opname):
+    def kernel(*args):
+        dt = torch.get_autocast_dtype("cuda")
+
+        def cast(t):
+            if isinstance(t, Tensor) and t.is_floating_point() and t.dtype == torch.float32 and t.is_cuda:
+                return t.to(dt)
+            return t
+        with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_KEYS):
+            return getattr(torch.ops.gemmtune, opname)(*[cast(t) for t in args])
+    return kernel
+
+
+for _name in ("mm", "bmm", "linear"):
+    _lib.impl(_name, _autocast(_name), "AutocastCUDA")
+
+
+# -- autograd ----------------------------------------------------------------------------------------------------
+
+
+def _setup_mm(ctx, inputs, output):
+    ctx.save_for_backward(*inputs[:2])
+
+
+def _mm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    ga = grad @ b.mT.to(grad.dtype) if ctx.needs_input_grad[0] else None
+    gb = a.mT.to(grad.dtype) @ grad if ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+def _setup_linear(ctx, inputs, output):
+    x, weight, bias, epilogue, residual = inputs
+    ctx.epilogue = epilogue
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, weight)
+
+
+def _linear_backward(ctx, grad):
+    if ctx.epilogue not in ("none", "bias"):
+        raise NotImplementedError(
+            f"gemmtune.linear with epilogue {ctx.epilogue!r} has no backward: use it for inference (torch.no_grad()), "
+            "or F.linear and the activation in torch for training")
+    x, weight = ctx.saved_tensors
+    g2 = grad.reshape(-1, grad.shape[-1])
+    gx = (g2 @ weight.to(grad.dtype)).view(x.shape) if ctx.needs_input_grad[0] else None
+    gw = g2.t() @ x.reshape(-1, x.shape[-1]).to(grad.dtype) if ctx.needs_input_grad[1] else None
+    gb = g2.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return gx, gw, gb, None, None
+
+
+def _scaled_mm_backward(ctx, *grads):
+    raise NotImplementedError("gemmtune.scaled_mm has no backward (neither has torch._scaled_mm): use it for "
+                              "inference")
+
+
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_any_requires_grad = torch._C._any_requires_grad
+
+
+def _register_autograd(opname, setup, backward, lib=_lib):
+    """The Autograd kernel: with no input needing a gradient it goes straight below autograd (the common inference
+    call: about half the host time of torch.library.register_autograd's kernel on a CPU mock); otherwise an
+    autograd.Function records the backward."""
+    op = getattr(getattr(torch.ops, lib.ns), opname).default
+    # The dispatcher leaves trailing arguments at their defaults out of a Python kernel's arguments.
+    defaults = tuple(a.default_value if a.has_default_value() else None for a in op._schema.arguments)
+
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            keyset = args[-1]
+            with _below_autograd():
+                out = op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:-1])
+            args = args[:-1]
+            setup(ctx, (*args, *defaults[len(args):]), out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (*backward(ctx, grad), None)
+
+    Fn.__name__ = Fn.__qualname__ = f"gemmtune_{opname}_autograd"
+
+    def kernel(keyset, *args):
+        if _grad_enabled() and _any_requires_grad(*args):
+            return Fn.apply(*args, keyset)
+        with _below_autograd():
+            return op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+
+    lib.impl(opname, kernel, "Autograd", with_keyset=True)
+
+
+_grad_enabled = torch.is_grad_enabled
+_register_autograd("mm", _setup_mm, _mm_backward)
+_register_autograd("bmm", _setup_mm, _mm_backward)
+_register_autograd("linear", _setup_linear, _linear_backward)
+_register_autograd("scaled_mm", lambda ctx, inputs, output: None, _scaled_mm_backward)
+
+
+# -- the plain functions -----------------------------------------------------------------------------------------
+
+_is_compiling = torch.compiler.is_compiling
+_autocast_on = torch._C._is_any_autocast_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch = torch._C._are_functorch_transforms_active
+_PLAIN = (Tensor, torch.nn.Parameter)  # subclasses (FakeTensor, DTensor, ...) go through the dispatcher
+
+
+def _direct(*ts) -> bool:
+    """Whether a call can skip the dispatcher: eager, nothing to record for autograd, no autocast, no modes, plain
+    tensors."""
+    if _is_compiling() or _autocast_on() or _dispatch_modes() or _function_modes() or _functorch() or \
+            not ts[0].is_cuda:
+        return False
+    g = _grad_enabled()
+    for t in ts:
+        if t is not None and (type(t) not in _PLAIN or (g and t.requires_grad)):
+            return False
+    return True
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b for 2-D a (M, K) and b (K, N), as torch.mm."""
+    if _direct(a, b):
+        return _mm(a, b)
+    return torch.ops.gemmtune.mm(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched a @ b for 3-D a (B, M, K) and b (B, K, N), as torch.bmm (an expanded, stride-0 batch is read as is)."""
+    if _direct(a, b):
+        return _bmm(a, b)
+    return torch.ops.gemmtune.bmm(a, b)
+
+
+def linear(x: Tensor, weight: Tensor, bias=None, epilogue: str = "none", residual=None) -> Tensor:
+    """epilogue(x @ weight.T (+ bias)) for x (..., K) and weight (N, K) as nn.Linear's. `epilogue` is a gemmtune
+    chain ("gelu_tanh", "silu_glu", "bias,relu", "residual", ...); a given bias is added first unless the chain names
+    it; a GLU halves the output's last dim; a residual has the output's shape."""
+    if _direct(x, weight, bias, residual):
+        return _linear(x, weight, bias, epilogue, residual)
+    return torch.ops.gemmtune.linear(x, weight, bias, epilogue, residual)
+
+
+def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None, scale_result=None, out_dtype=None,
+              use_fast_accum: bool = False) -> Tensor:
+    """As torch._scaled_mm: fp8 a (M, K) and b (K, N) with fp32 scales, tensor-wise (one element each), row-wise
+    ((M, 1) and (1, N)) or block-wise ((M, ceil(K/128)) and (ceil(K/128), ceil(N/128)))."""
+    if _direct(a, b, scale_a, scale_b, bias, scale_result):
+        return _scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
+    return torch.ops.gemmtune.scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
+
+
+__all__ = ["mm", "bmm", "linear", "scaled_mm"]
