@@ -615,11 +615,13 @@ class LtExecutable final : public Executable {
     d_ld_ = lp_.d.ld, d_stride_ = lp_.d.stride;
     if (split_.epi == EpiMode::separate) {
       const Problem q = intermediate_problem(p);
-      mid_ = cuda::DeviceBuffer(size_t(q.d.batch_stride * (q.batch - 1) + q.m * q.n) * dtype_size(q.d.dtype));
+      // The intermediate is per stream too: launches on two streams must not write one buffer.
+      mid_ = StreamScratch("cublaslt: a GEMM + elementwise executable", c.str(),
+                           size_t(q.d.batch_stride * (q.batch - 1) + q.m * q.n) * dtype_size(q.d.dtype), 0);
+      mid_.make_first();
       if (!ew) ew = compile_elementwise(p, c);
       ew_cubin_ = ew;
       ew_fn_ = jit::load(*ew);
-      ew_.in = mid_.get();
       ew_.in_ld = q.d.ld, ew_.in_bs = q.d.batch_stride, ew_.in_row = q.d.layout == Layout::row;
       ew_.out_ld = p.d.ld, ew_.out_bs = p.d.batch_stride, ew_.out_row = p.d.layout == Layout::row;
       ew_.m = p.m, ew_.n_out = p.n_out(), ew_.batch = p.batch;
@@ -629,7 +631,11 @@ class LtExecutable final : public Executable {
 
   void launch(const GemmArgs& args, Stream stream) override {
     GT_REQUIRE(args.a && args.b && args.d, "cublaslt: A, B and D pointers must be set");
-    void* d = split_.epi == EpiMode::separate ? mid_.get() : args.d;
+    // One launch at a time: the pointers of the bias and the fp8 scales are attributes of the shared matmul
+    // descriptor, read when cublasLtMatmul enqueues, and the per-stream buffers are looked up here.
+    std::lock_guard<std::mutex> lk(mu_);
+    void* mid = split_.epi == EpiMode::separate ? mid_.get(reinterpret_cast<CUstream>(stream)).ws : nullptr;
+    void* d = mid ? mid : args.d;
     const void* a = lp_.swapped ? args.b : args.a;
     const void* b = lp_.swapped ? args.a : args.b;
     const void* c = d;
@@ -654,14 +660,10 @@ class LtExecutable final : public Executable {
       GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
                                            sizeof(args.bias)));
     }
-    void* ws = nullptr;
-    if (ws_size_ > 0) {
-      std::lock_guard<std::mutex> lk(ws_mu_);
-      ws = ws_.get(reinterpret_cast<CUstream>(stream)).ws;
-    }
+    void* ws = ws_size_ > 0 ? ws_.get(reinterpret_cast<CUstream>(stream)).ws : nullptr;
     GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, d,
                          descs_.d, &algo_, ws, ws_size_, reinterpret_cast<cudaStream_t>(stream)));
-    if (split_.epi == EpiMode::separate) launch_elementwise(args, stream);
+    if (mid) launch_elementwise(args, mid, stream);
   }
 
   const Candidate& candidate() const override { return cand_; }
@@ -689,8 +691,9 @@ class LtExecutable final : public Executable {
     }
   }
 
-  void launch_elementwise(const GemmArgs& args, Stream stream) {
+  void launch_elementwise(const GemmArgs& args, void* mid, Stream stream) {
     epi::EwParams e = ew_;
+    e.in = mid;
     e.out = args.d;
     epi::EpiParams ep = epi::make_params(p_, args);
     const int64_t inner = e.out_row ? e.n_out : e.m, outer = e.out_row ? e.m : e.n_out;
@@ -708,12 +711,12 @@ class LtExecutable final : public Executable {
   cublasLtMatmulAlgo_t algo_{};
   uint32_t align_[4] = {1, 1, 1, 1};
   StreamScratch ws_;  // the workspace of each stream launched on (ws_size_ > 0)
-  std::mutex ws_mu_;
+  std::mutex mu_;
   size_t ws_size_ = 0;
   int64_t c_ld_ = 0, c_stride_ = 0, d_ld_ = 0, d_stride_ = 0;
   Problem p_;
   // separate epilogue
-  cuda::DeviceBuffer mid_;  // the GEMM's M x N output
+  StreamScratch mid_;  // the GEMM's M x N output, per stream (the separate epilogue's input)
   std::shared_ptr<const jit::Cubin> ew_cubin_;
   CUfunction ew_fn_ = nullptr;
   epi::EwParams ew_;
