@@ -38,6 +38,8 @@ __all__ = ["enable", "disable", "enabled", "stats", "reset_stats"]
 # implementation of _dispatch.gemm; the real ops run on CUDA only.
 _CHOICE_DEVICES = ("cuda",)
 _FUSE_DEVICES = ("cuda",)
+# Keep only the gemmtune choice where it is offered (to see gemmtune's kernels in generated code when debugging).
+_FORCE = False
 
 _lock = threading.RLock()
 _state: dict = {"choices": False, "fuse": False, "prior_choices_class": None, "prior_pass": None,
@@ -290,7 +292,7 @@ def _tune(op: str, nodes, layout, kwargs: dict) -> None:
     _KERNELS[op](*args, out=out, **kwargs)
 
 
-def _offer(op: str, kernel_inputs) -> Optional[Any]:
+def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     """A bound gemmtune ChoiceCaller for this lowering, or None (and the refusal counted)."""
     from torch._inductor import config
     if not (config.max_autotune or config.max_autotune_gemm):
@@ -303,6 +305,9 @@ def _offer(op: str, kernel_inputs) -> Optional[Any]:
     scalars = dict(getattr(kernel_inputs, "_scalars", None) or {})
     if op == "scaled_mm":
         scalars.update(out_dtype=layout.dtype)
+        for ov in (kwarg_overrides or {}).values():  # use_fast_accum reaches the ATen choice only this way
+            if "use_fast_accum" in ov:
+                scalars["use_fast_accum"] = ov["use_fast_accum"]
     plan = _plan(op, nodes, layout, scalars)
     if isinstance(plan, str):
         _refuse(op, plan)
@@ -327,9 +332,9 @@ def _make_choices_class(base):
             choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
             if op_name in _OPS and _state["choices"]:
                 try:
-                    c = _offer(op_name, kernel_inputs)
+                    c = _offer(op_name, kernel_inputs, kwarg_overrides)
                     if c is not None:
-                        choices = list(choices) + [c]
+                        choices = [c] if _FORCE else list(choices) + [c]
                 except Exception as e:  # an internal that moved: no gemmtune choice, plain Inductor
                     _warn_once(f"the gemmtune choice is off for this compile ({type(e).__name__}: {e})")
             return choices
