@@ -295,8 +295,7 @@ def test_fail_soft(monkeypatch):
     monkeypatch.delattr(sa, "ExternKernelChoice")
     monkeypatch.setattr(inductor, "_warned", set())
     monkeypatch.setattr(inductor, "_extern", {})
-    monkeypatch.setattr(inductor, "_FusionPass", None, raising=False)
-    monkeypatch.delitem(vars(inductor), "_FusionPass")
+    monkeypatch.setitem(inductor._state, "pass_cls", None)
     with pytest.warns(RuntimeWarning) as rec:
         st = gt.enable()
     msgs = " ".join(str(w.message) for w in rec)

@@ -43,7 +43,7 @@ _FORCE = False
 
 _lock = threading.RLock()
 _state: dict = {"choices": False, "fuse": False, "prior_choices_class": None, "prior_pass": None,
-                "choices_class": None, "pass": None}
+                "choices_class": None, "pass": None, "pass_cls": None}
 _warned: set = set()
 _stats: dict = {}
 
@@ -552,7 +552,7 @@ def _glu_halves(cur, order: dict):
 
 
 class _Match:
-    __slots__ = ("mm", "x", "b", "bias", "ops", "residual", "final", "glu")
+    __slots__ = ("mm", "x", "b", "bias", "ops", "residual", "final", "glu", "linear")
 
     def __init__(self, mm, x, b, bias):
         self.mm, self.x, self.b, self.bias = mm, x, b, bias
@@ -560,6 +560,7 @@ class _Match:
         self.residual = None
         self.final = mm
         self.glu = False
+        self.linear = None
 
 
 def _match(mm, order: dict) -> Optional[_Match]:
@@ -595,7 +596,7 @@ def _match(mm, order: dict) -> Optional[_Match]:
                     and u.kwargs.get("alpha", 1) == 1:
                 other = u.args[1] if u.args[0] is cur else u.args[0]
                 ov, cv, uv = _val(other), _val(cur), _val(u)
-                if isinstance(other, torch.fx.Node) and ov is not None and cv is not None and uv is not None \
+                if isinstance(other, torch.fx.Node) and other is not cur and ov is not None and cv is not None and uv is not None \
                         and ov.dtype == cv.dtype == uv.dtype and tuple(uv.shape) == tuple(cv.shape):
                     if m.bias is None and not m.ops and tuple(ov.shape) in ((n_out,), (1, n_out)) and not m.glu:
                         m.bias, m.ops = other, ["bias"]
@@ -658,15 +659,27 @@ def _fake_val(target, args):
         return target(*vals)
 
 
-def _rewrite(graph, m: _Match, linear) -> None:
-    import torch
-    aten = torch.ops.aten
+def _rewrite(graph, m: _Match) -> None:
+    made = []
 
     def add(target, args):
         with graph.inserting_before(m.final):
             node = graph.call_function(target, tuple(args))
+        made.append(node)
         node.meta["val"] = _fake_val(target, args)
         return node
+
+    try:
+        _build(m, add)
+    except Exception:
+        for node in reversed(made):  # leave the graph as it was
+            graph.erase_node(node)
+        raise
+
+
+def _build(m: _Match, add) -> None:
+    import torch
+    aten = torch.ops.aten
 
     fv = _val(m.final)
     xv = _val(m.x)
@@ -689,7 +702,7 @@ def _rewrite(graph, m: _Match, linear) -> None:
     residual = m.residual
     if residual is not None and list(_val(residual).shape) != out_shape:
         residual = add(aten.reshape.default, [residual, out_shape])
-    node = add(linear, [x, weight, bias, ",".join(m.ops), residual])
+    node = add(m.linear, [x, weight, bias, ",".join(m.ops), residual])
     if list(fv.shape) != out_shape:
         node = add(aten.reshape.default, [node, list(fv.shape)])
     m.final.replace_all_uses_with(node)
@@ -720,7 +733,12 @@ def _fuse(graph) -> int:
                 continue
         except Exception:
             continue
-        _rewrite(graph, m, linear)
+        m.linear = linear
+        try:
+            _rewrite(graph, m)
+        except Exception as e:
+            _warn_once(f"a fusion was skipped ({type(e).__name__}: {e})")
+            continue
         done += 1
         epi = ",".join(m.ops)
         _stats["fusions"] += 1
@@ -764,6 +782,7 @@ def _make_pass_class():
     _FusionPass.__module__ = __name__
     _FusionPass.__qualname__ = "_FusionPass"
     globals()["_FusionPass"] = _FusionPass
+    _state["pass_cls"] = _FusionPass
     return _FusionPass
 
 
@@ -776,7 +795,7 @@ def _enable_fuse() -> bool:
         for name in ("mm", "addmm", "split", "split_with_sizes", "slice", "permute", "reshape"):
             if not hasattr(torch.ops.aten, name):
                 raise AttributeError(f"torch.ops.aten.{name}")
-        cls = _make_pass_class() if "_FusionPass" not in globals() else globals()["_FusionPass"]
+        cls = _state["pass_cls"] or _make_pass_class()
     except Exception as e:
         _warn_once(f"the fusion pass is off: an Inductor internal it needs is missing ({e})")
         return False
