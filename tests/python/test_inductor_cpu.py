@@ -428,3 +428,28 @@ def test_training_graph_keeps_saved_values():
     assert linear_nodes(g) == []
     out.float().sum().backward()
     assert x.grad is not None and torch.isfinite(x.grad.float()).all()
+
+
+def test_user_choices_handler_kept():
+    """A handler the user set for this thread keeps its class and state under enable(), and comes back after."""
+    from torch._inductor.choices import InductorChoices
+    from torch._inductor.virtualized import V, _choices, threadlocal
+
+    class Mine(InductorChoices):
+        pass
+
+    mine = Mine()
+    mine.tag = "user"
+    prior = getattr(threadlocal, _choices._key, None)
+    V.set_choices_handler(mine)
+    try:
+        gt.enable(fuse=False)
+        h = getattr(threadlocal, _choices._key)
+        assert isinstance(h, Mine) and h.tag == "user" and h is not mine
+        gt.disable()
+        assert getattr(threadlocal, _choices._key) is mine
+    finally:
+        if prior is None:
+            delattr(threadlocal, _choices._key)
+        else:
+            V.set_choices_handler(prior)

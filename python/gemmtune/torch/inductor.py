@@ -324,7 +324,7 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     return choice
 
 
-def _make_choices_class(base):
+def _make_choices_class(base, name: str = "_GemmtuneChoices"):
     """InductorChoices (or the user's subclass) + one gemmtune choice appended to every GEMM lowering's list."""
 
     class _GemmtuneChoices(base):
@@ -340,9 +340,9 @@ def _make_choices_class(base):
             return choices
 
     _GemmtuneChoices.__module__ = __name__
-    _GemmtuneChoices.__qualname__ = "_GemmtuneChoices"
+    _GemmtuneChoices.__name__ = _GemmtuneChoices.__qualname__ = name
     # Inductor hashes its config (this class included) into the FX graph cache key: pickled by reference.
-    globals()["_GemmtuneChoices"] = _GemmtuneChoices
+    globals()[name] = _GemmtuneChoices
     return _GemmtuneChoices
 
 
@@ -351,7 +351,7 @@ def _enable_choices() -> bool:
         from torch._inductor import config
         from torch._inductor.choices import InductorChoices
         from torch._inductor.select_algorithm import ExternKernelChoice  # noqa: F401
-        from torch._inductor.virtualized import V, _choices
+        from torch._inductor.virtualized import V, _choices, threadlocal
         for owner, attr in ((config, "inductor_choices_class"), (config, "max_autotune"),
                             (InductorChoices, "get_template_configs"), (V, "set_choices_handler"),
                             (_choices, "_key")):
@@ -373,7 +373,18 @@ def _enable_choices() -> bool:
         _state["prior_choices_class"] = prior
         _state["choices_class"] = cls
         config.inductor_choices_class = cls
-    V.set_choices_handler(cls())
+    # This thread's handler was created before (lazily, from the config) or set by the user: keep its class and
+    # state, with the gemmtune choice added.
+    cur = getattr(threadlocal, _choices._key, None)
+    if not isinstance(cur, (cls, _state.get("handler_cls") or ())):
+        if cur is None or type(cur) in (InductorChoices, base):
+            V.set_choices_handler(cls())
+        elif isinstance(cur, InductorChoices):
+            sub = _make_choices_class(type(cur), "_GemmtuneHandlerChoices")
+            h = sub.__new__(sub)
+            h.__dict__.update(vars(cur))
+            _state["handler_cls"], _state["prior_handler"] = sub, cur
+            V.set_choices_handler(h)
     _state["choices"] = True
     return True
 
@@ -387,9 +398,13 @@ def _disable_choices() -> None:
     from torch._inductor.virtualized import _choices, threadlocal
     if config.inductor_choices_class is cls:
         config.inductor_choices_class = _state["prior_choices_class"]
-    if isinstance(getattr(threadlocal, _choices._key, None), cls):
+    cur = getattr(threadlocal, _choices._key, None)
+    if isinstance(cur, cls):
         delattr(threadlocal, _choices._key)  # the next use creates the configured handler again
+    elif _state.get("handler_cls") and isinstance(cur, _state["handler_cls"]):
+        setattr(threadlocal, _choices._key, _state["prior_handler"])
     _state["choices_class"] = None
+    _state["handler_cls"] = _state["prior_handler"] = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
