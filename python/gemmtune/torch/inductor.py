@@ -24,6 +24,16 @@ that mechanism stays off, so torch.compile behaves as plain torch. The internals
   decomposed (silu is ``x / (1 + exp(-x))`` in fp32 between two dtype casts). Rather than match one decomposition
   per activation and torch release, the pass takes the pointwise region that hangs off a matmul's output and
   identifies it by evaluating it on sample points against relu, gelu (tanh, erf), silu and sigmoid.
+
+What the pass fuses into ``torch.ops.gemmtune.linear``: mm / addmm (and the reshapes around a 3-D linear), then a
+bias add, activations, one GLU over the two halves of the output (``act(gate) * up`` with gate the first half, from
+``chunk``/``split`` or two slices), and a residual add of a tensor of the output's shape. It rewrites only when every
+inner value has a single user, the dtypes are bf16/f16, and ``gemmtune.Problem.check()`` accepts the fused problem.
+A plain matmul (+ bias) is left to the autotuner, where the gemmtune choice competes.
+
+Limits: the choice is a Python extern kernel, so it is not offered under ``cpp_wrapper`` / AOTInductor, and with
+``autotune_in_subproc`` its benchmark fails in the subprocess (Inductor then keeps another choice); shapes must be
+static. ``stats()`` counts choices offered and refused (with reasons) and fusions made.
 """
 from __future__ import annotations
 
