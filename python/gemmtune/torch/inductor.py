@@ -621,7 +621,8 @@ def _match(mm, order: dict) -> Optional[_Match]:
                     and u.kwargs.get("alpha", 1) == 1:
                 other = u.args[1] if u.args[0] is cur else u.args[0]
                 ov, cv, uv = _val(other), _val(cur), _val(u)
-                if isinstance(other, torch.fx.Node) and other is not cur and ov is not None and cv is not None and uv is not None \
+                if isinstance(other, torch.fx.Node) and other is not cur \
+                        and all(t is not None for t in (ov, cv, uv)) \
                         and ov.dtype == cv.dtype == uv.dtype and tuple(uv.shape) == tuple(cv.shape):
                     if m.bias is None and not m.ops and tuple(ov.shape) in ((n_out,), (1, n_out)) and not m.glu:
                         m.bias, m.ops = other, ["bias"]

@@ -1,7 +1,8 @@
 """torch.compile with gemmtune enabled, on the GPU: the same outputs as without it, gemmtune among Inductor's
 choices, fused patterns through torch.ops.gemmtune.linear.
 
-Run on the GPU host: PYTHONPATH=python GEMMTUNE_LIBRARY=build/libgemmtune.so python3 -m pytest tests/python/gpu/test_compile.py
+On the GPU host:
+    PYTHONPATH=python GEMMTUNE_LIBRARY=build/libgemmtune.so python3 -m pytest tests/python/gpu/test_compile.py
 """
 import pytest
 
