@@ -42,6 +42,8 @@ import threading
 import warnings
 from typing import Any, Optional
 
+from . import _dispatch  # the launch path; looked up per call so tests can stand a reference in for gemm
+
 __all__ = ["enable", "disable", "enabled", "stats", "reset_stats"]
 
 # Devices the choice and the fusion are offered for. The tests add "cpu" to exercise the mechanism with a reference
@@ -158,31 +160,26 @@ def _problem(a_size, a_stride, b_size, b_stride, ab_dtype, out_dtype, epilogue="
 # The extern kernels: what generated code calls. Each takes Inductor's inputs in Inductor's order, plus out=.
 # ---------------------------------------------------------------------------------------------------------------
 
-def _dispatch():
-    from . import _dispatch as d
-    return d
-
-
 def gemmtune_mm(a, b, *, out):
-    return _dispatch().gemm(a, b, out=out)
+    return _dispatch.gemm(a, b, out=out)
 
 
 def gemmtune_bmm(a, b, *, out):
-    return _dispatch().gemm(a, b, out=out)
+    return _dispatch.gemm(a, b, out=out)
 
 
 def gemmtune_addmm(inp, a, b, *, alpha=1.0, beta=1.0, mode="c", out):
     # inp is addmm's input expanded to (M, N): a stride-0 row is a per-column bias, a stride-0 column a per-row bias.
     if mode == "bias":
-        return _dispatch().gemm(a, b, out=out, epilogue="bias", bias=inp[0], alpha=alpha)
+        return _dispatch.gemm(a, b, out=out, epilogue="bias", bias=inp[0], alpha=alpha)
     if mode == "bias_row":
-        return _dispatch().gemm(a, b, out=out, epilogue="bias_row", bias=inp[:, 0], alpha=alpha)
-    return _dispatch().gemm(a, b, out=out, c=inp, alpha=alpha, beta=beta)
+        return _dispatch.gemm(a, b, out=out, epilogue="bias_row", bias=inp[:, 0], alpha=alpha)
+    return _dispatch.gemm(a, b, out=out, c=inp, alpha=alpha, beta=beta)
 
 
 def gemmtune_scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum=False, scaling="tensor",
                        out):
-    return _dispatch().gemm(a, b, out=out, scale_a=scale_a, scale_b=scale_b, bias=bias,
+    return _dispatch.gemm(a, b, out=out, scale_a=scale_a, scale_b=scale_b, bias=bias,
                             epilogue="bias" if bias is not None else "none", scaling=scaling, out_dtype=out_dtype)
 
 
