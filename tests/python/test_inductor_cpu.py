@@ -453,3 +453,60 @@ def test_user_choices_handler_kept():
             delattr(threadlocal, _choices._key)
         else:
             V.set_choices_handler(prior)
+
+
+class _Layout:
+    def __init__(self, size, stride, dtype=DT, offset=0, device="cpu"):
+        self.size, self.stride, self.dtype, self.offset = size, stride, dtype, offset
+        self.device = torch.device(device)
+
+
+class _Node:
+    def __init__(self, *a, **kw):
+        self.layout = _Layout(*a, **kw)
+
+    def get_layout(self):
+        return self.layout
+
+
+def test_plan_addmm_modes():
+    a, b = _Node([64, 32], [32, 1]), _Node([32, 48], [1, 32])
+    out = _Layout([64, 48], [48, 1])
+    kw, p = inductor._plan("addmm", [_Node([64, 48], [0, 1]), a, b], out, {"alpha": 2, "beta": 1})
+    assert kw["mode"] == "bias" and p.epilogue == "bias" and p.alpha == 2.0
+    kw, p = inductor._plan("addmm", [_Node([64, 48], [1, 0]), a, b], out, {"alpha": 1, "beta": 1})
+    assert kw["mode"] == "bias_row" and p.epilogue == "bias_row"
+    # a broadcast C with beta != 1 can only be a C operand, whose zero row stride check() refuses
+    assert "ldc" in inductor._plan("addmm", [_Node([64, 48], [0, 1]), a, b], out, {"alpha": 1, "beta": 0.5})
+    kw, p = inductor._plan("addmm", [_Node([64, 48], [48, 1]), a, b], out, {"alpha": 1, "beta": 0.5})
+    assert kw["mode"] == "c" and p.beta == 0.5 and p.c.layout == "row" and p.b.layout == "col"
+
+
+def test_plan_refusals():
+    import sympy
+    out = _Layout([64, 48], [48, 1])
+    s = sympy.Symbol("s0", integer=True, positive=True)
+    assert "symbolic" in inductor._plan("mm", [_Node([s, 32], [32, 1]), _Node([32, 48], [48, 1])],
+                                        _Layout([s, 48], [48, 1]), {})
+    assert inductor._plan("mm", [_Node([64, 32], [32, 1], dtype=torch.float64), _Node([32, 48], [48, 1],
+                                 dtype=torch.float64)], _Layout([64, 48], [48, 1], dtype=torch.float64), {})
+    assert inductor._plan("mm", [_Node([64, 32], [32, 1]), _Node([32, 48], [48, 1])],
+                          _Layout([64, 48], [48, 1], device="meta"), {}) == "device meta"
+    # neither dim of A has unit stride: not a gemmtune operand
+    assert isinstance(inductor._plan("mm", [_Node([64, 32], [64, 2]), _Node([32, 48], [48, 1])], out, {}), str)
+
+
+def test_plan_scaled_mm():
+    f8 = torch.float8_e4m3fn
+    a, b = _Node([64, 128], [128, 1], dtype=f8), _Node([128, 48], [1, 128], dtype=f8)
+    one = _Node([], [], dtype=torch.float32)
+    r = inductor._plan("scaled_mm", [a, b, one, one], _Layout([64, 48], [48, 1]), {"out_dtype": DT})
+    if isinstance(r, tuple):
+        assert r[0]["scaling"] == "tensor" and r[1].scaling == "tensor"
+    else:
+        assert r  # gemmtune refused it with a reason
+    ra, rb = _Node([64, 1], [1, 1], dtype=torch.float32), _Node([1, 48], [48, 1], dtype=torch.float32)
+    r = inductor._plan("scaled_mm", [a, b, ra, rb], _Layout([64, 48], [48, 1]), {"out_dtype": DT})
+    assert (r[0]["scaling"] == "row") if isinstance(r, tuple) else r
+    bad = _Node([3], [1], dtype=torch.float32)
+    assert "scale shapes" in inductor._plan("scaled_mm", [a, b, bad, one], _Layout([64, 48], [48, 1]), {})
