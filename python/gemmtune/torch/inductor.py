@@ -302,9 +302,11 @@ def _tune(op: str, nodes, layout, kwargs: dict) -> None:
 def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     """A bound gemmtune ChoiceCaller for this lowering, or None (and the refusal counted)."""
     from torch._inductor import config
+    from torch._inductor.virtualized import V
     if not (config.max_autotune or config.max_autotune_gemm):
         return None
-    if getattr(config, "cpp_wrapper", False) or getattr(getattr(config, "aot_inductor", None), "package", False):
+    graph = V.graph
+    if config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False):
         _refuse(op, "cpp wrapper / AOTInductor (the gemmtune kernel is a Python function)")
         return None
     nodes = list(kernel_inputs.nodes())

@@ -37,9 +37,11 @@ def compiled(fn, *args, enable=None, force=False):
     inductor._FORCE = force
     torch._dynamo.reset()
     try:
-        with torch._inductor.config.patch(fx_graph_cache=False, force_disable_caches=True):
-            with torch.no_grad():
-                out, code = run_and_get_code(torch.compile(fn, mode=MODE), *args)
+        # no FX graph / AOTAutograd cache: each compile runs the pass and the lowerings (autotune results may be
+        # reused: they are keyed by the choices, gemmtune's included)
+        with torch._inductor.config.patch(fx_graph_cache=False), \
+                torch._functorch.config.patch(enable_autograd_cache=False), torch.no_grad():
+            out, code = run_and_get_code(torch.compile(fn, mode=MODE), *args)
     finally:
         inductor._FORCE = False
         gt.disable()
@@ -93,7 +95,7 @@ SHAPES = [(1, 1), (1, 7), (4, 33), (2, 128), (1, 200)]  # (batch, tokens): decod
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-@pytest.mark.parametrize("bt", SHAPES[:3] + SHAPES[4:])
+@pytest.mark.parametrize("bt", [SHAPES[0], SHAPES[2], SHAPES[4]])
 def test_models_same_outputs(name, bt):
     torch.manual_seed(0)
     m = MODELS[name]().to("cuda", DT).eval()
