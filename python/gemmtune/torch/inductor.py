@@ -1,9 +1,874 @@
-"""torch.compile integration."""
+"""torch.compile integration: gemmtune as one more timed GEMM choice, and a pass that fuses matmul + pointwise.
+
+    import gemmtune.torch as gt
+    gt.enable()                                    # fuse=True, choices=True
+    y = torch.compile(model, mode="max-autotune-no-cudagraphs")(x)
+    gt.stats()                                     # choices offered / refused, fusions made
+
+Everything that touches Inductor internals is in this module, because they move between torch releases. Each
+mechanism is checked when `enable()` runs; if something it needs is missing, `enable()` warns once naming it and
+that mechanism stays off, so torch.compile behaves as plain torch. The internals used (torch 2.11):
+
+* ``torch._inductor.choices.InductorChoices.get_template_configs`` and ``config.inductor_choices_class``: every GEMM
+  lowering (``tuned_mm``, ``tuned_addmm``, ``tuned_bmm``, ``tuned_scaled_mm``) asks ``V.choices`` for its list of
+  choices. A subclass that appends one gemmtune choice to that list is the extension point Inductor documents for
+  out-of-tree heuristics, needs no patching of the lowerings, and puts gemmtune in the same benchmark as ATen,
+  Triton and CUTLASS, so ``autotune_select_algorithm`` keeps whichever is fastest. The class is also set as the
+  current thread's handler (``V.set_choices_handler``) because the handler is created lazily once per thread.
+* ``torch._inductor.select_algorithm.ExternKernelChoice``: the gemmtune choice is an extern kernel whose Python
+  function ``f(*inputs, out=..., **kw)`` calls ``gemmtune.torch._dispatch.gemm``; generated code calls it as
+  ``extern_kernels.gemmtune_<op>(...)``. The problem is tuned when the choice is created (with example tensors of
+  the IR nodes' sizes and strides), so Inductor's benchmark times the tuned kernel and not the tuning.
+* ``torch._inductor.config.post_grad_custom_post_pass`` with a ``custom_graph_pass.CustomGraphPass`` (a ``uuid()``
+  so the FX graph cache stays on): the fusion pass runs on the post-grad ATen graph, where activations are already
+  decomposed (silu is ``x / (1 + exp(-x))`` in fp32 between two dtype casts). Rather than match one decomposition
+  per activation and torch release, the pass takes the pointwise region that hangs off a matmul's output and
+  identifies it by evaluating it on sample points against relu, gelu (tanh, erf), silu and sigmoid.
+
+What the pass fuses into ``torch.ops.gemmtune.linear``: mm / addmm (and the reshapes around a 3-D linear), then a
+bias add, activations, one GLU over the two halves of the output (``act(gate) * up`` with gate the first half, from
+``chunk``/``split`` or two slices), and a residual add of a tensor of the output's shape. It rewrites only when every
+inner value has a single user, the dtypes are bf16/f16, and ``gemmtune.Problem.check()`` accepts the fused problem.
+A plain matmul (+ bias) is left to the autotuner, where the gemmtune choice competes.
+
+Limits: the choice is a Python extern kernel, so it is not offered under ``cpp_wrapper`` / AOTInductor, and with
+``autotune_in_subproc`` its benchmark fails in the subprocess (Inductor then keeps another choice); shapes must be
+static. ``stats()`` counts choices offered and refused (with reasons) and fusions made.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from typing import Any, Optional
+
+from . import _dispatch  # the launch path; looked up per call so tests can stand a reference in for gemm
+
+__all__ = ["enable", "disable", "enabled", "stats", "reset_stats"]
+
+# Devices the choice and the fusion are offered for. The tests add "cpu" to exercise the mechanism with a reference
+# implementation of _dispatch.gemm; the real ops run on CUDA only.
+_CHOICE_DEVICES = ("cuda",)
+_FUSE_DEVICES = ("cuda",)
+# Keep only the gemmtune choice where it is offered (to see gemmtune's kernels in generated code when debugging).
+_FORCE = False
+
+_lock = threading.RLock()
+_state: dict = {"choices": False, "fuse": False, "prior_choices_class": None, "prior_pass": None,
+                "choices_class": None, "pass": None, "pass_cls": None}
+_warned: set = set()
+_stats: dict = {}
 
 
-def enable(**kwargs):
-    raise NotImplementedError
+def reset_stats() -> None:
+    _stats.clear()
+    _stats.update(choices_offered=0, choices_refused=0, fusions=0, by_op={}, fused_epilogues={}, refusals=[])
 
 
-def disable():
-    raise NotImplementedError
+reset_stats()
+
+
+def stats() -> dict:
+    """Counters since the last reset_stats(): gemmtune choices offered to Inductor's autotuner (by op), refused (with
+    the last few reasons), and fusions made by the pass (by epilogue chain)."""
+    s = dict(_stats)
+    s["by_op"] = dict(s["by_op"])
+    s["fused_epilogues"] = dict(s["fused_epilogues"])
+    s["refusals"] = list(s["refusals"])
+    return s
+
+
+def _refuse(op: str, why: str) -> None:
+    _stats["choices_refused"] += 1
+    _stats["refusals"].append(f"{op}: {why}")
+    del _stats["refusals"][:-20]
+
+
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        warnings.warn("gemmtune.torch.inductor: " + msg, RuntimeWarning, stacklevel=3)
+
+
+def enabled() -> dict:
+    """Which mechanisms are on: {'choices': bool, 'fuse': bool}."""
+    return {"choices": _state["choices"], "fuse": _state["fuse"]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Problems from shapes, strides and dtypes (IR nodes and FX fake values alike)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _dtype_name(dt) -> Optional[str]:
+    import torch
+    return {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32",
+            torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}.get(dt)
+
+
+def _ints(xs) -> Optional[list]:
+    """Static ints, or None when any is symbolic."""
+    out = []
+    for x in xs:
+        try:
+            out.append(int(x))
+        except (TypeError, ValueError):
+            return None
+    return out
+
+
+def _operand(size, stride, dtype: str, offset_bytes: int = 0):
+    """A gemmtune Operand for a 2-D (rows x cols) or 3-D (batch, rows, cols) matrix view, or None."""
+    import gemmtune
+    if len(size) not in (2, 3):
+        return None
+    rows, cols = size[-2:]
+    srow, scol = stride[-2:]
+    if scol == 1 or cols == 1:
+        layout, ld = "row", (srow if rows > 1 else cols)
+    elif srow == 1 or rows == 1:
+        layout, ld = "col", (scol if cols > 1 else rows)
+    else:
+        return None
+    bs = stride[0] if len(size) == 3 else -1
+    align = 16
+    while align > 1 and offset_bytes % align:
+        align //= 2
+    return gemmtune.Operand(dtype, layout, max(int(ld), 1), int(bs), max(align, 2))
+
+
+def _problem(a_size, a_stride, b_size, b_stride, ab_dtype, out_dtype, epilogue="none", beta=0.0, c=None,
+             a_off=0, b_off=0, scaling="none"):
+    """The gemmtune Problem of A (.., M, K) @ B (.., K, N) into a row-major D; None when not expressible."""
+    import gemmtune
+    ab, od = _dtype_name(ab_dtype), _dtype_name(out_dtype)
+    if ab is None or od is None:
+        return None
+    a = _operand(a_size, a_stride, ab, a_off)
+    b = _operand(b_size, b_stride, ab, b_off)
+    if a is None or b is None:
+        return None
+    m, k = a_size[-2:]
+    n = b_size[-1]
+    batch = a_size[0] if len(a_size) == 3 else 1
+    d = gemmtune.Operand(od, "row")
+    p = gemmtune.Problem(int(m), int(n), int(k), int(batch), a, b, c or gemmtune.Operand(od, "row"), d,
+                         beta=float(beta), epilogue=epilogue, scaling=scaling)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The extern kernels: what generated code calls. Each takes Inductor's inputs in Inductor's order, plus out=.
+# ---------------------------------------------------------------------------------------------------------------
+
+def gemmtune_mm(a, b, *, out):
+    return _dispatch.gemm(a, b, out=out)
+
+
+def gemmtune_bmm(a, b, *, out):
+    return _dispatch.gemm(a, b, out=out)
+
+
+def gemmtune_addmm(inp, a, b, *, alpha=1.0, beta=1.0, mode="c", out):
+    # inp is addmm's input expanded to (M, N): a stride-0 row is a per-column bias, a stride-0 column a per-row bias.
+    if mode == "bias":
+        return _dispatch.gemm(a, b, out=out, epilogue="bias", bias=inp[0], alpha=alpha)
+    if mode == "bias_row":
+        return _dispatch.gemm(a, b, out=out, epilogue="bias_row", bias=inp[:, 0], alpha=alpha)
+    return _dispatch.gemm(a, b, out=out, c=inp, alpha=alpha, beta=beta)
+
+
+def gemmtune_scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum=False, scaling="tensor",
+                       out):
+    return _dispatch.gemm(a, b, out=out, scale_a=scale_a, scale_b=scale_b, bias=bias,
+                            epilogue="bias" if bias is not None else "none", scaling=scaling, out_dtype=out_dtype)
+
+
+_KERNELS = {"mm": gemmtune_mm, "addmm": gemmtune_addmm, "bmm": gemmtune_bmm, "scaled_mm": gemmtune_scaled_mm}
+_extern: dict = {}  # op -> ExternKernelChoice; registered once per process (Inductor refuses duplicate names)
+
+
+def _extern_choice(op: str):
+    if op not in _extern:
+        from torch._inductor.select_algorithm import ExternKernelChoice, extern_kernels
+        name = "gemmtune_" + op
+        if hasattr(extern_kernels, name):  # this module was reloaded: take the name over
+            delattr(extern_kernels, name)
+        _extern[op] = ExternKernelChoice(_KERNELS[op], None, name=name, has_out_variant=True)
+    return _extern[op]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Mechanism 1: the choice
+# ---------------------------------------------------------------------------------------------------------------
+
+_OPS = ("mm", "addmm", "bmm", "scaled_mm")
+
+
+def _node_meta(node):
+    """(size, stride, offset, dtype, device) of an IR node with a static layout, else None."""
+    layout = node.get_layout()
+    size, stride, off = _ints(layout.size), _ints(layout.stride), _ints([layout.offset])
+    if size is None or stride is None or off is None:
+        return None
+    return size, stride, off[0], layout.dtype, layout.device
+
+
+def _plan(op: str, nodes, layout, kwargs_in: dict):
+    """(kwargs for the kernel, Problem) for gemmtune on these IR nodes, or a string saying why not."""
+    import torch
+    metas = [_node_meta(n) for n in nodes]
+    if any(m is None for m in metas):
+        return "symbolic shapes or strides"
+    out = _ints(layout.size)
+    if out is None:
+        return "symbolic output shape"
+    if layout.device.type not in _CHOICE_DEVICES:
+        return f"device {layout.device.type}"
+    kwargs: dict = {}
+    if op in ("mm", "bmm"):
+        (asz, ast, aoff, adt, _), (bsz, bst, boff, bdt, _) = metas
+        if adt != bdt or layout.dtype != adt:
+            return "mixed dtypes"
+        p = _problem(asz, ast, bsz, bst, adt, layout.dtype, a_off=aoff * adt.itemsize, b_off=boff * bdt.itemsize)
+    elif op == "addmm":
+        (isz, ist, ioff, idt, _), (asz, ast, aoff, adt, _), (bsz, bst, boff, bdt, _) = metas
+        alpha, beta = float(kwargs_in.get("alpha", 1)), float(kwargs_in.get("beta", 1))
+        if adt != bdt or layout.dtype != adt:
+            return "mixed dtypes"
+        if ist[0] == 0 and ist[1] == 1 and beta == 1.0 and idt == layout.dtype:
+            mode, epi, c = "bias", "bias", None
+        elif ist[1] == 0 and ist[0] == 1 and beta == 1.0 and idt == layout.dtype:
+            mode, epi, c = "bias_row", "bias_row", None
+        else:
+            mode, epi = "c", "none"
+            c = _operand(isz, ist, _dtype_name(idt) or "?", ioff * idt.itemsize)
+            if c is None or _dtype_name(idt) is None:
+                return "addmm input layout"
+        p = _problem(asz, ast, bsz, bst, adt, layout.dtype, epilogue=epi, beta=(beta if mode == "c" else 0.0),
+                     c=c, a_off=aoff * adt.itemsize, b_off=boff * bdt.itemsize)
+        if p is not None:
+            p.alpha = alpha
+        kwargs = {"alpha": alpha, "beta": beta, "mode": mode}
+    else:  # scaled_mm
+        (asz, ast, aoff, adt, _), (bsz, bst, boff, bdt, _) = metas[:2]
+        sa, sb = metas[2][0], metas[3][0]
+        if metas[2][3] != torch.float32 or metas[3][3] != torch.float32:
+            return "scales are not fp32"
+        na, nb = math.prod(sa), math.prod(sb)
+        m, n = asz[0], bsz[1]
+        if na == 1 and nb == 1:
+            scaling = "tensor"
+        elif na == m and nb == n:
+            scaling = "row"
+        else:
+            return f"scale shapes {sa}, {sb}"
+        epi = "bias" if len(nodes) > 4 else "none"
+        p = _problem(asz, ast, bsz, bst, adt, layout.dtype, epilogue=epi, scaling=scaling,
+                     a_off=aoff * adt.itemsize, b_off=boff * bdt.itemsize)
+        kwargs = {"out_dtype": kwargs_in.get("out_dtype"), "use_fast_accum": bool(kwargs_in.get("use_fast_accum")),
+                  "scaling": scaling}
+    if p is None:
+        return "dtype or layout gemmtune does not take"
+    why = p.check()
+    if why:
+        return why
+    return kwargs, p
+
+
+def _example(size, stride, offset, dtype, device):
+    import torch
+    need = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    base = torch.empty(offset + need, dtype=torch.float32, device=device)
+    if dtype.is_floating_point:
+        base.normal_(0, 1)
+    else:
+        base.zero_()
+    return base.to(dtype).as_strided(size, stride, offset)
+
+
+def _tune(op: str, nodes, layout, kwargs: dict) -> None:
+    """Runs the kernel once on example tensors of the nodes' sizes and strides: _dispatch.gemm tunes on the miss and
+    keeps the selection, so Inductor's benchmark of the choice finds it in the in-process dict."""
+    import torch
+    metas = [_node_meta(n) for n in nodes]
+    args = [_example(*m) for m in metas]
+    if op == "scaled_mm":
+        args[2] = torch.ones_like(args[2])
+        args[3] = torch.ones_like(args[3])
+    out = _example(_ints(layout.size), _ints(layout.stride), int(layout.offset), layout.dtype, layout.device)
+    _KERNELS[op](*args, out=out, **kwargs)
+
+
+def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
+    """A bound gemmtune ChoiceCaller for this lowering, or None (and the refusal counted)."""
+    from torch._inductor import config
+    from torch._inductor.virtualized import V
+    if not (config.max_autotune or config.max_autotune_gemm):
+        return None
+    graph = V.graph
+    if config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False):
+        _refuse(op, "cpp wrapper / AOTInductor (the gemmtune kernel is a Python function)")
+        return None
+    nodes = list(kernel_inputs.nodes())
+    layout = kernel_inputs.output_layout(flexible=False)
+    scalars = dict(getattr(kernel_inputs, "_scalars", None) or {})
+    if op == "scaled_mm":
+        scalars.update(out_dtype=layout.dtype)
+        for ov in (kwarg_overrides or {}).values():  # use_fast_accum reaches the ATen choice only this way
+            if "use_fast_accum" in ov:
+                scalars["use_fast_accum"] = ov["use_fast_accum"]
+    plan = _plan(op, nodes, layout, scalars)
+    if isinstance(plan, str):
+        _refuse(op, plan)
+        return None
+    kwargs, _ = plan
+    try:
+        _tune(op, nodes, layout, kwargs)
+    except Exception as e:  # a problem gemmtune refuses or fails to tune is simply not offered
+        _refuse(op, f"tuning failed: {type(e).__name__}: {e}")
+        return None
+    choice = _extern_choice(op).bind(nodes, layout, **kwargs)
+    _stats["choices_offered"] += 1
+    _stats["by_op"][op] = _stats["by_op"].get(op, 0) + 1
+    return choice
+
+
+def _make_choices_class(base, name: str = "_GemmtuneChoices"):
+    """InductorChoices (or the user's subclass) + one gemmtune choice appended to every GEMM lowering's list."""
+
+    class _GemmtuneChoices(base):
+        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+            if op_name in _OPS and _state["choices"]:
+                try:
+                    c = _offer(op_name, kernel_inputs, kwarg_overrides)
+                    if c is not None:
+                        choices = [c] if _FORCE else list(choices) + [c]
+                except Exception as e:  # an internal that moved: no gemmtune choice, plain Inductor
+                    _warn_once(f"the gemmtune choice is off for this compile ({type(e).__name__}: {e})")
+            return choices
+
+    _GemmtuneChoices.__module__ = __name__
+    _GemmtuneChoices.__name__ = _GemmtuneChoices.__qualname__ = name
+    # Inductor hashes its config (this class included) into the FX graph cache key: pickled by reference.
+    globals()[name] = _GemmtuneChoices
+    return _GemmtuneChoices
+
+
+def _enable_choices() -> bool:
+    try:
+        from torch._inductor import config
+        from torch._inductor.choices import InductorChoices
+        from torch._inductor.select_algorithm import ExternKernelChoice  # noqa: F401
+        from torch._inductor.virtualized import V, _choices, threadlocal
+        for owner, attr in ((config, "inductor_choices_class"), (config, "max_autotune"),
+                            (InductorChoices, "get_template_configs"), (V, "set_choices_handler"),
+                            (_choices, "_key")):
+            if not hasattr(owner, attr):
+                raise AttributeError(f"{getattr(owner, '__name__', owner)}.{attr}")
+        for op in _OPS:
+            _extern_choice(op)
+    except Exception as e:
+        _warn_once(f"the gemmtune autotuning choice is off: an Inductor internal it needs is missing ({e})")
+        return False
+    cls = _state["choices_class"]
+    if cls is None or config.inductor_choices_class is not cls:
+        prior = config.inductor_choices_class
+        base = prior if isinstance(prior, type) and issubclass(prior, InductorChoices) else InductorChoices
+        if prior is not None and base is InductorChoices:
+            _warn_once("config.inductor_choices_class is not an InductorChoices subclass; gemmtune's replaces it "
+                       "until disable()")
+        cls = _make_choices_class(base)
+        _state["prior_choices_class"] = prior
+        _state["choices_class"] = cls
+        config.inductor_choices_class = cls
+    # This thread's handler was created before (lazily, from the config) or set by the user: keep its class and
+    # state, with the gemmtune choice added.
+    cur = getattr(threadlocal, _choices._key, None)
+    if not isinstance(cur, (cls, _state.get("handler_cls") or ())):
+        if cur is None or type(cur) in (InductorChoices, base):
+            V.set_choices_handler(cls())
+        elif isinstance(cur, InductorChoices):
+            sub = _make_choices_class(type(cur), "_GemmtuneHandlerChoices")
+            h = sub.__new__(sub)
+            h.__dict__.update(vars(cur))
+            _state["handler_cls"], _state["prior_handler"] = sub, cur
+            V.set_choices_handler(h)
+    _state["choices"] = True
+    return True
+
+
+def _disable_choices() -> None:
+    _state["choices"] = False
+    cls = _state["choices_class"]
+    if cls is None:
+        return
+    from torch._inductor import config
+    from torch._inductor.virtualized import _choices, threadlocal
+    if config.inductor_choices_class is cls:
+        config.inductor_choices_class = _state["prior_choices_class"]
+    cur = getattr(threadlocal, _choices._key, None)
+    if isinstance(cur, cls):
+        delattr(threadlocal, _choices._key)  # the next use creates the configured handler again
+    elif _state.get("handler_cls") and isinstance(cur, _state["handler_cls"]):
+        setattr(threadlocal, _choices._key, _state["prior_handler"])
+    _state["choices_class"] = None
+    _state["handler_cls"] = _state["prior_handler"] = None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Mechanism 2: the fusion pass
+# ---------------------------------------------------------------------------------------------------------------
+
+_ACT_SAMPLES = None
+
+
+def _act_refs():
+    import torch
+    import torch.nn.functional as F
+    return {"relu": torch.relu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu_erf": F.gelu,
+            "silu": F.silu, "sigmoid": torch.sigmoid}
+
+
+def _val(node):
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def _is_pointwise(node) -> bool:
+    import torch
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    if node.target is torch.ops.prims.convert_element_type.default:
+        return True
+    return torch.Tag.pointwise in node.target.tags
+
+
+def _classify(v, sub: list, sink) -> Optional[str]:
+    """Which activation the pointwise nodes `sub` (topological order, input v, output sink) compute, by evaluating
+    them in float64 on sample points; dtype casts count as identity (gemmtune's epilogue math is fp32)."""
+    import torch
+    x = torch.linspace(-8.0, 8.0, 257, dtype=torch.float64)
+    env = {v: x}
+
+    def arg(a):
+        if isinstance(a, torch.fx.Node):
+            return env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(arg(t) for t in a)
+        return a
+
+    try:
+        for n in sub:
+            if n.target is torch.ops.prims.convert_element_type.default:
+                env[n] = env[n.args[0]]
+                continue
+            kw = {k: arg(t) for k, t in n.kwargs.items() if k != "dtype"}
+            env[n] = n.target(*arg(n.args), **kw)
+        y = env[sink]
+    except Exception:
+        return None
+    if not isinstance(y, torch.Tensor) or y.shape != x.shape:
+        return None
+    y = y.to(torch.float64)
+    for name, f in _act_refs().items():
+        if torch.allclose(y, f(x), rtol=1e-5, atol=1e-6):
+            return name
+    return None
+
+
+def _activation(v, order: dict, limit: int = 48):
+    """(activation name, sink node) when the pointwise region hanging off v begins with an activation of v whose
+    inner values have no other users, else None."""
+    region, inset = [], set()
+    frontier = sorted(v.users, key=order.__getitem__)
+    while frontier and len(region) < limit:
+        grown = False
+        for u in frontier:
+            if u in inset or not _is_pointwise(u):
+                continue
+            if all(i is v or i in inset for i in u.all_input_nodes):
+                region.append(u)
+                inset.add(u)
+                grown = True
+        if not grown:
+            break
+        frontier = sorted({w for n in region for w in n.users if w not in inset}, key=order.__getitem__)
+    region.sort(key=order.__getitem__)
+    vv = _val(v)
+    for s in region:
+        sub, stack = set(), [s]
+        while stack:
+            n = stack.pop()
+            if n in sub:
+                continue
+            sub.add(n)
+            stack.extend(i for i in n.all_input_nodes if i in inset)
+        if any(u not in sub for u in v.users):
+            continue
+        if any(u not in sub for n in sub if n is not s for u in n.users):
+            continue
+        sv = _val(s)
+        if sv is None or vv is None or sv.dtype != vv.dtype or tuple(sv.shape) != tuple(vv.shape):
+            continue
+        name = _classify(v, sorted(sub, key=order.__getitem__), s)
+        if name is not None:
+            return name, s
+    return None
+
+
+def _is_view(node) -> bool:
+    import torch
+    aten = torch.ops.aten
+    return node.op == "call_function" and node.target in (aten.view.default, aten.reshape.default,
+                                                          aten._unsafe_view.default)
+
+
+def _glu_halves(cur, order: dict):
+    """(gate node, up node) when cur's only consumers split its last dim into two equal halves, else None."""
+    import operator
+
+    import torch
+    aten = torch.ops.aten
+    val = _val(cur)
+    if val is None:
+        return None
+    nd, n = val.dim(), int(val.shape[-1])
+    if n % 2:
+        return None
+    h = n // 2
+    users = list(cur.users)
+
+    def last(d):
+        return d in (-1, nd - 1)
+
+    if len(users) == 1 and users[0].op == "call_function":
+        s = users[0]
+        ok = False
+        if s.target is aten.split.Tensor and s.args[1] == h:
+            ok = last(s.args[2] if len(s.args) > 2 else s.kwargs.get("dim", 0))
+        elif s.target is aten.split_with_sizes.default and list(s.args[1]) == [h, h]:
+            ok = last(s.args[2] if len(s.args) > 2 else s.kwargs.get("dim", 0))
+        if not ok or len(s.users) != 2:
+            return None
+        parts = {}
+        for g in s.users:
+            if g.target is not operator.getitem:
+                return None
+            parts[g.args[1]] = g
+        if set(parts) != {0, 1}:
+            return None
+        return parts[0], parts[1]
+    if len(users) == 2:
+        parts = {}
+        for s in users:
+            if s.op != "call_function" or s.target is not aten.slice.Tensor:
+                return None
+            a = list(s.args) + [None] * (5 - len(s.args))
+            dim, start, end, step = a[1] if a[1] is not None else 0, a[2] or 0, a[3], a[4] or 1
+            if not last(dim) or step != 1:
+                return None
+            end = n if end is None else min(int(end), n)
+            parts[(int(start), end)] = s
+        if set(parts) != {(0, h), (h, n)}:
+            return None
+        return parts[(0, h)], parts[(h, n)]
+    return None
+
+
+class _Match:
+    __slots__ = ("mm", "x", "b", "bias", "ops", "residual", "final", "glu", "linear")
+
+    def __init__(self, mm, x, b, bias):
+        self.mm, self.x, self.b, self.bias = mm, x, b, bias
+        self.ops: list = ["bias"] if bias is not None else []
+        self.residual = None
+        self.final = mm
+        self.glu = False
+        self.linear = None
+
+
+def _match(mm, order: dict) -> Optional[_Match]:
+    """The longest fusable chain after an mm/addmm: views, a bias add, activations, one GLU, a residual add."""
+    import torch
+    aten = torch.ops.aten
+    val = _val(mm)
+    if val is None or val.device.type not in _FUSE_DEVICES or val.dtype not in (torch.bfloat16, torch.float16):
+        return None
+    if mm.target is aten.addmm.default:
+        if mm.kwargs.get("alpha", 1) != 1 or mm.kwargs.get("beta", 1) != 1:
+            return None
+        bias, x, b = mm.args[:3]
+        bv = _val(bias)
+        if bv is None or bv.dtype != val.dtype or tuple(bv.shape) not in ((val.shape[1],), (1, val.shape[1])):
+            return None
+    else:
+        bias, (x, b) = None, mm.args[:2]
+    xv, bv2 = _val(x), _val(b)
+    if xv is None or bv2 is None or xv.dtype != val.dtype or bv2.dtype != val.dtype:
+        return None
+    m = _Match(mm, x, b, bias)
+    cur = mm
+    n_out = int(val.shape[1])
+    while True:
+        users = list(cur.users)
+        if len(users) == 1:
+            u = users[0]
+            if _is_view(u) and _val(u) is not None and int(_val(u).shape[-1]) == n_out:
+                cur = u
+                continue
+            if u.op == "call_function" and u.target is aten.add.Tensor and len(u.args) == 2 \
+                    and u.kwargs.get("alpha", 1) == 1:
+                other = u.args[1] if u.args[0] is cur else u.args[0]
+                ov, cv, uv = _val(other), _val(cur), _val(u)
+                if isinstance(other, torch.fx.Node) and other is not cur \
+                        and all(t is not None for t in (ov, cv, uv)) \
+                        and ov.dtype == cv.dtype == uv.dtype and tuple(uv.shape) == tuple(cv.shape):
+                    if m.bias is None and not m.ops and tuple(ov.shape) in ((n_out,), (1, n_out)) and not m.glu:
+                        m.bias, m.ops = other, ["bias"]
+                        cur = u
+                        continue
+                    if m.residual is None and tuple(ov.shape) == tuple(cv.shape):
+                        m.residual = other
+                        m.ops.append("residual")
+                        cur = u
+                        continue
+        act = _activation(cur, order)
+        if act is not None:
+            m.ops.append(act[0])
+            cur = act[1]
+            continue
+        halves = None if (m.glu or m.residual is not None) else _glu_halves(cur, order)
+        if halves is not None:
+            gate, up = halves
+            act = _activation(gate, order) if len(up.users) == 1 else None
+            if act is not None:
+                name, sink = act
+                mul = next(iter(up.users))
+                if len(sink.users) == 1 and next(iter(sink.users)) is mul and mul.target is aten.mul.Tensor \
+                        and set(mul.args) == {sink, up} and _val(mul) is not None and _val(mul).dtype == val.dtype:
+                    m.ops.append(name + "_glu")
+                    m.glu = True
+                    n_out //= 2
+                    cur = mul
+                    continue
+        break
+    m.final = cur
+    if not [o for o in m.ops if o != "bias"]:
+        return None  # a plain matmul (+ bias) is the autotuner's business
+    return m
+
+
+def _fused_problem(m: _Match):
+    import gemmtune
+    xv, bv, fv = _val(m.x), _val(m.b), _val(m.mm)
+    if xv.dim() != 2 or bv.dim() != 2:
+        return None
+    sizes = _ints(list(xv.shape) + list(bv.shape))
+    strides = _ints(list(xv.stride()) + list(bv.stride()))
+    if sizes is None or strides is None:
+        return None
+    epi = ",".join(m.ops)
+    p = _problem(sizes[:2], strides[:2], sizes[2:], strides[2:], xv.dtype, fv.dtype, epilogue=epi,
+                 c=gemmtune.Operand(_dtype_name(fv.dtype), "row"))
+    return p
+
+
+def _fake_val(target, args):
+    import torch
+    from torch._guards import detect_fake_mode
+    vals = torch.utils._pytree.tree_map(lambda a: _val(a) if isinstance(a, torch.fx.Node) else a, list(args))
+    mode = detect_fake_mode([v for v in torch.utils._pytree.tree_leaves(vals) if isinstance(v, torch.Tensor)])
+    if mode is None:
+        return target(*vals)
+    with mode:
+        return target(*vals)
+
+
+def _rewrite(graph, m: _Match) -> None:
+    made = []
+
+    def add(target, args):
+        with graph.inserting_before(m.final):
+            node = graph.call_function(target, tuple(args))
+        made.append(node)
+        node.meta["val"] = _fake_val(target, args)
+        return node
+
+    try:
+        _build(m, add)
+    except Exception:
+        for node in reversed(made):  # leave the graph as it was
+            graph.erase_node(node)
+        raise
+
+
+def _build(m: _Match, add) -> None:
+    import torch
+    aten = torch.ops.aten
+
+    fv = _val(m.final)
+    xv = _val(m.x)
+    x = m.x
+    # A 3-D linear reaches the matmul as view(x3, (M, K)): hand the op x3 when the output keeps x3's leading dims.
+    if _is_view(x) and _val(x.args[0]) is not None:
+        x3 = _val(x.args[0])
+        if x3.dim() >= 2 and int(x3.shape[-1]) == int(xv.shape[1]) \
+                and tuple(x3.shape[:-1]) == tuple(fv.shape[:-1]):
+            x = x.args[0]
+    b = m.b
+    if b.op == "call_function" and b.target is aten.permute.default and list(b.args[1]) == [1, 0]:
+        weight = b.args[0]
+    else:
+        weight = add(aten.permute.default, [b, [1, 0]])
+    bias = m.bias
+    if bias is not None and _val(bias).dim() == 2:
+        bias = add(aten.reshape.default, [bias, [int(_val(bias).shape[-1])]])
+    out_shape = list(_val(x).shape[:-1]) + [int(fv.shape[-1])]
+    residual = m.residual
+    if residual is not None and list(_val(residual).shape) != out_shape:
+        residual = add(aten.reshape.default, [residual, out_shape])
+    node = add(m.linear, [x, weight, bias, ",".join(m.ops), residual])
+    if list(fv.shape) != out_shape:
+        node = add(aten.reshape.default, [node, list(fv.shape)])
+    m.final.replace_all_uses_with(node)
+
+
+def _fuse(graph) -> int:
+    """Rewrites every fusable chain in the post-grad graph into torch.ops.gemmtune.linear; returns how many."""
+    import torch
+    aten = torch.ops.aten
+    linear = getattr(getattr(torch.ops, "gemmtune", None), "linear", None)
+    if linear is None:
+        _warn_once("torch.ops.gemmtune.linear is not registered; the fusion pass does nothing")
+        return 0
+    linear = linear.default
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    done = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.mm.default, aten.addmm.default):
+            continue
+        if node not in order or not node.users:
+            continue
+        try:
+            m = _match(node, order)
+            if m is None:
+                continue
+            p = _fused_problem(m)
+            if p is None or p.check():
+                continue
+        except Exception:
+            continue
+        m.linear = linear
+        try:
+            _rewrite(graph, m)
+        except Exception as e:
+            _warn_once(f"a fusion was skipped ({type(e).__name__}: {e})")
+            continue
+        done += 1
+        epi = ",".join(m.ops)
+        _stats["fusions"] += 1
+        _stats["fused_epilogues"][epi] = _stats["fused_epilogues"].get(epi, 0) + 1
+        order = {n: i for i, n in enumerate(graph.nodes)}
+    if done:
+        graph.eliminate_dead_code()
+    return done
+
+
+def _make_pass_class():
+    from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
+
+    class _FusionPass(CustomGraphPass):
+        """gemmtune's post-grad pass, run after the pass that was installed before it (if any)."""
+
+        def __init__(self, prior):
+            self.prior = prior
+            self.active = True
+
+        def __call__(self, graph) -> None:
+            if self.prior is not None:
+                self.prior(graph)
+            if not self.active:
+                return
+            try:
+                _fuse(graph)
+            except Exception as e:  # leave the graph to plain Inductor
+                _warn_once(f"the fusion pass failed and was skipped ({type(e).__name__}: {e})")
+
+        def uuid(self):
+            prior = None
+            if self.prior is not None:
+                prior = self.prior.uuid() if hasattr(self.prior, "uuid") else None
+                if prior is None:
+                    return None  # an uncacheable prior pass keeps the graph uncacheable
+            import gemmtune
+            extra = f"{gemmtune.__version__}|{_FUSE_DEVICES}|{self.active}|{prior!r}"
+            return get_hash_for_files((__file__,), extra).hex()
+
+    _FusionPass.__module__ = __name__
+    _FusionPass.__qualname__ = "_FusionPass"
+    globals()["_FusionPass"] = _FusionPass
+    _state["pass_cls"] = _FusionPass
+    return _FusionPass
+
+
+def _enable_fuse() -> bool:
+    try:
+        import torch
+        from torch._inductor import config
+        if not hasattr(config, "post_grad_custom_post_pass"):
+            raise AttributeError("torch._inductor.config.post_grad_custom_post_pass")
+        for name in ("mm", "addmm", "split", "split_with_sizes", "slice", "permute", "reshape"):
+            if not hasattr(torch.ops.aten, name):
+                raise AttributeError(f"torch.ops.aten.{name}")
+        cls = _state["pass_cls"] or _make_pass_class()
+    except Exception as e:
+        _warn_once(f"the fusion pass is off: an Inductor internal it needs is missing ({e})")
+        return False
+    cur = config.post_grad_custom_post_pass
+    if isinstance(cur, cls):
+        cur.active = True
+    else:
+        p = cls(cur)
+        _state["pass"] = p
+        config.post_grad_custom_post_pass = p
+    _state["fuse"] = True
+    return True
+
+
+def _disable_fuse() -> None:
+    _state["fuse"] = False
+    p = _state["pass"]
+    if p is None:
+        return
+    from torch._inductor import config
+    if config.post_grad_custom_post_pass is p:
+        config.post_grad_custom_post_pass = p.prior
+        _state["pass"] = None
+    else:  # another pass was chained on top of ours: keep the chain, make ours a no-op
+        p.active = False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+def enable(fuse: bool = True, choices: bool = True) -> dict:
+    """Turns the torch.compile integration on (idempotent). `choices`: Inductor's max-autotune also times gemmtune
+    for aten mm / addmm / bmm / _scaled_mm. `fuse`: a post-grad pass rewrites matmul + bias / activation / GLU /
+    residual chains into torch.ops.gemmtune.linear. Returns enabled(); a mechanism whose Inductor internals are
+    missing stays off with a warning, and torch.compile behaves as plain torch."""
+    with _lock:
+        if choices:
+            _enable_choices()
+        else:
+            _disable_choices()
+        if fuse:
+            _enable_fuse()
+        else:
+            _disable_fuse()
+        return enabled()
+
+
+def disable() -> None:
+    """Turns both mechanisms off and restores what Inductor's config held before enable() (idempotent)."""
+    with _lock:
+        _disable_choices()
+        _disable_fuse()
