@@ -481,7 +481,8 @@ def test_compile_fullgraph(launches, monkeypatch):
     torch._dynamo.reset()
     assert len(graphs) == 1
     targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
-    assert sum(t.startswith("gemmtune_modules_test.linear") for t in targets) == 9, targets  # 2 x (qkv, o, gate_up, down) + head
+    # 2 layers x (qkv, o, gate_up, down) + head
+    assert sum(t.startswith("gemmtune_modules_test.linear") for t in targets) == 9, targets
     assert _test_lib_calls.count("silu_glu") == 2
     assert torch.equal(got, want)
 

@@ -13,9 +13,10 @@ their own forward):
   without parameters that computes one of these: transformers' activation classes) -> a ``Linear`` with that
   epilogue, and ``nn.Identity`` in the activation's slot (indices and state_dict keys unchanged).
 - A gated MLP (transformers' LlamaMLP and its Mistral/Qwen/Gemma kin): a module with ``gate_proj``, ``up_proj``,
-  ``down_proj`` Linears and an ``act_fn`` SiLU or GELU (or ReLU, Sigmoid) whose forward is ``down(act(gate(x)) * up(x))`` -> ``GatedMLP``:
-  one GEMM over the concatenated ``[gate; up]`` weight with the ``silu_glu`` / ``gelu_tanh_glu`` / ``gelu_erf_glu``
-  (``relu_glu``, ``sigmoid_glu``) epilogue, then ``down_proj``. The forward is checked, not assumed: the module is run once on a random 2-token input
+  ``down_proj`` Linears and an ``act_fn`` SiLU or GELU (or ReLU, Sigmoid) whose forward is
+  ``down(act(gate(x)) * up(x))`` -> ``GatedMLP``: one GEMM over the concatenated ``[gate; up]`` weight with the
+  ``silu_glu`` / ``gelu_tanh_glu`` / ``gelu_erf_glu`` (``relu_glu``, ``sigmoid_glu``) epilogue, then ``down_proj``.
+  The forward is checked, not assumed: the module is run once on a random 2-token input
   and compared with that formula (a module whose forward differs is left alone). The concatenated weight is a new
   Parameter (the originals are freed unless referenced elsewhere); ``state_dict()`` still has the original keys
   (``gate_proj.weight``, ``up_proj.weight``: copies of the halves) and ``load_state_dict`` takes them (or
@@ -126,8 +127,8 @@ class GatedMLP(nn.Module):
             w = torch.cat([gate.weight, up.weight], dim=0)
             b = None if gate.bias is None else torch.cat([gate.bias, up.bias], dim=0)
         rg = gate.weight.requires_grad or up.weight.requires_grad
-        gate_up = Linear(nn.Parameter(w, requires_grad=rg),
-                         None if b is None else nn.Parameter(b, requires_grad=gate.bias.requires_grad), _GLU[activation])
+        bias = None if b is None else nn.Parameter(b, requires_grad=gate.bias.requires_grad)
+        gate_up = Linear(nn.Parameter(w, requires_grad=rg), bias, _GLU[activation])
         return cls(gate_up, down if isinstance(down, Linear) else Linear.from_linear(down))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
