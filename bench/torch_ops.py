@@ -233,7 +233,7 @@ def host_overhead(args, dev):
         stream = torch.cuda.current_stream().cuda_stream
         fns["Gemm.run_raw (ctypes)"] = lambda: run_raw(xp, wp, 0, dp, 0, 0, 0, 0, 0, 0, 0, 0, stream)
     fns["F.linear"] = lambda: F.linear(x, w)
-    clock_khz = torch.cuda.get_device_properties(dev).clock_rate or 1_980_000
+    clock_khz = getattr(torch.cuda.get_device_properties(dev), "clock_rate", 0) or 1_980_000
     calls = args.host_calls
     out = {}
     for name, f in fns.items():
