@@ -250,6 +250,16 @@ def test_sequential_activation_fused(launches):
         assert close(model(x), want)
 
 
+def test_many_sequentials_each_slot_right(launches):
+    """Replaced modules are freed only after the swap: a new Identity never takes a replaced module's identity."""
+    model = bf16(nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 8))
+                               for _ in range(40)))
+    gemmtune.torch.optimize(model, progress=False)
+    for seq in model:
+        assert [type(m).__name__ for m in seq] == ["Linear", "Identity", "Linear", "Identity", "Linear"]
+        assert [seq[i].epilogue for i in (0, 2, 4)] == ["relu", "silu", "none"]
+
+
 def test_fuse_false_swaps_linears_only(launches):
     model = bf16(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), LlamaLikeMLP(64, 32)))
     gemmtune.torch.optimize(model, progress=False, fuse=False)
@@ -373,7 +383,9 @@ def test_bad_arguments(launches):
 # ---- ahead-of-time tuning: gathering and the progress lines --------------------------------------------------------
 
 def test_token_counts():
-    assert gm.token_counts([(1, 2048), (8, 512), 4096, [2, 3, 4], torch.Size([7])]) == [2048, 4096, 24, 7]
+    shapes = [(1, 2048), (8, 512), 4096, [2, 3, 4], torch.Size([7]), (2048,), (1, 2048)]
+    assert gm.token_counts(shapes) == [2048, 4096, 24, 7]
+    assert gm.leading_shapes(shapes) == [(1, 2048), (8, 512), (4096,), (2, 3, 4), (7,), (2048,)]
 
 
 def test_distinct_gemms(launches):
@@ -387,6 +399,7 @@ def test_distinct_gemms(launches):
     assert specs[0].modules == ["layers.0.qkv", "layers.1.qkv", "layers.2.qkv"]
     assert specs[2].modules == ["layers.0.mlp.gate_up", "layers.1.mlp.gate_up", "layers.2.mlp.gate_up"]
     assert specs[4].modules == ["head"] and (specs[4].n, specs[4].k) == (50, 64)
+    assert specs[0].leads == [(1, 16), (2, 8)] and specs[5].leads == [(4,)]
 
 
 class FakeSelections:
@@ -400,7 +413,9 @@ class FakeSelections:
     def install(self, monkeypatch, launches_list):
         def launch(x, weight, bias, epilogue):
             self.tune_modes.append(self.opts["tune"])
-            key = f"{x.shape[0]}x{weight.shape[0]}x{weight.shape[1]} {epilogue}"
+            key = (tuple(x.shape), tuple(weight.shape), epilogue)  # the ops key a selection by the input's shape
+            if self.opts["tune"] == "never" and key not in self.sel:
+                raise gemmtune.Error(f"untuned {key}")
             self.sel.setdefault(key, "sm90:fake")
             launches_list.append((tuple(x.shape), tuple(weight.shape), epilogue, bias is not None))
             return reference_linear(x, weight, bias, epilogue)
@@ -416,13 +431,32 @@ def test_tune_ahead_runs_each_distinct_gemm_once(launches, monkeypatch):
     lines = []
     model = gemmtune.torch.optimize(bf16(TinyLM(layers=2)), shapes=[(2, 8), 3], progress=lines.append)
     assert len(launches) == 10  # 5 distinct GEMMs x 2 M's, each once, whatever the layer count
-    assert {s[0][0] for s in launches} == {16, 3}
+    assert {s[0] for s in launches} == {(2, 8, 64), (3, 64), (2, 8, 96), (3, 96)}
     assert fake.tune_modes == ["auto"] * 10 and fake.opts["tune"] == "never"  # tuning allowed, then restored
     assert lines[0].startswith("gemmtune.optimize: ")
     assert lines[1].startswith("[1/10] linear 16x192x64 bf16 bias (layers.0.qkv +1) ... sm90:fake"), lines[1]
     assert lines[3].startswith("[3/10] linear 16x192x64 bf16 silu_glu (layers.0.mlp.gate_up +1) ..."), lines[3]
     assert all("tuned in" in ln for ln in lines[1:])
     assert type(model.layers[1].mlp) is gm.GatedMLP
+
+
+def test_tune_ahead_primes_every_input_shape(launches, monkeypatch):
+    """Two input shapes of one M: one problem (one progress line), tuned on the first and then run on the second,
+    so that calls of either shape find their selection when tuning is off."""
+    fake = FakeSelections()
+    fake.install(monkeypatch, launches)
+    lines = []
+    model = gemmtune.torch.optimize(bf16(TinyLM(layers=1)), shapes=[(2, 8), (1, 16)], progress=lines.append)
+    assert len(lines) == 6 and lines[1].startswith("[1/5] linear 16x192x64 bf16 bias (layers.0.qkv) ..."), lines
+    assert [s[0] for s in launches[:2]] == [(2, 8, 64), (1, 16, 64)]
+    fake.opts["tune"] = "never"
+    launches.clear()
+    with torch.no_grad():
+        model(torch.randint(0, 50, (2, 8)))
+        model(torch.randint(0, 50, (1, 16)))
+        with pytest.raises(gemmtune.Error, match="untuned"):
+            model(torch.randint(0, 50, (4, 4)))
+    assert len(launches) == 10
 
 
 def test_tune_ahead_reports_failures(launches, monkeypatch):

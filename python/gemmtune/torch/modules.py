@@ -28,9 +28,12 @@ under ``torch.compile`` and in CUDA graphs. They are for inference: run the mode
 ``torch.inference_mode()``.
 
 Tuning: lazily by default (the op tunes a problem on its first call, then a dict lookup); or ahead of time with
-``shapes``, a list of token counts M or input shapes whose leading dims multiply to M (``(batch, seq)``): every
-distinct GEMM of the model (M, N, K, dtype, epilogue, bias) is gathered, deduplicated, and tuned before
-``optimize`` returns, with one progress line per GEMM on stderr. Tuner options are ``gemmtune.torch.set_options``'.
+``shapes``, a list of the activations' leading dims: ``(batch, seq)`` for a transformer whose Linears see
+(batch, seq, hidden) inputs, or an int M for 2-D (M, K) inputs. Every distinct GEMM of the model (M = the product,
+N, K, dtype, epilogue, bias) is gathered, deduplicated, and tuned before ``optimize`` returns, with one progress line
+per GEMM on stderr; each listed input shape is then run once through the op, whose selection dict is keyed by the
+input's shape, so those calls find their kernel without tuning (``set_options(tune="never")`` can then enforce
+it). Tuner options are ``gemmtune.torch.set_options``'.
 """
 from __future__ import annotations
 
@@ -295,6 +298,9 @@ class _Swapper:
         self.fuse = fuse
         self.include = include
         self.memo = {}  # id(original module) -> its replacement, so a shared module stays shared
+        # The originals stay referenced until the swap ends: a replaced module freed mid-swap could hand its id to a
+        # module created later (an Identity), which the memo would then mistake for it.
+        self.originals = []
         self.counts = {}  # id(module) -> how many (parent, attribute) slots of the model hold it
         self.report = SwapReport()
 
@@ -317,7 +323,7 @@ class _Swapper:
             act = _gated_mlp_activation(m, self.dtypes, self.counts)
             if act is not None:
                 down = self.memo.get(id(m.down_proj)) or Linear.from_linear(m.down_proj)
-                self.memo[id(m.down_proj)] = down
+                self.remember(m.down_proj, down)
                 new = GatedMLP.from_parts(m.gate_proj, m.up_proj, down, act)
                 self.report.gated_mlps += 1
                 self.report.linears += 2
@@ -330,8 +336,12 @@ class _Swapper:
             else:
                 self.note(_why_not(m, self.dtypes))
         if new is not None:
-            self.memo[id(m)] = new
+            self.remember(m, new)
         return new
+
+    def remember(self, original: nn.Module, new: nn.Module):
+        self.memo[id(original)] = new
+        self.originals.append(original)
 
     def note(self, why: str):
         self.report.left_alone[why] = self.report.left_alone.get(why, 0) + 1
@@ -350,7 +360,7 @@ class _Swapper:
             if act is None:
                 continue
             new = Linear.from_linear(lin, act)
-            self.memo[id(lin)] = new
+            self.remember(lin, new)
             setattr(seq, a, new)
             setattr(seq, b, nn.Identity())
             self.report.linears += 1
@@ -402,6 +412,7 @@ class GemmSpec:
     bias: bool
     device: torch.device
     modules: list = field(default_factory=list)
+    leads: list = field(default_factory=list)  # the inputs' leading dims with this M, e.g. [(2, 16), (1, 32)]
 
     def key(self) -> tuple:
         return (self.m, self.n, self.k, self.dtype, self.epilogue, self.bias, self.device)
@@ -414,37 +425,47 @@ class GemmSpec:
         return f"linear {self.m}x{self.n}x{self.k} {dt}" + (f" {','.join(ops)}" if ops else "")
 
 
-def token_counts(shapes: Iterable[Union[int, Sequence[int]]]) -> list:
-    """M values from `shapes`: an int is M; a shape (batch, seq, ...) is the product of its dims. Distinct, in order."""
+def leading_shapes(shapes: Iterable[Union[int, Sequence[int]]]) -> list:
+    """The activations' leading dims from `shapes`, distinct, in order: an int M is a 2-D input (M, K) -> (M,); a
+    shape (batch, seq, ...) is an input (batch, seq, ..., K) as a transformer's hidden states reach its Linears."""
     if isinstance(shapes, (int, tuple, torch.Size)):
         raise TypeError("gemmtune.torch.optimize: shapes is a list of token counts or shapes, e.g. [(1, 2048), "
                         f"(8, 512)] or [2048, 4096] (got {shapes!r})")
-    ms = []
+    leads = []
     for s in shapes:
-        if isinstance(s, bool):
-            raise TypeError(f"gemmtune.torch.optimize: shape entry {s!r} is not a token count or a shape")
-        if isinstance(s, int):
-            m = s
+        if isinstance(s, int) and not isinstance(s, bool):
+            lead = (s,)
         elif isinstance(s, (tuple, list, torch.Size)) and len(s) > 0 and all(
                 isinstance(d, int) and not isinstance(d, bool) for d in s):
-            m = math.prod(s)
+            lead = tuple(s)
         else:
             raise TypeError(f"gemmtune.torch.optimize: shape entry {s!r} is not a token count (int) or a shape "
                             "(tuple of ints)")
-        if m <= 0:
-            raise ValueError(f"gemmtune.torch.optimize: shape entry {s!r} gives M = {m}; it must be positive")
-        if m not in ms:
-            ms.append(m)
-    if not ms:
+        if math.prod(lead) <= 0:
+            raise ValueError(f"gemmtune.torch.optimize: shape entry {s!r} gives M = {math.prod(lead)}; it must be "
+                             "positive")
+        if lead not in leads:
+            leads.append(lead)
+    if not leads:
         raise ValueError("gemmtune.torch.optimize: shapes is empty")
+    return leads
+
+
+def token_counts(shapes: Iterable[Union[int, Sequence[int]]]) -> list:
+    """M values from `shapes`: an int is M; a shape (batch, seq, ...) is the product of its dims. Distinct, in order."""
+    ms = []
+    for lead in leading_shapes(shapes):
+        if math.prod(lead) not in ms:
+            ms.append(math.prod(lead))
     return ms
 
 
 def distinct_gemms(model: nn.Module, shapes) -> list:
-    """Every distinct GEMM the swapped modules of `model` run for the token counts in `shapes`, deduplicated over
-    (M, N, K, dtype, epilogue, bias, device), in model order by M. Each Linear is assumed to see all M tokens (true of
-    a decoder's projections; an LM head that computes only the last position's logits runs at M = batch and is tuned
-    lazily on first use)."""
+    """Every distinct GEMM the swapped modules of `model` run for the inputs in `shapes`, deduplicated over
+    (M, N, K, dtype, epilogue, bias, device), in model order by M; `leads` lists the input shapes giving that M.
+    Each Linear is assumed to see all the tokens (true of a decoder's projections; an LM head that computes only the
+    last position's logits runs at M = batch on a strided view and is tuned lazily on first use)."""
+    leads = leading_shapes(shapes)
     ms = token_counts(shapes)
     found = {}
     for name, mod in model.named_modules():
@@ -452,7 +473,8 @@ def distinct_gemms(model: nn.Module, shapes) -> list:
             continue
         w = mod.weight
         for m in ms:
-            spec = GemmSpec(m, w.shape[0], w.shape[1], w.dtype, mod.epilogue, mod.bias is not None, w.device)
+            spec = GemmSpec(m, w.shape[0], w.shape[1], w.dtype, mod.epilogue, mod.bias is not None, w.device,
+                            leads=[ld for ld in leads if math.prod(ld) == m])
             found.setdefault(spec.key(), spec).modules.append(name or "<model>")
     return sorted(found.values(), key=lambda s: ms.index(s.m))
 
@@ -502,15 +524,19 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
             more = f" +{len(spec.modules) - 1}" if len(spec.modules) > 1 else ""
             emit(f"[{i + 1}/{len(specs)}] {spec.label()} ({spec.modules[0]}{more}) ... ", end="")
             rec = {"label": spec.label(), "m": spec.m, "n": spec.n, "k": spec.k, "epilogue": spec.epilogue,
-                   "bias": spec.bias, "modules": list(spec.modules), "candidate": "", "ms": None, "tune_s": 0.0,
-                   "error": ""}
+                   "bias": spec.bias, "modules": list(spec.modules), "leads": list(spec.leads), "candidate": "",
+                   "ms": None, "tune_s": 0.0, "error": ""}
             mod = _representative(model, spec)
             before = dict(_dispatch.selections())
             t0 = time.perf_counter()
             try:
                 with torch.no_grad():
-                    x = torch.randn(spec.m, spec.k, device=spec.device, dtype=spec.dtype)
-                    mod(x)
+                    # The op's selection dict is keyed by the input's own shape: the problem is tuned on the first
+                    # input shape, and each other shape of the same M is one more call (the tuner's result cache
+                    # answers it without tuning again).
+                    for lead in spec.leads:
+                        x = torch.randn(*lead, spec.k, device=spec.device, dtype=spec.dtype)
+                        mod(x)
                     if spec.device.type == "cuda":
                         torch.cuda.synchronize(spec.device)
                     rec["tune_s"] = time.perf_counter() - t0
@@ -544,7 +570,8 @@ def optimize(model: nn.Module, shapes=None, *, tune: Optional[str] = None,
              include: Optional[Callable[[str, nn.Module], bool]] = None) -> nn.Module:
     """Swaps the model's nn.Linear layers and the patterns above for gemmtune-backed modules; returns the model.
 
-    shapes: token counts M or input shapes (see token_counts) to tune every distinct GEMM for before returning.
+    shapes: token counts M or the inputs' leading dims (see leading_shapes) to tune every distinct GEMM for before
+    returning: (batch, seq) for a transformer whose Linears see (batch, seq, hidden) activations.
     tune: "lazy" (each shape tuned by the op on its first call) or "ahead" (needs shapes); default "ahead" when
     shapes are given, else "lazy". progress: True prints a summary and one line per tuned GEMM on stderr; a
     callable gets the lines instead; False is silent. inplace: False swaps a deep copy and leaves `model` as it is.
@@ -559,7 +586,7 @@ def optimize(model: nn.Module, shapes=None, *, tune: Optional[str] = None,
     if mode == "lazy" and shapes is not None:
         raise ValueError("gemmtune.torch.optimize: shapes are tuned ahead of time; drop tune='lazy' or the shapes")
     if shapes is not None:
-        token_counts(shapes)  # a bad shape list fails before anything is swapped
+        leading_shapes(shapes)  # a bad shape list fails before anything is swapped
     bad = [d for d in dtypes if d not in (torch.bfloat16, torch.float16)]
     if bad:
         raise ValueError(f"gemmtune.torch.optimize: dtypes may hold torch.bfloat16 and torch.float16 (got {bad})")
@@ -575,5 +602,5 @@ def optimize(model: nn.Module, shapes=None, *, tune: Optional[str] = None,
     return model
 
 
-__all__ = ["optimize", "swap", "tune_ahead", "distinct_gemms", "token_counts", "activation_of", "Linear", "GatedMLP",
+__all__ = ["optimize", "swap", "tune_ahead", "distinct_gemms", "token_counts", "leading_shapes", "activation_of", "Linear", "GatedMLP",
            "GemmSpec", "SwapReport"]

@@ -149,15 +149,16 @@ def test_sequential_and_mlp_epilogues(dtype, m):
 def test_ahead_of_time_tuning_then_no_tuning_at_call_time():
     model, ref32, call = small_llama()
     lines = []
-    gt.optimize(model, shapes=[(2, 16), 5], progress=lines.append)
-    specs = gm.distinct_gemms(model, [(2, 16), 5])
+    shapes = [(2, 16), (1, 32), (5, 1)]  # (batch, seq): the model's Linears see (batch, seq, hidden)
+    gt.optimize(model, shapes=shapes, progress=lines.append)
+    specs = gm.distinct_gemms(model, shapes)  # M = 32 (twice) and 5
     assert len(lines) == 1 + len(specs), lines  # the summary, then one line per distinct GEMM
     assert all(f"[{i + 1}/{len(specs)}] linear " in ln for i, ln in enumerate(lines[1:])), lines
     assert all(" ms (tuned in " in ln for ln in lines[1:]), lines
     tuned = dict(gt.selections())
     gt.set_options(tune="never")
     with torch.no_grad():
-        for shape in ((2, 16), (1, 32), (5, 1)):  # M = 32 and 5: every GEMM tuned ahead of time
+        for shape in shapes:  # every GEMM of these inputs was tuned ahead of time
             ids = torch.randint(0, 1000, shape, device=DEV)
             e = norm_err(call(model, ids), call(ref32, ids))
             assert e <= TOL, f"{shape}: {e:.3g}"
