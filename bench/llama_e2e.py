@@ -68,7 +68,8 @@ def build_model(args, device):
             model = LlamaForCausalLM(cfg)
     finally:
         torch.set_default_dtype(old)
-    model = model.to(device=device, dtype=torch.bfloat16).eval()
+    # Already bf16 on the device; no .to(dtype), which would also cast the fp32 RoPE frequencies to bf16.
+    model = model.to(device).eval()
     model.requires_grad_(False)
     return model, cfg
 
