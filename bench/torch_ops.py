@@ -82,16 +82,12 @@ def load_shapes(args, root):
 
 
 def quick_pick(shapes):
-    """--quick: at most 6 shapes of a suite, spread over its M's and epilogues (the first of each (M, epilogue),
-    smallest and largest M first)."""
-    seen, out = set(), []
-    for s in sorted(shapes, key=lambda s: (s["m"] not in (min(x["m"] for x in shapes), max(x["m"] for x in shapes)),
-                                          s["m"])):
-        key = (s["m"], s["epilogue"])
-        if key not in seen:
-            seen.add(key)
-            out.append(s)
-    return out[:6]
+    """--quick: every fused-epilogue shape, then the shapes at the suite's smallest and largest M; at most 10."""
+    if not shapes:
+        return []
+    lo, hi = min(s["m"] for s in shapes), max(s["m"] for s in shapes)
+    fused = [s for s in shapes if s["epilogue"] not in ("", "none")]
+    return (fused + [s for s in shapes if s["m"] in (lo, hi) and s not in fused])[:10]
 
 
 def op_call(epilogue):
@@ -350,9 +346,9 @@ def self_test():
     assert "| s | c | 1 | 8 | 8 | none | 5.0 | - | - | - | - |" in text, text
     assert "1 of 2 beyond 2%: b +10.0%" in text, text
     assert "| F.linear | 4.00 |" in text and "| raw | - |" in text, text
-    assert quick_pick([{"m": m, "epilogue": e} for m in (1, 8, 16, 2048) for e in ("none", "silu_glu")]) == [
-        {"m": 1, "epilogue": "none"}, {"m": 1, "epilogue": "silu_glu"}, {"m": 2048, "epilogue": "none"},
-        {"m": 2048, "epilogue": "silu_glu"}, {"m": 8, "epilogue": "none"}, {"m": 8, "epilogue": "silu_glu"}]
+    picked = quick_pick([{"m": m, "epilogue": e} for m in (1, 8, 16, 2048) for e in ("none", "silu_glu")])
+    assert picked == [{"m": m, "epilogue": "silu_glu"} for m in (1, 8, 16, 2048)] + [
+        {"m": 1, "epilogue": "none"}, {"m": 2048, "epilogue": "none"}], picked
     print("torch_ops.py self-test: ok")
 
 
@@ -363,7 +359,8 @@ def main():
                     help=f"suite name in bench/suites or a path; repeatable (default: {', '.join(DEFAULT_SUITES)})")
     ap.add_argument("--filter", default="", help="comma-separated substrings: only shapes whose name contains one")
     ap.add_argument("--quick", action="store_true",
-                    help="at most 6 shapes per suite, 50 ms per timing, 1 round, fewer host-overhead calls")
+                    help="per suite the fused shapes and those at its smallest and largest M (at most 10); 50 ms "
+                         "per timing, 1 round, fewer host-overhead repeats")
     ap.add_argument("--json", default="", help="write every number here")
     ap.add_argument("--md", default="", help="write the markdown tables here (they are also printed)")
     ap.add_argument("--rep", type=float, default=200, help="GPU time per timing (ms)")
