@@ -19,14 +19,17 @@ Modes:
   compile+gemmtune    the same after gemmtune.torch.enable() (gemmtune one more timed choice, and its fusion pass)
   optimize            eager after gemmtune.torch.optimize(model): nn.Linear -> gemmtune's linear op, the MLP's
                       gate/up as one GEMM with the silu_glu epilogue; tuned lazily on each shape's first call
-Each compiled (mode, workload) starts from torch._dynamo.reset() and compiles with dynamic=False. `first s` is the
-first call's wall time: compilation and autotuning for the compile modes, gemmtune's tuning of the shapes for
-optimize (plus the swap itself, `swap s` in the JSON), cuBLAS's start for eager. With --cold each mode gets a fresh
+Each compiled (mode, workload) starts from torch._dynamo.reset() and compiles with dynamic=False. `first call s` is
+the first call's wall time: compilation and autotuning for the compile modes, gemmtune's tuning of the shapes for
+optimize (plus the swap itself, shown as "+x swap"), cuBLAS's start for eager. With --cold each mode gets a fresh
 Inductor/Triton cache directory and a fresh GEMMTUNE_CACHE_DIR (and gemmtune's in-process selections are cleared),
-so those times are cold; without it, whatever the caches hold counts. Latency: CUDA events around each call after
---warmup calls, median of --iters (decode: 5x that). Errors against eager's outputs of the same inputs: max abs and
-max abs / max |eager| of the logits and of the last hidden state (bf16 throughout: differences of ~1e-2 relative are
-rounding, not bugs). A mode that fails prints its error in the table and the script goes on.
+so those times are cold; without it, whatever the caches hold counts. `GEMM calls` counts the GEMM kernel calls in
+Inductor's generated code by kind (gemmtune: its extern choice or the op its fusion pass put in; aten: cuBLAS;
+triton: Inductor's templates); the JSON also has gemmtune.torch.inductor.stats() of the compile+gemmtune mode.
+Latency: CUDA events around each call after --warmup calls, median of --iters (decode: 5x that). Errors against
+eager's outputs of the same inputs: max abs and max abs / max |eager| of the logits and of the last hidden state
+(bf16 throughout: differences of ~1e-2 relative are rounding, not bugs). A mode that fails prints its error in the
+table and the script goes on.
 
 Examples (GPU host):
   python3 bench/llama_e2e.py --cold --json out/llama_e2e.json --md out/llama_e2e.md
@@ -40,6 +43,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -178,11 +182,20 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
                     enabled = True
                 fn = torch.compile(fn, mode=args.compile_mode, dynamic=False)
             with torch.no_grad():
+                if mode == "compile+gemmtune" and hasattr(gt.inductor, "reset_stats"):
+                    gt.inductor.reset_stats()
                 sync(device)
                 t0 = time.perf_counter()
-                out = fn(ids)
+                if mode in ("compile", "compile+gemmtune"):
+                    from torch._inductor.utils import run_and_get_code
+                    out, codes = run_and_get_code(fn, ids)
+                    row["gemm_kernels"] = kernel_mix(codes)
+                else:
+                    out = fn(ids)
                 sync(device)
                 row["first_s"] = time.perf_counter() - t0
+                if mode == "compile+gemmtune" and hasattr(gt.inductor, "stats"):
+                    row["gemmtune_stats"] = gt.inductor.stats()
                 if wl in refs:
                     row.update(errors(out, refs[wl]))
                 del out
@@ -208,8 +221,32 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
     return rows
 
 
+_TEMPLATE_CALL = re.compile(r"\b(triton_tem_\w+)\.run\(")
+_ATEN_CALL = re.compile(r"\bextern_kernels\.(mm|addmm|bmm|baddbmm|_scaled_mm)\(")
+_GEMMTUNE_CALL = re.compile(r"\b[\w.]*gemmtune[\w.]*\(")
+
+
+def kernel_mix(codes):
+    """Calls of each kind of GEMM kernel in Inductor's generated code: gemmtune (its extern choice or the op the
+    fusion pass put in), aten (cuBLAS) and Triton templates."""
+    calls = {"gemmtune": 0, "aten": 0, "triton": 0}
+    for code in codes:
+        for line in code.splitlines():
+            line = line.strip()
+            if line.startswith("#") or line.startswith("def ") or "import" in line:
+                continue
+            calls["gemmtune"] += len(_GEMMTUNE_CALL.findall(line))
+            calls["aten"] += len(_ATEN_CALL.findall(line))
+            calls["triton"] += len(_TEMPLATE_CALL.findall(line))
+    return calls
+
+
 def fmt(v, spec):
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def mix_text(mix):
+    return "-" if not mix else ", ".join(f"{k} {v}" for k, v in mix.items() if v) or "none"
 
 
 def table(rows, meta):
@@ -219,7 +256,7 @@ def table(rows, meta):
              f"- {KV_NOTE}", f"- compile mode: {meta['compile_mode']}; caches: "
              f"{'cold (fresh per mode)' if meta['cold'] else 'as found'}", "",
              "| workload | mode | latency ms | x eager | x compile | first call s | logits max abs | logits rel | "
-             "hidden rel | error |", "|" + "---|" * 10]
+             "hidden rel | GEMM calls | error |", "|" + "---|" * 11]
     for r in rows:
         lat = r.get("latency_ms")
         e = by.get(("eager", r["workload"]), {}).get("latency_ms")
@@ -232,21 +269,28 @@ def table(rows, meta):
         lines.append(f"| {r['workload']} | {r['mode']} | {fmt(lat, '.3f')} | "
                      f"{fmt(e / lat if e and lat else None, '.3f')} | {fmt(c / lat if c and lat else None, '.3f')} | "
                      f"{first_txt} | {fmt(r.get('logits_max_abs'), '.3g')} | {fmt(r.get('logits_rel'), '.2e')} | "
-                     f"{fmt(r.get('hidden_rel'), '.2e')} | {r.get('error', '')} |")
+                     f"{fmt(r.get('hidden_rel'), '.2e')} | {mix_text(r.get('gemm_kernels'))} | {r.get('error', '')} |")
     return "\n".join(lines)
 
 
 def self_test():
     rows = [{"mode": "eager", "workload": "decode-1", "latency_ms": 2.0, "first_s": 0.5},
-            {"mode": "compile", "workload": "decode-1", "latency_ms": 1.0, "first_s": 60.0, "logits_rel": 1e-3},
+            {"mode": "compile", "workload": "decode-1", "latency_ms": 1.0, "first_s": 60.0, "logits_rel": 1e-3,
+             "gemm_kernels": {"gemmtune": 0, "aten": 7, "triton": 2}},
             {"mode": "optimize", "workload": "decode-1", "latency_ms": 0.8, "first_s": 5.0, "swap_s": 0.2},
             {"mode": "compile+gemmtune", "workload": "decode-1", "error": "NotImplementedError: x"}]
     meta = {"layers": 2, "device": "X", "torch": "t", "transformers": "5", "gemmtune": "g",
             "compile_mode": "max-autotune-no-cudagraphs", "cold": True}
     text = table(rows, meta)
-    assert "| decode-1 | compile | 1.000 | 2.000 | 1.000 | 60.0 | - | 1.00e-03 | - |  |" in text, text
+    assert "| decode-1 | compile | 1.000 | 2.000 | 1.000 | 60.0 | - | 1.00e-03 | - | aten 7, triton 2 |  |" \
+        in text, text
     assert "| decode-1 | optimize | 0.800 | 2.500 | 1.250 | 5.0 (+0.2 swap) |" in text, text
-    assert "| decode-1 | compile+gemmtune | - | - | - | - | - | - | - | NotImplementedError: x |" in text, text
+    assert "| decode-1 | compile+gemmtune | - | - | - | - | - | - | - | - | NotImplementedError: x |" in text, text
+    code = ("def call(args):\n    # extern_kernels.mm(a, b)\n    extern_kernels.mm(buf0, arg1_1, out=buf1)\n"
+            "    triton_tem_fused_mm_0.run(buf1, grid=g)\n"
+            "    torch.ops.gemmtune.linear.default(buf2, w, None, 'silu_glu')\n"
+            "    gemmtune_mm(buf3, buf4, out=buf5)\n")
+    assert kernel_mix([code]) == {"gemmtune": 2, "aten": 1, "triton": 1}, kernel_mix([code])
     print("llama_e2e.py self-test: ok")
 
 
