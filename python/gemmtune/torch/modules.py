@@ -496,10 +496,11 @@ def _kernel_ms(fn, iters: int = 20) -> float:
 
 
 def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str], None]] = True) -> list:
-    """Tunes every distinct GEMM of an optimized model for the token counts in `shapes` now, by running each once
-    through the op on random input (so what the op selects is exactly what later calls find in its cache).
-    Returns one dict per GEMM: label, modules, candidate, ms (the selected kernel's time through the op), tune_s,
-    error. Raises gemmtune.Error after trying them all if any failed."""
+    """Tunes every distinct GEMM of an optimized model for the inputs in `shapes` (see leading_shapes) now, by
+    running each once through the op on random input of each listed shape (so what the op selects is exactly what
+    later calls of those shapes find in its selection dict). Tuning is allowed for the duration even under
+    set_options(tune="never"). Returns one dict per GEMM: label, modules, leads, candidate, ms (the selected kernel's
+    time through the op, CUDA only), tune_s, error. Raises gemmtune.Error after trying them all if any failed."""
     from .._errors import Error
 
     if progress is True:
