@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+r"""End to end on a Llama-3-8B-shaped decoder (GPU host): eager, torch.compile, torch.compile + gemmtune, and
+eager with gemmtune's module swap; latency, compile/tune time and the outputs' error against eager.
+
+The model: transformers' LlamaForCausalLM from a LlamaConfig with Llama 3 8B's shapes (hidden 4096, intermediate
+14336, 32 heads, 8 KV heads, vocabulary 128256) and --layers decoder layers (2 by default), random weights (nothing
+is downloaded), bf16, on the GPU. transformers is needed by this script only, never by the gemmtune package.
+
+A call is one forward: h = model.model(ids, use_cache=False).last_hidden_state, then the LM head on the last position
+(what a prefill needs to pick the next token: logits_to_keep = 1). Workloads:
+  prefill-1x2048, prefill-8x512   (batch x tokens): the projections run at M = 2048 and 4096
+  decode-1, decode-32             one new token per sequence at batch 1 and 32, with no KV cache: each sequence is that
+                                  one token (seq len 1), so attention is trivial and the step is the GEMMs at M = 1 and
+                                  32 (plus norms, RoPE, the LM head); a cached step adds attention over the cache.
+Modes:
+  eager               the model as transformers builds it
+  compile             torch.compile(mode="max-autotune-no-cudagraphs") of the call (Inductor times ATen and its
+                      Triton templates per matmul and keeps the fastest)
+  compile+gemmtune    the same after gemmtune.torch.enable() (gemmtune one more timed choice, and its fusion pass)
+  optimize            eager after gemmtune.torch.optimize(model): nn.Linear -> gemmtune's linear op, the MLP's
+                      gate/up as one GEMM with the silu_glu epilogue; tuned lazily on each shape's first call
+Each compiled (mode, workload) starts from torch._dynamo.reset() and compiles with dynamic=False. `first call s` is
+the first call's wall time: compilation and autotuning for the compile modes, gemmtune's tuning of the shapes for
+optimize (plus the swap itself, shown as "+x swap"), cuBLAS's start for eager. With --cold each mode gets a fresh
+Inductor/Triton cache directory and a fresh GEMMTUNE_CACHE_DIR (and gemmtune's in-process selections are cleared),
+so those times are cold; without it, whatever the caches hold counts. `GEMM calls` counts the GEMM kernel calls in
+Inductor's generated code by kind (gemmtune: its extern choice or the op its fusion pass put in; aten: cuBLAS;
+triton: Inductor's templates); the JSON also has gemmtune.torch.inductor.stats() of the compile+gemmtune mode.
+Latency: CUDA events around each call after --warmup calls, median of --iters (decode: 5x that). Errors against
+eager's outputs of the same inputs: max abs and max abs / max |eager| of the logits and of the last hidden state
+(bf16 throughout: differences of ~1e-2 relative are rounding, not bugs). A mode that fails prints its error in the
+table and the script goes on.
+
+Examples (GPU host):
+  python3 bench/llama_e2e.py --cold --json out/llama_e2e.json --md out/llama_e2e.md
+  python3 bench/llama_e2e.py --modes eager,optimize --workloads decode-1,decode-32
+  python3 bench/llama_e2e.py --layers 4 --iters 20
+  python3 bench/llama_e2e.py --device cpu --hidden 256 --intermediate 512 --heads 4 --kv-heads 2 --vocab 1000 \
+      --modes eager,compile --compile-mode default   # a dry run of the script without a GPU
+"""
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+MODES = ("eager", "compile", "compile+gemmtune", "optimize")
+WORKLOADS = {"prefill-1x2048": (1, 2048), "prefill-8x512": (8, 512), "decode-1": (1, 1), "decode-32": (32, 1)}
+KV_NOTE = ("decode: one new token per sequence with no KV cache (seq len 1, attention over that token only): the "
+           "step's GEMMs, norms and LM head, without a cached step's attention")
+
+
+def build_model(args, device):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate, num_hidden_layers=args.layers,
+                      num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
+                      max_position_embeddings=max(8192, max(s for _, s in WORKLOADS.values())),
+                      tie_word_embeddings=False)
+    torch.manual_seed(args.seed)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)  # built in bf16 on the device: no fp32 copy of the weights
+    try:
+        with torch.device(device):
+            model = LlamaForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(old)
+    # Already bf16 on the device; no .to(dtype), which would also cast the fp32 RoPE frequencies to bf16.
+    model = model.to(device).eval()
+    model.requires_grad_(False)
+    return model, cfg
+
+
+def forward_fn(model):
+    """The timed call: the decoder, then the LM head on the last position. Returns (logits, last hidden state)."""
+    def f(ids):
+        h = model.model(input_ids=ids, use_cache=False).last_hidden_state
+        return model.lm_head(h[:, -1:, :]), h
+    return f
+
+
+def sync(device):
+    import torch
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def latency_ms(fn, ids, iters, device):
+    """Median ms of `iters` calls, each between two CUDA events (host time spent launching counts: it is latency)."""
+    import torch
+    if device.type != "cuda":
+        ts = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn(ids)
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ts)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for s, e in ev:
+        s.record()
+        fn(ids)
+        e.record()
+    torch.cuda.synchronize(device)
+    return statistics.median(s.elapsed_time(e) for s, e in ev)
+
+
+def errors(got, want):
+    """max abs and max abs / max |want| of logits and hidden state."""
+    out = {}
+    for name, g, w in (("logits", got[0], want[0]), ("hidden", got[1], want[1])):
+        d = (g.float() - w.float()).abs().max().item()
+        out[f"{name}_max_abs"] = d
+        out[f"{name}_rel"] = d / max(w.float().abs().max().item(), 1e-30)
+    return out
+
+
+@contextlib.contextmanager
+def fresh_caches(cold):
+    """--cold: a fresh Inductor (and Triton) cache directory and a fresh GEMMTUNE_CACHE_DIR for the block."""
+    if not cold:
+        yield
+        return
+    from torch._inductor.utils import fresh_cache
+    old = os.environ.get("GEMMTUNE_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="gemmtune_cache_") as d, fresh_cache():
+        os.environ["GEMMTUNE_CACHE_DIR"] = d
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("GEMMTUNE_CACHE_DIR", None)
+            else:
+                os.environ["GEMMTUNE_CACHE_DIR"] = old
+
+
+def one_line(e, limit=300):
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:limit]}" + ("..." if len(text) > limit else "")
+
+
+def run_mode(mode, model, workloads, inputs, refs, args, device):
+    """Rows of one mode over the workloads. The optimize mode swaps `model` in place (it runs last)."""
+    import torch
+    rows = []
+    gt = None
+    swap_s = None
+    try:
+        if mode not in ("eager", "compile"):
+            import gemmtune.torch as gt
+            gt.clear_selections()
+        if mode == "optimize":
+            sync(device)
+            t0 = time.perf_counter()
+            gt.optimize(model, progress=args.verbose)
+            swap_s = time.perf_counter() - t0
+    except Exception as e:  # the mode cannot start: each workload's row says why
+        if args.verbose:
+            traceback.print_exc()
+        err = one_line(e)
+        for wl in workloads:
+            print(f"  {mode:17} {wl:15} error: {err}", file=sys.stderr, flush=True)
+        return [{"mode": mode, "workload": wl, "error": err} for wl in workloads]
+    for wl in workloads:
+        row = {"mode": mode, "workload": wl}
+        if swap_s is not None:
+            row["swap_s"] = swap_s
+        ids = inputs[wl]
+        enabled = False
+        try:
+            torch._dynamo.reset()
+            fn = forward_fn(model)
+            if mode in ("compile", "compile+gemmtune"):
+                if mode == "compile+gemmtune":
+                    gt.enable()
+                    enabled = True
+                fn = torch.compile(fn, mode=args.compile_mode, dynamic=False)
+            with torch.no_grad():
+                if mode == "compile+gemmtune" and hasattr(gt.inductor, "reset_stats"):
+                    gt.inductor.reset_stats()
+                sync(device)
+                t0 = time.perf_counter()
+                if mode in ("compile", "compile+gemmtune"):
+                    from torch._inductor.utils import run_and_get_code
+                    out, codes = run_and_get_code(fn, ids)
+                    row["gemm_kernels"] = kernel_mix(codes)
+                else:
+                    out = fn(ids)
+                sync(device)
+                row["first_s"] = time.perf_counter() - t0
+                if mode == "compile+gemmtune" and hasattr(gt.inductor, "stats"):
+                    row["gemmtune_stats"] = gt.inductor.stats()
+                if wl in refs:
+                    row.update(errors(out, refs[wl]))
+                del out
+                for _ in range(args.warmup):
+                    fn(ids)
+                iters = args.iters * (5 if wl.startswith("decode") else 1)
+                row["latency_ms"] = latency_ms(fn, ids, iters, device)
+                row["iters"] = iters
+        except Exception as e:  # a failing mode is a row with its error; the others still run
+            row["error"] = one_line(e)
+            if args.verbose:
+                traceback.print_exc()
+        finally:
+            if enabled:
+                try:
+                    gt.disable()
+                except Exception as e:
+                    row.setdefault("error", "gemmtune.torch.disable: " + one_line(e))
+            torch._dynamo.reset()
+        rows.append(row)
+        print(f"  {mode:17} {wl:15} " + (f"error: {row['error']}" if "error" in row else
+              f"{row['latency_ms']:9.3f} ms  first call {row['first_s']:7.1f} s"), file=sys.stderr, flush=True)
+    return rows
+
+
+_TEMPLATE_CALL = re.compile(r"\b(triton_tem_\w+)\.run\(")
+_ATEN_CALL = re.compile(r"\bextern_kernels\.(mm|addmm|bmm|baddbmm|_scaled_mm)\(")
+_GEMMTUNE_CALL = re.compile(r"\b[\w.]*gemmtune[\w.]*\(")
+
+
+def kernel_mix(codes):
+    """Calls of each kind of GEMM kernel in Inductor's generated code: gemmtune (its extern choice or the op the
+    fusion pass put in), aten (cuBLAS) and Triton templates."""
+    calls = {"gemmtune": 0, "aten": 0, "triton": 0}
+    for code in codes:
+        for line in code.splitlines():
+            line = line.strip()
+            if line.startswith("#") or line.startswith("def ") or "import" in line:
+                continue
+            calls["gemmtune"] += len(_GEMMTUNE_CALL.findall(line))
+            calls["aten"] += len(_ATEN_CALL.findall(line))
+            calls["triton"] += len(_TEMPLATE_CALL.findall(line))
+    return calls
+
+
+def fmt(v, spec):
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def mix_text(mix):
+    return "-" if not mix else ", ".join(f"{k} {v}" for k, v in mix.items() if v) or "none"
+
+
+def table(rows, meta):
+    by = {(r["mode"], r["workload"]): r for r in rows}
+    lines = [f"# Llama-3-8B-shaped decoder, {meta['layers']} layers, bf16, {meta['device']} (torch {meta['torch']}, "
+             f"transformers {meta['transformers']}, gemmtune {meta['gemmtune']})", "",
+             f"- {KV_NOTE}", f"- compile mode: {meta['compile_mode']}; caches: "
+             f"{'cold (fresh per mode)' if meta['cold'] else 'as found'}", "",
+             "| workload | mode | latency ms | x eager | x compile | first call s | logits max abs | logits rel | "
+             "hidden rel | GEMM calls | error |", "|" + "---|" * 11]
+    for r in rows:
+        lat = r.get("latency_ms")
+        e = by.get(("eager", r["workload"]), {}).get("latency_ms")
+        c = by.get(("compile", r["workload"]), {}).get("latency_ms")
+        first = r.get("first_s")
+        if first is not None and r.get("swap_s") is not None:
+            first_txt = f"{first:.1f} (+{r['swap_s']:.1f} swap)"
+        else:
+            first_txt = fmt(first, ".1f")
+        lines.append(f"| {r['workload']} | {r['mode']} | {fmt(lat, '.3f')} | "
+                     f"{fmt(e / lat if e and lat else None, '.3f')} | {fmt(c / lat if c and lat else None, '.3f')} | "
+                     f"{first_txt} | {fmt(r.get('logits_max_abs'), '.3g')} | {fmt(r.get('logits_rel'), '.2e')} | "
+                     f"{fmt(r.get('hidden_rel'), '.2e')} | {mix_text(r.get('gemm_kernels'))} | {r.get('error', '')} |")
+    return "\n".join(lines)
+
+
+def self_test():
+    rows = [{"mode": "eager", "workload": "decode-1", "latency_ms": 2.0, "first_s": 0.5},
+            {"mode": "compile", "workload": "decode-1", "latency_ms": 1.0, "first_s": 60.0, "logits_rel": 1e-3,
+             "gemm_kernels": {"gemmtune": 0, "aten": 7, "triton": 2}},
+            {"mode": "optimize", "workload": "decode-1", "latency_ms": 0.8, "first_s": 5.0, "swap_s": 0.2},
+            {"mode": "compile+gemmtune", "workload": "decode-1", "error": "NotImplementedError: x"}]
+    meta = {"layers": 2, "device": "X", "torch": "t", "transformers": "5", "gemmtune": "g",
+            "compile_mode": "max-autotune-no-cudagraphs", "cold": True}
+    text = table(rows, meta)
+    assert "| decode-1 | compile | 1.000 | 2.000 | 1.000 | 60.0 | - | 1.00e-03 | - | aten 7, triton 2 |  |" \
+        in text, text
+    assert "| decode-1 | optimize | 0.800 | 2.500 | 1.250 | 5.0 (+0.2 swap) |" in text, text
+    assert "| decode-1 | compile+gemmtune | - | - | - | - | - | - | - | - | NotImplementedError: x |" in text, text
+    code = ("def call(args):\n    # extern_kernels.mm(a, b)\n    extern_kernels.mm(buf0, arg1_1, out=buf1)\n"
+            "    triton_tem_fused_mm_0.run(buf1, grid=g)\n"
+            "    torch.ops.gemmtune.linear.default(buf2, w, None, 'silu_glu')\n"
+            "    gemmtune_mm(buf3, buf4, out=buf5)\n")
+    assert kernel_mix([code]) == {"gemmtune": 2, "aten": 1, "triton": 1}, kernel_mix([code])
+    print("llama_e2e.py self-test: ok")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--intermediate", type=int, default=14336)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--iters", type=int, default=10, help="timed calls per prefill (decode: 5x)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cold", action="store_true",
+                    help="fresh Inductor/Triton cache and GEMMTUNE_CACHE_DIR per mode: cold compile/tune times")
+    ap.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--md", default="")
+    ap.add_argument("--verbose", action="store_true", help="tracebacks of failing modes, gemmtune's progress lines")
+    ap.add_argument("--self-test", action="store_true", help="no GPU, no transformers: the table on synthetic rows")
+    args = ap.parse_args()
+    if args.self_test:
+        self_test()
+        return
+    modes = [m for m in args.modes.split(",") if m]
+    workloads = [w for w in args.workloads.split(",") if w]
+    bad = [m for m in modes if m not in MODES] + [w for w in workloads if w not in WORKLOADS]
+    if bad:
+        raise SystemExit(f"unknown mode or workload: {', '.join(bad)} (modes: {', '.join(MODES)}; workloads: "
+                         f"{', '.join(WORKLOADS)})")
+    modes = [m for m in MODES if m in modes]  # canonical order: eager first (the reference), optimize last (in place)
+
+    import torch
+    try:
+        import transformers
+    except ImportError:
+        raise SystemExit("this script needs transformers (pip install transformers): it builds the model from "
+                         "transformers' LlamaConfig")
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("no CUDA device (--device cpu runs a dry run)")
+    try:
+        import gemmtune
+        gemmtune_version = gemmtune.version()
+    except Exception as e:  # the eager and compile modes run without it
+        gemmtune_version = f"unavailable ({one_line(e, 120)})"
+    model, cfg = build_model(args, device)
+    meta = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
+            "torch": torch.__version__, "transformers": transformers.__version__, "gemmtune": gemmtune_version,
+            "layers": args.layers, "config": {k: getattr(cfg, k) for k in (
+                "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "vocab_size")},
+            "compile_mode": args.compile_mode, "cold": args.cold, "kv_cache": KV_NOTE, "warmup": args.warmup,
+            "call": "model.model(ids, use_cache=False).last_hidden_state, lm_head on the last position"}
+    gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
+    inputs = {wl: torch.randint(0, args.vocab, WORKLOADS[wl], generator=gen).to(device) for wl in workloads}
+    refs, rows = {}, []
+    with torch.no_grad():  # eager's outputs are the reference of every mode, whether or not eager is reported
+        f = forward_fn(model)
+        for wl in workloads:
+            refs[wl] = tuple(t.clone() for t in f(inputs[wl]))
+    print(f"# {meta['device']}: {args.layers}-layer Llama-3-8B-shaped decoder; modes {', '.join(modes)}",
+          file=sys.stderr)
+    for mode in modes:
+        with fresh_caches(args.cold):
+            rows += run_mode(mode, model, workloads, inputs, refs, args, device)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"meta": meta, "rows": rows}, fh, indent=1)
+    text = table(rows, meta)
+    print(text)
+    if args.md:
+        with open(args.md, "w") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
