@@ -161,15 +161,21 @@ _lib.impl("linear", _linear, "CUDA")
 _lib.impl("scaled_mm", _scaled_mm, "CUDA")
 
 
-def _cpu_refusal(name):
-    def refuse(*args, **kwargs):
-        raise InvalidInputError(f"gemmtune.{name}: the inputs are CPU tensors; gemmtune runs on CUDA tensors: move "
-                                "them to the GPU (.cuda())")
-    return refuse
+def cpu_kernel(name, *args, **kwargs):
+    """What a gemmtune op does with CPU tensors: refuse them. (A test that runs compiled graphs on CPU replaces this
+    function with a reference.)"""
+    raise InvalidInputError(f"gemmtune.{name}: the inputs are CPU tensors; gemmtune runs on CUDA tensors: move "
+                            "them to the GPU (.cuda())")
+
+
+def _cpu_entry(name):
+    def entry(*args, **kwargs):
+        return cpu_kernel(name, *args, **kwargs)
+    return entry
 
 
 for _name in ("mm", "bmm", "linear", "scaled_mm"):
-    _lib.impl(_name, _cpu_refusal(_name), "CPU")
+    _lib.impl(_name, _cpu_entry(_name), "CPU")
 
 
 # -- fake (meta) implementations ---------------------------------------------------------------------------------
