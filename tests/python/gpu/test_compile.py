@@ -56,6 +56,13 @@ def fresh_stats():
     gt.disable()
 
 
+# max-autotune turns on coordinate-descent tuning, under which Inductor decomposes a matmul whose M (or N) is 1 into
+# a pointwise product and a reduction (torch/_inductor/decomposition.py, mm and bmm): no matmul is left there for
+# gemmtune to be offered for or fused into. An addmm is not decomposed.
+def decomposed(m, n):
+    return m == 1 or n == 1
+
+
 def fp32_copy(m):
     import copy
     return copy.deepcopy(m).float()
@@ -109,7 +116,10 @@ def test_models_same_outputs(name, bt):
     close(with_gt, ref)
     close(with_gt, plain)
     s = inductor.stats()
-    assert s["fusions"] >= 1, s  # every model here has a pattern the pass takes
+    if decomposed(bt[0] * bt[1], 2):
+        assert s["fusions"] == 0, s
+    else:
+        assert s["fusions"] >= 1, s  # every model here has a pattern the pass takes
 
 
 def mm_fns():
@@ -145,7 +155,7 @@ def test_matmul_choices(mnk, force):
     for o, r in zip(out, refs):
         close(o, r)
     s = inductor.stats()
-    assert s["choices_offered"] + s["choices_refused"] >= 4, s
+    assert s["choices_offered"] + s["choices_refused"] >= (3 if decomposed(m, n) else 4), s
     if s["choices_offered"] == 0:
         pytest.skip(f"gemmtune refused every problem: {s['refusals']}")
     if force:
@@ -160,6 +170,9 @@ def test_bmm_choice(bmnk):
     out, code = compiled(torch.bmm, a, b, enable={"fuse": False}, force=True)
     close(out, a.float() @ b.float())
     s = inductor.stats()
+    if decomposed(m, n):
+        assert s["by_op"].get("bmm", 0) == 0, s
+        return
     assert s["by_op"].get("bmm", 0) + s["choices_refused"] >= 1, s
     if s["by_op"].get("bmm", 0):
         assert "extern_kernels.gemmtune_bmm" in code, code
