@@ -17,6 +17,7 @@ Modes:
   compile             torch.compile(mode="max-autotune-no-cudagraphs") of the call (Inductor times ATen and its
                       Triton templates per matmul and keeps the fastest)
   compile+gemmtune    the same after gemmtune.torch.enable() (gemmtune one more timed choice, and its fusion pass)
+  compile+gemmtune-choices   the same with enable(fuse=False): the timed choice alone, no fusion pass
   optimize            eager after gemmtune.torch.optimize(model): nn.Linear -> gemmtune's linear op, the MLP's
                       gate/up as one GEMM with the silu_glu epilogue; tuned lazily on each shape's first call
 Each compiled (mode, workload) starts from torch._dynamo.reset() and compiles with dynamic=False. `first call s` is
@@ -50,7 +51,7 @@ import tempfile
 import time
 import traceback
 
-MODES = ("eager", "compile", "compile+gemmtune", "optimize")
+MODES = ("eager", "compile", "compile+gemmtune", "compile+gemmtune-choices", "optimize")
 WORKLOADS = {"prefill-1x2048": (1, 2048), "prefill-8x512": (8, 512), "decode-1": (1, 1), "decode-32": (32, 1)}
 KV_NOTE = ("decode: one new token per sequence with no KV cache (seq len 1, attention over that token only): the "
            "step's GEMMs, norms and LM head, without a cached step's attention")
@@ -176,17 +177,17 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
         try:
             torch._dynamo.reset()
             fn = forward_fn(model)
-            if mode in ("compile", "compile+gemmtune"):
-                if mode == "compile+gemmtune":
-                    gt.enable()
+            if mode.startswith("compile"):
+                if mode.startswith("compile+gemmtune"):
+                    gt.enable(fuse=mode == "compile+gemmtune")
                     enabled = True
                 fn = torch.compile(fn, mode=args.compile_mode, dynamic=False)
             with torch.no_grad():
-                if mode == "compile+gemmtune" and hasattr(gt.inductor, "reset_stats"):
+                if mode.startswith("compile+gemmtune") and hasattr(gt.inductor, "reset_stats"):
                     gt.inductor.reset_stats()
                 sync(device)
                 t0 = time.perf_counter()
-                if mode in ("compile", "compile+gemmtune"):
+                if mode.startswith("compile"):
                     from torch._inductor.utils import run_and_get_code
                     out, codes = run_and_get_code(fn, ids)
                     row["gemm_kernels"] = kernel_mix(codes)
@@ -194,7 +195,7 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
                     out = fn(ids)
                 sync(device)
                 row["first_s"] = time.perf_counter() - t0
-                if mode == "compile+gemmtune" and hasattr(gt.inductor, "stats"):
+                if mode.startswith("compile+gemmtune") and hasattr(gt.inductor, "stats"):
                     row["gemmtune_stats"] = gt.inductor.stats()
                 if wl in refs:
                     row.update(errors(out, refs[wl]))
