@@ -16,8 +16,9 @@ Modes:
   eager               the model as transformers builds it
   compile             torch.compile(mode="max-autotune-no-cudagraphs") of the call (Inductor times ATen and its
                       Triton templates per matmul and keeps the fastest)
-  compile+gemmtune    the same after gemmtune.torch.enable() (gemmtune one more timed choice, and its fusion pass)
-  compile+gemmtune-choices   the same with enable(fuse=False): the timed choice alone, no fusion pass
+  compile+gemmtune    the same after gemmtune.torch.enable(fuse=True) (gemmtune one more timed choice, and its
+                      fusion pass)
+  compile+gemmtune-choices   the same after gemmtune.torch.enable(), the default: the timed choice, no fusion pass
   optimize            eager after gemmtune.torch.optimize(model): nn.Linear -> gemmtune's linear op, the MLP's
                       gate/up as one GEMM with the silu_glu epilogue; tuned lazily on each shape's first call
 Each compiled (mode, workload) starts from torch._dynamo.reset() and compiles with dynamic=False. `first call s` is

@@ -83,6 +83,7 @@ def cpu_gemmtune(monkeypatch):
     monkeypatch.setattr(_dispatch, "gemm", ref_gemm)
     monkeypatch.setattr(inductor, "_FUSE_DEVICES", ("cuda", "cpu"))
     monkeypatch.setattr(inductor, "_CHOICE_DEVICES", ("cuda", "cpu"))
+    monkeypatch.setattr(inductor, "MIN_GPU_US", 0.0)  # the small problems here are offered (the floor: its own test)
     inductor.reset_stats()
     yield
     gt.disable()
@@ -262,9 +263,9 @@ def test_refused_problem_not_rewritten(monkeypatch):
 def test_enable_disable_idempotent():
     cfg = torch._inductor.config
     before_pass, before_cls = cfg.post_grad_custom_post_pass, cfg.inductor_choices_class
-    assert gt.enable() == {"choices": True, "fuse": True}
+    assert gt.enable(fuse=True) == {"choices": True, "fuse": True}
     p, cls = cfg.post_grad_custom_post_pass, cfg.inductor_choices_class
-    assert gt.enable() == {"choices": True, "fuse": True}
+    assert gt.enable(fuse=True) == {"choices": True, "fuse": True}
     assert cfg.post_grad_custom_post_pass is p and cfg.inductor_choices_class is cls
     assert p.uuid()  # the FX graph cache stays usable
     gt.disable()
@@ -280,7 +281,7 @@ def test_chains_with_installed_pass():
         calls.append(graph)
 
     with torch._inductor.config.patch(post_grad_custom_post_pass=mine):
-        gt.enable(choices=False)
+        gt.enable(fuse=True, choices=False)
         p = torch._inductor.config.post_grad_custom_post_pass
         assert p is not mine and p.prior is mine
         m = LinAct(torch.relu).to(DT)
@@ -302,7 +303,7 @@ def test_fail_soft(monkeypatch):
     monkeypatch.setattr(inductor, "_extern", {})
     monkeypatch.setitem(inductor._state, "pass_cls", None)
     with pytest.warns(RuntimeWarning) as rec:
-        st = gt.enable()
+        st = gt.enable(fuse=True)
     msgs = " ".join(str(w.message) for w in rec)
     assert "ExternKernelChoice" in msgs and "CustomGraphPass" in msgs, msgs
     assert st == {"choices": False, "fuse": False}
@@ -515,3 +516,14 @@ def test_plan_scaled_mm():
     assert (r[0]["scaling"] == "row") if isinstance(r, tuple) else r
     bad = _Node([3], [1], dtype=torch.float32)
     assert "scale shapes" in inductor._plan("scaled_mm", [a, b, bad, one], _Layout([64, 48], [48, 1]), {})
+
+
+def test_host_cost_floor_refuses_small_problems(monkeypatch):
+    monkeypatch.setattr(inductor, "MIN_GPU_US", 40.0)
+    gt.enable(fuse=False, choices=True)
+    a, b = torch.randn(64, 128, dtype=DT), torch.randn(128, 96, dtype=DT)
+    with torch._inductor.config.patch(max_autotune=True, fx_graph_cache=False):
+        out = torch.compile(lambda a, b: a @ b)(a, b)
+    torch.testing.assert_close(out.float(), a.float() @ b.float(), atol=0.05, rtol=0.02)
+    s = inductor.stats()
+    assert s["choices_offered"] == 0 and any("too small without CUDA graphs" in r for r in s["refusals"]), s

@@ -1,7 +1,7 @@
 """torch.compile integration: gemmtune as one more timed GEMM choice, and a pass that fuses matmul + pointwise.
 
     import gemmtune.torch as gt
-    gt.enable()                                    # fuse=True, choices=True
+    gt.enable()                                    # choices=True, fuse=False (enable(fuse=True) adds the pass)
     y = torch.compile(model, mode="max-autotune-no-cudagraphs")(x)
     gt.stats()                                     # choices offered / refused, fusions made
 
@@ -299,6 +299,29 @@ def _tune(op: str, nodes, layout, kwargs: dict) -> None:
     _KERNELS[op](*args, out=out, **kwargs)
 
 
+# Without CUDA graphs a compiled graph launches every kernel from Python, and the gemmtune kernel is a Python
+# function (~5 us of host time a call on a fast host, ~20 us on a slow one), while Inductor's benchmark of a choice
+# counts GPU time only. Below this estimated GPU time (the problem's FLOPs at 700 TFLOP/s or its bytes at 3 TB/s,
+# whichever is longer) the host cost outweighs what a faster kernel can gain, and on a Llama-3-8B decode step of 32
+# tokens the gemmtune choices it won made the step slower: the choice is not offered there. With CUDA graphs the
+# host cost is gone and every size is offered.
+MIN_GPU_US = 40.0
+
+
+def _estimated_us(nodes) -> Optional[float]:
+    """A lower bound of the GEMM's GPU time in microseconds from its inputs' sizes, or None when unknown."""
+    sizes = [_ints(n.get_size()) for n in nodes[-2:]]
+    if any(s is None or len(s) < 2 for s in sizes):
+        return None
+    (a, b) = sizes
+    batch = a[0] if len(a) == 3 else 1
+    m, k, n = a[-2], a[-1], b[-1]
+    el = max(1, nodes[-1].get_dtype().itemsize)
+    flops = 2.0 * batch * m * n * k
+    bytes_ = el * (batch * m * k + (b[0] if len(b) == 3 else 1) * k * n) + 2 * batch * m * n
+    return max(flops / 700e12, bytes_ / 3e12) * 1e6
+
+
 def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     """A bound gemmtune ChoiceCaller for this lowering, or None (and the refusal counted)."""
     from torch._inductor import config
@@ -310,6 +333,12 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
         _refuse(op, "cpp wrapper / AOTInductor (the gemmtune kernel is a Python function)")
         return None
     nodes = list(kernel_inputs.nodes())
+    if MIN_GPU_US > 0 and not config.triton.cudagraphs:
+        est = _estimated_us(nodes)
+        if est is not None and est < MIN_GPU_US:
+            _refuse(op, f"too small without CUDA graphs (~{est:.0f} us of GPU time, under MIN_GPU_US={MIN_GPU_US:g}: "
+                        "the Python call's host cost outweighs the gain)")
+            return None
     layout = kernel_inputs.output_layout(flexible=False)
     scalars = dict(getattr(kernel_inputs, "_scalars", None) or {})
     if op == "scaled_mm":
@@ -850,11 +879,15 @@ def _disable_fuse() -> None:
 
 # ---------------------------------------------------------------------------------------------------------------
 
-def enable(fuse: bool = True, choices: bool = True) -> dict:
+def enable(fuse: bool = False, choices: bool = True) -> dict:
     """Turns the torch.compile integration on (idempotent). `choices`: Inductor's max-autotune also times gemmtune
     for aten mm / addmm / bmm / _scaled_mm. `fuse`: a post-grad pass rewrites matmul + bias / activation / GLU /
     residual chains into torch.ops.gemmtune.linear. Returns enabled(); a mechanism whose Inductor internals are
-    missing stays off with a warning, and torch.compile behaves as plain torch."""
+    missing stays off with a warning, and torch.compile behaves as plain torch.
+
+    The pass is off by default: a rewritten chain is gemmtune's fused kernel without a comparison, where Inductor
+    would otherwise fuse the same pointwise ops into its own kernels, and on a Llama-3-8B-shaped decoder that was
+    slower (docs/PERFORMANCE.md, "PyTorch")."""
     with _lock:
         if choices:
             _enable_choices()

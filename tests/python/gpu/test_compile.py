@@ -50,7 +50,9 @@ def compiled(fn, *args, enable=None, force=False):
 
 
 @pytest.fixture(autouse=True)
-def fresh_stats():
+def fresh_stats(monkeypatch):
+    # Small problems are offered too: these tests check the mechanism, not the host-cost floor (tested below).
+    monkeypatch.setattr(inductor, "MIN_GPU_US", 0.0)
     inductor.reset_stats()
     yield
     gt.disable()
@@ -111,7 +113,7 @@ def test_models_same_outputs(name, bt):
     with torch.no_grad():
         ref = fp32_copy(m)(x.float())
     plain, _ = compiled(m, x)
-    with_gt, _ = compiled(m, x, enable={})
+    with_gt, _ = compiled(m, x, enable={"fuse": True})
     close(plain, ref)
     close(with_gt, ref)
     close(with_gt, plain)
@@ -235,6 +237,17 @@ def test_scaled_mm_choice():
         assert "extern_kernels.gemmtune_scaled_mm" in code, code
     else:
         assert s["refusals"], s
+
+
+def test_small_problems_not_offered_without_cudagraphs(monkeypatch):
+    monkeypatch.setattr(inductor, "MIN_GPU_US", 40.0)
+    a = torch.randn(512, 1024, device="cuda", dtype=DT)
+    b = torch.randn(1024, 768, device="cuda", dtype=DT)
+    out, code = compiled(lambda a, b: a @ b, a, b, enable={})
+    close(out, a.float() @ b.float())
+    s = inductor.stats()
+    assert s["choices_offered"] == 0 and s["choices_refused"] == 1, s
+    assert "too small without CUDA graphs" in str(s["refusals"]), s
 
 
 def test_disable_restores_plain_compile():
