@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh result/kernel cache per session, and the GPU gate of tests/python/gpu."""
+"""pytest configuration: the GPU gate of tests/python/gpu (GEMMTUNE_REQUIRE_GPU=1 turns a skip for want of a GPU into a failure)."""
 import os
 
 import pytest
