@@ -150,7 +150,8 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None
     sd = scale_result if (scale_result is not None and od in _FP8) else None
     if sd is not None:
         sd = sd.reshape(1)
-    # use_fast_accum is a speed hint of cuBLAS' fp8 path; gemmtune's kernels always accumulate in fp32.
+    # use_fast_accum is not passed on: the tuner chooses among its backends' accumulation modes (sm90 acc=fast or
+    # promote, cuBLASLt fast_accum=0|1), each verified against an fp64 reference before it can win.
     return _dispatch.gemm(a, b, bias=bias, epilogue="bias" if bias is not None else "none", scale_a=sa,
                           scale_b=sb, scale_d=sd, scaling=scaling, out_dtype=od, op=op)
 
