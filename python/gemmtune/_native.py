@@ -47,7 +47,6 @@ def lib() -> ctypes.CDLL:
 
 def _load(path: str) -> ctypes.CDLL:
     L = ctypes.CDLL(path)
-    c_char_pp = ctypes.POINTER(ctypes.c_char_p)
     vp = ctypes.c_void_p
     L.gt_version.restype = ctypes.c_char_p
     L.gt_version.argtypes = []
@@ -72,7 +71,6 @@ def _load(path: str) -> ctypes.CDLL:
     for name in ("gt_device", "gt_problem_info", "gt_list", "gt_compile", "gt_tune", "gt_bench", "gt_select",
                  "gt_load", "gt_gemm_info", "gt_gemm_run", "gt_cache"):
         getattr(L, name).restype = ctypes.c_int
-    del c_char_pp
     return L
 
 
