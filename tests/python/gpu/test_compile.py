@@ -200,7 +200,7 @@ def test_fused_linear_runs_through_gemmtune(act, epi, shape):
 
     with torch.no_grad():
         ref = act(F.linear(x.float(), lin.weight.float(), lin.bias.float()))
-    out, code = compiled(f, x, enable={"choices": False})
+    out, code = compiled(f, x, enable={"choices": False, "fuse": True})
     close(out, ref)
     assert inductor.stats()["fused_epilogues"].get(epi, 0) == 1, inductor.stats()
     assert "torch.ops.gemmtune.linear" in code, code
@@ -211,7 +211,7 @@ def test_fused_residual_and_swiglu_through_gemmtune():
     x = torch.randn(2, 45, 256, device="cuda", dtype=DT)
     with torch.no_grad():
         ref = fp32_copy(m)(x.float())
-    out, code = compiled(m, x, enable={"choices": False})
+    out, code = compiled(m, x, enable={"choices": False, "fuse": True})
     close(out, ref)
     s = inductor.stats()["fused_epilogues"]
     assert s.get("silu_glu", 0) == 1 and s.get("residual", 0) == 1, s
