@@ -1,9 +1,10 @@
 /* gemmtune's C ABI: what a binding in another language (the Python package, through ctypes) calls.
  *
  * Cold paths (problem checks, listing, compiling, tuning, the caches) take and return JSON documents: the problem
- * in the form of the worker protocol and the result cache (docs/PYTHON.md lists the fields), options as an object of
- * TuneOptions / CompileOptions fields, reports as the CLI's --json records. The launch path, gt_gemm_run, takes
- * plain pointers and builds nothing.
+ * in the form of the worker protocol and the result cache, {"m", "n", "k", "batch", "A", "B", "C", "D" (each
+ * {"dtype", "layout", "ld", "batch_stride", "align"}), "accum", "alpha", "beta", "epilogue", "scaling", "amax"}
+ * (gemmtune/problem.h for their meaning), options as an object of TuneOptions / CompileOptions fields, reports as the
+ * CLI's --json records. The launch path, gt_gemm_run, takes plain pointers and builds nothing.
  *
  * Every function but gt_version, gt_last_error, gt_free and gt_gemm_destroy returns a gt_status. On failure the
  * message is kept per thread (gt_last_error) until that thread's next failing call. Strings returned through `char**`
