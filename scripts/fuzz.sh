@@ -40,7 +40,7 @@ if [ "$what" = all ]; then
   ctest --test-dir "$B" -LE gpu -E '^package$' -j "$(nproc)" --output-on-failure
 fi
 
-for f in fuzz_epilogue fuzz_cli_problem fuzz_config fuzz_json; do
+for f in fuzz_epilogue fuzz_cli_problem fuzz_config fuzz_json fuzz_c_api; do
   seeds=tests/fuzz/corpus/${f#fuzz_}
   work=$(mktemp -d /tmp/gemmtune-$f.XXXXXX)  # new inputs go here, the committed seeds stay as they are
   echo "== $f: ${SECONDS_EACH}s from $seeds"
