@@ -40,6 +40,9 @@ GT_API const char* gt_last_error(void);
 GT_API int gt_last_cuda_error(int* sticky);
 GT_API void gt_free(char* s);
 
+/* Makes GPU `ordinal`'s primary context (the one the CUDA runtime and PyTorch use) current on the calling thread:
+ * launches from a thread go to that device. GT_NO_GPU without a driver or GPU; GT_ERROR for an ordinal out of range. */
+GT_API int gt_use_device(int ordinal);
 /* {"available": bool, "device": {...}}: the current device, or the assumed sm_90 one (real: false) without a GPU. */
 GT_API int gt_device(char** out_json);
 /* The problem resolved, with what the bindings ask of it: {"problem", "check", "key", "str", "flops", "min_bytes",

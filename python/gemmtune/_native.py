@@ -56,6 +56,8 @@ def _load(path: str) -> ctypes.CDLL:
     L.gt_last_cuda_error.argtypes = [ctypes.POINTER(ctypes.c_int)]
     L.gt_free.restype = None
     L.gt_free.argtypes = [vp]
+    L.gt_use_device.argtypes = [ctypes.c_int]
+    L.gt_use_device.restype = ctypes.c_int
     L.gt_device.argtypes = [ctypes.POINTER(vp)]
     L.gt_problem_info.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
     L.gt_list.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(vp)]

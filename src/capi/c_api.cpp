@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/input.h"
+#include "cuda/driver.h"
 #include "gemmtune/bench.h"
 #include "gemmtune/gemm.h"
 #include "tuner/result_cache.h"
@@ -205,6 +206,10 @@ int gt_last_cuda_error(int* sticky) {
 
 void gt_free(char* s) { std::free(s); }
 
+int gt_use_device(int ordinal) {
+  return guarded([&] { cuda::make_current(ordinal); });
+}
+
 int gt_device(char** out_json) {
   return guarded([&] {
     const bool real = gpu_available();
@@ -358,8 +363,7 @@ int gt_cache(const char* command, const char* arg, char** out_json) {
       put(out_json, json{{"removed", cache.clear()}});
     } else if (cmd == "export") {
       const std::string file = need_file();
-      cache.export_to(file);
-      put(out_json, json{{"exported", cache.list().size()}, {"file", file}});
+      put(out_json, json{{"exported", cache.export_to(file)}, {"file", file}});
     } else if (cmd == "import") {
       put(out_json, json{{"imported", cache.import_from(need_file())}});
     } else {

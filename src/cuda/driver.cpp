@@ -109,14 +109,17 @@ void ensure_context() {
   const Driver& d = cu();
   CUcontext cur = nullptr;
   if (d.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur) return;
-  const int ordinal = device_ordinal_from_env();
+  make_current(device_ordinal_from_env(), "GEMMTUNE_DEVICE=");
+}
+
+void make_current(int ordinal, const char* named_by) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   int count = 0;
   GT_CU(cuDeviceGetCount(&count));
   if (count == 0) throw NoGpuError("no CUDA GPU visible");
   if (ordinal < 0 || ordinal >= count)
-    throw Error("GEMMTUNE_DEVICE=" + std::to_string(ordinal) + " but only " + std::to_string(count) + " GPU(s)");
+    throw Error(std::string(named_by) + std::to_string(ordinal) + " but only " + std::to_string(count) + " GPU(s)");
   CUdevice dev;
   GT_CU(cuDeviceGet(&dev, ordinal));
   CUcontext ctx;

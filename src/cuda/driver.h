@@ -42,8 +42,13 @@ void check(CUresult r, const char* call, const char* file, int line);
 // The device ordinal GEMMTUNE_DEVICE names (0 when unset); throws gemmtune::Error when it is not a number.
 int device_ordinal_from_env();
 
-// Makes the primary context of the current device current on this thread (device from GEMMTUNE_DEVICE, default 0).
+// Makes the primary context of the current device current on this thread (device from GEMMTUNE_DEVICE, default 0),
+// unless the thread already has a current context.
 void ensure_context();
+// Makes device `ordinal`'s primary context current on this thread (shared with the CUDA runtime and PyTorch), whatever
+// was current before: what a binding calls for the device of the tensors it launches on.
+// `named_by` prefixes the ordinal in the error for one out of range.
+void make_current(int ordinal, const char* named_by = "device ");
 
 }  // namespace gemmtune::cuda
 

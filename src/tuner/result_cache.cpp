@@ -186,7 +186,7 @@ size_t ResultCache::clear() const {
   return removed;
 }
 
-void ResultCache::export_to(const std::string& file) const {
+size_t ResultCache::export_to(const std::string& file) const {
   nlohmann::json j = {{"gemmtune_cache", 1}, {"entries", nlohmann::json::array()}};
   for (const auto& e : list()) j["entries"].push_back(e.record);
   fs::path p(file);
@@ -195,6 +195,7 @@ void ResultCache::export_to(const std::string& file) const {
     fs::create_directories(p.parent_path(), ec);
   }
   atomic_write(fs::absolute(p), j.dump(1));
+  return j["entries"].size();
 }
 
 size_t ResultCache::import_from(const std::string& file) const {

@@ -30,8 +30,8 @@ class ResultCache {
   // Removes all published entries and returns how many; temp files of writers still running are left alone. Throws
   // gemmtune::Error when an entry cannot be removed (a read-only cache).
   size_t clear() const;
-  // Writes all entries as one JSON document {"gemmtune_cache": 1, "entries": [...]}.
-  void export_to(const std::string& file) const;
+  // Writes all entries as one JSON document {"gemmtune_cache": 1, "entries": [...]}; returns how many it wrote.
+  size_t export_to(const std::string& file) const;
   // Merges entries from an exported file (an entry with the same key is replaced). Returns how many were imported.
   // Throws detail::InputError (src/core/input.h) when the file is missing, too large, too deeply nested or not a
   // gemmtune cache export; entries without a key or a backend:config winner are skipped with a warning.

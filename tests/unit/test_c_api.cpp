@@ -86,6 +86,14 @@ TEST(CApi, ListAndCompileWithoutAGpu) {
   EXPECT_EQ(lines, 1);
 }
 
+TEST(CApi, UseDeviceWithoutAGpuSaysSo) {
+  char* out = nullptr;
+  ASSERT_EQ(gt_device(&out), GT_OK);
+  if (json::parse(take(out))["available"].get<bool>()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(gt_use_device(0), GT_NO_GPU);
+  EXPECT_STRNE(gt_last_error(), "");
+}
+
 TEST(CApi, Version) { EXPECT_FALSE(std::string(gt_version()).empty()); }
 
 }  // namespace

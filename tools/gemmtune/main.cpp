@@ -683,8 +683,7 @@ int run(int argc, char** argv) {
       return 0;
     }
     if (cache_export->parsed()) {
-      size_t n = rc.list().size();
-      rc.export_to(export_file);
+      const size_t n = rc.export_to(export_file);
       std::printf("exported %zu entries from %s to %s\n", n, rc.dir().c_str(), export_file.c_str());
       return 0;
     }

@@ -11,7 +11,6 @@ column-major, sliced, batch-broadcast with a zero batch stride) is passed as it 
 """
 from __future__ import annotations
 
-import ctypes
 import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -176,14 +175,9 @@ def _bind_context(dev: int) -> None:
     """Makes device `dev`'s primary context current on this thread, once per thread: the library launches with the
     driver API, which needs a current context, and a thread that has made no CUDA runtime call has none."""
     if dev >= 0:
-        try:
-            cu = ctypes.CDLL("libcuda.so.1")
-            handle, ctx = ctypes.c_int(0), ctypes.c_void_p()
-            if cu.cuDeviceGet(ctypes.byref(handle), dev) == 0 and \
-                    cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), handle) == 0:
-                cu.cuCtxSetCurrent(ctx)
-        except OSError:
-            pass
+        st = _native.lib().gt_use_device(dev)
+        if st:
+            _native.raise_for(st)
     ready = getattr(_tls, "ready", None)
     if ready is None:
         ready = _tls.ready = set()
@@ -521,14 +515,18 @@ def build(op, a, b, out=None, *, c=None, bias=None, residual=None, row_scale=Non
                     raise InvalidInputError(f"{op}: {name} is required with {sc} scaling ({want} float32 values)")
             elif t.numel() != want:
                 raise InvalidInputError(f"{op}: {name} has {t.numel()} elements, {sc} scaling needs {want}")
-    fix = None
-    if fixes:
-        def fix(*args, _fixes=tuple(fixes)):
-            args = list(args)
-            for f in _fixes:
-                f(args)
-            return tuple(args)
-    return Plan(p, info["str"], out_shape, d_dtype, fix, out_direct, chain)
+    return Plan(p, info["str"], out_shape, d_dtype, _apply_fixes(tuple(fixes)) if fixes else None, out_direct,
+                chain)
+
+
+def _apply_fixes(fixes):
+    """One function over the call's tensors that applies each fix (a copy into a usable layout) in turn."""
+    def fix(*args):
+        args = list(args)
+        for f in fixes:
+            f(args)
+        return tuple(args)
+    return fix
 
 
 def _contig_vec_fix(i):
