@@ -16,6 +16,20 @@
 // An e4m3 D stores saturate(v * scale_d[0]) (+-448); with Problem::amax the kernel also writes max |v| over D (before
 // scale_d) to amax[0], the statistic of delayed scaling. A 16-bit A with an e4m3 B (weight-only fp8) takes tensor or
 // row scaling of B; scale_a may then be null (1).
+//
+// Grouped GEMMs (mixture-of-experts): `groups` = G GEMMs sharing N, K, dtypes, layouts, alpha/beta and the epilogue;
+// group g multiplies its rows of A by its own B (B holds G matrices, batch_stride apart) into its rows of D. The row
+// counts live on the device (GemmArgs::group_rows), so a new routing needs no host sync:
+//   contiguous: A is one M x K matrix, C and D one M x n_out() matrix each (batch = 1); group g owns rows
+//               [end[g-1], end[g]) with end = group_rows, G int32 cumulative ends (end[-1] = 0): torch._grouped_mm's
+//               `offs`. M is the capacity (A's rows): rows at or past end[G-1] belong to no group, D's are not written.
+//   masked:     A, C and D hold G matrices of M = M_max rows (batch = G, set by resolve()); group g computes rows
+//               [0, group_rows[g]) of its matrices (DeepGEMM's masked layout: one fixed shape for CUDA graphs). D's
+//               rows past the count are not written.
+// Ends or counts outside [0, M] and decreasing ends are the caller's error: kernels clamp them, so a bad routing
+// splits the rows wrongly but never touches memory outside the operands. The epilogue's vectors are shared by all
+// groups (N values, as for batches). fp8 scales: A's follow its rows as stored (row: M values, contiguous; G x M,
+// masked; block likewise per 128-K block), B's are per group: G times the ungrouped length (torch._scaled_grouped_mm).
 #include <cstdint>
 #include <string>
 
@@ -48,6 +62,12 @@ struct Problem {
   Epilogue epilogue;
   Scaling scaling = Scaling::none;  // required with fp8 A or B
   bool amax = false;                // e4m3 D only: also write max |v| to GemmArgs::amax
+  Grouping grouping = Grouping::none;  // grouped GEMM (above); none: groups == 1
+  int64_t groups = 1;                  // G
+
+  bool grouped() const { return grouping != Grouping::none; }
+  // Matrices operand `which` holds: batch, except B of a contiguous grouped problem (G).
+  int64_t count(char which) const;
 
   // A packed problem with row-major D (and C) of dtype `out`; layouts of A and B as given.
   static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la = Layout::row,
@@ -60,6 +80,8 @@ struct Problem {
   std::string check() const;
   // The dtype and scaling part of check(): which input/output dtypes, scalings and layouts go together.
   std::string check_scaled() const;
+  // The grouping part of check(): groups, batch and grouping go together.
+  std::string check_grouping() const;
   // The epilogue part of check(): the chain's own rules plus its shape rules (GLU needs an even N, ...).
   std::string check_epilogue() const;
   // check() and throw gemmtune::Error when it fails.
@@ -71,7 +93,8 @@ struct Problem {
   // Human-readable one-liner, accepted back by the CLI (see tools/gemmtune).
   std::string str() const;
 
-  double flops() const;      // 2*M*N*K*batch
+  // 2*M*N*K*batch (a grouped problem at full capacity: every row of A routed)
+  double flops() const;
   double min_bytes() const;  // A, B, D once (+ C when beta != 0, + the epilogue's vectors and residual)
 
   // Columns of D: N, or N/2 with a GLU in the epilogue.
@@ -121,6 +144,9 @@ struct GemmArgs {
   const float* scale_b = nullptr;
   const float* scale_d = nullptr;
   float* amax = nullptr;
+  // Grouped problems (Problem::grouping): G int32 on the device, the cumulative row ends (contiguous) or the row
+  // counts (masked) of the groups.
+  const int32_t* group_rows = nullptr;
 };
 
 }  // namespace gemmtune

@@ -32,6 +32,12 @@ enum class Scaling : uint8_t { none, tensor, row, block };
 std::string_view scaling_name(Scaling s);                // "none", "tensor", "row", "block"
 std::optional<Scaling> parse_scaling(std::string_view);  // also "tensorwise", "rowwise", "blockwise"
 
+// Grouped GEMMs (mixture-of-experts, gemmtune/problem.h): how the rows of A and D are split into groups whose sizes
+// are known only on the device. none: a plain (batched) GEMM.
+enum class Grouping : uint8_t { none, contiguous, masked };
+std::string_view grouping_name(Grouping g);                // "none", "contiguous", "masked"
+std::optional<Grouping> parse_grouping(std::string_view);  // the names above
+
 // The stream type of the CUDA driver and runtime (CUstream == cudaStream_t == CUstream_st*).
 using Stream = ::CUstream_st*;
 

@@ -99,10 +99,15 @@ int64_t Problem::scale_len(char which) const {
   switch (scaling) {
     case Scaling::none: return 0;
     case Scaling::tensor: return 1;
-    case Scaling::row: return is_a ? m : n;
-    case Scaling::block: return is_a ? m * kb : ((n + kScaleBlock - 1) / kScaleBlock) * kb;
+    case Scaling::row: return count(which) * (is_a ? m : n);
+    case Scaling::block: return count(which) * (is_a ? m * kb : ((n + kScaleBlock - 1) / kScaleBlock) * kb);
   }
   return 0;
+}
+
+int64_t Problem::count(char which) const {
+  const bool is_b = which == 'b' || which == 'B';
+  return grouping == Grouping::contiguous && is_b ? groups : batch;
 }
 
 const Operand& Problem::operand(char which) const {
@@ -115,12 +120,13 @@ const Operand& Problem::operand(char which) const {
 }
 
 Problem& Problem::resolve() {
+  if (grouping == Grouping::masked && batch == 1) batch = groups;
   for (char w : {'A', 'B', 'C', 'D'}) {
     Operand& o = const_cast<Operand&>(operand(w));
     const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
     if (o.ld == 0) o.ld = o.layout == Layout::row ? std::max<int64_t>(cols, 1) : std::max<int64_t>(rows, 1);
     // A packed stride that overflows stays unresolved (-1): check() then names the overflow.
-    if (o.batch_stride < 0 && batch <= 1) o.batch_stride = 0;
+    if (o.batch_stride < 0 && count(w) <= 1) o.batch_stride = 0;
     if (o.batch_stride < 0)
       if (auto bs = packed_batch_stride(o, rows, cols)) o.batch_stride = *bs;
   }
@@ -134,6 +140,7 @@ std::string Problem::check() const {
   constexpr int64_t kMaxDim = int64_t(1) << 31;
   if (m >= kMaxDim || n >= kMaxDim || k >= kMaxDim || batch >= kMaxDim)
     return "M, N, K and batch must each be < 2^31";
+  if (std::string why = check_grouping(); !why.empty()) return why;
   if (accum != DType::f32) return "accumulator must be f32 (got " + std::string(dtype_name(accum)) + ")";
   if (std::string why = check_scaled(); !why.empty()) return why;
   if (beta != 0.0f && c.dtype != d.dtype)
@@ -159,8 +166,9 @@ std::string Problem::check() const {
       return "ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " is too small for " +
              std::string(layout_name(o.layout)) + "-major " + name + " (" + shape + "): need >= " +
              std::to_string(min_ld);
+    const int64_t count_w = count(w);
     if (o.batch_stride < 0) {
-      if (batch > 1 && o.ld > 0 && !packed_batch_stride(o, rows, cols))
+      if (count_w > 1 && o.ld > 0 && !packed_batch_stride(o, rows, cols))
         return name + ": the packed batch stride (ld " + std::to_string(o.ld) + " x " +
                std::to_string(o.layout == Layout::row ? rows : cols) + ") overflows 64 bits";
       return name + ": batch stride is unresolved (call Problem::resolve())";
@@ -171,12 +179,26 @@ std::string Problem::check() const {
     const std::optional<int64_t> footprint =
         checked_add(checked_mul(o.ld, o.layout == Layout::row ? rows - 1 : cols - 1), min_ld);
     const std::optional<int64_t> bytes = checked_mul(
-        checked_add(checked_mul(o.batch_stride, batch - 1), footprint), int64_t(dtype_size(o.dtype)));
+        checked_add(checked_mul(o.batch_stride, count_w - 1), footprint), int64_t(dtype_size(o.dtype)));
     if (!bytes || *bytes > (int64_t(1) << 62)) return name + " spans more than 2^62 bytes";
     if (w == 'D' && batch > 1 && o.batch_stride < *footprint)
       return "D batch stride " + std::to_string(o.batch_stride) + " makes batches overlap (each needs " +
              std::to_string(*footprint) + " elements)";
   }
+  return "";
+}
+
+std::string Problem::check_grouping() const {
+  const std::string g = std::to_string(groups);
+  if (grouping == Grouping::none)
+    return groups == 1 ? "" : "groups=" + g + " needs a grouping (contiguous or masked)";
+  if (groups < 1 || groups >= (int64_t(1) << 31)) return "groups must be in [1, 2^31) (got " + g + ")";
+  if (grouping == Grouping::contiguous && batch != 1)
+    return "a contiguous grouped GEMM takes one A of M (total) rows: batch must be 1 (got " + std::to_string(batch) +
+           ")";
+  if (grouping == Grouping::masked && batch != groups)
+    return "a masked grouped GEMM holds one matrix per group: batch must equal groups=" + g + " (got " +
+           std::to_string(batch) + "; Problem::resolve() sets it)";
   return "";
 }
 
@@ -202,7 +224,7 @@ std::string Problem::check_scaled() const {
   if (!fa && scaling == Scaling::block)
     return "scaling=block needs fp8 A and B (a " + std::string(dtype_name(a.dtype)) +
            " A has no K-block scales): use tensor or row scaling of B";
-  if (batch > 1 && scaling != Scaling::tensor)
+  if (batch > 1 && !grouped() && scaling != Scaling::tensor)
     return "scaling=" + sc + " takes one matrix (batch=1); batched fp8 GEMMs take tensor scaling";
   // The tensor cores read 8-bit operands K-major only (wgmma, cuBLASLt's fp8 "TN" rule).
   if (fa && a.layout != Layout::row)
@@ -249,14 +271,21 @@ void Problem::validate() const {
 }
 
 std::string Problem::key() const {
-  std::string s = "gemm:m" + std::to_string(m) + ":n" + std::to_string(n) + ":k" + std::to_string(k) + ":b" +
+  // A contiguous grouped problem's M is the capacity and changes with every batch of tokens: its key holds M rounded
+  // up to a power of two, so one tuning serves a bucket of token counts (its kernels take M at run time).
+  int64_t key_m = m;
+  if (grouping == Grouping::contiguous)
+    for (key_m = 1; key_m < m; key_m *= 2) {
+    }
+  std::string s = "gemm:m" + std::to_string(key_m) + ":n" + std::to_string(n) + ":k" + std::to_string(k) + ":b" +
                   std::to_string(batch);
+  if (grouped()) s.append(":grp=").append(grouping_name(grouping)).append(std::to_string(groups));
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && beta == 0.0f) continue;
     const Operand& o = operand(w);
     // Appended piecewise: GCC 12's -Wrestrict misfires on `":" + std::string(...)`.
     s.append(":").append(op_str(w, o)).append(":ld").append(std::to_string(o.ld));
-    if (batch > 1) s.append(":bs").append(std::to_string(o.batch_stride));
+    if (count(w) > 1) s.append(":bs").append(std::to_string(o.batch_stride));
     if (o.align != 16) s.append(":al").append(std::to_string(o.align));
   }
   s += ":acc" + std::string(dtype_name(accum));
@@ -269,8 +298,10 @@ std::string Problem::key() const {
 }
 
 std::string Problem::str() const {
-  std::string s = "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k);
-  if (batch != 1) s += " --batch=" + std::to_string(batch);
+  std::string s = std::string(grouping == Grouping::masked ? "--masked-m=" : "--m=") + std::to_string(m) +
+                  " --n=" + std::to_string(n) + " --k=" + std::to_string(k);
+  if (grouped()) s += " --groups=" + std::to_string(groups);
+  if (batch != 1 && grouping != Grouping::masked) s += " --batch=" + std::to_string(batch);
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && beta == 0.0f) continue;
     const Operand& o = operand(w);
@@ -279,7 +310,7 @@ std::string Problem::str() const {
     const int64_t packed_ld = o.layout == Layout::row ? cols : rows;
     const char lw = char(w + 32);
     if (o.ld != packed_ld) s += " --ld" + std::string(1, lw) + "=" + std::to_string(o.ld);
-    if (batch > 1 && std::optional<int64_t>(o.batch_stride) != packed_batch_stride(o, rows, cols))
+    if (count(w) > 1 && std::optional<int64_t>(o.batch_stride) != packed_batch_stride(o, rows, cols))
       s += " --batch-stride-" + std::string(1, lw) + "=" + std::to_string(o.batch_stride);
     if (o.align != 16) s += " --align-" + std::string(1, lw) + "=" + std::to_string(o.align);
   }
@@ -295,15 +326,16 @@ int Problem::access_bytes(char which) const {
   const Operand& o = operand(which);
   const uint64_t es = dtype_size(o.dtype);
   const uint64_t bits = static_cast<uint64_t>(o.align) | (static_cast<uint64_t>(o.ld) * es) |
-                        (batch > 1 ? static_cast<uint64_t>(o.batch_stride) * es : 0) | 16u;
+                        (count(which) > 1 ? static_cast<uint64_t>(o.batch_stride) * es : 0) | 16u;
   return static_cast<int>(bits & (~bits + 1));  // the lowest set bit
 }
 
 double Problem::flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
 
 double Problem::min_bytes() const {
-  double bytes = double(batch) * (double(m) * double(k) * dtype_size(a.dtype) + double(k) * double(n) * dtype_size(b.dtype) +
-                                  double(m) * double(n_out()) * dtype_size(d.dtype));
+  double bytes = double(batch) * (double(m) * double(k) * dtype_size(a.dtype) +
+                                  double(m) * double(n_out()) * dtype_size(d.dtype)) +
+                 double(count('B')) * double(k) * double(n) * dtype_size(b.dtype);
   if (beta != 0.0f) bytes += double(batch) * double(m) * double(n) * dtype_size(c.dtype);
   for (EpiOpKind k : {EpiOpKind::bias_col, EpiOpKind::bias_row, EpiOpKind::row_scale, EpiOpKind::col_scale})
     bytes += double(epilogue_vector_len(k)) * dtype_size(epilogue_dtype(k));

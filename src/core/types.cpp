@@ -65,6 +65,22 @@ std::optional<Scaling> parse_scaling(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view grouping_name(Grouping g) {
+  switch (g) {
+    case Grouping::none: return "none";
+    case Grouping::contiguous: return "contiguous";
+    case Grouping::masked: return "masked";
+  }
+  return "?";
+}
+
+std::optional<Grouping> parse_grouping(std::string_view s) {
+  if (s == "none") return Grouping::none;
+  if (s == "contiguous") return Grouping::contiguous;
+  if (s == "masked") return Grouping::masked;
+  return std::nullopt;
+}
+
 std::string_view layout_name(Layout l) { return l == Layout::row ? "row" : "col"; }
 
 std::optional<Layout> parse_layout(std::string_view s) {

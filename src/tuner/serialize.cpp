@@ -30,7 +30,8 @@ Operand op_from(const nlohmann::json& j, const std::string& where) {
 nlohmann::json to_json(const Problem& p) {
   return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"A", op_json(p.a)}, {"B", op_json(p.b)},
           {"C", op_json(p.c)}, {"D", op_json(p.d)}, {"accum", dtype_name(p.accum)}, {"alpha", p.alpha},
-          {"beta", p.beta}, {"epilogue", p.epilogue.key()}, {"scaling", scaling_name(p.scaling)}, {"amax", p.amax}};
+          {"beta", p.beta}, {"epilogue", p.epilogue.key()}, {"scaling", scaling_name(p.scaling)}, {"amax", p.amax},
+          {"grouping", grouping_name(p.grouping)}, {"groups", p.groups}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -59,6 +60,10 @@ Problem problem_from_json(const nlohmann::json& j) {
   if (!sc) throw detail::InputError("problem JSON: bad \"scaling\"");
   p.scaling = *sc;
   p.amax = f.boolean("amax", false);
+  const std::optional<Grouping> gr = parse_grouping(f.string("grouping", "none"));
+  if (!gr) throw detail::InputError("problem JSON: bad \"grouping\" (none, contiguous or masked)");
+  p.grouping = *gr;
+  p.groups = f.integer("groups", 1);
   return p;
 }
 
