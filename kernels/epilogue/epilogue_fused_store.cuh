@@ -110,10 +110,12 @@ struct EpilogueFused {
   }
 
   // Stores output rows [m0, m0 + 64 * kSlabs) x cols [o0, o0 + BNO) of batch b, o0 = n0 (n0 / 2 with a GLU), through
-  // the D maps `td` and `tdt` (the tail strip's, see for_each_strip).
+  // the D maps `td` and `tdt` (the tail strip's, see for_each_strip); rows from m_end on are not stored (as
+  // EpilogueTmaStore).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
                                                const TmaDesc& tdt, const GemmParams& p, const Params& ep0,
-                                               unsigned bufs, int m0, int n0, int b, int tid, unsigned& buf) {
+                                               unsigned bufs, int m0, int n0, int b, int tid, unsigned& buf,
+                                               int m_end) {
     const Params ep = ep0.at_batch(b);
     const int warp = tid / 32, lane = tid % 32;
     const int n_out = kGlu ? p.n / 2 : p.n;
@@ -137,7 +139,7 @@ struct EpilogueFused {
             value2(acc[si], p, ep, co, i, row, col, n_out, b, v0, v1);
           }, pc);
           strip_end<Cfg, kBytes, kNoTma>(map, p, n_out, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), o0 + c0, b, direct,
-                                 tid);
+                                         tid, m_end);
           buf = epi_next<Cfg>(buf);
         }
       });

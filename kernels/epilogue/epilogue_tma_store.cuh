@@ -488,13 +488,13 @@ constexpr int no_tma_unroll() {
 }
 template <class Cfg, int BYTES, bool NO_TMA = false, int NO_TMA_UNROLL = 1>
 __device__ __forceinline__ void strip_end(const TmaDesc& td, const GemmParams& p, int n_out, unsigned dst, int row0,
-                                          int col0, int b, bool direct, int tid) {
+                                          int col0, int b, bool direct, int tid, int m_end) {
   constexpr int kThreads = Cfg::kEpiOwnerThreads;
   if (!NO_TMA) fence_proxy_async();
   strip_owner_sync<Cfg>();
   if (NO_TMA || direct) {
     copy_strip_direct<Cfg::kOutSize, BYTES, Cfg::kEpiRows, kThreads, NO_TMA ? NO_TMA_UNROLL : 1, !NO_TMA>(
-        dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, p.m, n_out, row0, col0, tid % kThreads);
+        dst, p.d, p.ldd, static_cast<long long>(b) * p.d_batch, m_end, n_out, row0, col0, tid % kThreads);
   } else if (tid % kThreads == 0) {
     tma_store_3d(td, dst, col0, row0, b);
     bulk_commit();
@@ -540,10 +540,10 @@ struct EpilogueTmaStore {
 
   // Stores rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b through the D maps `td` and `tdt` (the tail
   // strip's, see for_each_strip). `bufs`: this warpgroup's strip buffers; `buf` the next buffer (persists across
-  // calls).
+  // calls). m_end: rows from it on are not stored (p.m; a grouped tile's group end, under kEpiNoTmaD).
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc& td,
                                                const TmaDesc& tdt, const GemmParams& p, const Params&, unsigned bufs,
-                                               int m0, int n0, int b, int tid, unsigned& buf) {
+                                               int m0, int n0, int b, int tid, unsigned& buf, int m_end) {
     const int warp = tid / 32, lane = tid % 32;
     // NOTES: TMA store clips the inner dimension at 16-byte granularity: with n * sizeof(D) not a multiple of 16 it
     // would write up to 15 bytes past column n (into the caller's ld padding). The strips of such an edge tile that
@@ -602,7 +602,7 @@ struct EpilogueTmaStore {
                 }
               }, pc);
               strip_end<Cfg, kBytes, kNoTma, no_tma_unroll<Cfg>()>(
-                  map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct, tid);
+                  map, p, p.n, dst, m0 + si * 64 + strip_row<Cfg>(warp, pc), n0 + c0, b, direct, tid, m_end);
               buf = epi_next<Cfg>(buf);
             }
           });

@@ -52,10 +52,10 @@ struct EpilogueTransposedStore {
   static_assert(!Chain::kGlu, "a GLU is not fused with swap=1");
 
   // Stores kernel rows [m0, m0 + 64 * kSlabs) x cols [n0, n0 + BN) of batch b (the TMA maps, the strip buffers and
-  // `buf` of the other epilogues go unused).
+  // `buf` of the other epilogues go unused); rows from m_end on are not stored.
   __device__ __forceinline__ static void store(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const TmaDesc&, const TmaDesc&,
                                                const GemmParams& p, const Params& ep0, unsigned, int m0, int n0, int b,
-                                               int tid, unsigned&) {
+                                               int tid, unsigned&, int m_end) {
     const int warp = tid / 32, lane = tid % 32;
     const Params ep = batch_params(ep0, b);  // a chain's coordinates are within batch b (EpiParams::at_batch)
     const long long base = static_cast<long long>(b) * p.d_batch;
@@ -64,7 +64,7 @@ struct EpilogueTransposedStore {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int row = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i;
-        if (row >= p.m) continue;
+        if (row >= m_end) continue;
 #pragma unroll
         for (int c = 0; c < Cfg::BN / 8; ++c) {
 #pragma unroll

@@ -56,6 +56,10 @@ struct GemmConfig {
   static constexpr bool FP8 = gt::dtype_code_fp8(S.in);
   static constexpr int IN_A = S.in, IN_B = S.in_b != 0 ? S.in_b : S.in;
   static constexpr int SCALE = S.scale;
+  static constexpr int GROUPED = S.grouped;  // 0 none, 1 contiguous, 2 masked (scheduler/group_tiles.cuh)
+  static_assert(GROUPED == 0 || (CM == 1 && !DYNAMIC && !SK && !CP),
+                "grouped kernels: cluster 1xN (the CTAs of a cluster share one group's A rows), static tile order, "
+                "TMA loads");
   static constexpr bool PROMOTE = S.promote;
   static_assert(S.in == kBF16 || S.in == kF16 || FP8, "A and B must be bf16, f16, e4m3 or e5m2");
   static_assert(FP8 == gt::dtype_code_fp8(IN_B) && (FP8 || IN_B == S.in),

@@ -13,6 +13,16 @@
 
 namespace gt_sm90 {
 
+// The row and column scales of group g of a grouped GEMM (GemmParams::sr_group, sc_group); p.sr, p.sc otherwise.
+template <class Cfg>
+__device__ __forceinline__ const float* group_sr(const GemmParams& p, int g) {
+  return Cfg::GROUPED != 0 ? p.sr + g * p.sr_group : p.sr;
+}
+template <class Cfg>
+__device__ __forceinline__ const float* group_sc(const GemmParams& p, int g) {
+  return Cfg::GROUPED != 0 ? p.sc + g * p.sc_group : p.sc;
+}
+
 // The tensor scale scale_a[0] * scale_b[0]: read once per consumer (before its tile loop), 1 for other scalings.
 template <class Cfg>
 __device__ __forceinline__ float tensor_scale(const GemmParams& p) {
@@ -26,19 +36,21 @@ __device__ __forceinline__ float tensor_scale(const GemmParams& p) {
 // reach it at once). Nothing else of the consumers goes through L1 in the mainloop (TMA bypasses it). No-op for
 // other scalings.
 template <class Cfg>
-__device__ __forceinline__ void prefetch_scales(const GemmParams& p, int m0, int n0, int tid) {
+__device__ __forceinline__ void prefetch_scales(const GemmParams& p, int m0, int n0, int tid, int g = 0) {
   if constexpr (Cfg::SCALE == kScaleRow) {
+    const float* const sr = group_sr<Cfg>(p, g);
+    const float* const sc = group_sc<Cfg>(p, g);
     // Lines covering [x0, x0 + len): x0 + 32 i for i < len / 32, and the last element (x0 need not be aligned).
     constexpr int kColLines = Cfg::BN / 32 + 1, kRowLines = Cfg::WM / 32 + 1;
     const float* q = nullptr;
     if (tid < kColLines) {
       const int last = (n0 + Cfg::BN < p.n ? n0 + Cfg::BN : p.n) - 1;
       const int c = n0 + 32 * tid;
-      if (n0 < p.n) q = p.sc + (c < last ? c : last);
+      if (n0 < p.n) q = sc + (c < last ? c : last);
     } else if (tid < kColLines + kRowLines) {
       const int last = (m0 + Cfg::WM < p.m ? m0 + Cfg::WM : p.m) - 1;
       const int r = m0 + 32 * (tid - kColLines);
-      if (m0 < p.m) q = p.sr + (r < last ? r : last);
+      if (m0 < p.m) q = sr + (r < last ? r : last);
     }
     if (q != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(q));
   }
@@ -50,13 +62,15 @@ __device__ __forceinline__ void prefetch_scales(const GemmParams& p, int m0, int
 // accumulators are TMA's zero fill, and the epilogue does not store them).
 template <class Cfg>
 __device__ __forceinline__ void apply_scales(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const GemmParams& p,
-                                             float tensor, int m0, int n0, int tid) {
+                                             float tensor, int m0, int n0, int tid, int g = 0) {
   if constexpr (Cfg::SCALE == kScaleTensor) {
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
       for (int i = 0; i < Cfg::BN / 2; ++i) acc[si][i] *= tensor;
   } else if constexpr (Cfg::SCALE == kScaleRow) {
+    const float* const sr = group_sr<Cfg>(p, g);
+    const float* const sc = group_sc<Cfg>(p, g);
     const int warp = tid / 32, lane = tid % 32;
     float fr[Cfg::kSlabs][2];
 #pragma unroll
@@ -64,12 +78,12 @@ __device__ __forceinline__ void apply_scales(float (&acc)[Cfg::kSlabs][Cfg::BN /
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int r = m0 + si * 64 + warp * 16 + lane / 4 + 8 * i;
-        fr[si][i] = r < p.m ? p.sr[r] : 0.0f;
+        fr[si][i] = r < p.m ? sr[r] : 0.0f;
       }
 #pragma unroll
     for (int c = 0; c < Cfg::BN / 8; ++c) {
       const int col = n0 + 8 * c + 2 * (lane % 4);
-      const float s0 = col < p.n ? p.sc[col] : 0.0f, s1 = col + 1 < p.n ? p.sc[col + 1] : 0.0f;
+      const float s0 = col < p.n ? sc[col] : 0.0f, s1 = col + 1 < p.n ? sc[col + 1] : 0.0f;
 #pragma unroll
       for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
@@ -93,14 +107,15 @@ struct BlockScales {
   static constexpr int kNB = Cfg::BN % 128 == 0 ? Cfg::BN / 128 : (128 % Cfg::BN == 0 ? 1 : 2);
   float a[Cfg::kSlabs][2], b[kNB];
   // kbk: absolute k-block; r0: this thread's first accumulator row (m0 + 16 warp + lane / 4).
-  __device__ __forceinline__ void load(const GemmParams& p, long long kbk, int kb_count, int r0, int n0) {
+  __device__ __forceinline__ void load(const GemmParams& p, long long kbk, int kb_count, int r0, int n0, int g) {
     const int nb_count = (p.n + 127) / 128;
+    const float* const sc = group_sc<Cfg>(p, g);
 #pragma unroll
     for (int j = 0; j < kNB; ++j) {
       const int nb = n0 / 128 + j;
-      b[j] = nb < nb_count ? p.sc[static_cast<long long>(nb) * kb_count + kbk] : 0.0f;
+      b[j] = nb < nb_count ? sc[static_cast<long long>(nb) * kb_count + kbk] : 0.0f;
     }
-    const float* ra = p.sr + kbk * p.m;
+    const float* ra = group_sr<Cfg>(p, g) + kbk * p.m;
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
@@ -178,7 +193,8 @@ inline constexpr int kPromoteBufs = 3 * Cfg::kAccRegs <= 192 ? 2 : 1;
 template <class Cfg, class Issued>
 __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const SmemPlan<Cfg>& sm,
                                                      RingPos<Cfg::STAGES>& rp, int kb0, int k_iters, int row0,
-                                                     const GemmParams& p, int m0, int n0, int tid, Issued issued) {
+                                                     const GemmParams& p, int m0, int n0, int tid, Issued issued,
+                                                     int g = 0) {
   constexpr bool kBlock = Cfg::SCALE == kScaleBlock;
   constexpr int NT = kPromoteBufs<Cfg>;
   // Scale sets in flight: k-block x uses set x % kSets, which takes x + kSets's scales once x is promoted (its
@@ -197,7 +213,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
   if constexpr (kBlock) {
 #pragma unroll
     for (int x = 0; x < kSets; ++x)
-      if (x < k_iters) sc[x].load(p, kb0 + x, kb_count, r0, n0);
+      if (x < k_iters) sc[x].load(p, kb0 + x, kb_count, r0, n0, g);
   }
   auto fence = [](float (&t)[Cfg::kSlabs][Cfg::BN / 2]) {
 #pragma unroll
@@ -215,7 +231,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
       promote_into<Cfg, 8>(acc, tmp[X % NT], sc[X % kSets]);
     else
       promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets]);
-    if (kBlock && kc + X + kSets < k_iters) sc[X % kSets].load(p, kb0 + kc + X + kSets, kb_count, r0, n0);
+    if (kBlock && kc + X + kSets < k_iters) sc[X % kSets].load(p, kb0 + kc + X + kSets, kb_count, r0, n0, g);
   };
   // A straight run of N k-blocks from kc.
   auto run = [&](auto n) {

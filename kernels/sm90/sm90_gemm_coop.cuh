@@ -40,20 +40,34 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
     const float tensor = tensor_scale<Cfg>(p);
     RingPos<Cfg::STAGES> rp;
     unsigned buf = 0;
-    for (int j = 0;; ++j) {
-      const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
-      if (u.t >= sched.total) break;
-      int m0, n0, b;
-      sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
-      prefetch_scales<Cfg>(p, m0 + cw * Cfg::WM, n0, tid);
+    // One tile: this consumer's rows m0 + cw * WM + [0, WM) of batch b (rows from m_end on are not stored; g: the
+    // group of a grouped GEMM, else 0).
+    auto tile = [&](const Unit& u, int m0, int n0, int b, int m_end, int g) {
+      const int mc = m0 + cw * Cfg::WM;
+      prefetch_scales<Cfg>(p, mc, n0, tid, g);
       if constexpr (Cfg::PROMOTE)
-        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, cw * Cfg::WM, p, m0 + cw * Cfg::WM, n0, tid, [] {});
+        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, cw * Cfg::WM, p, mc, n0, tid, [] {}, g);
       else
         consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
       if constexpr (Cfg::SK)
-        if (!SkPartials<Cfg>::settle(u, acc, p, rank * 2 + cw, tid)) continue;  // a head: its partial is written
-      apply_scales<Cfg>(acc, p, tensor, m0 + cw * Cfg::WM, n0, tid);
-      Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0 + cw * Cfg::WM, n0, b, tid, buf);
+        if (!SkPartials<Cfg>::settle(u, acc, p, rank * 2 + cw, tid)) return;  // a head: its partial is written
+      apply_scales<Cfg>(acc, p, tensor, mc, n0, tid, g);
+      Epi::store(acc, td, tdt, p, ep, sm.epi(cw), mc, n0, b, tid, buf, m_end);
+    };
+    if constexpr (Cfg::GROUPED != 0) {
+      GroupedWalk<Cfg> walk(p, tiles.first, tiles.stride);
+      GroupTile t;
+      for (int j = 0; walk.next(p, rn, t); ++j)
+        tile(Unit{0, 0, k_iters, static_cast<unsigned>(j) * static_cast<unsigned>(k_iters), kWhole, 0}, t.m0, t.n0,
+             t.ba, t.m_end, t.g);
+    } else {
+      for (int j = 0;; ++j) {
+        const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
+        if (u.t >= sched.total) break;
+        int m0, n0, b;
+        sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+        tile(u, m0, n0, b, p.m, 0);
+      }
     }
     Epi::drain(tid);
   }

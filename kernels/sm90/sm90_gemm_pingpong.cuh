@@ -41,11 +41,9 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
     float acc[Cfg::kSlabs][Cfg::BN / 2];
     const float tensor = tensor_scale<Cfg>(p);
     unsigned buf = 0;
-    for (int j = cw;; j += 2) {
-      const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
-      if (u.t >= sched.total) break;
-      int m0, n0, b;
-      sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+    // Tile j of this CTA (j % 2 == cw): rows m0 + [0, BM) of batch b (rows from m_end on are not stored; g: the
+    // group of a grouped GEMM, else 0).
+    auto tile = [&](int j, const Unit& u, int m0, int n0, int b, int m_end, int g) {
       auto rp = RingPos<Cfg::STAGES>::at(u.pos);
       // NOTES: mainloops run in tile order. Without this a consumer jumping k_iters ring positions ahead could
       // wait on a full barrier two phases behind and see the parity of an old phase as complete (stale data /
@@ -56,15 +54,32 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       auto issued = [&] {
         if (tid % 32 == 0) mbar_arrive(sm.mma_done(cw));
       };
-      prefetch_scales<Cfg>(p, m0, n0, tid);
+      prefetch_scales<Cfg>(p, m0, n0, tid, g);
       if constexpr (Cfg::PROMOTE)
-        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, 0, p, m0, n0, tid, issued);
+        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, 0, p, m0, n0, tid, issued, g);
       else
         consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, tid % 32, issued);
       if constexpr (Cfg::SK)
-        if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid)) continue;  // a head: its partial is written
-      apply_scales<Cfg>(acc, p, tensor, m0, n0, tid);
-      Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0, n0, b, tid, buf);
+        if (!SkPartials<Cfg>::settle(u, acc, p, rank, tid)) return;  // a head: its partial is written
+      apply_scales<Cfg>(acc, p, tensor, m0, n0, tid, g);
+      Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0, n0, b, tid, buf, m_end);
+    };
+    if constexpr (Cfg::GROUPED != 0) {
+      // Both consumers walk every real tile (scheduler/group_tiles.cuh) and take those of their parity.
+      GroupedWalk<Cfg> walk(p, tiles.first, tiles.stride);
+      GroupTile t;
+      for (int j = 0; walk.next(p, rn, t); ++j)
+        if ((j & 1) == cw)
+          tile(j, Unit{0, 0, k_iters, static_cast<unsigned>(j) * static_cast<unsigned>(k_iters), kWhole, 0}, t.m0,
+               t.n0, t.ba, t.m_end, t.g);
+    } else {
+      for (int j = cw;; j += 2) {
+        const Unit u = tiles.unit_warp(sm, p, j, tid % 32, sched.total, k_iters);
+        if (u.t >= sched.total) break;
+        int m0, n0, b;
+        sched.tile_origin(u.t, rm, rn, Cfg::BM, Cfg::BN, m0, n0, b);
+        tile(j, u, m0, n0, b, p.m, 0);
+      }
     }
     Epi::drain(tid);
   }

@@ -6,6 +6,7 @@
 // steps without dividing: a division by a non-power-of-two STAGES per k-block cost 4-8% (5 vs 4 stages, H200).
 #include "ptx/ptx.cuh"
 #include "ptx/wgmma.cuh"
+#include "scheduler/group_tiles.cuh"
 #include "scheduler/tile_scheduler.cuh"
 #include "sm90/sm90_config.cuh"
 #include "sm90/sm90_cp_loader.cuh"
@@ -61,10 +62,12 @@ __device__ __forceinline__ void load_operand(unsigned base, const TmaDesc& t, un
 // (rank = rm + rn * CM). A is shared by the CN CTAs of a cluster row, B by the CM CTAs of a cluster column.
 // HALVES (a GLU over the halves of N, see epilogue_fused_store.cuh): tile rows [0, BN/2) of B are the gate columns
 // n0/2 + r, rows [BN/2, BN) the up columns n_half + n0/2 + r - BN/2 (the host's B map has boxes of <= BN/2 rows).
-// LOAD_A / LOAD_B: the operands TMA loads (load=cp: those the cp.async producer does not).
+// LOAD_A / LOAD_B: the operands TMA loads (load=cp: those the cp.async producer does not). bb: B's batch coordinate
+// when it is not A's (a grouped GEMM's group), else -1.
 template <class Cfg, bool HALVES = false, bool LOAD_A = true, bool LOAD_B = true>
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm, int s,
-                                           int m0, int n0, int k0, int b, int rm, int rn, int n_half = 0) {
+                                           int m0, int n0, int k0, int b, int rm, int rn, int n_half = 0,
+                                           int bb = -1) {
   static_assert(!HALVES || !Cfg::B_MN || Cfg::BN % 128 == 0, "GLU halves with N-major B needs tile N a multiple of 128");
   const unsigned bar = sm.full(s);
   unsigned short a_mask = 0, b_mask = 0;
@@ -79,7 +82,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
   constexpr int kBPiece = HALVES && kBRows > Cfg::BN / 2 ? Cfg::BN / 2 : kBRows;
   if constexpr (LOAD_B)
     load_operand<Cfg::B_MN, Cfg::BN, kBPiece, (Cfg::kBParts > 1)>(
-      sm.b(s), tb, bar, k0, b, Cfg::kBParts > 1 ? rm : 0, kBRows, b_mask, [&](int tr) {
+      sm.b(s), tb, bar, k0, bb < 0 ? b : bb, Cfg::kBParts > 1 ? rm : 0, kBRows, b_mask, [&](int tr) {
         if (HALVES) return tr < Cfg::BN / 2 ? n0 / 2 + tr : n_half + n0 / 2 + tr - Cfg::BN / 2;
         return n0 + tr;
       });
@@ -95,9 +98,21 @@ template <class Cfg, bool HALVES = false>
 __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                               const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
                                               [[maybe_unused]] int tid) {
-  const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
+  if constexpr (Cfg::GROUPED != 0) {  // the real tiles of a grouped walk (scheduler/group_tiles.cuh)
+    GroupedWalk<Cfg> walk(p, tiles.first, tiles.stride);
+    GroupTile t;
+    while (walk.next(p, rn, t)) {
+      for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
+        mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
+        mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
+        load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, t.m0, t.n0, kb * Cfg::BK, t.ba, rm, rn, p.n / 2, t.g);
+      }
+    }
+    return;
+  }
+  const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
   [[maybe_unused]] int fetched = 0;
   for (int j = 0;; ++j) {
     int t, k0 = 0, k1 = k_iters;

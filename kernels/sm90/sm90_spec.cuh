@@ -44,6 +44,8 @@ struct Spec {
   int in_b = 0;
   int scale = kScaleNone;
   bool promote = false;
+  // Grouped GEMMs (gemmtune::Grouping; scheduler/group_tiles.cuh): 0 none, 1 contiguous, 2 masked.
+  int grouped = 0;
 };
 
 // Every number that follows from a spec: the stage ring, the TMA boxes, the epilogue strips and the shared-memory
@@ -162,6 +164,12 @@ struct GemmParams {
   // launch and raised by atomicMax on the float bits (non-negative floats order as their bit patterns).
   const float* scale_d;
   float* amax;
+  // Grouped GEMMs (Spec::grouped, scheduler/group_tiles.cuh): `groups` int32 on the device, the cumulative row ends
+  // (contiguous) or row counts (masked) of the groups; B's batch coordinate is the group. fp8: the elements between
+  // consecutive groups' row scales (sr: 0 for contiguous, whose A rows are global) and column scales (sc).
+  const int* group_rows;
+  int groups;
+  long long sr_group, sc_group;
 };
 
 }  // namespace gt_sm90

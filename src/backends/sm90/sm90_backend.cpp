@@ -202,7 +202,7 @@ class Sm90Executable final : public Executable {
     const EpiOp* g = problem_.epilogue.find(EpiOpKind::glu);
     CUresult r = CUDA_SUCCESS;
     if (g->glu == GluLayout::halves && !v.b_mn && plan_.cp_b == 0)  // B through cp.async: no map
-      r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.batch, v.b.ld, v.b.batch_stride, plan_.bk,
+      r = sm90::encode_3d(enc, &maps_[1], args.b, v.b.type, v.k, v.n, v.b_count(), v.b.ld, v.b.batch_stride, plan_.bk,
                           std::min(plan_.b_box_rows, cfg_.bn / 2), CU_TENSOR_MAP_SWIZZLE_128B);
     if (r == CUDA_SUCCESS && sm90::d_tma_store(v)) {
       const int eb = sm90::epi_narrow_bytes(cfg_.bn / 2, v.d.type);
@@ -261,6 +261,17 @@ class Sm90Executable final : public Executable {
       GT_REQUIRE(args.scale_a && args.scale_b, "sm90: fp8 inputs need scale_a and scale_b (" + cand_.str() + ")");
       params.sr = view_.transposed ? args.scale_b : args.scale_a;
       params.sc = view_.transposed ? args.scale_a : args.scale_b;
+    }
+    if (view_.grouped != 0) {
+      GT_REQUIRE(args.group_rows, "sm90: a grouped problem needs GemmArgs::group_rows (" + cand_.str() + ")");
+      GT_REQUIRE(aligned(args.group_rows, 4), "sm90: group_rows is not 4-byte aligned (" + cand_.str() + ")");
+      params.group_rows = args.group_rows;
+      // Per-group scale offsets (kernels/sm90/sm90_fp8.cuh group_sr / group_sc): A's scales follow its rows as
+      // stored (global rows for contiguous; G x M for masked), B's are per group.
+      if (view_.scale == gt_sm90::kScaleRow || view_.scale == gt_sm90::kScaleBlock) {
+        params.sr_group = view_.grouped == 2 ? problem_.scale_len('A') / problem_.groups : 0;
+        params.sc_group = problem_.scale_len('B') / problem_.groups;
+      }
     }
     if (view_.d.type == gt::kE4M3) {
       params.scale_d = args.scale_d;  // null: 1

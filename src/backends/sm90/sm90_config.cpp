@@ -121,6 +121,8 @@ KernelView kernel_view(const Problem& p, bool swap) {
   pp.d = desc_of(r, 'D', p.m, p.n_out());
   pp.has_c = p.beta != 0.0f;
   pp.scale = scale_code(p.scaling);
+  pp.grouped = p.grouping == Grouping::contiguous ? 1 : p.grouping == Grouping::masked ? 2 : 0;
+  pp.groups = p.groups;
   return make_kernel_view(pp, swap);
 }
 gt_sm90::Spec spec(const Config& c, const KernelView& v) {
@@ -140,6 +142,7 @@ gt_sm90::Spec spec(const Config& c, const KernelView& v) {
   s.dynamic = c.dynamic();
   s.sk = c.sk;
   s.epi_warp = c.epi_warp;
+  s.grouped = v.grouped;
   if (gt::dtype_code_fp8(v.a.type)) {
     if (v.b.type != v.a.type) s.in_b = v.b.type;
     s.scale = v.scale;
@@ -189,6 +192,7 @@ std::string spec_literal(const gt_sm90::Spec& s) {
   // fp8 only (the 16-bit defaults are not printed, so 16-bit units keep their text and cache keys)
   if (s.in_b != 0) os << ", .in_b = " << s.in_b;
   if (s.scale != gt_sm90::kScaleNone) os << ", .scale = " << s.scale << ", .promote = " << tf(s.promote);
+  if (s.grouped != 0) os << ", .grouped = " << s.grouped;
   os << "}";
   return os.str();
 }

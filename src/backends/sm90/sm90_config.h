@@ -90,10 +90,12 @@ std::string spec_literal(const gt_sm90::Spec& s);
 // ---- heuristics ----
 // The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
 inline int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
-// Cluster tiles of the problem (the tile scheduler's `total`).
+// Cluster tiles of the problem (the tile scheduler's `total`; a contiguous grouped problem's slots included,
+// kernels/scheduler/group_tiles.cuh).
 inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  return cdiv(cdiv(v.m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
+  const int64_t m = v.grouped == 1 ? (v.m / c.bm + v.groups) * c.bm : v.m;
+  return cdiv(cdiv(m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
 }
 // The most ring stages (<= 7; decode tiles — swap=1 or tile N < 64 — <= 16) whose shared memory fits on the device;
 // with epi=warp, with room for 16-row pieces.

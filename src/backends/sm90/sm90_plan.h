@@ -42,6 +42,8 @@ struct PlanProblem {
   OperandDesc a, b, c, d;
   bool has_c = false;  // beta != 0
   int scale = gt_sm90::kScaleNone;  // fp8 dequantization (gt_sm90::ScaleCode)
+  int grouped = 0;                  // gt_sm90::Spec::grouped: 0 none, 1 contiguous, 2 masked
+  int64_t groups = 1;
 };
 
 // The problem as the kernel sees it: D row-major; a_mn = A stored M-major (col-major), b_mn = B stored N-major.
@@ -54,6 +56,10 @@ struct KernelView {
                             // EpilogueTransposedStore
   bool has_c = false;
   int scale = gt_sm90::kScaleNone;  // fp8: scale_a / scale_b are the view's row / column scales, swapped if transposed
+  int grouped = 0;                  // grouped GEMM (never transposed): 1 contiguous, 2 masked
+  int64_t groups = 1;
+  // Matrices B holds: batch, or the groups of a contiguous grouped problem (whose A and D are one matrix).
+  int64_t b_count() const { return grouped == 1 ? groups : batch; }
 };
 
 // The problem as the kernel computes it: D (m x n) = A (m x k) B (k x n) with a row-major D — for a col-major D the
@@ -65,6 +71,8 @@ inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
   v.k = p.k;
   v.has_c = p.has_c;
   v.scale = p.scale;
+  v.grouped = p.grouped;
+  v.groups = p.groups;
   v.swap = swap;
   if (p.d.row_major != swap) {
     v.m = p.m;
@@ -96,8 +104,9 @@ inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
 // pitch and batch stride are 16-byte multiples and whose strides TMA can describe (< 2^40 bytes). Otherwise the
 // strips are copied out by the consumer threads (kernels/epilogue/epilogue_tma_store.cuh: kEpiNoTmaD) and D has no
 // tensor map; swap=1 stores every element from registers (EpilogueTransposedStore).
+// A grouped GEMM's D is always copied out: its tiles end at their group's last row, which a tensor map cannot clip.
 inline bool d_tma_store(const KernelView& v) {
-  return !v.swap && tma_ok(v.d);
+  return !v.swap && v.grouped == 0 && tma_ok(v.d);
 }
 
 // Narrow epilogue strip width in bytes for output tiles of `bn` columns (gt_sm90::epi_narrow_bytes); the width a
@@ -151,6 +160,7 @@ inline gt_sm90::GemmParams make_params(const KernelView& v, float alpha, float b
   p.d = d;
   p.ldd = v.d.ld;
   p.d_batch = v.batch > 1 ? v.d.batch_stride : 0;
+  p.groups = static_cast<int>(v.groups);
   return p;
 }
 
@@ -253,7 +263,7 @@ inline CUresult encode_maps(EncodeTiledFn enc, const KernelView& v, const gt_sm9
     if (r != CUDA_SUCCESS) return r;
   }
   if (plan.cp_b == 0) {
-    r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.batch, v.b.ld,
+    r = encode_3d(enc, &maps[1], b, v.b.type, v.b_mn ? v.n : v.k, v.b_mn ? v.k : v.n, v.b_count(), v.b.ld,
                   v.b.batch_stride, plan.bk, plan.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
     if (r != CUDA_SUCCESS) return r;
   }

@@ -79,6 +79,23 @@ std::string fp8_reason(const Problem& p) {
   return "";
 }
 
+// Grouped GEMMs (kernels/scheduler/group_tiles.cuh): the kernel computes the groups' row-major D as it is (a
+// column-major D would be solved transposed, turning the grouped rows into columns), loads A and B by TMA, and copies
+// D out of the staging strips with a per-group row bound.
+std::string grouped_reason(const Problem& p) {
+  if (!p.grouped()) return "";
+  const std::string pre = "sm90: grouped (" + std::string(grouping_name(p.grouping)) + "): ";
+  if (p.d.layout != Layout::row) return pre + "D must be row-major (groups split D's rows)";
+  if (p.beta != 0.0f && p.c.layout != Layout::row) return pre + "C must be row-major like D";
+  if (p.d.dtype == DType::e4m3) return pre + "an e4m3 D is not supported (bf16, f16 or f32)";
+  if (p.count('B') > 1 && p.b.batch_stride <= 0)
+    return pre + "B's batch_stride must be > 0 (one weight matrix per group; a shared B is a plain GEMM)";
+  // The contiguous walk has M / BM + G slots of up to 256 rows: int32 row coordinates.
+  if (p.grouping == Grouping::contiguous && p.m + 256 * p.groups >= (int64_t(1) << 31))
+    return pre + "M + 256 * groups must be below 2^31";
+  return "";
+}
+
 }  // namespace
 
 std::string fp8_path(const Problem& p) {
@@ -99,6 +116,7 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
     return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
   if (std::string r = epilogue_reason(p); !r.empty()) return r;
+  if (std::string r = grouped_reason(p); !r.empty()) return r;
   const bool fp8 = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
   if (fp8) {
     if (std::string r = fp8_reason(p); !r.empty()) return r;
@@ -123,6 +141,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     // A and B: TMA, or cp.async (load=cp)
     if (std::string r = ab_reason(nm, *n.o, v.batch); !r.empty()) return r;
   }
+  if (p.grouped() && needs_cp(v))
+    return "sm90: grouped GEMMs load A and B by TMA only: their base pointers, pitches and batch strides must be "
+           "multiples of 16 bytes (" + load_path(p, v) + ")";
   if (fp8 && needs_cp(v))
     return "sm90: fp8 A and B are loaded by TMA only (load=cp copies 16-bit elements): their base pointers, pitches "
            "and batch strides must be multiples of 16 bytes (" + load_path(p, v) + ")";
@@ -137,6 +158,10 @@ bool epi_direct(const Problem& p, const KernelView& v) {
 }
 std::string store_path(const Problem& p, const KernelView& v) {
   if (v.swap) return "D: element stores from registers (swap=1: D column-major in the kernel)";
+  if (v.grouped != 0)
+    return "D: staged, bounds-checked 16-byte stores (a grouped tile's rows end at its group's last row); the " +
+           std::string(grouping_name(p.grouping)) + " groups' sizes are read on the device as the persistent kernel "
+           "walks (group, tile)";
   const int64_t es = elem_size(v.d.type);
   if (d_tma_store(v)) {
     if (!epi_direct(p, v)) return "D: TMA store";
@@ -181,6 +206,14 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
   if (c.dynamic() && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
+  if (p.grouped()) {
+    if (c.cm != 1)
+      return "sm90: grouped GEMMs take clusters 1x1 or 1x2 (the CTAs of a 2x1 cluster would hold rows of two groups "
+             "while sharing one B)" + cs;
+    if (c.dynamic() || c.sk)
+      return "sm90: grouped GEMMs walk their tiles in a static or gpc order, without a stream-K tail" + cs;
+    if (c.swap) return "sm90: grouped GEMMs take no swap=1 (groups split D's rows)" + cs;
+  }
   if (c.swap) {
     if (p.epilogue.has_glu())
       return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
