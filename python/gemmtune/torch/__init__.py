@@ -12,6 +12,7 @@ from . import ops  # noqa: F401  (registers torch.ops.gemmtune.*)
 from ._dispatch import gemm, options, set_options, selections, clear_selections  # noqa: F401
 from .inductor import disable, enable  # noqa: F401
 from .modules import optimize  # noqa: F401
+from .ops import grouped_mm, grouped_mm_masked, scaled_grouped_mm  # noqa: F401
 
 __all__ = ["ops", "gemm", "options", "set_options", "selections", "clear_selections", "enable", "disable",
-           "optimize"]
+           "optimize", "grouped_mm", "grouped_mm_masked", "scaled_grouped_mm"]
