@@ -417,3 +417,15 @@ def test_moe_benchmark_self_test():
     r = subprocess.run([sys.executable, os.path.join(root, "bench", "moe.py"), "--self-test"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and "self-test ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_backward_pads_pitches_torch_refuses():
+    # torch's grouped GEMMs want 16-byte pitches: an odd K or N reaches them through a padded copy.
+    t = rnd(5, 7)
+    p = ops._pitch16(t)
+    assert p.stride() == (8, 1) and torch.equal(p, t)
+    assert ops._pitch16(rnd(5, 8)).stride() == (8, 1)
+    c = rnd(7, 16).t()  # (16, 7) column-major, pitch 16: taken as it is
+    assert ops._pitch16(c) is c
+    w = rnd(3, 5, 7).transpose(-2, -1)  # (3, 7, 5), pitch 7: copied
+    assert ops._pitch16(w).stride()[-2:] == (8, 1) and torch.equal(ops._pitch16(w), w)

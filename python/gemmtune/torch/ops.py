@@ -465,15 +465,27 @@ def _grouped_mm_backward(ctx, grad):
         if ctx.has_bias and ctx.needs_input_grad[3]:
             gbias = grad.sum((0, 1))
         return ga, gb, None, gbias, None
+    g16 = _pitch16(grad)
     if ctx.needs_input_grad[0]:
         # Rows past offs[-1] belong to no group: their gradient is 0 (torch leaves them undefined).
-        ga = torch._grouped_mm(grad, b.transpose(-2, -1), offs)
+        ga = torch._grouped_mm(g16, _pitch16(b.transpose(-2, -1)), offs)
         ga = ga.masked_fill(_unrouted(offs, a.shape[0])[:, None], 0)
     if ctx.needs_input_grad[1]:
-        gb = torch._grouped_mm(a.t(), grad, offs)
+        gb = torch._grouped_mm(_pitch16(a.t()), g16, offs)
     if ctx.has_bias and ctx.needs_input_grad[3]:
         gbias = grad.masked_fill(_unrouted(offs, grad.shape[0])[:, None], 0).sum(0)
     return ga, gb, None, gbias, None
+
+
+def _pitch16(t):
+    """t itself when torch's grouped GEMMs take its strides (a unit stride and a 16-byte pitch), else a row-major
+    copy with its pitch padded to 16 bytes."""
+    q = max(1, 16 // t.element_size())
+    s0, s1 = t.stride(-2), t.stride(-1)
+    if (s1 == 1 and s0 % q == 0 and s0 >= t.shape[-1]) or (s0 == 1 and s1 % q == 0 and s1 >= t.shape[-2]):
+        return t
+    cols = t.shape[-1]
+    return t.new_empty(tuple(t.shape[:-1]) + (-(-cols // q) * q,))[..., :cols].copy_(t)
 
 
 def _unrouted(offs, rows):
