@@ -233,9 +233,10 @@ def test_library_check_messages_reach_the_caller():
     a, b = rnd(30, 64), weights(4, 16, 64)
     with pytest.raises(gemmtune.InvalidInputError, match="K is 0"):
         G.build("t", rnd(30, 0), torch.empty(4, 0, 16, dtype=bf), ends([1] * 4))
-    with pytest.raises(gemmtune.InvalidInputError, match="no group"):
-        G.build("t", a, torch.empty(0, 64, 16, dtype=bf), torch.empty(0, dtype=i32))
-    assert isinstance(G.build("t", a[:0], b, ends([0] * 4)), G.Shape)  # nothing to compute
+    # Nothing to compute: no rows, no columns, or no group.
+    assert isinstance(G.build("t", a[:0], b, ends([0] * 4)), G.Shape)
+    assert isinstance(G.build("t", a, torch.empty(0, 64, 16, dtype=bf), torch.empty(0, dtype=i32)), G.Shape)
+    assert isinstance(G.build("t", a[:0].view(0, 7, 64), b[:0]), G.Shape)
 
 
 def test_bucket():

@@ -26,7 +26,6 @@ from typing import Callable, Optional
 
 import torch
 
-from .. import _native  # noqa: F401  (the library is loaded before any launch)
 from .._api import Operand, Problem, Tuner
 from .._errors import Error, InvalidInputError
 from . import _dispatch
@@ -216,9 +215,8 @@ def build(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=
     """The Plan of one call, or a Shape when the output is empty. Checks everything but the devices; raises
     InvalidInputError naming the argument, or with the library's check() message."""
     s = shape_of(op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked)
-    if s.m == 0 or s.n == 0:
+    if s.m == 0 or s.n == 0 or s.groups == 0:  # nothing to compute (no group owns a row)
         return s
-    _need(s.groups >= 1, op, f"mat_b {tuple(b.shape)} holds no group (G = 0)")
     _need(s.k >= 1, op, f"K is 0 (mat_a {tuple(a.shape)}, mat_b {tuple(b.shape)}); gemmtune needs K >= 1")
     ta, tb, td = _dispatch._DTYPES[a.dtype], _dispatch._DTYPES[b.dtype], _dispatch._DTYPES[s.out_dtype]
     batch = 1 if s.form == "contiguous" else s.groups
@@ -334,7 +332,8 @@ def _check_devices(op, a, **tensors):
 
 
 def _miss(key, op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, contiguous):
-    _check_devices(op, a, mat_b=b, offs=offs, bias=bias, scale_a=scale_a, scale_b=scale_b)
+    _check_devices(op, a, mat_b=b, bias=bias, scale_a=scale_a, scale_b=scale_b,
+                   **{"counts" if masked else "offs": offs})
     plan = build(op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked)
     if isinstance(plan, Shape):
         return plan
