@@ -185,7 +185,6 @@ def dense_fn(s, routes):
 
 def reference(s, x, counts):
     """The per-group fp32 result on the routed rows, as a list of (output rows selector, fp32 rows)."""
-    import torch
     fp8 = s["dtype"] == "e4m3"
     out = []
     start = 0
