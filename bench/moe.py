@@ -25,6 +25,7 @@ Examples (GPU host; PYTHONPATH=python GEMMTUNE_LIBRARY=build/libgemmtune.so, or 
   python3 bench/moe.py --out bench/results/moe-h100
   python3 bench/moe.py --quick --out /tmp/moe               # four shapes, shorter timings
   python3 bench/moe.py --filter dsv3 --no-inductor --out /tmp/moe
+  python3 bench/moe.py --resume --out bench/results/moe-h100   # go on after a time limit cut a run short
   python3 bench/moe.py --self-test                          # no GPU: routings and the report on synthetic rows
 """
 import argparse
@@ -414,6 +415,8 @@ def main():
     ap.add_argument("--rep", type=float, default=None, help="ms of launches per timing (default 50, quick 20)")
     ap.add_argument("--rounds", type=int, default=None, help="timings per method and routing (median; default 3)")
     ap.add_argument("--tolerance", type=float, default=2e-2, help="max relative error against fp32 (default 2e-2)")
+    ap.add_argument("--resume", action="store_true", help="keep the shapes already in --out's moe.json (same "
+                    "GPU) and run the others: a long run split over several commands")
     ap.add_argument("--self-test", action="store_true", help="no GPU: check routings and the report, then exit")
     args = ap.parse_args()
     if args.self_test:
@@ -434,8 +437,21 @@ def main():
             "suite": suite.get("name", args.suite), "quick": args.quick, "rep_ms": args.rep, "rounds": args.rounds,
             "tolerance": args.tolerance, "routings": list(ROUTINGS)}
     rows = []
+    done = os.path.join(args.out, "moe.json")
+    if args.resume and os.path.exists(done):
+        with open(done) as fh:
+            old = json.load(fh)
+        if old["meta"].get("gpu") != meta["gpu"]:
+            raise SystemExit(f"--resume: {done} was measured on {old['meta'].get('gpu')}, this is {meta['gpu']}")
+        names = {s["name"] for s in shapes}
+        rows = [r for r in old["results"] if r["name"] in names]
+        print(f"--resume: {len(rows)} shapes kept from {done}", file=sys.stderr)
+    kept = {r["name"] for r in rows}
+    order = {s["name"]: i for i, s in enumerate(shapes)}
     t0 = time.perf_counter()
     for s in shapes:
+        if s["name"] in kept:
+            continue
         ts = time.perf_counter()
         print(f"{s['name']}: {s['groups']} groups, {describe(s)}, {s['dtype']}", file=sys.stderr, flush=True)
         try:
@@ -447,6 +463,7 @@ def main():
             torch.cuda.empty_cache()
         row["wall_s"] = time.perf_counter() - ts
         rows.append(row)
+        rows.sort(key=lambda r: order[r["name"]])
         t = row.get("tflops", {})
         print("  " + "  ".join(f"{m} {t[m]:.0f}" for m in METHODS if m in t) + " TFLOP/s"
               + (f"  ({'; '.join(row['notes'])})" if row.get("notes") else ""), file=sys.stderr, flush=True)
