@@ -430,3 +430,19 @@ def test_backward_pads_pitches_torch_refuses():
     assert ops._pitch16(c) is c
     w = rnd(3, 5, 7).transpose(-2, -1)  # (3, 7, 5), pitch 7: copied
     assert ops._pitch16(w).stride()[-2:] == (8, 1) and torch.equal(ops._pitch16(w), w)
+
+
+def test_export_keeps_the_grouped_ops():
+    class MoE(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(rnd(4, 96, 64), requires_grad=False)
+
+        def forward(self, x, offs, counts):
+            y = ops.grouped_mm(x, self.w.transpose(-2, -1), offs)
+            z = torch.ops.gemmtune.grouped_mm_masked(x.view(4, -1, 64), self.w.transpose(-2, -1), counts)
+            return y, z
+
+    ep = torch.export.export(MoE(), (rnd(32, 64), ends([8] * 4), torch.full((4,), 8, dtype=i32)))
+    targets = {str(n.target) for n in ep.graph.nodes}
+    assert "gemmtune.grouped_mm.default" in targets and "gemmtune.grouped_mm_masked.default" in targets
