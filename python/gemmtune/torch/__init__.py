@@ -4,6 +4,7 @@
     y = torch.ops.gemmtune.linear(x, w, b, "gelu_tanh")   # tuned on first use of a shape, then a dict lookup
     gt.enable()                                           # torch.compile(mode="max-autotune") also times gemmtune
     model = gt.optimize(model)                            # nn.Linear (+ activation, gate/up) -> gemmtune modules
+    y = gt.grouped_mm(x, w.transpose(-2, -1), offs)       # mixture-of-experts, as torch._grouped_mm
 
 The core library never depends on PyTorch: this package passes it device pointers, shapes, strides, dtypes and the
 current stream.
@@ -12,6 +13,7 @@ from . import ops  # noqa: F401  (registers torch.ops.gemmtune.*)
 from ._dispatch import gemm, options, set_options, selections, clear_selections  # noqa: F401
 from .inductor import disable, enable  # noqa: F401
 from .modules import optimize  # noqa: F401
+from .ops import grouped_mm, grouped_mm_masked, scaled_grouped_mm  # noqa: F401
 
 __all__ = ["ops", "gemm", "options", "set_options", "selections", "clear_selections", "enable", "disable",
-           "optimize"]
+           "optimize", "grouped_mm", "grouped_mm_masked", "scaled_grouped_mm"]

@@ -7,6 +7,14 @@
     torch.ops.gemmtune.scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None,
                                  Tensor? scale_result=None, ScalarType? out_dtype=None,
                                  bool use_fast_accum=False) -> Tensor                 as torch._scaled_mm
+    torch.ops.gemmtune.grouped_mm(Tensor mat_a, Tensor mat_b, Tensor? offs=None, Tensor? bias=None,
+                                  ScalarType? out_dtype=None) -> Tensor               as torch._grouped_mm
+    torch.ops.gemmtune.grouped_mm_masked(Tensor a, Tensor b, Tensor counts,
+                                         ScalarType? out_dtype=None) -> Tensor        masked groups (G, M_max, K)
+    torch.ops.gemmtune.scaled_grouped_mm(Tensor mat_a, Tensor mat_b, Tensor scale_a, Tensor scale_b,
+                                         Tensor? offs=None, Tensor? bias=None, Tensor? scale_result=None,
+                                         ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor
+                                                                                      as torch._scaled_grouped_mm
 
 The ops are defined with ``torch.library.Library`` (define + impl), not ``torch.library.custom_op``: custom_op's
 wrapper adds Python layers to every call (on a CPU mock of the launch, a call through custom_op cost about twice
@@ -25,7 +33,7 @@ import torch
 from torch import Tensor
 
 from .._errors import InvalidInputError
-from . import _dispatch
+from . import _dispatch, _grouped
 
 _NS = "gemmtune"
 _lib = torch.library.Library(_NS, "DEF")
@@ -375,4 +383,161 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None,
     return torch.ops.gemmtune.scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
-__all__ = ["mm", "bmm", "linear", "scaled_mm"]
+# -- grouped GEMMs (mixture-of-experts; _grouped.py builds and launches them) -----------------------------------
+
+_lib.define("grouped_mm(Tensor mat_a, Tensor mat_b, Tensor? offs=None, Tensor? bias=None, ScalarType? out_dtype=None) "
+            "-> Tensor")
+_lib.define("grouped_mm_masked(Tensor a, Tensor b, Tensor counts, ScalarType? out_dtype=None) -> Tensor")
+_lib.define("scaled_grouped_mm(Tensor mat_a, Tensor mat_b, Tensor scale_a, Tensor scale_b, Tensor? offs=None, "
+            "Tensor? bias=None, Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) "
+            "-> Tensor")
+_GROUPED = ("grouped_mm", "grouped_mm_masked", "scaled_grouped_mm")
+
+
+def _grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None) -> Tensor:
+    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, op="gemmtune.grouped_mm")
+
+
+def _grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None) -> Tensor:
+    return _grouped.grouped_gemm(a, b, counts, None, out_dtype, masked=True, op="gemmtune.grouped_mm_masked")
+
+
+def _no_scale_result(op, scale_result):
+    _need(scale_result is None, op, "scale_result is not supported (as in torch._scaled_grouped_mm): the output is "
+          "bfloat16, float16 or float32")
+
+
+def _scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Tensor, scale_b: Tensor, offs=None, bias=None,
+                       scale_result=None, out_dtype=None, use_fast_accum: bool = False) -> Tensor:
+    op = "gemmtune.scaled_grouped_mm"
+    _no_scale_result(op, scale_result)
+    # use_fast_accum is not passed on, as in scaled_mm: the tuner picks the accumulation among verified candidates.
+    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b, op=op)
+
+
+_lib.impl("grouped_mm", _grouped_mm, "CUDA")
+_lib.impl("grouped_mm_masked", _grouped_mm_masked, "CUDA")
+_lib.impl("scaled_grouped_mm", _scaled_grouped_mm, "CUDA")
+for _name in _GROUPED:
+    _lib.impl(_name, _cpu_entry(_name), "CPU")
+
+
+@torch.library.register_fake(f"{_NS}::grouped_mm", lib=_lib)
+def _grouped_mm_fake(mat_a, mat_b, offs=None, bias=None, out_dtype=None):
+    return _grouped.empty_out(mat_a, _grouped.shape_of("gemmtune.grouped_mm", mat_a, mat_b, offs, bias, out_dtype))
+
+
+@torch.library.register_fake(f"{_NS}::grouped_mm_masked", lib=_lib)
+def _grouped_mm_masked_fake(a, b, counts, out_dtype=None):
+    return _grouped.empty_out(a, _grouped.shape_of("gemmtune.grouped_mm_masked", a, b, counts, None, out_dtype,
+                                                   masked=True))
+
+
+@torch.library.register_fake(f"{_NS}::scaled_grouped_mm", lib=_lib)
+def _scaled_grouped_mm_fake(mat_a, mat_b, scale_a, scale_b, offs=None, bias=None, scale_result=None, out_dtype=None,
+                            use_fast_accum=False):
+    op = "gemmtune.scaled_grouped_mm"
+    _no_scale_result(op, scale_result)
+    return _grouped.empty_out(mat_a, _grouped.shape_of(op, mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b))
+
+
+for _name in ("grouped_mm", "grouped_mm_masked"):
+    _lib.impl(_name, _autocast(_name), "AutocastCUDA")
+
+
+def _setup_grouped(ctx, inputs, output):
+    mat_a, mat_b, offs, bias, out_dtype = inputs
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(mat_a, mat_b, offs)
+
+
+def _grouped_mm_backward(ctx, grad):
+    """The gradients through torch's own grouped GEMMs: dA_g = dY_g B_g^T (the same contiguous form) and
+    dB_g = A_g^T dY_g (the K-grouped form gemmtune does not compute)."""
+    a, b, offs = ctx.saved_tensors
+    grad = grad.to(a.dtype)
+    ga = gb = gbias = None
+    if offs is None:  # the batched form
+        if ctx.needs_input_grad[0]:
+            ga = torch.bmm(grad, b.transpose(-2, -1))
+        if ctx.needs_input_grad[1]:
+            gb = torch.bmm(a.transpose(-2, -1), grad)
+        if ctx.has_bias and ctx.needs_input_grad[3]:
+            gbias = grad.sum((0, 1))
+        return ga, gb, None, gbias, None
+    g16 = _pitch16(grad)
+    if ctx.needs_input_grad[0]:
+        # Rows past offs[-1] belong to no group: their gradient is 0 (torch leaves them undefined).
+        ga = torch._grouped_mm(g16, _pitch16(b.transpose(-2, -1)), offs)
+        ga = ga.masked_fill(_unrouted(offs, a.shape[0])[:, None], 0)
+    if ctx.needs_input_grad[1]:
+        gb = torch._grouped_mm(_pitch16(a.t()), g16, offs)
+    if ctx.has_bias and ctx.needs_input_grad[3]:
+        gbias = grad.masked_fill(_unrouted(offs, grad.shape[0])[:, None], 0).sum(0)
+    return ga, gb, None, gbias, None
+
+
+def _pitch16(t):
+    """t itself when torch's grouped GEMMs take its strides (a unit stride and a 16-byte pitch), else a row-major
+    copy with its pitch padded to 16 bytes."""
+    q = max(1, 16 // t.element_size())
+    s0, s1 = t.stride(-2), t.stride(-1)
+    if (s1 == 1 and s0 % q == 0 and s0 >= t.shape[-1]) or (s0 == 1 and s1 % q == 0 and s1 >= t.shape[-2]):
+        return t
+    cols = t.shape[-1]
+    return t.new_empty(tuple(t.shape[:-1]) + (-(-cols // q) * q,))[..., :cols].copy_(t)
+
+
+def _unrouted(offs, rows):
+    """A (rows,) bool mask of the rows at or past offs[-1], without a host sync."""
+    return torch.arange(rows, device=offs.device) >= offs[-1].to(torch.int64)
+
+
+def _grouped_masked_backward(ctx, *grads):
+    raise NotImplementedError("gemmtune.grouped_mm_masked has no backward: use it for inference (torch.no_grad()), "
+                              "or gemmtune.grouped_mm / torch._grouped_mm in training")
+
+
+def _scaled_grouped_backward(ctx, *grads):
+    raise NotImplementedError("gemmtune.scaled_grouped_mm has no backward (neither has torch._scaled_grouped_mm): "
+                              "use it for inference")
+
+
+_register_autograd("grouped_mm", _setup_grouped, _grouped_mm_backward)
+_register_autograd("grouped_mm_masked", lambda ctx, inputs, output: None, _grouped_masked_backward)
+_register_autograd("scaled_grouped_mm", lambda ctx, inputs, output: None, _scaled_grouped_backward)
+
+
+def grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None) -> Tensor:
+    """As torch._grouped_mm: mat_a (total_M, K) with groups of consecutive rows ending at offs (int32 (G,),
+    cumulative, on the GPU) and mat_b (G, K, N), typically expert weights (G, N, K).transpose(-2, -1); or 3-D
+    mat_a (G, M, K) and mat_b (G, K, N) without offs (a batched GEMM). bias: (N,) shared by every group. Output
+    rows past offs[-1] are not written (undefined)."""
+    if _direct(mat_a, mat_b, offs, bias):
+        return _grouped_mm(mat_a, mat_b, offs, bias, out_dtype)
+    return torch.ops.gemmtune.grouped_mm(mat_a, mat_b, offs, bias, out_dtype)
+
+
+def grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None) -> Tensor:
+    """Masked groups (DeepGEMM's layout, one shape for CUDA graphs): a (G, M_max, K), b (G, K, N), counts int32
+    (G,) on the GPU; group g computes rows [0, counts[g]) of out[g]. The other rows of the (G, M_max, N) output are
+    not written (undefined)."""
+    if _direct(a, b, counts):
+        return _grouped_mm_masked(a, b, counts, out_dtype)
+    return torch.ops.gemmtune.grouped_mm_masked(a, b, counts, out_dtype)
+
+
+def scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Tensor, scale_b: Tensor, offs=None, bias=None,
+                      scale_result=None, out_dtype=None, use_fast_accum: bool = False) -> Tensor:
+    """As torch._scaled_grouped_mm: fp8 mat_a (total_M, K) row-major and mat_b (G, K, N) column-major with offs,
+    or 3-D mat_a (G, M, K) without. Row-wise scales: scale_a (total_M,) (3-D: (G, M)) and scale_b (G, N), float32.
+    Block-wise (1x128 A, 128x128 B per group): scale_a (total_M, ceil(K/128)) (3-D: (G, M, ceil(K/128))) and
+    scale_b (G, ceil(K/128), ceil(N/128)). Output bfloat16 unless out_dtype says otherwise."""
+    if _direct(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result):
+        return _scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype,
+                                  use_fast_accum)
+    return torch.ops.gemmtune.scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype,
+                                                use_fast_accum)
+
+
+__all__ = ["mm", "bmm", "linear", "scaled_mm", "grouped_mm", "grouped_mm_masked", "scaled_grouped_mm"]
