@@ -233,6 +233,9 @@ template <> struct Poison<gt::kF16> { static const u16 bits = 0x7E00; };
 template <> struct Poison<gt::kF32> { static const u32 bits = 0x7FC00000u; };
 template <> struct Poison<gt::kE4M3> { static const u8 bits = 0x7F; };
 template <> struct Poison<gt::kE5M2> { static const u8 bits = 0x7F; };
+// The bits of a stored element (a NaN compares unequal to everything, so the check must not compare values).
+template <class T> __device__ __forceinline__ u32 raw_bits(const T* p) { return *p; }  // u8, u16 codes
+__device__ __forceinline__ u32 raw_bits(const float* p) { return __float_as_uint(*p); }
 
 // sums[0] += sum (out - ref)^2, sums[1] += sum ref^2 over all batches; counts[0] += non-finite outputs; counts[1] =
 // max |ref| (the bits of a non-negative float, which order as integers). An fp8 D holds saturate(ref * scale_d[0]):
@@ -260,7 +263,7 @@ __device__ __forceinline__ void compare(const void* out_, const float* ref, long
     const TypeD* at = out + bz * bsd + (d_row ? gm * ldd + gn : gn * ldd + gm);
     const long long rows = grouping == 2 ? clamp_rows(group_rows[bz], m) : grouped_end;
     if (gm >= rows) {
-      if (*at != Poison<TD>::bits) ++outside;
+      if (raw_bits(at) != u32(Poison<TD>::bits)) ++outside;
       continue;
     }
     const float o = Elem<TD>::load(at);
