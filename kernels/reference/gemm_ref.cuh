@@ -2,7 +2,8 @@
 // D_ref (fp32) = alpha * A * B + beta * C with fp32 accumulation on the CUDA cores: independent of the tensor-core
 // paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Scaled (fp8) GEMMs accumulate
 // the dequantized products in fp64 (gemm_ref_scaled), so that the check counts a kernel's accumulation error and not
-// the reference's. Element types are template
+// the reference's. Grouped GEMMs (RefParams::grouping) take each row's B from its group and leave the rows of no group
+// unwritten; the compare skips them and checks that a kernel left them poisoned. Element types are template
 // parameters and run-time arguments: the codes of common/dtype_codes.cuh.
 #pragma once
 

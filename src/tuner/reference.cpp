@@ -171,10 +171,6 @@ void reference_epilogue(const Problem& p, const GemmArgs& args, const float* in,
   launch(get("gt_ref_epilogue"), unsigned(std::min<int64_t>((total + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
 }
 
-}  // namespace
-
-namespace {
-
 // Scale values between consecutive matrices of operand `which` (the groups of a grouped problem): row and block
 // scales are per matrix, a tensor scale is shared.
 long long per_matrix_scales(const Problem& p, char which) {
@@ -247,8 +243,8 @@ ErrorStats compare_to_reference(const Problem& p, const void* d, const float* re
   int row = p.d.layout == Layout::row;
   int grouping = int(p.grouping);
   long long groups = p.groups;
-  void* params[] = {&d,      &ref,    &m,        &n,      &batch,     &ldd, &bsd, &row, &sums, &counts, &scale_d,
-                    &grouping, &groups, &group_rows};
+  void* params[] = {&d,    &ref,    &m,       &n,        &batch,    &ldd,    &bsd,
+                    &row,  &sums,   &counts,  &scale_d,  &grouping, &groups, &group_rows};
   const int64_t total = p.m * p.n_out() * p.batch;
   launch(f, unsigned(std::min<int64_t>((total + 255) / 256, 132 * 8)), 1, 1, 256, params, s);
   GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
