@@ -2,7 +2,8 @@
 // D_ref (fp32) = alpha * A * B + beta * C with fp32 accumulation on the CUDA cores: independent of the tensor-core
 // paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Scaled (fp8) GEMMs accumulate
 // the dequantized products in fp64 (gemm_ref_scaled), so that the check counts a kernel's accumulation error and not
-// the reference's. Element types are template
+// the reference's. Grouped GEMMs (RefParams::grouping) take each row's B from its group and leave the rows of no group
+// unwritten; the compare skips them and checks that a kernel left them poisoned. Element types are template
 // parameters and run-time arguments: the codes of common/dtype_codes.cuh.
 #pragma once
 
@@ -65,6 +66,9 @@ GEMMTUNE_REF_FP8(gt::kE4M3, "e4m3")
 GEMMTUNE_REF_FP8(gt::kE5M2, "e5m2")
 #undef GEMMTUNE_REF_FP8
 
+template <bool Scaled> struct gt_ref_acc { typedef float type; };
+template <> struct gt_ref_acc<true> { typedef double type; };
+
 struct RefParams {
   long long m, n, k, batch;
   long long lda, ldb, ldc;        // leading dimensions (elements)
@@ -75,15 +79,42 @@ struct RefParams {
   int scaling;
   const float* sa;
   const float* sb;
+  // Grouped GEMMs: 0 none, 1 contiguous, 2 masked (gemmtune::Grouping); group_rows holds the G cumulative row ends
+  // (contiguous) or row counts (masked), read clamped to [0, M].
+  int grouping;
+  long long groups;
+  const int* group_rows;
+  long long sa_bs, sb_bs;  // scale elements between consecutive matrices of A and of B (row/block scaling per group)
 };
 
-// Stages the 64 x 16 elements of A and 16 x 64 of B at k0 for this block's 64x64 tile as fp32 (0 past the edges).
+__device__ __forceinline__ long long clamp_rows(int v, long long m) { return v < 0 ? 0 : (v > m ? m : (long long)v); }
+
+// The group that owns row gm of a contiguous grouped problem: the first g with end[g] > gm (end[g-1] <= gm < end[g]
+// for non-decreasing ends, as every routing the tuner and the tests use), -1 for a row past the last end.
+__device__ __forceinline__ long long row_group(const int* ends, long long groups, long long m, long long gm) {
+  long long lo = 0, hi = groups;
+  while (lo < hi) {
+    const long long mid = (lo + hi) / 2;
+    if (clamp_rows(ends[mid], m) > gm) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo < groups ? lo : -1;
+}
+
+// Rows [0, this value) of matrix bz may belong to a group: M, or a masked group's count.
+__device__ __forceinline__ long long rows_of_matrix(const RefParams& p, long long bz) {
+  return p.grouping == 2 ? clamp_rows(p.group_rows[bz], p.m) : p.m;
+}
+
+// Stages the 64 x 16 elements of A (matrix za) and 16 x 64 of B (matrix zb) at k0 for this block's 64x64 tile as fp32
+// (0 past the edges).
 template <int TA, int TB>
 __device__ __forceinline__ void load_tile(float (&sa)[16][64 + 1], float (&sb)[16][64 + 1], const void* a_,
-                                          const void* b_, const RefParams& p, long long k0) {
-  const long long bz = blockIdx.z, m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
-  const typename Elem<TA>::type* a = static_cast<const typename Elem<TA>::type*>(a_) + bz * p.bsa;
-  const typename Elem<TB>::type* b = static_cast<const typename Elem<TB>::type*>(b_) + bz * p.bsb;
+                                          const void* b_, const RefParams& p, long long za, long long zb,
+                                          long long k0) {
+  const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
+  const typename Elem<TA>::type* a = static_cast<const typename Elem<TA>::type*>(a_) + za * p.bsa;
+  const typename Elem<TB>::type* b = static_cast<const typename Elem<TB>::type*>(b_) + zb * p.bsb;
   for (int i = threadIdx.x; i < 16 * 64; i += 256) {
     const int kk = i / 64, mm = i % 64;
     const long long gm = m0 + mm, gk = k0 + kk, gn = n0 + mm;
@@ -101,117 +132,142 @@ __device__ __forceinline__ float c_term(const void* c_, const RefParams& p, long
 }
 
 // One 64x64 output tile per block, 256 threads, 4x4 outputs per thread, K in steps of 16 through shared memory.
-template <int TA, int TB, int TC>
-__device__ __forceinline__ void gemm_ref(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
+// Each row of the tile takes the B matrix of its group: the tile is computed once per group among its rows (one pass
+// for an ungrouped or masked problem, where blockIdx.z is the batch and the group), and each pass stores only its
+// group's rows. Rows in no group (past the last end, or past a masked group's count) are not written.
+// Unscaled: fp32 products accumulated in fp32. Scaled: each 16-wide K step's products (exact in fp64) summed in fp64,
+// times the scales of A's row and B's column for that step's K block (K steps of 16 never straddle a 128-wide block),
+// summed in fp64.
+template <int TA, int TB, int TC, bool Scaled>
+__device__ __forceinline__ void gemm_ref_tile(const void* a_, const void* b_, const void* c_, float* d,
+                                              const RefParams& p) {
+  typedef typename gt_ref_acc<Scaled>::type Acc;
   __shared__ float sa[16][64 + 1];
   __shared__ float sb[16][64 + 1];
+  __shared__ long long grp[64];  // the B matrix of each row of the tile, -1 for a row in no group
   const long long bz = blockIdx.z;
   const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  float acc[4][4] = {};
-  for (long long k0 = 0; k0 < p.k; k0 += 16) {
-    load_tile<TA, TB>(sa, sb, a_, b_, p, k0);
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < 16; ++kk) {
-      float ra[4], rb[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ra[i] = sa[kk][ty + 16 * i], rb[i] = sb[kk][tx + 16 * i];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const long long gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
-      if (gm < p.m && gn < p.n) {
-        const float v = p.alpha * acc[i][j] + c_term<TC>(c_, p, bz, gm, gn);
-        d[(bz * p.m + gm) * p.n + gn] = v;  // packed row-major fp32
-      }
-    }
-}
-
-// The scaled GEMM: each 16-wide K step's products (exact in fp64) summed in fp64, times the scales of A's row and B's
-// column for that step's K block (K steps of 16 never straddle a 128-wide block), summed in fp64.
-template <int TA, int TB, int TC>
-__device__ __forceinline__ void gemm_ref_scaled(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
-  __shared__ float sa[16][64 + 1];
-  __shared__ float sb[16][64 + 1];
-  const long long bz = blockIdx.z;
-  const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;
+  const long long m_end = rows_of_matrix(p, bz);
+  if (m0 >= m_end) return;  // the whole block: a masked group's rows end before this tile
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const long long kblocks = (p.k + 127) / 128;
-  double acc[4][4] = {};
-  for (long long k0 = 0; k0 < p.k; k0 += 16) {
-    load_tile<TA, TB>(sa, sb, a_, b_, p, k0);
-    __syncthreads();
-    double part[4][4] = {};
+  for (int i = threadIdx.x; i < 64; i += 256) {
+    const long long gm = m0 + i;
+    grp[i] = gm >= m_end ? -1 : p.grouping == 1 ? row_group(p.group_rows, p.groups, p.m, gm) : bz;
+  }
+  __syncthreads();
+  long long g = -1;
+  for (int i = 0; i < 64; ++i)
+    if (grp[i] >= 0 && (g < 0 || grp[i] < g)) g = grp[i];
+  while (g >= 0) {
+    Acc acc[4][4] = {};
+    for (long long k0 = 0; k0 < p.k; k0 += 16) {
+      load_tile<TA, TB>(sa, sb, a_, b_, p, p.grouping == 1 ? 0 : bz, g, k0);
+      __syncthreads();
+      Acc part[4][4] = {};
 #pragma unroll
-    for (int kk = 0; kk < 16; ++kk) {
-      double ra[4], rb[4];
+      for (int kk = 0; kk < 16; ++kk) {
+        Acc ra[4], rb[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) ra[i] = sa[kk][ty + 16 * i], rb[i] = sb[kk][tx + 16 * i];
+        for (int i = 0; i < 4; ++i) ra[i] = sa[kk][ty + 16 * i], rb[i] = sb[kk][tx + 16 * i];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) part[i][j] = fma(ra[i], rb[j], part[i][j]);
+          for (int j = 0; j < 4; ++j) {
+            if (Scaled) part[i][j] = fma(double(ra[i]), double(rb[j]), double(part[i][j]));
+            else acc[i][j] = fmaf(float(ra[i]), float(rb[j]), float(acc[i][j]));
+          }
+      }
+      if (Scaled) {
+        // The scales of this K block for the thread's 4 rows of A and 4 columns of B_g.
+        const long long kb = k0 / 128;
+        const float* sa_m = p.sa ? p.sa + (p.grouping == 1 ? 0 : bz) * p.sa_bs : 0;
+        const float* sb_g = p.sb + g * p.sb_bs;
+        double s_a[4], s_b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const long long gm = min(m0 + ty + 16 * i, p.m - 1), gn = min(n0 + tx + 16 * i, p.n - 1);
+          s_a[i] = !sa_m ? 1.0 : p.scaling == 1 ? sa_m[0] : p.scaling == 2 ? sa_m[gm] : sa_m[kb * p.m + gm];
+          s_b[i] = p.scaling == 1 ? sb_g[0] : p.scaling == 2 ? sb_g[gn] : sb_g[(gn / 128) * kblocks + kb];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j] * s_a[i] * s_b[j];
+      }
+      __syncthreads();
     }
-    const long long kb = k0 / 128;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const long long gm = min(m0 + ty + 16 * i, p.m - 1), gn = min(n0 + tx + 16 * j, p.n - 1);
-        double s_a = 1.0, s_b;
-        if (p.scaling == 1) {
-          if (p.sa) s_a = p.sa[0];
-          s_b = p.sb[0];
-        } else if (p.scaling == 2) {
-          if (p.sa) s_a = p.sa[gm];
-          s_b = p.sb[gn];
-        } else {
-          s_a = p.sa[kb * p.m + gm];
-          s_b = p.sb[(gn / 128) * kblocks + kb];
+        const long long gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
+        if (gm < p.m && gn < p.n && grp[ty + 16 * i] == g) {
+          float v;  // packed row-major fp32
+          if (Scaled) v = float(double(p.alpha) * double(acc[i][j]) + double(c_term<TC>(c_, p, bz, gm, gn)));
+          else v = p.alpha * float(acc[i][j]) + c_term<TC>(c_, p, bz, gm, gn);
+          d[(bz * p.m + gm) * p.n + gn] = v;
         }
-        acc[i][j] += part[i][j] * s_a * s_b;
       }
-    __syncthreads();
+    // The next group among the tile's rows (contiguous; the groups of consecutive rows do not decrease).
+    long long next = -1;
+    for (int i = 0; i < 64; ++i)
+      if (grp[i] > g && (next < 0 || grp[i] < next)) next = grp[i];
+    g = next;
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const long long gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
-      if (gm < p.m && gn < p.n) {
-        const double v = double(p.alpha) * acc[i][j] + double(c_term<TC>(c_, p, bz, gm, gn));
-        d[(bz * p.m + gm) * p.n + gn] = float(v);
-      }
-    }
 }
+
+template <int TA, int TB, int TC>
+__device__ __forceinline__ void gemm_ref(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
+  gemm_ref_tile<TA, TB, TC, false>(a_, b_, c_, d, p);
+}
+
+template <int TA, int TB, int TC>
+__device__ __forceinline__ void gemm_ref_scaled(const void* a_, const void* b_, const void* c_, float* d, RefParams p) {
+  gemm_ref_tile<TA, TB, TC, true>(a_, b_, c_, d, p);
+}
+
+// The bits an output is poisoned with before a kernel runs (gemmtune::fill_nan): a NaN of the dtype.
+template <int TD> struct Poison;
+template <> struct Poison<gt::kBF16> { static const u16 bits = 0x7FC0; };
+template <> struct Poison<gt::kF16> { static const u16 bits = 0x7E00; };
+template <> struct Poison<gt::kF32> { static const u32 bits = 0x7FC00000u; };
+template <> struct Poison<gt::kE4M3> { static const u8 bits = 0x7F; };
+template <> struct Poison<gt::kE5M2> { static const u8 bits = 0x7F; };
+// The bits of a stored element (a NaN compares unequal to everything, so the check must not compare values).
+template <class T> __device__ __forceinline__ u32 raw_bits(const T* p) { return *p; }  // u8, u16 codes
+__device__ __forceinline__ u32 raw_bits(const float* p) { return __float_as_uint(*p); }
 
 // sums[0] += sum (out - ref)^2, sums[1] += sum ref^2 over all batches; counts[0] += non-finite outputs; counts[1] =
 // max |ref| (the bits of a non-negative float, which order as integers). An fp8 D holds saturate(ref * scale_d[0]):
 // the reference is scaled and saturated the same way before the compare.
+// Grouped problems (grouping 1 contiguous, 2 masked; group_rows as in RefParams): only the rows of a group are
+// compared; every other element of D must still hold the poison, bit for bit, and counts[2] += those that do not
+// (a kernel wrote where it must not).
 template <int TD>
 __device__ __forceinline__ void compare(const void* out_, const float* ref, long long m, long long n, long long batch,
                                         long long ldd, long long bsd, int d_row, double* sums,
-                                        unsigned long long* counts, const float* scale_d) {
+                                        unsigned long long* counts, const float* scale_d, int grouping,
+                                        long long groups, const int* group_rows) {
   typedef typename Elem<TD>::type TypeD;
   const TypeD* out = static_cast<const TypeD*>(out_);
   double se = 0, sr = 0;
-  unsigned long long bad = 0;
+  unsigned long long bad = 0, outside = 0;
   float amax = 0.f;
   const float sd = scale_d ? *scale_d : 1.f;
   const float sat = TD == gt::kE4M3 ? 448.f : TD == gt::kE5M2 ? 57344.f : 3.4e38f;
+  // Contiguous: the rows before the last end belong to a group (ends do not decrease in the routings checked).
+  const long long grouped_end = grouping == 1 ? clamp_rows(group_rows[groups - 1], m) : m;
   const long long total = m * n * batch;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
     const long long bz = i / (m * n), rem = i % (m * n), gm = rem / n, gn = rem % n;
-    const float o = Elem<TD>::load(out + bz * bsd + (d_row ? gm * ldd + gn : gn * ldd + gm));
+    const TypeD* at = out + bz * bsd + (d_row ? gm * ldd + gn : gn * ldd + gm);
+    const long long rows = grouping == 2 ? clamp_rows(group_rows[bz], m) : grouped_end;
+    if (gm >= rows) {
+      if (raw_bits(at) != u32(Poison<TD>::bits)) ++outside;
+      continue;
+    }
+    const float o = Elem<TD>::load(at);
     amax = fmaxf(amax, fabsf(ref[i]));
     const float r = gt::dtype_code_fp8(TD) ? fminf(fmaxf(ref[i] * sd, -sat), sat) : ref[i];
     if (!(o == o) || o - o != 0.f) ++bad;  // NaN or inf
@@ -225,6 +281,7 @@ __device__ __forceinline__ void compare(const void* out_, const float* ref, long
     se += __shfl_down_sync(0xffffffffu, se, off);
     sr += __shfl_down_sync(0xffffffffu, sr, off);
     bad += __shfl_down_sync(0xffffffffu, bad, off);
+    outside += __shfl_down_sync(0xffffffffu, outside, off);
     amax = fmaxf(amax, __shfl_down_sync(0xffffffffu, amax, off));
   }
   if ((threadIdx.x & 31) == 0) {
@@ -232,6 +289,7 @@ __device__ __forceinline__ void compare(const void* out_, const float* ref, long
     atomicAdd(&sums[1], sr);
     atomicAdd(&counts[0], bad);
     atomicMax(&counts[1], (unsigned long long)__float_as_uint(amax));
+    if (outside) atomicAdd(&counts[2], outside);
   }
 }
 

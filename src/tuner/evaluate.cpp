@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "backends/backend.h"
@@ -11,6 +12,7 @@
 #include "cuda/memory.h"
 #include "gemmtune/errors.h"
 #include "tuner/reference.h"
+#include "tuner/routing.h"
 
 namespace gemmtune {
 
@@ -18,10 +20,12 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Input/output buffers for one problem: several sets so that rotating through them keeps L2 cold.
+// Input/output buffers for one problem: several sets so that rotating through them keeps L2 cold. A grouped problem
+// also holds its routings (tuner/routing.h) on the device and one reference per routing; args() passes the current
+// routing (use_routing), verify() checks them all.
 class Bench {
  public:
-  explicit Bench(const Problem& p) : p_(p) {
+  explicit Bench(const Problem& p) : p_(p), routings_(grouped_routings(p)) {
     for (char w : {'A', 'B', 'C', 'D'}) span_[idx(w)] = (w == 'C' && p.beta == 0.0f) ? 0 : operand_span(p, w);
     // Epilogue operands: vectors by their position in the chain, the residual shaped (and strided) like D.
     for (int e = 0; e < kEpi; ++e) {
@@ -36,7 +40,7 @@ class Bench {
     const DeviceInfo& dev = current_device();
     size_t free_b = 0, total_b = 0;
     GT_CU(cuMemGetInfo(&free_b, &total_b));
-    const size_t ref_bytes = size_t(p.m * p.n_out() * p.batch) * sizeof(float);
+    const size_t ref_bytes = size_t(p.m * p.n_out() * p.batch) * sizeof(float) * nroutings();
     const size_t fit = (free_b / 2 > ref_bytes ? free_b / 2 - ref_bytes : 0) / std::max<size_t>(set_bytes, 1);
     if (fit < 1)
       throw Error("problem needs " + std::to_string((set_bytes + ref_bytes) >> 20) + " MiB of GPU memory for "
@@ -71,8 +75,17 @@ class Bench {
       fill_nan(at(s, 'D'), p.d.dtype, span_[idx('D')], stream_.get());
       sets_.push_back(std::move(s));
     }
-    ref_ = cuda::DeviceBuffer(ref_bytes);
-    reference_gemm(p, args(0), static_cast<float*>(ref_.get()), stream_.get());
+    for (const auto& counts : routings_) {
+      const std::vector<int32_t> rows = group_rows_of(p, counts);
+      group_rows_.emplace_back(rows.size() * sizeof(int32_t));
+      group_rows_.back().upload(rows.data(), rows.size() * sizeof(int32_t));
+    }
+    for (size_t r = 0; r < nroutings(); ++r) {
+      use_routing(r);
+      refs_.emplace_back(ref_bytes / nroutings());
+      reference_gemm(p, args(0), static_cast<float*>(refs_.back().get()), stream_.get());
+    }
+    use_routing(0);
     stream_.sync();
   }
 
@@ -86,28 +99,54 @@ class Bench {
       if (is_fp8(p_.d.dtype)) a.scale_d = static_cast<const float*>(s.scale[2].get());
       if (p_.amax) a.amax = static_cast<float*>(s.scale[2].get()) + 1;
     }
+    if (!group_rows_.empty()) a.group_rows = static_cast<const int32_t*>(group_rows_[routing_].get());
     return a;
   }
   size_t nsets() const { return sets_.size(); }
   Stream stream() const { return stream_.get(); }
 
-  // Runs the candidate once on set 0 and compares with the reference. With Problem::amax, also checks the amax it
-  // wrote (poisoned with NaN first) against the reference's, within `tolerance` relative.
-  ErrorStats verify(Executable& exe, double tolerance, std::string& amax_error) {
-    const GemmArgs a = args(0);
-    fill_nan(at(sets_[0], 'D'), p_.d.dtype, span_[3], stream_.get());
-    if (a.amax) fill_nan(a.amax, DType::f32, 1, stream_.get());
-    exe.launch(a, stream_.get());
-    stream_.sync();
-    ErrorStats e = compare_to_reference(p_, a.d, static_cast<const float*>(ref_.get()), stream_.get(), a.scale_d);
-    amax_error.clear();
-    if (a.amax) {
-      float got = 0;
-      sets_[0].scale[2].download(&got, sizeof(got), sizeof(float));
-      if (!(std::fabs(double(got) - e.ref_amax) <= tolerance * e.ref_amax))
-        amax_error = "amax " + std::to_string(got) + " != the reference's " + std::to_string(e.ref_amax);
+  // Routings: 1 for an ungrouped problem; args() passes routing r from here on.
+  size_t nroutings() const { return std::max<size_t>(routings_.size(), 1); }
+  void use_routing(size_t r) { routing_ = r; }
+  // Flops and minimal bytes of one call under routing r.
+  double flops(size_t r) const { return routings_.empty() ? p_.flops() : routed_flops(p_, routed_rows(routings_[r])); }
+  double min_bytes(size_t r) const {
+    return routings_.empty() ? p_.min_bytes() : routed_bytes(p_, routed_rows(routings_[r]));
+  }
+
+  // Runs the candidate once on set 0 under each routing (D poisoned each time) and compares with that routing's
+  // reference: returns the worst routing's stats (a failing one first, else the largest error) and its name in
+  // `routing` ("" ungrouped). With Problem::amax, also checks the amax it wrote (poisoned with NaN first) against the
+  // reference's, within `tolerance` relative.
+  ErrorStats verify(Executable& exe, double tolerance, std::string& amax_error, std::string& routing) {
+    ErrorStats worst;
+    bool have = false;
+    amax_error.clear(), routing.clear();
+    for (size_t r = 0; r < nroutings(); ++r) {
+      use_routing(r);
+      const GemmArgs a = args(0);
+      fill_nan(at(sets_[0], 'D'), p_.d.dtype, span_[3], stream_.get());
+      if (a.amax) fill_nan(a.amax, DType::f32, 1, stream_.get());
+      exe.launch(a, stream_.get());
+      stream_.sync();
+      const ErrorStats e = compare_to_reference(p_, a.d, static_cast<const float*>(refs_[r].get()), stream_.get(),
+                                                a.scale_d, a.group_rows);
+      std::string amax_r;
+      if (a.amax) {
+        float got = 0;
+        sets_[0].scale[2].download(&got, sizeof(got), sizeof(float));
+        if (!(std::fabs(double(got) - e.ref_amax) <= tolerance * e.ref_amax))
+          amax_r = "amax " + std::to_string(got) + " != the reference's " + std::to_string(e.ref_amax);
+      }
+      const bool fails = !e.ok(tolerance) || !amax_r.empty();
+      const bool worst_fails = have && (!worst.ok(tolerance) || !amax_error.empty());
+      if (!have || (fails && !worst_fails) || (fails == worst_fails && !(e.normalized <= worst.normalized))) {
+        worst = e, amax_error = amax_r, have = true;
+        if (!routings_.empty()) routing = std::string(kRoutingNames[r]);
+      }
     }
-    return e;
+    use_routing(0);
+    return worst;
   }
 
  private:
@@ -134,11 +173,14 @@ class Bench {
     return static_cast<char*>(s.buf[idx(w)].get()) + (al < 16 ? al : 0);
   }
   Problem p_;
+  std::vector<std::vector<int32_t>> routings_;  // grouped: row counts per group, one list per routing
+  std::vector<cuda::DeviceBuffer> group_rows_;  // grouped: GemmArgs::group_rows of each routing
+  size_t routing_ = 0;
   int64_t span_[4] = {};
   int64_t epi_span_[kEpi] = {};
   cuda::StreamOwner stream_;
   std::vector<Set> sets_;
-  cuda::DeviceBuffer ref_;
+  std::vector<cuda::DeviceBuffer> refs_;  // the reference of each routing (one ungrouped)
 };
 
 // Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
@@ -162,15 +204,17 @@ std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, Prep
   }
   try {
     const double tol = verification_tolerance(p, o.tolerance);
-    std::string amax_error;
-    const ErrorStats err = bench.verify(*exe, tol, amax_error);
+    std::string amax_error, routing;
+    const ErrorStats err = bench.verify(*exe, tol, amax_error, routing);
     r.error = err.normalized;
     if (!err.ok(tol) || !amax_error.empty()) {
       r.status = Status::wrong_result;
-      r.reason = err.nonfinite       ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
-                 : !err.ok(tol)      ? "normalized error " + std::to_string(err.normalized) + " > tolerance " +
-                                           std::to_string(tol)
-                                     : amax_error;
+      r.reason = err.nonfinite ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
+                 : err.outside_writes ? "wrote " + std::to_string(err.outside_writes) + " elements outside the groups"
+                 : !err.ok(tol)       ? "normalized error " + std::to_string(err.normalized) + " > tolerance " +
+                                            std::to_string(tol)
+                                      : amax_error;
+      if (!routing.empty()) r.reason += " (routing " + routing + ")";
       return nullptr;
     }
   } catch (const CudaError& e) {
@@ -184,13 +228,24 @@ std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, Prep
   return exe;
 }
 
-void summarize(const Problem& p, CandidateResult& r, std::vector<float>& us) {
-  std::sort(us.begin(), us.end());
-  r.timed_iters = int(us.size());
-  r.us_min = us.front(), r.us_max = us.back();
-  r.us_median = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
-  r.tflops = p.flops() / (r.us_median * 1e-6) / 1e12;
-  r.gbps = p.min_bytes() / (r.us_median * 1e-6) / 1e9;
+// us[r]: the timings under routing r (one routing ungrouped). The time is the mean over the routings of the
+// per-routing medians, so that a grouped kernel must be good on every routing; the rates are those of the mean call.
+void summarize(const Bench& bench, CandidateResult& r, std::vector<std::vector<float>>& us) {
+  double median_sum = 0, flops = 0, bytes = 0;
+  r.timed_iters = 0;
+  r.us_min = std::numeric_limits<double>::infinity(), r.us_max = 0;
+  for (size_t k = 0; k < us.size(); ++k) {
+    std::vector<float>& u = us[k];
+    std::sort(u.begin(), u.end());
+    r.timed_iters += int(u.size());
+    r.us_min = std::min<double>(r.us_min, u.front()), r.us_max = std::max<double>(r.us_max, u.back());
+    median_sum += u.size() % 2 ? u[u.size() / 2] : 0.5 * (u[u.size() / 2 - 1] + u[u.size() / 2]);
+    flops += bench.flops(k), bytes += bench.min_bytes(k);
+  }
+  const double n = double(us.size());
+  r.us_median = median_sum / n;
+  r.tflops = flops / n / (r.us_median * 1e-6) / 1e12;
+  r.gbps = bytes / n / (r.us_median * 1e-6) / 1e9;
   r.status = Status::ok, r.reason.clear();
 }
 
@@ -239,6 +294,28 @@ std::vector<std::vector<float>> time_rounds(Bench& bench, const std::vector<Exec
         us[c].push_back(1e3f * ev[2 * (size_t(r) * n + c) + 1]->elapsed_ms_since(*ev[2 * (size_t(r) * n + c)]));
   }
   return us;
+}
+
+// time_rounds under every routing of the bench, each given an equal share of min_time_ms: us[routing][candidate].
+// One routing (exactly time_rounds) for an ungrouped problem.
+std::vector<std::vector<std::vector<float>>> time_routings(Bench& bench, const std::vector<Executable*>& exes,
+                                                           const TuneOptions& o) {
+  TuneOptions share = o;
+  share.min_time_ms = o.min_time_ms / double(bench.nroutings());
+  std::vector<std::vector<std::vector<float>>> us;
+  for (size_t r = 0; r < bench.nroutings(); ++r) {
+    bench.use_routing(r);
+    us.push_back(time_rounds(bench, exes, plan_iters(bench, exes, share)));
+  }
+  bench.use_routing(0);
+  return us;
+}
+
+// The timings of candidate c out of time_routings' result.
+std::vector<std::vector<float>> of_candidate(std::vector<std::vector<std::vector<float>>>& us, size_t c) {
+  std::vector<std::vector<float>> out;
+  for (auto& per_routing : us) out.push_back(std::move(per_routing[c]));
+  return out;
 }
 
 // Runs `exe` back to back for about `ms` milliseconds of GPU time. The H200 boosts its clocks after an idle spell and
@@ -302,7 +379,7 @@ std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vect
 // Times `exes` (results `idx`) side by side: one short timed burst each first, so that a candidate more than
 // kSlow x slower than the fastest (it cannot win) is timed on its own afterwards instead of stretching every round;
 // the rest run interleaved, each getting about min_time_ms of GPU time as if it were timed alone.
-void time_side_by_side(const Problem& p, Bench& bench, std::vector<PreparedCandidate>& cands,
+void time_side_by_side(Bench& bench, std::vector<PreparedCandidate>& cands,
                        const std::vector<size_t>& idx, const std::vector<Executable*>& exes, const TuneOptions& o) {
   constexpr double kSlow = 4.0;
   std::vector<double> est(exes.size());
@@ -324,12 +401,16 @@ void time_side_by_side(const Problem& p, Bench& bench, std::vector<PreparedCandi
   }
   TuneOptions all = o;
   all.min_time_ms = o.min_time_ms * double(fast.size());
-  auto us = time_rounds(bench, fast, plan_iters(bench, fast, all));
-  for (size_t j = 0; j < fast.size(); ++j) summarize(p, cands[fast_idx[j]].result, us[j]);
+  auto us = time_routings(bench, fast, all);
+  for (size_t j = 0; j < fast.size(); ++j) {
+    auto u = of_candidate(us, j);
+    summarize(bench, cands[fast_idx[j]].result, u);
+  }
   for (size_t j : slow) {
     std::vector<Executable*> one{exes[j]};
-    auto u = time_rounds(bench, one, plan_iters(bench, one, o));
-    summarize(p, cands[idx[j]].result, u[0]);
+    auto all_u = time_routings(bench, one, o);
+    auto u = of_candidate(all_u, 0);
+    summarize(bench, cands[idx[j]].result, u);
   }
 }
 
@@ -376,8 +457,9 @@ void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const Tun
       if (o.settle_ms > 0 && idx.empty()) settle(bench, *exes[i], o.settle_ms);
       idx.push_back(i);
       std::vector<Executable*> one{exes[i].get()};
-      auto us = time_rounds(bench, one, plan_iters(bench, one, o));
-      summarize(p, r, us[0]);
+      auto all_us = time_routings(bench, one, o);
+      auto us = of_candidate(all_us, 0);
+      summarize(bench, r, us);
     } catch (const CudaError& e) {
       if (e.sticky) context_lost(cands, i, e, hooks);
       r.status = Status::launch_error, r.reason = e.what();
@@ -392,7 +474,7 @@ void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const Tun
   if (hooks.on_timing) hooks.on_timing(idx);
   try {
     if (o.settle_ms > 0) settle(bench, *live.front(), o.settle_ms);
-    time_side_by_side(p, bench, cands, idx, live, o);
+    time_side_by_side(bench, cands, idx, live, o);
   } catch (const CudaError& e) {
     // Sticky: reported for none of them (which one did it is not known); the worker's client then times them again
     // one at a time, which tells.

@@ -23,6 +23,10 @@ struct EvaluateHooks {
 // interleaved round by round (cold L2 by rotating buffer sets; warm-up; median of CUDA-event timed runs), or each right
 // after its verification when TuneOptions::interleave is off. Each candidate's result is updated and handed to
 // on_result (a failure right away, a timed candidate after the timing); candidates not pending are only reported.
+// A grouped problem is verified on each of its routings (tuner/routing.h: uniform, skewed, sparse; D poisoned each
+// time, rows outside the groups must stay poisoned) and timed on each with an equal share of min_time_ms: its
+// us_median is the mean over the routings of the per-routing medians (a kernel must be good on all of them), its
+// TFLOP/s and GB/s those of the mean routed rows.
 void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts,
               const EvaluateHooks& hooks = {});
 

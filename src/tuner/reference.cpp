@@ -41,8 +41,9 @@ std::string reference_unit_source(const std::string& unit) {
          "(void* p, long long n, unsigned long long seed, float scale) { fill_normal<" + ts + ">(p, n, seed, scale); }\n";
     s += "extern \"C\" __global__ void gt_ref_compare_" + ts +
          "(const void* o, const float* r, long long m, long long n, long long batch, long long ldd, long long bsd, int "
-         "row, double* sums, unsigned long long* counts, const float* scale_d) { compare<" +
-         ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts, scale_d); }\n";
+         "row, double* sums, unsigned long long* counts, const float* scale_d, int grouping, long long groups, const int* "
+         "group_rows) { compare<" +
+         ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts, scale_d, grouping, groups, group_rows); }\n";
   }
   s += "extern \"C\" __global__ void gt_ref_epilogue(const float* in, float* out, RefEpi e) { epilogue_ref(in, out, e); "
        "}\n";
@@ -88,7 +89,7 @@ int64_t operand_span(const Problem& p, char which) {
   const Operand& o = p.operand(which);
   const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
   const int64_t outer = o.layout == Layout::row ? rows : cols, inner = o.layout == Layout::row ? cols : rows;
-  return o.batch_stride * (p.batch - 1) + o.ld * (outer - 1) + inner;
+  return o.batch_stride * (p.count(which) - 1) + o.ld * (outer - 1) + inner;  // count: B's G matrices, grouped
 }
 
 void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float scale, Stream s) {
@@ -107,6 +108,7 @@ void fill_uniform(float* ptr, int64_t count, uint64_t seed, float lo, float hi, 
   launch(f, unsigned(std::min<int64_t>((count + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
 }
 
+// The patterns are gemm_ref.cuh's Poison<>: the compare of a grouped problem checks them bit for bit.
 void fill_nan(void* ptr, DType dtype, int64_t count, Stream s) {
   const auto stream = reinterpret_cast<CUstream>(s);
   const auto p = reinterpret_cast<CUdeviceptr>(ptr);
@@ -169,15 +171,31 @@ void reference_epilogue(const Problem& p, const GemmArgs& args, const float* in,
   launch(get("gt_ref_epilogue"), unsigned(std::min<int64_t>((total + 255) / 256, 132 * 16)), 1, 1, 256, params, s);
 }
 
+// Scale values between consecutive matrices of operand `which` (the groups of a grouped problem): row and block
+// scales are per matrix, a tensor scale is shared.
+long long per_matrix_scales(const Problem& p, char which) {
+  if (p.scaling != Scaling::row && p.scaling != Scaling::block) return 0;
+  return p.scale_len(which) / std::max<int64_t>(p.count(which), 1);
+}
+
 }  // namespace
 
 void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s) {
+  GT_REQUIRE(!p.grouped() || args.group_rows, "reference GEMM: a grouped problem needs GemmArgs::group_rows");
   // With an epilogue the GEMM goes to a temporary M x N buffer first (a GLU reads two of its columns per output).
   std::optional<cuda::DeviceBuffer> tmp;
   float* gemm_out = ref;
   if (!p.epilogue.empty()) {
     tmp.emplace(size_t(p.m * p.n * p.batch) * sizeof(float));
     gemm_out = static_cast<float*>(tmp->get());
+  }
+  // A grouped reference leaves the rows of no group unwritten: zeros there keep the epilogue's input defined (the
+  // compare skips those rows).
+  if (p.grouped()) {
+    const auto stream = reinterpret_cast<CUstream>(s);
+    GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(gemm_out), 0, size_t(p.m * p.n * p.batch), stream));
+    if (gemm_out != ref)
+      GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ref), 0, size_t(p.m * p.n_out() * p.batch), stream));
   }
   const int tc = p.beta != 0.0f ? kernel_dtype_code(p.c.dtype) : gt::kF32;
   const bool scaled = p.scaling != Scaling::none;
@@ -191,9 +209,14 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
     int scaling;
     const float* sa;
     const float* sb;
+    int grouping;
+    long long groups;
+    const int32_t* group_rows;
+    long long sa_bs, sb_bs;
   } rp{p.m, p.n, p.k, p.batch, p.a.ld, p.b.ld, p.c.ld, p.a.batch_stride, p.b.batch_stride, p.c.batch_stride,
        p.a.layout == Layout::row, p.b.layout == Layout::row, p.c.layout == Layout::row, p.alpha, p.beta,
-       int(p.scaling), args.scale_a, args.scale_b};
+       int(p.scaling), args.scale_a, args.scale_b, int(p.grouping), p.groups, args.group_rows,
+       per_matrix_scales(p, 'A'), per_matrix_scales(p, 'B')};
   const void* a = args.a;
   const void* b = args.b;
   const void* c = p.beta != 0.0f ? args.c : nullptr;
@@ -207,25 +230,31 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
   }
 }
 
-ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s, const float* scale_d) {
+ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s, const float* scale_d,
+                                const int32_t* group_rows) {
   CUfunction f = get("gt_ref_compare_" + std::to_string(kernel_dtype_code(p.d.dtype)));
   GT_REQUIRE(scale_d || !is_fp8(p.d.dtype), "compare_to_reference: an fp8 D needs its scale_d");
-  cuda::DeviceBuffer acc(2 * sizeof(double) + 2 * sizeof(unsigned long long));
+  GT_REQUIRE(group_rows || !p.grouped(), "compare_to_reference: a grouped problem needs its group_rows");
+  cuda::DeviceBuffer acc(2 * sizeof(double) + 3 * sizeof(unsigned long long));
   GT_CU(cuMemsetD8Async(acc.ptr(), 0, acc.bytes(), reinterpret_cast<CUstream>(s)));
   double* sums = static_cast<double*>(acc.get());
   auto* counts = reinterpret_cast<unsigned long long*>(static_cast<char*>(acc.get()) + 2 * sizeof(double));
   long long m = p.m, n = p.n_out(), batch = p.batch, ldd = p.d.ld, bsd = p.d.batch_stride;
   int row = p.d.layout == Layout::row;
-  void* params[] = {&d, &ref, &m, &n, &batch, &ldd, &bsd, &row, &sums, &counts, &scale_d};
+  int grouping = int(p.grouping);
+  long long groups = p.groups;
+  void* params[] = {&d,    &ref,    &m,       &n,        &batch,    &ldd,    &bsd,
+                    &row,  &sums,   &counts,  &scale_d,  &grouping, &groups, &group_rows};
   const int64_t total = p.m * p.n_out() * p.batch;
   launch(f, unsigned(std::min<int64_t>((total + 255) / 256, 132 * 8)), 1, 1, 256, params, s);
   GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
   double host[2];
-  unsigned long long counts_h[2] = {};
+  unsigned long long counts_h[3] = {};
   acc.download(host, sizeof(host));
   acc.download(counts_h, sizeof(counts_h), 2 * sizeof(double));
   ErrorStats e;
   e.nonfinite = counts_h[0];
+  e.outside_writes = counts_h[2];
   const uint32_t amax_bits = static_cast<uint32_t>(counts_h[1]);
   std::memcpy(&e.ref_amax, &amax_bits, sizeof(float));
   e.normalized = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);

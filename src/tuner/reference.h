@@ -16,18 +16,25 @@ void fill_uniform(float* ptr, int64_t count, uint64_t seed, float lo, float hi, 
 void fill_nan(void* ptr, DType dtype, int64_t count, Stream s);
 
 // ref (packed row-major fp32, batch*M*n_out()) = the epilogue chain of alpha*A*B + beta*C for problem p, reading the
-// epilogue's operands from args (bias, residual, scales).
+// epilogue's operands from args (bias, residual, scales). A grouped problem reads its routing from args.group_rows
+// (required; contiguous ends must not decrease): each row takes its group's B (and B's row or block scales, per
+// group); the rows of no group hold no result (compare_to_reference skips them).
 void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s);
 
 struct ErrorStats {
   double normalized = 0;  // ||out - ref|| / ||ref|| over finite outputs
   uint64_t nonfinite = 0;  // NaN/inf outputs (a correct kernel has none on random normal inputs)
   float ref_amax = 0;      // max |ref| (before an fp8 D's scale): what a kernel's amax output must match
-  bool ok(double tol) const { return nonfinite == 0 && normalized <= tol && normalized == normalized; }
+  uint64_t outside_writes = 0;  // grouped: elements of D outside every group that no longer hold the poison
+  bool ok(double tol) const {
+    return nonfinite == 0 && outside_writes == 0 && normalized <= tol && normalized == normalized;
+  }
 };
-// An fp8 D is compared with saturate(ref * scale_d[0]) (scale_d: device pointer, required for an fp8 D).
+// An fp8 D is compared with saturate(ref * scale_d[0]) (scale_d: device pointer, required for an fp8 D). A grouped
+// problem compares the rows of its groups only (group_rows: the routing on the device, required), and counts the
+// elements of every other row that differ from fill_nan's poison: D must have been poisoned before the kernel ran.
 ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s,
-                                const float* scale_d = nullptr);
+                                const float* scale_d = nullptr, const int32_t* group_rows = nullptr);
 
 // Busy-waits the GPU for about `ns` nanoseconds on stream s.
 void gpu_spin(uint64_t ns, Stream s);
