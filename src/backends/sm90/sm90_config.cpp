@@ -25,7 +25,7 @@ int scale_code(Scaling s) {
 // Operand `w` of a resolved problem.
 OperandDesc desc_of(const Problem& p, char w, int64_t rows, int64_t cols) {
   const Operand& o = p.operand(w);
-  const int64_t batch = p.batch;
+  const int64_t batch = p.count(w);  // B of a contiguous grouped problem: one matrix per group
   OperandDesc d;
   d.type = kernel_dtype_code(o.dtype);
   d.row_major = o.layout == Layout::row;
