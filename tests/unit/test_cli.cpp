@@ -588,6 +588,7 @@ TEST_F(Cli, GroupedUsageErrors) {
   expect_usage_error(with({"list", "--groups", "4"}, nk), "--m is required");
   expect_usage_error(with({"list", "--m", "64", "--groups", "lots"}, nk), "--groups");
   expect_usage_error(with({"list", "--m", "64", "--groups", "99999999999"}, nk), "groups must be in [1, 2^31)");
+  expect_usage_error(with({"list", "--masked-m", "64", "--groups", "99999999999"}, nk), "groups must be in [1, 2^31)");
 }
 
 // `gemmtune list` of a grouped problem: the backends that cannot run it say why (one note each); exit 0.
