@@ -341,8 +341,8 @@ int gt_gemm_run(const gt_gemm* g, const void* a, const void* b, const void* c, v
   return guarded([&] {
     if (!g) throw detail::InputError("the Gemm is null");
     if (const Problem& p = g->gemm.problem(); p.grouped())
-      throw detail::InputError("gt_gemm_run: the problem is grouped (grouping=" + std::string(grouping_name(p.grouping)) +
-                               "): call gt_gemm_run_args with group_rows");
+      throw detail::InputError("gt_gemm_run: the problem is grouped (grouping=" +
+                               std::string(grouping_name(p.grouping)) + "): call gt_gemm_run_args with group_rows");
     GemmArgs args{a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax};
     g->gemm.run(args, static_cast<Stream>(stream));
   });

@@ -143,15 +143,15 @@ struct ProblemArgs {
       return app->add_option(name, v, help)->check(integer_in_range<int64_t>())->group("Problem");
     };
     // --m is required unless --masked-m gives the rows: build() says so, naming both.
-    shape_opt[0] = integer("--m", m, "rows of A and D (with --groups: the total rows of all groups)");
+    shape_opt[0] = integer("--m", m, "REQUIRED (but for --masked-m): rows of A and D; with --groups, of all groups");
     integer("--n", n, "columns of B and D")->required();
     integer("--k", k, "reduction dimension")->required();
     shape_opt[3] = integer("--batch", batch, "batch count (default 1)");
     shape_opt[1] = integer("--groups", groups,
-                           "grouped GEMM (mixture-of-experts) of G groups, each with its own B: with --m, the groups "
-                           "are consecutive row ranges of A and D (contiguous); with --masked-m, G matrices (masked)");
-    shape_opt[2] = integer("--masked-m", masked_m,
-                           "with --groups: masked grouping, each group's A and D hold M_max rows (instead of --m)");
+                           "a grouped GEMM of G groups, each with its own B (mixture-of-experts): with --m, "
+                           "consecutive row ranges of A and D (contiguous); with --masked-m, G matrices (masked)");
+    shape_opt[2] =
+        integer("--masked-m", masked_m, "with --groups, instead of --m: M_max, the rows of each group's A and D");
     app->add_option("--A", A, "A (M x K) as dtype:layout, e.g. bf16:row (default)")->group("Problem");
     app->add_option("--B", B, "B (K x N) as dtype:layout, e.g. bf16:col (default; = W N x K row-major)")
         ->group("Problem");
@@ -164,7 +164,7 @@ struct ProblemArgs {
     bs_opt[0] = integer("--batch-stride-a", bsa,
                         "elements between batches of A (default packed; 0 = one A for every batch)");
     bs_opt[1] = integer("--batch-stride-b", bsb,
-                        "elements between batches of B (default packed; 0 = one B for every batch)");
+                        "elements between batches (or groups) of B (default packed; 0 = one B for every batch)");
     bs_opt[2] = integer("--batch-stride-c", bsc,
                         "elements between batches of C (default packed; 0 = one C for every batch)");
     bs_opt[3] = integer("--batch-stride-d", bsd, "elements between batches of D (default packed)");

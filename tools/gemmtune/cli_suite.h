@@ -45,8 +45,8 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
       where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
     const detail::Fields e(s, where);
-    e.only({"name", "m", "masked_m", "groups", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "align_a", "align_b",
-            "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
+    e.only({"name", "m", "masked_m", "groups", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd",
+            "align_a", "align_b", "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
     sh.name = e.string("name", "");
     ProblemArgs& a = sh.args;
     a.given_m = e.has("m");
