@@ -2,9 +2,11 @@
  *
  * Cold paths (problem checks, listing, compiling, tuning, the caches) take and return JSON documents: the problem
  * in the form of the worker protocol and the result cache, {"m", "n", "k", "batch", "A", "B", "C", "D" (each
- * {"dtype", "layout", "ld", "batch_stride", "align"}), "accum", "alpha", "beta", "epilogue", "scaling", "amax"}
- * (gemmtune/problem.h for their meaning), options as an object of TuneOptions / CompileOptions fields, reports as the
- * CLI's --json records. The launch path, gt_gemm_run, takes plain pointers and builds nothing.
+ * {"dtype", "layout", "ld", "batch_stride", "align"}), "accum", "alpha", "beta", "epilogue", "scaling", "amax",
+ * "grouping", "groups"} (gemmtune/problem.h for their meaning; "grouping" is "none" (the default), "contiguous" or
+ * "masked", "groups" the G of a grouped GEMM, 1 by default; a masked problem's batch may be left 1, it becomes G),
+ * options as an object of TuneOptions / CompileOptions fields, reports as the CLI's --json records. The launch paths,
+ * gt_gemm_run and gt_gemm_run_args, take plain pointers and build nothing.
  *
  * Every function but gt_version, gt_last_error, gt_free and gt_gemm_destroy returns a gt_status. On failure the
  * message is kept per thread (gt_last_error) until that thread's next failing call. Strings returned through `char**`
@@ -73,10 +75,36 @@ GT_API int gt_bench(const char* problem_json, const char* options_json, gt_progr
 /* {"candidate": "backend:config", "problem": {...}} */
 GT_API int gt_gemm_info(const gt_gemm* g, char** out_json);
 /* Gemm::run(): launches on `stream` (a CUstream / cudaStream_t; NULL = the legacy default stream). Pointers a
- * problem does not use may be NULL. */
+ * problem does not use may be NULL. Ungrouped problems only: a grouped one is GT_INVALID here (it needs group_rows,
+ * which gt_gemm_run_args passes). */
 GT_API int gt_gemm_run(const gt_gemm* g, const void* a, const void* b, const void* c, void* d, const void* bias,
                        const void* residual, const void* row_scale, const void* col_scale, const float* scale_a,
                        const float* scale_b, const float* scale_d, float* amax, void* stream);
+
+/* The pointers of one call (gemmtune::GemmArgs). `size` is sizeof(gt_gemm_args) as the caller compiled it, so that
+ * fields can be appended later: a library reads the fields that `size` covers (the others count as NULL) and refuses
+ * a larger struct whose extra bytes are not zero (fields it does not know). Zero-initialize, set size, fill in. */
+typedef struct gt_gemm_args {
+  uint32_t size;
+  const void* a;
+  const void* b;
+  const void* c; /* may be NULL when beta == 0 */
+  void* d;
+  const void* bias;
+  const void* residual;
+  const void* row_scale;
+  const void* col_scale;
+  const float* scale_a;
+  const float* scale_b;
+  const float* scale_d;
+  float* amax;
+  /* grouped problems: G int32 on the device, cumulative row ends (contiguous) or row counts (masked) */
+  const int32_t* group_rows;
+} gt_gemm_args;
+
+/* Gemm::run() with every argument, grouped problems included: launches on `stream` as gt_gemm_run does. A NULL
+ * `args`, a size that covers less than the pointers A, B, C and D, or unknown non-zero fields are GT_INVALID. */
+GT_API int gt_gemm_run_args(const gt_gemm* g, const gt_gemm_args* args, void* stream);
 GT_API void gt_gemm_destroy(gt_gemm* g);
 
 /* The result cache: command "dir" -> {"dir"}, "ls" -> [{"key", "record"}, ...], "clear" -> {"removed"},

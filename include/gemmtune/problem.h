@@ -145,7 +145,8 @@ struct GemmArgs {
   const float* scale_d = nullptr;
   float* amax = nullptr;
   // Grouped problems (Problem::grouping): G int32 on the device, the cumulative row ends (contiguous) or the row
-  // counts (masked) of the groups.
+  // counts (masked) of the groups. Required by a grouped problem (Gemm::run throws without it); an ungrouped problem
+  // ignores it.
   const int32_t* group_rows = nullptr;
 };
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import ctypes
 import dataclasses
 import json
 import sys
@@ -50,7 +51,12 @@ class Problem:
     ``D[b] = epilogue(alpha * A[b] (M x K) @ B[b] (K x N) + beta * C[b])``.
 
     ``epilogue`` is a chain such as ``"bias,gelu_tanh"`` or ``"silu_glu"``; ``scaling`` is how fp8 inputs are
-    dequantized (``tensor``, ``row``, ``block``)."""
+    dequantized (``tensor``, ``row``, ``block``).
+
+    A grouped GEMM (mixture-of-experts) has ``groups`` = G and ``grouping``: ``"contiguous"`` (A and D hold M rows in
+    total, split into G consecutive ranges; B holds G matrices) or ``"masked"`` (A, B and D hold G matrices each, of M
+    rows for A and D; batch becomes G). The row split is a device array given at run time (``Gemm.run(group_rows=)``):
+    G int32 cumulative row ends (contiguous, torch._grouped_mm's ``offs``) or row counts (masked)."""
 
     m: int
     n: int
@@ -66,23 +72,31 @@ class Problem:
     scaling: str = "none"
     amax: bool = False
     accum: str = "f32"
+    grouping: str = "none"
+    groups: int = 1
 
     @staticmethod
     def make(m: int, n: int, k: int, dtype: str = "bf16", out: Optional[str] = None, a_layout: str = "row",
-             b_layout: str = "col", batch: int = 1, epilogue: str = "none", scaling: Optional[str] = None) -> "Problem":
+             b_layout: str = "col", batch: int = 1, epilogue: str = "none", scaling: Optional[str] = None,
+             groups: int = 1, grouping: Optional[str] = None) -> "Problem":
         """A packed problem with row-major D (and C) of dtype `out` (default: `dtype`; bf16 for fp8 inputs).
-        The default layouts are y = x @ W.T with W stored (N, K) row-major. fp8 inputs default to tensor scaling."""
+        The default layouts are y = x @ W.T with W stored (N, K) row-major. fp8 inputs default to tensor scaling.
+        groups > 1 makes a grouped GEMM, contiguous unless `grouping` says "masked" (then `m` is M_max per group)."""
         fp8 = dtype in ("e4m3", "e5m2")
         out = out or ("bf16" if fp8 else dtype)
+        if grouping is None:
+            grouping = "none" if groups == 1 else "contiguous"
         return Problem(m, n, k, batch, Operand(dtype, a_layout), Operand(dtype, b_layout), Operand(out, "row"),
-                       Operand(out, "row"), epilogue=epilogue, scaling=scaling or ("tensor" if fp8 else "none"))
+                       Operand(out, "row"), epilogue=epilogue, scaling=scaling or ("tensor" if fp8 else "none"),
+                       grouping=grouping, groups=groups)
 
     # -- the C++ side's view of the problem ----------------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps({"m": int(self.m), "n": int(self.n), "k": int(self.k), "batch": int(self.batch),
                            "A": self.a._json(), "B": self.b._json(), "C": self.c._json(), "D": self.d._json(),
                            "accum": self.accum, "alpha": float(self.alpha), "beta": float(self.beta),
-                           "epilogue": self.epilogue, "scaling": self.scaling, "amax": bool(self.amax)})
+                           "epilogue": self.epilogue, "scaling": self.scaling, "amax": bool(self.amax),
+                           "grouping": self.grouping, "groups": int(self.groups)})
 
     def info(self) -> dict:
         """Everything the library derives from the problem (resolved form, check, key, str, flops, ...)."""
@@ -137,6 +151,10 @@ class Problem:
         """Elements of the epilogue's vector operand `kind` (bias_col, bias_row, row_scale, col_scale); 0 if none."""
         return self._valid_info()["epilogue_vector_len"].get(kind, 0)
 
+    def grouped(self) -> bool:
+        """Whether this is a grouped GEMM (grouping contiguous or masked)."""
+        return self.grouping != "none"
+
     def copy(self) -> "Problem":
         return copy.deepcopy(self)
 
@@ -144,7 +162,8 @@ class Problem:
 def problem_from_dict(j: dict) -> Problem:
     op = lambda o: Operand(o["dtype"], o["layout"], o["ld"], o["batch_stride"], o.get("align", 16))  # noqa: E731
     return Problem(j["m"], j["n"], j["k"], j["batch"], op(j["A"]), op(j["B"]), op(j["C"]), op(j["D"]), j["alpha"],
-                   j["beta"], j["epilogue"], j.get("scaling", "none"), j.get("amax", False), j.get("accum", "f32"))
+                   j["beta"], j["epilogue"], j.get("scaling", "none"), j.get("amax", False), j.get("accum", "f32"),
+                   j.get("grouping", "none"), j.get("groups", 1))
 
 
 @dataclass(frozen=True)
@@ -232,16 +251,18 @@ class CompileReport:
 class Gemm:
     """A tuned, loaded GEMM for one problem (gemmtune::Gemm). run() launches it asynchronously on a stream."""
 
-    __slots__ = ("_h", "_run", "_destroy", "_problem", "_candidate")
+    __slots__ = ("_h", "_run", "_run_args", "_destroy", "_problem", "_candidate", "_grouped")
 
     def __init__(self, handle: int):
         L = _native.lib()
         self._h = handle
         self._run = L.gt_gemm_run
+        self._run_args = L.gt_gemm_run_args
         self._destroy = L.gt_gemm_destroy
         info = _native.call_json("gt_gemm_info", handle)
         self._problem = problem_from_dict(info["problem"])
         self._candidate = Candidate.parse(info["candidate"])
+        self._grouped = self._problem.grouped()
 
     @property
     def problem(self) -> Problem:
@@ -253,16 +274,23 @@ class Gemm:
 
     def run(self, a: int, b: int, d: int, c: int = 0, *, bias: int = 0, residual: int = 0, row_scale: int = 0,
             col_scale: int = 0, scale_a: int = 0, scale_b: int = 0, scale_d: int = 0, amax: int = 0,
-            stream: int = 0) -> None:
+            stream: int = 0, group_rows: int = 0) -> None:
         """Launches on `stream` (a CUstream handle as an int; 0 = the legacy default stream). Pointers are device
-        addresses as ints; those the problem does not use may be 0."""
-        self.run_raw(a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax, stream)
+        addresses as ints; those the problem does not use may be 0. A grouped problem needs `group_rows`: G int32
+        on the device, the cumulative row ends (contiguous) or the row counts (masked)."""
+        self.run_raw(a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax, stream,
+                     group_rows=group_rows)
 
     def run_raw(self, a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax,
-                stream) -> None:
+                stream, *, group_rows: int = 0) -> None:
         """run() with positional pointers (the launch path of the torch ops)."""
-        st = self._run(self._h, a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax,
-                       stream)
+        if group_rows or self._grouped:
+            args = _native.GemmArgs(ctypes.sizeof(_native.GemmArgs), a, b, c, d, bias, residual, row_scale,
+                                    col_scale, scale_a, scale_b, scale_d, amax, group_rows)
+            st = self._run_args(self._h, ctypes.byref(args), stream)
+        else:
+            st = self._run(self._h, a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d,
+                           amax, stream)
         if st:
             _native.raise_for(st)
 

@@ -18,6 +18,14 @@ _GT_OK, _GT_ERROR, _GT_INVALID, _GT_NO_GPU, _GT_CUDA_ERROR = range(5)
 
 PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
 
+
+class GemmArgs(ctypes.Structure):
+    """gt_gemm_args (gemmtune/c_api.h): the pointers of one call; `size` is this struct's size."""
+
+    _fields_ = [("size", ctypes.c_uint32)] + [(name, ctypes.c_void_p) for name in (
+        "a", "b", "c", "d", "bias", "residual", "row_scale", "col_scale", "scale_a", "scale_b", "scale_d", "amax",
+        "group_rows")]
+
 _lib = None
 _lock = threading.Lock()
 
@@ -67,11 +75,12 @@ def _load(path: str) -> ctypes.CDLL:
     L.gt_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(vp)]
     L.gt_gemm_info.argtypes = [vp, ctypes.POINTER(vp)]
     L.gt_gemm_run.argtypes = [vp] * 14
+    L.gt_gemm_run_args.argtypes = [vp, ctypes.POINTER(GemmArgs), vp]
     L.gt_gemm_destroy.restype = None
     L.gt_gemm_destroy.argtypes = [vp]
     L.gt_cache.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(vp)]
     for name in ("gt_device", "gt_problem_info", "gt_list", "gt_compile", "gt_tune", "gt_bench", "gt_select",
-                 "gt_load", "gt_gemm_info", "gt_gemm_run", "gt_cache"):
+                 "gt_load", "gt_gemm_info", "gt_gemm_run", "gt_gemm_run_args", "gt_cache"):
         getattr(L, name).restype = ctypes.c_int
     return L
 

@@ -2,6 +2,8 @@
 // turned into a status plus a per-thread message.
 #include "gemmtune/c_api.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -338,7 +340,37 @@ int gt_gemm_run(const gt_gemm* g, const void* a, const void* b, const void* c, v
                 const float* scale_b, const float* scale_d, float* amax, void* stream) {
   return guarded([&] {
     if (!g) throw detail::InputError("the Gemm is null");
+    if (const Problem& p = g->gemm.problem(); p.grouped())
+      throw detail::InputError("gt_gemm_run: the problem is grouped (grouping=" +
+                               std::string(grouping_name(p.grouping)) + "): call gt_gemm_run_args with group_rows");
     GemmArgs args{a, b, c, d, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax};
+    g->gemm.run(args, static_cast<Stream>(stream));
+  });
+}
+
+int gt_gemm_run_args(const gt_gemm* g, const gt_gemm_args* in, void* stream) {
+  return guarded([&] {
+    if (!in) throw detail::InputError("gt_gemm_run_args: the arguments are null");
+    const size_t size = in->size;
+    const size_t min_size = offsetof(gt_gemm_args, d) + sizeof(in->d);
+    if (size < min_size)
+      throw detail::InputError("gt_gemm_run_args: args->size=" + std::to_string(size) + " is too small (set it to " +
+                               "sizeof(gt_gemm_args), " + std::to_string(sizeof(gt_gemm_args)) + " here)");
+    // A newer caller's fields that this library does not know must be unset: ignoring a set one would run a
+    // different GEMM than the caller asked for.
+    const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+    for (size_t i = sizeof(gt_gemm_args); i < size; ++i)
+      if (bytes[i] != 0)
+        throw detail::InputError("gt_gemm_run_args: args->size=" + std::to_string(size) + " has fields this library (" +
+                                 std::to_string(sizeof(gt_gemm_args)) + " bytes) does not know set");
+    // Every field after `size` is one pointer: copying whole pointers only, a shorter (older) struct is never read
+    // past its size and a field it does not cover stays null.
+    static_assert(offsetof(gt_gemm_args, a) == sizeof(void*) && sizeof(gt_gemm_args) % sizeof(void*) == 0);
+    gt_gemm_args a{};
+    std::memcpy(&a, in, std::min(size, sizeof(gt_gemm_args)) / sizeof(void*) * sizeof(void*));
+    if (!g) throw detail::InputError("the Gemm is null");
+    const GemmArgs args{a.a,       a.b,       a.c,       a.d,       a.bias, a.residual, a.row_scale,
+                        a.col_scale, a.scale_a, a.scale_b, a.scale_d, a.amax, a.group_rows};
     g->gemm.run(args, static_cast<Stream>(stream));
   });
 }

@@ -137,10 +137,11 @@ std::string Problem::check() const {
   if (m < 1 || n < 1 || k < 1)
     return "M, N, K must be >= 1 (got M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k) + ")";
   if (batch < 1) return "batch must be >= 1 (got " + std::to_string(batch) + ")";
+  // Before the size limits: a masked problem's batch is its groups, which the message then names.
+  if (std::string why = check_grouping(); !why.empty()) return why;
   constexpr int64_t kMaxDim = int64_t(1) << 31;
   if (m >= kMaxDim || n >= kMaxDim || k >= kMaxDim || batch >= kMaxDim)
     return "M, N, K and batch must each be < 2^31";
-  if (std::string why = check_grouping(); !why.empty()) return why;
   if (accum != DType::f32) return "accumulator must be f32 (got " + std::string(dtype_name(accum)) + ")";
   if (std::string why = check_scaled(); !why.empty()) return why;
   if (beta != 0.0f && c.dtype != d.dtype)

@@ -40,6 +40,10 @@ void Gemm::run(const GemmArgs& args, Stream stream) const {
   if (!args.a || !args.b || !args.d) throw Error("Gemm::run: A, B and D pointers must not be null");
   const Problem& p = impl_->problem;
   if (p.beta != 0.0f && !args.c) throw Error("Gemm::run: C is null but beta != 0");
+  if (p.grouped() && !args.group_rows)
+    throw Error("Gemm::run: a grouped problem (grouping=" + std::string(grouping_name(p.grouping)) + ", groups=" +
+                std::to_string(p.groups) + ") needs GemmArgs::group_rows (" + std::to_string(p.groups) + " int32 " +
+                (p.grouping == Grouping::contiguous ? "cumulative row ends" : "row counts") + " on the device)");
   if (p.scaling != Scaling::none) {
     if (!args.scale_b || (!args.scale_a && is_fp8(p.a.dtype)))
       throw Error("Gemm::run: scaling=" + std::string(scaling_name(p.scaling)) + " needs GemmArgs::scale_a and scale_b (" +

@@ -1,6 +1,7 @@
 """The package's core API without a GPU: problems, listing, the compile-only path, the caches and every error path."""
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -214,3 +215,74 @@ def test_worker_ships_with_the_package():
     if os.environ.get("GEMMTUNE_LIBRARY"):
         pytest.skip("running against a build tree")
     assert (lib / "gemmtune-worker").exists() and os.access(lib / "gemmtune-worker", os.X_OK)
+
+
+def test_grouped_problem_fields_and_key_bucketing():
+    p = gt.Problem.make(5000, 4096, 7168, "bf16", groups=32)
+    assert p.grouping == "contiguous" and p.groups == 32 and p.grouped()
+    assert p.check() == ""
+    assert p.str().startswith("--m=5000 --n=4096 --k=7168 --groups=32 ")
+    r = p.resolve()
+    assert (r.grouping, r.groups, r.batch) == ("contiguous", 32, 1)
+    assert r.b.batch_stride == 4096 * 7168  # B holds one weight per group
+    # The key holds M rounded up to a power of two: 5000 and 8192 tokens share one tuning, 8193 does not.
+    assert gt.Problem.make(8192, 4096, 7168, groups=32).key() == p.key()
+    assert gt.Problem.make(8193, 4096, 7168, groups=32).key() != p.key()
+    assert gt.Problem.make(5000, 4096, 7168).key() != p.key()
+    assert not gt.Problem.make(64, 64, 64).grouped()
+    assert gt.Problem.make(64, 64, 64, groups=1, grouping="contiguous").grouped()
+
+
+def test_masked_problem_resolves_batch_and_scales():
+    p = gt.Problem.make(128, 512, 256, "e4m3", scaling="row", groups=4, grouping="masked")
+    assert p.check() == ""
+    assert p.resolve().batch == 4
+    assert p.str().startswith("--masked-m=128 --n=512 --k=256 --groups=4")
+    assert p.scale_len("A") == 4 * 128
+    assert p.scale_len("B") == 4 * 512
+    # Masked problems keep M_max exactly in the key.
+    assert gt.Problem.make(100, 512, 256, "e4m3", scaling="row", groups=4, grouping="masked").key() != p.key()
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda p: setattr(p, "groups", 0), "groups must be in [1, 2^31)"),
+    (lambda p: setattr(p, "batch", 2), "batch must be 1"),
+    (lambda p: setattr(p, "grouping", "none"), "needs a grouping"),
+])
+def test_grouped_refusals_name_the_problem(mutate, needle):
+    p = gt.Problem.make(64, 64, 64, groups=4)
+    mutate(p)
+    assert needle in p.check()
+    with pytest.raises(gt.InvalidInputError, match=re.escape(needle)):
+        p.validate()
+
+
+def test_bad_grouping_is_invalid_input():
+    p = gt.Problem.make(64, 64, 64, groups=4, grouping="ragged")
+    with pytest.raises(gt.InvalidInputError, match="grouping"):
+        p.check()
+
+
+def test_grouped_problem_json_round_trip():
+    p = gt.Problem.make(64, 128, 256, groups=8)
+    j = json.loads(p.to_json())
+    assert j["grouping"] == "contiguous" and j["groups"] == 8
+    back = gt._api.problem_from_dict(p.info()["problem"])
+    assert (back.grouping, back.groups) == ("contiguous", 8)
+    assert back.key() == p.key()
+
+
+def test_grouped_problem_lists_only_grouped_backends():
+    p = gt.Problem.make(4, 512, 128, groups=2)
+    assert gt.candidates(p, backends=["gemv", "cublaslt", "pad"], assume_sms=132) == []
+
+
+def test_run_args_struct_matches_the_c_abi():
+    import ctypes
+    from gemmtune import _native
+    assert _native.GemmArgs.group_rows.offset == 13 * ctypes.sizeof(ctypes.c_void_p)
+    assert ctypes.sizeof(_native.GemmArgs) == 14 * ctypes.sizeof(ctypes.c_void_p)
+    L = _native.lib()
+    args = _native.GemmArgs(4)  # smaller than the pointers A..D: refused before the (null) Gemm is looked at
+    assert L.gt_gemm_run_args(None, ctypes.byref(args), None) == 2
+    assert "too small" in L.gt_last_error().decode()

@@ -94,6 +94,97 @@ TEST(CApi, UseDeviceWithoutAGpuSaysSo) {
   EXPECT_STRNE(gt_last_error(), "");
 }
 
+// The problem document carries "grouping" and "groups"; the library's answers (key, check, scale lengths) follow.
+TEST(CApi, GroupedProblemInfo) {
+  auto info = [](const json& p) {
+    char* out = nullptr;
+    EXPECT_EQ(gt_problem_info(p.dump().c_str(), &out), GT_OK) << gt_last_error();
+    return json::parse(take(out));
+  };
+  json p = json::parse(kProblem);
+  p["m"] = 5000;
+  p["epilogue"] = "";
+  p["grouping"] = "contiguous";
+  p["groups"] = 8;
+  const json c = info(p);
+  EXPECT_EQ(c["check"], "");
+  EXPECT_EQ(c["problem"]["grouping"], "contiguous");
+  EXPECT_EQ(c["problem"]["groups"], 8);
+  EXPECT_EQ(c["problem"]["m"], 5000);
+  EXPECT_EQ(c["problem"]["B"]["batch_stride"], 128 * 512);  // B holds G packed matrices
+  EXPECT_EQ(c["str"].get<std::string>().rfind("--m=5000 --n=512 --k=128 --groups=8 ", 0), 0u) << c["str"];
+  // M is bucketed in the key: 5000 and 8192 tokens share one tuning.
+  p["m"] = 8192;
+  EXPECT_EQ(info(p)["key"], c["key"]);
+  p["m"] = 8193;
+  EXPECT_NE(info(p)["key"], c["key"]);
+
+  json q = json::parse(kProblem);
+  q["m"] = 64;
+  q["grouping"] = "masked";
+  q["groups"] = 4;
+  q["A"]["dtype"] = "e4m3";
+  q["B"]["dtype"] = "e4m3";
+  q["scaling"] = "row";
+  const json m = info(q);
+  EXPECT_EQ(m["check"], "");
+  EXPECT_EQ(m["problem"]["batch"], 4);  // resolved: one matrix per group
+  EXPECT_EQ(m["scale_len_a"], 4 * 64);
+  EXPECT_EQ(m["scale_len_b"], 4 * 512);
+  EXPECT_EQ(m["str"].get<std::string>().rfind("--masked-m=64 ", 0), 0u) << m["str"];
+
+  json bad = p;
+  bad["groups"] = 0;
+  EXPECT_NE(info(bad)["check"].get<std::string>().find("groups must be in [1, 2^31)"), std::string::npos);
+  bad = p;
+  bad["batch"] = 2;
+  EXPECT_NE(info(bad)["check"].get<std::string>().find("batch must be 1"), std::string::npos);
+  bad = json::parse(kProblem);
+  bad["groups"] = 4;
+  EXPECT_NE(info(bad)["check"].get<std::string>().find("needs a grouping"), std::string::npos);
+  bad = p;
+  bad["grouping"] = "ragged";
+  char* out = nullptr;
+  EXPECT_EQ(gt_problem_info(bad.dump().c_str(), &out), GT_INVALID);
+  EXPECT_NE(std::string(gt_last_error()).find("grouping"), std::string::npos) << gt_last_error();
+}
+
+// Only backends that know group_rows may list a grouped problem: the others refuse it (a plain GEMM over the
+// same pointers would be a wrong answer).
+TEST(CApi, GroupedProblemListsNoUngroupedBackend) {
+  json p = json::parse(kProblem);
+  p["m"] = 4;
+  p["epilogue"] = "";
+  p["grouping"] = "contiguous";
+  p["groups"] = 2;
+  char* out = nullptr;
+  ASSERT_EQ(gt_list(p.dump().c_str(), R"({"backends": ["gemv", "cublaslt", "pad"], "assume_sms": 132})", &out), GT_OK)
+      << gt_last_error();
+  EXPECT_EQ(json::parse(take(out)), json::array());
+}
+
+TEST(CApi, RunArgsStructIsChecked) {
+  EXPECT_EQ(gt_gemm_run_args(nullptr, nullptr, nullptr), GT_INVALID);
+  EXPECT_NE(std::string(gt_last_error()).find("arguments are null"), std::string::npos) << gt_last_error();
+  gt_gemm_args args{};
+  EXPECT_EQ(gt_gemm_run_args(nullptr, &args, nullptr), GT_INVALID);
+  EXPECT_NE(std::string(gt_last_error()).find("too small"), std::string::npos) << gt_last_error();
+  args.size = sizeof args;
+  EXPECT_EQ(gt_gemm_run_args(nullptr, &args, nullptr), GT_INVALID);
+  EXPECT_NE(std::string(gt_last_error()).find("Gemm is null"), std::string::npos) << gt_last_error();
+  // A newer caller's larger struct: accepted while its extra fields are unset, refused once one is set.
+  struct Newer {
+    gt_gemm_args v1;
+    const void* extra;
+  } newer{};
+  newer.v1.size = sizeof newer;
+  EXPECT_EQ(gt_gemm_run_args(nullptr, &newer.v1, nullptr), GT_INVALID);
+  EXPECT_NE(std::string(gt_last_error()).find("Gemm is null"), std::string::npos) << gt_last_error();
+  newer.extra = &newer;
+  EXPECT_EQ(gt_gemm_run_args(nullptr, &newer.v1, nullptr), GT_INVALID);
+  EXPECT_NE(std::string(gt_last_error()).find("does not know"), std::string::npos) << gt_last_error();
+}
+
 TEST(CApi, Version) { EXPECT_FALSE(std::string(gt_version()).empty()); }
 
 }  // namespace

@@ -356,7 +356,7 @@ TEST_F(Cli, SuitesParse) {
     ASSERT_TRUE(j["shapes"].is_array()) << e.path();
     ASSERT_FALSE(j["shapes"].empty()) << e.path();
     for (const auto& s : j["shapes"]) {
-      EXPECT_GT(s.value("m", 0), 0) << e.path() << " " << s.dump();
+      EXPECT_GT(s.value("m", s.value("masked_m", 0)), 0) << e.path() << " " << s.dump();  // masked: M_max
       EXPECT_GT(s.value("n", 0), 0) << e.path() << " " << s.dump();
       EXPECT_GT(s.value("k", 0), 0) << e.path() << " " << s.dump();
       EXPECT_FALSE(s.value("name", "").empty()) << e.path() << " " << s.dump();
@@ -573,4 +573,96 @@ TEST_F(Cli, SuiteScalingAndAmaxKeys) {
   expect_bad(R"({"name": "s7", "m": 64, "n": 64, "k": 128, "scaling": "row", "D": "e4m3:row", "amax": true},
                 {"name": "s8", "m": 64, "n": 64, "k": 128, "scaling": "blocks"})",
              "shape 's8': --scaling 'blocks'");
+}
+
+// Grouped GEMMs on the command line: --groups with --m (contiguous) or --masked-m (masked); a bad combination is a
+// one-line usage error naming the options.
+TEST_F(Cli, GroupedUsageErrors) {
+  const std::vector<std::string> nk{"--n", "256", "--k", "256"};
+  expect_usage_error(with({"list", "--m", "64", "--masked-m", "64", "--groups", "4"}, nk), "--m and --masked-m");
+  expect_usage_error(with({"list", "--masked-m", "64"}, nk), "--masked-m needs --groups");
+  expect_usage_error(with({"list", "--m", "64", "--groups", "4", "--batch", "2"}, nk), "--groups with --batch 2");
+  expect_usage_error(with({"list", "--masked-m", "64", "--groups", "4", "--batch", "4"}, nk),
+                     "--groups with --batch 4");
+  expect_usage_error(with({"list", "--m", "64", "--groups", "0"}, nk), "--groups must be a positive integer (got 0)");
+  expect_usage_error(with({"list", "--masked-m", "0", "--groups", "2"}, nk), "--masked-m must be a positive integer");
+  expect_usage_error(with({"list", "--groups", "4"}, nk), "--m is required");
+  expect_usage_error(with({"list", "--m", "64", "--groups", "lots"}, nk), "--groups");
+  expect_usage_error(with({"list", "--m", "64", "--groups", "99999999999"}, nk), "groups must be in [1, 2^31)");
+  expect_usage_error(with({"list", "--masked-m", "64", "--groups", "99999999999"}, nk), "groups must be in [1, 2^31)");
+}
+
+// `gemmtune list` of a grouped problem: the backends that cannot run it say why (one note each); exit 0.
+TEST_F(Cli, GroupedListNamesRefusals) {
+  const std::vector<std::string> args{"list", "--m", "8192", "--n", "4096", "--k", "7168", "--groups", "32",
+                                      "--arch-sms", "132"};
+  const CliRun r = run_cli(args, env());
+  EXPECT_EQ(r.rc, 0) << describe(args, r);
+  EXPECT_NE(r.err.find(" candidates for --m=8192 --n=4096 --k=7168 --groups=32 "), std::string::npos)
+      << describe(args, r);
+  for (const char* b : {"cublaslt", "gemv", "pad"})
+    EXPECT_NE(r.err.find(std::string("note: ") + b + ": does not support this problem"), std::string::npos)
+        << b << "\n" << describe(args, r);
+  for (const std::string& line : nonempty_lines(r.out))
+    EXPECT_EQ(line.rfind("sm90:", 0), 0u) << "only sm90 knows group_rows\n" << describe(args, r);
+}
+
+// Problem::str() of a grouped problem pastes back into the CLI, which prints the same problem again.
+TEST_F(Cli, GroupedProblemStrPastesBack) {
+  using namespace gemmtune;
+  auto grouped = [](Grouping g, int64_t m, int64_t groups, DType in) {
+    Problem p = Problem::make(m, 512, 256, in, DType::bf16);
+    p.grouping = g;
+    p.groups = groups;
+    if (is_fp8(in)) p.scaling = Scaling::row;
+    p.a.batch_stride = p.b.batch_stride = p.c.batch_stride = p.d.batch_stride = -1;
+    p.resolve();
+    return p;
+  };
+  std::vector<Problem> problems{grouped(Grouping::contiguous, 5000, 32, DType::bf16),
+                                grouped(Grouping::masked, 128, 8, DType::e4m3),
+                                grouped(Grouping::contiguous, 7, 1, DType::f16)};
+  {
+    Problem p = grouped(Grouping::contiguous, 300, 4, DType::bf16);
+    p.b.batch_stride = 0;  // one weight for every group
+    p.a.align = 8;
+    p.epilogue = parse_epilogue("bias,silu_glu");
+    p.resolve();
+    problems.push_back(p);
+  }
+  {
+    Problem p = grouped(Grouping::masked, 64, 3, DType::bf16);
+    p.d.batch_stride = 64 * 600;
+    p.d.ld = 600;
+    p.beta = 1.0f;
+    problems.push_back(p);
+  }
+  for (const Problem& p : problems) {
+    ASSERT_EQ(p.check(), "") << p.str();
+    const std::vector<std::string> args = with(with({"list"}, split_args(p.str())), {"--arch-sms", "132"});
+    const CliRun r = run_cli(args, env());
+    EXPECT_EQ(r.rc, 0) << describe(args, r);
+    EXPECT_NE(r.err.find(" candidates for " + p.str() + " on "), std::string::npos) << describe(args, r);
+  }
+}
+
+TEST_F(Cli, SuiteGroupedKeys) {
+  TempDir d;
+  const std::string suite = (d.path / "s.json").string();
+  auto expect_bad = [&](const std::string& shape, const std::string& needle) {
+    std::ofstream(suite, std::ios::trunc) << R"({"shapes": [)" << shape << "]}";
+    expect_usage_error({"bench", "--suite", suite}, needle);
+  };
+  expect_bad(R"({"name": "g1", "m": 64, "masked_m": 64, "groups": 4, "n": 64, "k": 64})",
+             "shape 'g1': --m and --masked-m");
+  expect_bad(R"({"name": "g2", "masked_m": 64, "n": 64, "k": 64})", "shape 'g2': --masked-m needs --groups");
+  expect_bad(R"({"name": "g3", "m": 64, "groups": 4, "batch": 2, "n": 64, "k": 64})", "shape 'g3': --groups with");
+  expect_bad(R"({"name": "g4", "m": 64, "groups": "4", "n": 64, "k": 64})", "\"groups\" must be an integer");
+  expect_bad(R"({"name": "g5", "n": 64, "k": 64})", "shape 'g5': --m is required");
+  expect_bad(R"({"name": "g6", "m": 64, "groups": 0, "n": 64, "k": 64})", "shape 'g6': --groups must be a positive");
+  // A good grouped shape passes the suite reader; the bad one after it is still named.
+  expect_bad(R"({"name": "ok1", "m": 8192, "groups": 32, "n": 64, "k": 64},
+                {"name": "ok2", "masked_m": 128, "groups": 8, "n": 64, "k": 64},
+                {"name": "g7", "masked_m": 128, "groups": 8, "n": 64, "k": 64, "ldd": 8})",
+             "shape 'g7': --ldd 8 is smaller than N=64");
 }

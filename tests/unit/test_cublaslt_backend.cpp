@@ -56,6 +56,25 @@ TEST(CublasLtSupports, AcceptsTheUsualProblems) {
           }
 }
 
+// cuBLASLt has no grouped matmul with the group sizes on the device: a grouped problem run as one GEMM would be
+// wrong, so it is refused with that reason, in every form and before any other rule.
+TEST(CublasLtSupports, RefusesGroupedProblems) {
+  auto be = make_cublaslt_backend();
+  for (Grouping g : {Grouping::contiguous, Grouping::masked})
+    for (DType in : {DType::bf16, DType::e4m3}) {
+      Problem p = make(256, 512, 256, in, DType::bf16);
+      if (is_fp8(in)) p.scaling = Scaling::row;
+      p.grouping = g;
+      p.groups = 8;
+      p.resolve();
+      ASSERT_EQ(p.check(), "") << p.str();
+      const std::string why = be->supports(p, sm90());
+      expect_reason(why, "grouped GEMMs (grouping=" + std::string(grouping_name(g)) + ") are not supported");
+      EXPECT_NE(why.find("group sizes live on the device"), std::string::npos) << why;
+      EXPECT_EQ(why.find('\n'), std::string::npos) << why;  // one line for `gemmtune list`'s note
+    }
+}
+
 TEST(CublasLtSupports, RejectsDtypeCombosWithReasons) {
   auto be = make_cublaslt_backend();
   const DeviceInfo dev = sm90();

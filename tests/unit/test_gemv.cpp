@@ -155,6 +155,25 @@ TEST(GemvConfig, Reasons) {
 
 // The load width: the widest of 16, 8, 4, 2 bytes that every row start of A and B is aligned to (pitch, batch stride,
 // declared pointer alignment), the one limit named in the path phrase.
+// The kernels know nothing of group_rows: a grouped decode problem (a few tokens over G experts) is refused, not run
+// as one GEMM, and nothing is enumerated for it.
+TEST(GemvConfig, RefusesGroupedProblems) {
+  for (Grouping g : {Grouping::contiguous, Grouping::masked}) {
+    Problem p = decode(4, 4096, 4096);
+    p.grouping = g;
+    p.groups = 4;
+    p.a.batch_stride = p.b.batch_stride = p.c.batch_stride = p.d.batch_stride = -1;
+    p.resolve();
+    ASSERT_EQ(p.check(), "") << p.str();
+    EXPECT_EQ(gemv::problem_reason(p, kDev),
+              "gemv: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(g)) + ")");
+    auto be = find_backend("gemv");
+    ASSERT_TRUE(be);
+    EXPECT_EQ(be->supports(p, kDev), gemv::problem_reason(p, kDev));
+    EXPECT_TRUE(be->enumerate(p, kDev).empty());
+  }
+}
+
 TEST(GemvConfig, LoadWidth) {
   EXPECT_EQ(gemv::load_bytes(decode(1, 4096, 4096)), 16);
   EXPECT_EQ(gemv::load_path(decode(1, 4096, 4096)), "rows by 16-byte loads");

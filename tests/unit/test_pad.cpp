@@ -283,6 +283,24 @@ TEST(PadBackend, NoCandidatesWhereEverythingIsAligned) {
   EXPECT_TRUE(has(be->supports(d, kDev), "not C or D")) << be->supports(d, kDev);
 }
 
+// An unaligned grouped problem is not padded: the copy knows one matrix per batch and the inner backend would get the
+// groups without their group_rows.
+TEST(PadBackend, RefusesGroupedProblems) {
+  auto be = pad_backend();
+  for (Grouping g : {Grouping::contiguous, Grouping::masked}) {
+    Problem p = make(2048, 4096, 4100);  // K = 4100: A's and B's pitches need the copy
+    p.grouping = g;
+    p.groups = 8;
+    p.a.batch_stride = p.b.batch_stride = p.c.batch_stride = p.d.batch_stride = -1;
+    p.resolve();
+    ASSERT_EQ(p.check(), "") << p.str();
+    const std::string why = be->supports(p, kDev);
+    EXPECT_EQ(why, "pad: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(g)) + ")");
+    EXPECT_TRUE(be->enumerate(p, kDev).empty()) << p.str();
+    EXPECT_EQ(pad::path(p), why);
+  }
+}
+
 TEST(PadBackend, EnumeratesWhereAnOperandNeedsTheCopy) {
   auto be = pad_backend();
   // K = 4100: lda and ldb (K-contiguous A and B) are 8200 bytes.

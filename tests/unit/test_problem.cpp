@@ -410,3 +410,152 @@ TEST(ProblemFp8, JsonRoundTripKeepsScalingAmaxAndAlign) {
     EXPECT_NE(std::string(e.what()).find("amax"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+// A grouped problem as a caller builds it: shapes and dtypes, then the grouping, then resolve().
+Problem grouped(Grouping g, int64_t m, int64_t n, int64_t k, int64_t groups, DType in = DType::bf16) {
+  Problem p = Problem::make(m, n, k, in, DType::bf16);
+  p.grouping = g;
+  p.groups = groups;
+  if (is_fp8(in)) p.scaling = Scaling::row;
+  p.a.batch_stride = p.b.batch_stride = p.c.batch_stride = p.d.batch_stride = -1;  // repacked for the grouping
+  p.resolve();
+  return p;
+}
+}  // namespace
+
+TEST(ProblemGrouped, ResolveAndCount) {
+  const Problem c = grouped(Grouping::contiguous, 5000, 512, 256, 8);
+  EXPECT_EQ(c.check(), "");
+  EXPECT_TRUE(c.grouped());
+  EXPECT_EQ(c.batch, 1);
+  EXPECT_EQ(c.count('A'), 1);
+  EXPECT_EQ(c.count('B'), 8);  // one weight per group
+  EXPECT_EQ(c.count('b'), 8);
+  EXPECT_EQ(c.count('C'), 1);
+  EXPECT_EQ(c.count('D'), 1);
+  EXPECT_EQ(c.a.batch_stride, 0);
+  EXPECT_EQ(c.b.batch_stride, 256 * 512);
+  EXPECT_DOUBLE_EQ(c.flops(), 2.0 * 5000 * 512 * 256);
+
+  const Problem m = grouped(Grouping::masked, 64, 512, 256, 4);
+  EXPECT_EQ(m.check(), "");
+  EXPECT_EQ(m.batch, 4);  // resolve(): one matrix per group
+  for (char w : {'A', 'B', 'C', 'D'}) EXPECT_EQ(m.count(w), 4) << w;
+  EXPECT_EQ(m.a.batch_stride, 64 * 256);
+  EXPECT_EQ(m.d.batch_stride, 64 * 512);
+  EXPECT_DOUBLE_EQ(m.flops(), 2.0 * 64 * 512 * 256 * 4);
+
+  const Problem plain = tn(64, 64, 64);
+  EXPECT_FALSE(plain.grouped());
+  EXPECT_EQ(plain.count('B'), 1);
+}
+
+TEST(ProblemGrouped, CheckGroupingSaysWhy) {
+  Problem p = tn(64, 64, 64);
+  p.groups = 4;  // no grouping
+  EXPECT_EQ(p.check_grouping(), "groups=4 needs a grouping (contiguous or masked)");
+  expect_reason(p, "groups=4 needs a grouping");
+  for (int64_t g : {int64_t(0), int64_t(-3), int64_t(1) << 31}) {
+    Problem q = grouped(Grouping::contiguous, 64, 64, 64, 1);
+    q.groups = g;
+    EXPECT_EQ(q.check_grouping(), "groups must be in [1, 2^31) (got " + std::to_string(g) + ")");
+  }
+  Problem c = grouped(Grouping::contiguous, 64, 64, 64, 4);
+  c.batch = 2;
+  EXPECT_EQ(c.check_grouping(),
+            "a contiguous grouped GEMM takes one A of M (total) rows: batch must be 1 (got 2)");
+  Problem m = grouped(Grouping::masked, 64, 64, 64, 4);
+  m.batch = 3;
+  EXPECT_EQ(m.check_grouping(),
+            "a masked grouped GEMM holds one matrix per group: batch must equal groups=4 (got 3; Problem::resolve() "
+            "sets it)");
+  expect_reason(m, "batch must equal groups=4");
+  // A grouped fp8 problem takes row and block scaling (one matrix of A per group or all rows in one).
+  for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (Grouping g : {Grouping::contiguous, Grouping::masked}) {
+      Problem f = grouped(g, 256, 256, 256, 4, DType::e4m3);
+      f.scaling = sc;
+      EXPECT_EQ(f.check(), "") << f.str();
+    }
+  EXPECT_EQ(grouping_name(Grouping::masked), "masked");
+  EXPECT_EQ(parse_grouping("contiguous"), Grouping::contiguous);
+  EXPECT_EQ(parse_grouping("none"), Grouping::none);
+  EXPECT_FALSE(parse_grouping("ragged"));
+}
+
+TEST(ProblemGrouped, KeyBucketsContiguousM) {
+  const Problem a = grouped(Grouping::contiguous, 5000, 4096, 7168, 32);
+  const Problem b = grouped(Grouping::contiguous, 8192, 4096, 7168, 32);
+  EXPECT_EQ(a.key(), b.key());  // one tuning per power-of-two bucket of token counts
+  EXPECT_NE(a.key().find("gemm:m8192:"), std::string::npos) << a.key();
+  EXPECT_NE(a.key().find(":grp=contiguous32"), std::string::npos) << a.key();
+  EXPECT_NE(a.key(), grouped(Grouping::contiguous, 8193, 4096, 7168, 32).key());
+  EXPECT_NE(a.key(), grouped(Grouping::contiguous, 4096, 4096, 7168, 32).key());
+  EXPECT_NE(a.key(), grouped(Grouping::contiguous, 5000, 4096, 7168, 16).key());
+  EXPECT_EQ(grouped(Grouping::contiguous, 1, 64, 64, 2).key().rfind("gemm:m1:", 0), 0u);
+  // Masked: M is M_max, fixed by the caller's buffers; no bucketing.
+  EXPECT_NE(grouped(Grouping::masked, 100, 4096, 7168, 32).key(), grouped(Grouping::masked, 128, 4096, 7168, 32).key());
+  // A grouped problem never shares a key with the plain GEMM of the same shape.
+  EXPECT_NE(grouped(Grouping::contiguous, 8192, 4096, 7168, 1).key(), tn(8192, 4096, 7168).key());
+  EXPECT_NE(grouped(Grouping::masked, 64, 64, 64, 4).key(),
+            Problem::make(64, 64, 64, DType::bf16, DType::bf16, Layout::row, Layout::col, 4).key());
+}
+
+TEST(ProblemGrouped, ScaleLengthsPerGroup) {
+  // Contiguous: A's scales follow its M rows, B's are per group.
+  Problem c = grouped(Grouping::contiguous, 200, 328, 400, 8, DType::e4m3);
+  EXPECT_EQ(c.scale_len('A'), 200);
+  EXPECT_EQ(c.scale_len('B'), 8 * 328);
+  c.scaling = Scaling::block;
+  EXPECT_EQ(c.scale_len('A'), 200 * 4);
+  EXPECT_EQ(c.scale_len('B'), 8 * 3 * 4);
+  c.scaling = Scaling::tensor;
+  EXPECT_EQ(c.scale_len('A'), 1);
+  EXPECT_EQ(c.scale_len('B'), 1);
+  // Masked: G matrices of A (M_max rows each) and of B.
+  Problem m = grouped(Grouping::masked, 64, 328, 400, 4, DType::e4m3);
+  EXPECT_EQ(m.scale_len('A'), 4 * 64);
+  EXPECT_EQ(m.scale_len('B'), 4 * 328);
+  m.scaling = Scaling::block;
+  EXPECT_EQ(m.scale_len('A'), 4 * 64 * 4);
+  EXPECT_EQ(m.scale_len('B'), 4 * 3 * 4);
+}
+
+TEST(ProblemGrouped, MinBytesCountsEveryWeight) {
+  const Problem c = grouped(Grouping::contiguous, 1000, 512, 256, 8);
+  EXPECT_DOUBLE_EQ(c.min_bytes(), 2.0 * (1000.0 * 256 + 8.0 * 256 * 512 + 1000.0 * 512));
+  const Problem m = grouped(Grouping::masked, 64, 512, 256, 8);
+  EXPECT_DOUBLE_EQ(m.min_bytes(), 2.0 * 8 * (64.0 * 256 + 256.0 * 512 + 64.0 * 512));
+  const Problem f = grouped(Grouping::contiguous, 1000, 512, 256, 8, DType::e4m3);
+  EXPECT_DOUBLE_EQ(f.min_bytes(), 1000.0 * 256 + 8.0 * 256 * 512 + 2.0 * 1000 * 512 + 4.0 * (1000 + 8 * 512));
+}
+
+TEST(ProblemGrouped, StrAndJsonRoundTrip) {
+  const Problem c = grouped(Grouping::contiguous, 5000, 4096, 7168, 32);
+  EXPECT_EQ(c.str().rfind("--m=5000 --n=4096 --k=7168 --groups=32 --A=", 0), 0u) << c.str();
+  const Problem m = grouped(Grouping::masked, 128, 4096, 7168, 16);
+  EXPECT_EQ(m.str().rfind("--masked-m=128 --n=4096 --k=7168 --groups=16 --A=", 0), 0u) << m.str();
+  Problem s = grouped(Grouping::contiguous, 64, 128, 256, 4);
+  s.b.batch_stride = 0;  // one weight shared by every group
+  EXPECT_NE(s.str().find("--batch-stride-b=0"), std::string::npos) << s.str();
+  for (const Problem& p : {c, m, s}) {
+    const nlohmann::json j = to_json(p);
+    EXPECT_EQ(j.at("grouping"), grouping_name(p.grouping));
+    EXPECT_EQ(j.at("groups"), p.groups);
+    EXPECT_EQ(problem_from_json(nlohmann::json::parse(j.dump())), p) << p.str();
+  }
+  // A document without the keys reads as ungrouped; a bad grouping names the field.
+  nlohmann::json old = to_json(tn(64, 64, 64));
+  old.erase("grouping");
+  old.erase("groups");
+  EXPECT_EQ(problem_from_json(old), tn(64, 64, 64));
+  nlohmann::json bad = to_json(c);
+  bad["grouping"] = "ragged";
+  try {
+    problem_from_json(bad);
+    ADD_FAILURE() << "grouping=ragged was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grouping"), std::string::npos) << e.what();
+  }
+}

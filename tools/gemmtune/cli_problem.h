@@ -122,6 +122,11 @@ inline OperandSpec parse_operand(const std::string& opt, const std::string& text
 // Everything that describes a problem on the command line or in a suite entry.
 struct ProblemArgs {
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  // Grouped GEMMs (gemmtune/problem.h): --groups G with --m (the total rows: contiguous) or with --masked-m M_max
+  // (masked). The given_* flags tell a value that was set (command line or suite) from the default.
+  int64_t groups = 1, masked_m = 0;
+  bool given_m = false, given_groups = false, given_masked_m = false, given_batch = false;
+  CLI::Option* shape_opt[4] = {};  // --m, --groups, --masked-m, --batch on the command line
   std::string A = "bf16:row", B = "bf16:col", C, D = "bf16:row";  // C defaults to D
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
   int64_t align[4] = {16, 16, 16, 16};  // A, B, C, D: bytes the base pointers are a multiple of (Operand::align)
@@ -137,10 +142,16 @@ struct ProblemArgs {
     auto integer = [&](const char* name, int64_t& v, const char* help) {
       return app->add_option(name, v, help)->check(integer_in_range<int64_t>())->group("Problem");
     };
-    integer("--m", m, "rows of A and D")->required();
+    // --m is required unless --masked-m gives the rows: build() says so, naming both.
+    shape_opt[0] = integer("--m", m, "REQUIRED (but for --masked-m): rows of A and D; with --groups, of all groups");
     integer("--n", n, "columns of B and D")->required();
     integer("--k", k, "reduction dimension")->required();
-    integer("--batch", batch, "batch count (default 1)");
+    shape_opt[3] = integer("--batch", batch, "batch count (default 1)");
+    shape_opt[1] = integer("--groups", groups,
+                           "a grouped GEMM of G groups, each with its own B (mixture-of-experts): with --m, "
+                           "consecutive row ranges of A and D (contiguous); with --masked-m, G matrices (masked)");
+    shape_opt[2] =
+        integer("--masked-m", masked_m, "with --groups, instead of --m: M_max, the rows of each group's A and D");
     app->add_option("--A", A, "A (M x K) as dtype:layout, e.g. bf16:row (default)")->group("Problem");
     app->add_option("--B", B, "B (K x N) as dtype:layout, e.g. bf16:col (default; = W N x K row-major)")
         ->group("Problem");
@@ -153,7 +164,7 @@ struct ProblemArgs {
     bs_opt[0] = integer("--batch-stride-a", bsa,
                         "elements between batches of A (default packed; 0 = one A for every batch)");
     bs_opt[1] = integer("--batch-stride-b", bsb,
-                        "elements between batches of B (default packed; 0 = one B for every batch)");
+                        "elements between batches (or groups) of B (default packed; 0 = one B for every batch)");
     bs_opt[2] = integer("--batch-stride-c", bsc,
                         "elements between batches of C (default packed; 0 = one C for every batch)");
     bs_opt[3] = integer("--batch-stride-d", bsd, "elements between batches of D (default packed)");
@@ -175,8 +186,23 @@ struct ProblemArgs {
   // Builds, resolves and checks the problem. Throws UsageError with one line naming what is wrong.
   Problem build(const std::string& where = "") const {
     auto ctx = [&](const std::string& msg) { return where.empty() ? msg : where + ": " + msg; };
-    for (auto [name, v] : {std::pair{"--m", m}, {"--n", n}, {"--k", k}, {"--batch", batch}})
+    auto given = [&](int i, bool flag) { return flag || (shape_opt[i] && shape_opt[i]->count() > 0); };
+    const bool has_m = given(0, given_m), has_groups = given(1, given_groups), has_masked = given(2, given_masked_m),
+               has_batch = given(3, given_batch);
+    if (has_m && has_masked)
+      throw UsageError(ctx("--m and --masked-m together: a masked grouped GEMM gives its rows per group with "
+                           "--masked-m (M_max), a contiguous one its total rows with --m"));
+    if (has_masked && !has_groups)
+      throw UsageError(ctx("--masked-m needs --groups G (the number of matrices of M_max rows)"));
+    if (!has_m && !has_masked) throw UsageError(ctx("--m is required (or --masked-m with --groups)"));
+    const int64_t rows = has_masked ? masked_m : m;
+    for (auto [name, v] : {std::pair{has_masked ? "--masked-m" : "--m", rows}, {"--n", n}, {"--k", k},
+                           {"--batch", batch}, {"--groups", groups}})
       if (v <= 0) throw UsageError(ctx(fmt::format("{} must be a positive integer (got {})", name, v)));
+    if (has_groups && has_batch && batch != 1)
+      throw UsageError(ctx(fmt::format("--groups with --batch {}: a grouped GEMM takes no batch (--groups G with --m "
+                                       "is one A of all rows; with --masked-m, G matrices)",
+                                       batch)));
     for (auto [name, v] : {std::pair{"--lda", lda}, {"--ldb", ldb}, {"--ldc", ldc}, {"--ldd", ldd}})
       if (v < 0) throw UsageError(ctx(fmt::format("{} must be >= 0 (got {}; 0 = packed)", name, v)));
     const int64_t bs[4] = {bsa, bsb, bsc, bsd};
@@ -190,7 +216,11 @@ struct ProblemArgs {
     OperandSpec d = parse_operand("--D", D, Layout::row);
     OperandSpec c = C.empty() ? d : parse_operand("--C", C, d.layout);
 
-    Problem p = Problem::make(m, n, k, a.dtype, d.dtype, a.layout, b.layout, batch);
+    Problem p = Problem::make(rows, n, k, a.dtype, d.dtype, a.layout, b.layout, batch);
+    if (has_groups) {
+      p.grouping = has_masked ? Grouping::masked : Grouping::contiguous;
+      p.groups = groups;
+    }
     p.a.dtype = a.dtype;
     p.b.dtype = b.dtype;
     p.c.dtype = c.dtype;
@@ -233,9 +263,10 @@ struct ProblemArgs {
       const char* cols;
       int64_t r, c;
     };
-    for (const Ld& x : {Ld{"--lda", 'A', lda, a.layout, "M", "K", m, k}, Ld{"--ldb", 'B', ldb, b.layout, "K", "N", k, n},
-                        Ld{"--ldc", 'C', ldc, c.layout, "M", "N", m, n},
-                        Ld{"--ldd", 'D', ldd, d.layout, "M", p.epilogue.has_glu() ? "N/2" : "N", m, p.n_out()}}) {
+    for (const Ld& x :
+         {Ld{"--lda", 'A', lda, a.layout, "M", "K", rows, k}, Ld{"--ldb", 'B', ldb, b.layout, "K", "N", k, n},
+          Ld{"--ldc", 'C', ldc, c.layout, "M", "N", rows, n},
+          Ld{"--ldd", 'D', ldd, d.layout, "M", p.epilogue.has_glu() ? "N/2" : "N", rows, p.n_out()}}) {
       if (x.ld == 0) continue;
       bool row = x.layout == Layout::row;
       int64_t need = row ? x.c : x.r;

@@ -23,6 +23,7 @@ struct SuiteShape {
 };
 
 // {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
+// A grouped shape has "groups" and either "m" (the total rows: contiguous) or "masked_m" (masked), as on the CLI.
 // Every field typed and an unknown key an error, since a typo such as "ldb " would otherwise silently mean the
 // default. `path` names the suite in messages and gives its default name. Throws UsageError or detail::InputError.
 inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_view text, const std::string& path) {
@@ -44,11 +45,17 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
       where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
     const detail::Fields e(s, where);
-    e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "align_a", "align_b",
-            "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
+    e.only({"name", "m", "masked_m", "groups", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd",
+            "align_a", "align_b", "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
     sh.name = e.string("name", "");
     ProblemArgs& a = sh.args;
-    a.m = e.integer("m");
+    a.given_m = e.has("m");
+    a.given_masked_m = e.has("masked_m");
+    a.given_groups = e.has("groups");
+    a.given_batch = e.has("batch");
+    a.m = e.integer("m", 0);
+    a.masked_m = e.integer("masked_m", 0);
+    a.groups = e.integer("groups", 1);
     a.n = e.integer("n");
     a.k = e.integer("k");
     a.batch = e.integer("batch", 1);
@@ -73,7 +80,10 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     a.epilogue = e.string("epilogue", "");
     a.scaling = e.string("scaling", "none");
     a.amax = e.boolean("amax", false);
-    if (sh.name.empty()) sh.name = fmt::format("{}x{}x{}", a.m, a.n, a.k);
+    if (sh.name.empty())
+      sh.name = a.given_masked_m ? fmt::format("{}x{}x{}_g{}_masked", a.masked_m, a.n, a.k, a.groups)
+                : a.given_groups ? fmt::format("{}x{}x{}_g{}", a.m, a.n, a.k, a.groups)
+                                 : fmt::format("{}x{}x{}", a.m, a.n, a.k);
     a.build(where);  // reject a bad suite before any GPU time is spent
     shapes.push_back(std::move(sh));
   }

@@ -1,7 +1,7 @@
 // gemmtune: the command-line front end of the tuner (arguments modelled on cutlass_profiler).
 //   gemmtune tune    --m 4096 --n 4096 --k 4096 [--A bf16:row --B bf16:col --D bf16:row] [--backends sm90,cublaslt]
 //   gemmtune bench   --suite bench/suites/llama3_8b.json [--json FILE] [--csv FILE]
-//   gemmtune list    --m ... --n ... --k ...
+//   gemmtune list    --m ... --n ... --k ... [--groups G | --masked-m M_max --groups G]   (grouped GEMMs)
 //   gemmtune compile --m ... --n ... --k ... [--top-k 8] [--json]       (no GPU needed)
 //   gemmtune cache   ls | clear | export FILE | import FILE
 //   gemmtune version

@@ -285,6 +285,11 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   const std::string pre = "cublaslt: ";
   if (dev.cc_major != 0 && dev.cc_major < 8) return pre + "needs sm_80 or newer for bf16/f16 tensor cores, got " + dev.arch();
   if (p.m < 1 || p.n < 1 || p.k < 1) return pre + "M, N and K must be >= 1";
+  // A plain or batched matmul here would ignore the groups and compute a wrong answer. cuBLASLt's batches (strided or
+  // pointer-array) share one shape, and cublasGemmGroupedBatchedEx reads the group sizes on the host.
+  if (p.grouped())
+    return pre + "grouped GEMMs (grouping=" + std::string(grouping_name(p.grouping)) +
+           ") are not supported: cuBLASLt has no grouped matmul whose group sizes live on the device";
   if (p.batch < 1 || p.batch > std::numeric_limits<int32_t>::max()) return pre + "batch must be in [1, 2^31)";
   if (p.accum != DType::f32) return pre + "only fp32 accumulation (CUBLAS_COMPUTE_32F) is supported";
   const DType in = p.a.dtype;

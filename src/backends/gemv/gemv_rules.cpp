@@ -48,6 +48,9 @@ std::string load_path(const Problem& p) {
 }
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+  // The kernels know nothing of group_rows: a grouped problem here would be computed as one GEMM, wrongly.
+  if (p.grouped())
+    return "gemv: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(p.grouping)) + ")";
   if (dev.real && dev.cc_major < 8) return "gemv: needs compute capability 8.0 or newer, device is " + dev.arch();
   const bool fp8 = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
   if (!fp8) {

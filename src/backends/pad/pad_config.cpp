@@ -148,6 +148,10 @@ int64_t workspace_bytes(const Problem& p, bool a, bool b) {
 }
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+  // The copies are of one (batched) matrix per operand; a grouped problem's B holds G matrices and its groups would
+  // reach the inner backend without their group_rows.
+  if (p.grouped())
+    return "pad: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(p.grouping)) + ")";
   const bool pa = !aligned(p, 'A'), pb = !aligned(p, 'B');
   if (!pa && !pb) {
     const bool others = (p.beta == 0.0f || p.access_bytes('C') == kAlign) && p.access_bytes('D') == kAlign;
