@@ -1,21 +1,21 @@
 #pragma once
 // The tiles of a grouped GEMM (GemmConfig::GROUPED; gemmtune::Grouping), whose group sizes live only on the device
-// (GemmParams::group_rows), walked by the persistent kernels without a host sync or a prefix pass:
-//   masked (2): the TileScheduler's usual grid over G batches of M_max rows; a tile of group g is real when its first
-//               row is below count[g]. A, C and D's batch coordinate is g.
-//   contiguous (1): the scheduler walks M / BM + G virtual tile rows ("slots"); group g's tiles take the slots from
-//               base(g) = start(g) / BM + g on, start(g) = end[g - 1] (0 for g = 0). Since
-//               base(g + 1) - base(g) = end / BM - start / BM + 1 >= ceil((end - start) / BM), every group has room
-//               for all of its tiles; slot s belongs to the last group with base(g) <= s (a binary search over the
-//               ends, log2 G cached loads per tile) and is real when its first row start + (s - base) * BM is below
-//               end(g). Neighbouring slots are mostly one group's consecutive row tiles, so the scheduler's bands keep
-//               their L2 sharing. A, C and D are one matrix (batch coordinate 0), rows global.
-// B's batch coordinate is the group in both forms. Tiles run BM rows from their first one, reading the next group's
-// rows of A (or TMA's zero fill) below the group's end; the epilogue stores rows below `m_end` only.
-// Every CTA of a cluster (1 x CN: they share A's rows) sees the same slot, so they agree on which tiles are real.
-// The empty slots are skipped by every side alike (producer, each consumer warp), so a CTA's j-th real tile is the
-// same tile everywhere and the ring positions and ping-pong ordering count real tiles only.
-// Ends or counts outside [0, M] (the caller's error) are clamped: a tile never reaches rows outside [0, M).
+// (GemmParams::group_rows), walked by the persistent kernels without a host sync:
+//   - at launch, warp 0 of every CTA reads the G ends (contiguous) or counts (masked) and writes the tile prefix
+//     P[g] = sum over h < g of ceil(M_h / BM), P[G] = all of the problem's tile rows, into shared memory
+//     (group_prefix; G <= kMaxGroups); the CTA's barrier in init_pipeline publishes it;
+//   - the TileScheduler then walks P[G] tile rows by ctn tile columns, exactly as a dense GEMM of P[G] * BM rows:
+//     every index is a real tile, so the static round robin stays balanced and the CTAs stay in step (the tiles that
+//     share a group's B run together, as dense tiles sharing B do);
+//   - tile row i belongs to the group g with P[g] <= i < P[g + 1] (a binary search over P in shared memory, log2 G
+//     steps per tile); its first row is start(g) + (i - P[g]) * BM: start(g) = end[g - 1] (contiguous, rows global,
+//     A's, C's and D's batch coordinate 0) or 0 (masked: batch coordinate g).
+// B's batch coordinate is the group in both forms. A tile runs BM rows from its first one, reading the next group's
+// rows of A (or TMA's zero fill) past its group's end; the epilogue stores rows below `m_end` only.
+// Every CTA of a cluster (1 x CN: they share A's rows) sees the same tile row, so they agree on the group.
+// Ends or counts outside [0, M] and decreasing ends (the caller's error) are clamped: a group then has no rows or
+// fewer, and no tile reaches rows outside [0, M).
+#include "ptx/ptx.cuh"
 #include "scheduler/tile_scheduler.cuh"
 #include "sm90/sm90_spec.cuh"
 
@@ -28,65 +28,77 @@ struct GroupTile {
   int ba;      // A's, C's and D's batch coordinate
 };
 
-// The scheduler's M extent for a grouped problem: the contiguous form's slots, or M_max.
-template <int GROUPED, int BM>
-__device__ __forceinline__ int grouped_sched_m(const GemmParams& p) {
-  return GROUPED == 1 ? (p.m / BM + p.groups) * BM : p.m;
+// Group g's rows: [start, end) of the contiguous form's one matrix, or [0, count) of its own (masked).
+template <int GROUPED>
+__device__ __forceinline__ void group_rows_of(const GemmParams& p, int g, int& start, int& end) {
+  auto clampm = [&](int x) { return x < 0 ? 0 : (x > p.m ? p.m : x); };
+  end = clampm(__ldg(p.group_rows + g));
+  start = GROUPED == 2 || g == 0 ? 0 : clampm(__ldg(p.group_rows + g - 1));
+  if (start > end) start = end;
 }
 
+// Warp 0 at launch: the tile prefix P[0 .. G] at `prefix` (shared memory). Lane l sums the tiles of groups
+// [l * chunk, (l + 1) * chunk), a warp scan turns the sums into offsets, and each lane writes its groups' entries.
 template <int GROUPED, int BM>
-__device__ __forceinline__ bool group_locate(const GemmParams& p, int m0v, int b, GroupTile& t) {
-  auto clampm = [&](int x) { return x < 0 ? 0 : (x > p.m ? p.m : x); };
-  if constexpr (GROUPED == 2) {
-    t.m0 = m0v;
-    t.m_end = clampm(__ldg(p.group_rows + b));
-    t.g = t.ba = b;
-    return m0v < t.m_end;
-  } else {
-    const int slot = m0v / BM;
-    auto end_of = [&](int g) { return clampm(__ldg(p.group_rows + g)); };
-    auto base = [&](int g) { return (g == 0 ? 0 : end_of(g - 1) / BM) + g; };
-    int lo = 0, hi = p.groups - 1;
+__device__ __forceinline__ void group_prefix(unsigned prefix, const GemmParams& p, int lane) {
+  const int G = p.groups, chunk = (G + 31) / 32, g0 = lane * chunk, g1 = g0 + chunk < G ? g0 + chunk : G;
+  auto tiles = [&](int g) {
+    int s, e;
+    group_rows_of<GROUPED>(p, g, s, e);
+    return (e - s + BM - 1) / BM;
+  };
+  int sum = 0;
+  for (int g = g0; g < g1; ++g) sum += tiles(g);
+  int incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  int run = incl - sum;
+  for (int g = g0; g < g1; ++g) {
+    st_shared_u32(prefix + 4 * g, static_cast<unsigned>(run));
+    run += tiles(g);
+  }
+  if (lane == 31) st_shared_u32(prefix + 4 * G, static_cast<unsigned>(incl));
+}
+
+// A CTA's tiles in order, from its static walk (first + r * stride, r = 0, 1, ...; TileStream's first / stride).
+template <class Cfg>
+struct GroupedWalk {
+  unsigned prefix;
+  TileScheduler<Cfg::CM, Cfg::CN> sched;
+  int first, stride, r = -1;
+
+  __device__ __forceinline__ GroupedWalk(const GemmParams& p, unsigned prefix_, int first_, int stride_)
+      : prefix(prefix_),
+        sched(ld_shared_s32(prefix_ + 4 * p.groups) * Cfg::BM, p.n, 1, Cfg::BM, Cfg::BN, p.raster_n, p.group),
+        first(first_), stride(stride_) {}
+
+  // The next tile of this CTA (cluster rank rn along N) into t; false once the walk is past the end.
+  __device__ __forceinline__ bool next(const GemmParams& p, int rn, GroupTile& t) {
+    ++r;
+    const int idx = first + r * stride;
+    if (idx >= sched.total) return false;
+    int m0v, n0, b;
+    sched.tile_origin(idx, 0, rn, Cfg::BM, Cfg::BN, m0v, n0, b);
+    const int i = m0v / Cfg::BM;
+    int lo = 0, hi = p.groups - 1;  // the last group with P[g] <= i (an empty group's P equals its successor's)
     while (lo < hi) {
       const int mid = (lo + hi + 1) >> 1;
-      if (base(mid) <= slot)
+      if (ld_shared_s32(prefix + 4 * mid) <= i)
         lo = mid;
       else
         hi = mid - 1;
     }
-    const int start = lo == 0 ? 0 : end_of(lo - 1), first = start / BM + lo;
-    t.m0 = start + (slot - first) * BM;
-    t.m_end = end_of(lo);
+    int start, end;
+    group_rows_of<Cfg::GROUPED>(p, lo, start, end);
+    t.m0 = start + (i - ld_shared_s32(prefix + 4 * lo)) * Cfg::BM;
+    t.n0 = n0;
+    t.m_end = end;
     t.g = lo;
-    t.ba = 0;
-    return slot >= first && t.m0 < t.m_end;
-  }
-}
-
-// A CTA's real tiles in order, from its static walk (first + r * stride, r = 0, 1, ...; TileStream's first / stride).
-template <class Cfg>
-struct GroupedWalk {
-  TileScheduler<Cfg::CM, Cfg::CN> sched;
-  int first, stride, r = -1;
-
-  __device__ __forceinline__ GroupedWalk(const GemmParams& p, int first_, int stride_)
-      : sched(grouped_sched_m<Cfg::GROUPED, Cfg::BM>(p), p.n, Cfg::GROUPED == 2 ? p.batch : 1, Cfg::BM, Cfg::BN,
-              p.raster_n, p.group),
-        first(first_), stride(stride_) {}
-
-  // The next real tile of this CTA (cluster rank rn along N) into t; false once the walk is past the end.
-  __device__ __forceinline__ bool next(const GemmParams& p, int rn, GroupTile& t) {
-    for (;;) {
-      ++r;
-      const int idx = first + r * stride;
-      if (idx >= sched.total) return false;
-      int m0v, n0, b;
-      sched.tile_origin(idx, 0, rn, Cfg::BM, Cfg::BN, m0v, n0, b);
-      if (group_locate<Cfg::GROUPED, Cfg::BM>(p, m0v, b, t)) {
-        t.n0 = n0;
-        return true;
-      }
-    }
+    t.ba = Cfg::GROUPED == 2 ? lo : 0;
+    return true;
   }
 };
 

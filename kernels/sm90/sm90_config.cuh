@@ -146,6 +146,8 @@ struct SmemPlan {
   __device__ __forceinline__ unsigned tile_slot(int i) const {
     return base + Cfg::kTileOffset + 16 * Cfg::kTileSlots + 4 * i;
   }
+  // Grouped kernels only: the tile prefix (scheduler/group_tiles.cuh), kMaxGroups + 1 ints.
+  __device__ __forceinline__ unsigned group_prefix() const { return base + Cfg::kTileOffset; }
 };
 
 }  // namespace gt_sm90

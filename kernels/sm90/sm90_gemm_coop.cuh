@@ -26,6 +26,9 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
   const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
 
+  // A grouped GEMM's tile prefix, published by init_pipeline's barrier (scheduler/group_tiles.cuh).
+  if constexpr (Cfg::GROUPED != 0)
+    if (threadIdx.x < 32) group_prefix<Cfg::GROUPED, Cfg::BM>(sm.group_prefix(), p, threadIdx.x);
   init_pipeline<Cfg>(sm, ta, tb, td, tdt, [] {});
 
   const TileStream<Cfg> tiles(p);
@@ -55,7 +58,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       Epi::store(acc, td, tdt, p, ep, sm.epi(cw), mc, n0, b, tid, buf, m_end);
     };
     if constexpr (Cfg::GROUPED != 0) {
-      GroupedWalk<Cfg> walk(p, tiles.first, tiles.stride);
+      GroupedWalk<Cfg> walk(p, sm.group_prefix(), tiles.first, tiles.stride);
       GroupTile t;
       for (int j = 0; walk.next(p, rn, t); ++j)
         tile(Unit{0, 0, k_iters, static_cast<unsigned>(j) * static_cast<unsigned>(k_iters), kWhole, 0}, t.m0, t.n0,

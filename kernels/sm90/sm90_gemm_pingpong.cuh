@@ -21,6 +21,9 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
   const int rank = Cfg::CS > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int rm = rank % Cfg::CM, rn = rank / Cfg::CM;
 
+  // A grouped GEMM's tile prefix, published by init_pipeline's barrier (scheduler/group_tiles.cuh).
+  if constexpr (Cfg::GROUPED != 0)
+    if (threadIdx.x < 32) group_prefix<Cfg::GROUPED, Cfg::BM>(sm.group_prefix(), p, threadIdx.x);
   init_pipeline<Cfg>(sm, ta, tb, td, tdt, [&] {
     mbar_init(sm.mma_done(0), 4);  // lane 0 of each warp of the consumer warpgroup
     mbar_init(sm.mma_done(1), 4);
@@ -65,8 +68,8 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       Epi::store(acc, td, tdt, p, ep, sm.epi(cw), m0, n0, b, tid, buf, m_end);
     };
     if constexpr (Cfg::GROUPED != 0) {
-      // Both consumers walk every real tile (scheduler/group_tiles.cuh) and take those of their parity.
-      GroupedWalk<Cfg> walk(p, tiles.first, tiles.stride);
+      // Both consumers walk the CTA's tiles (scheduler/group_tiles.cuh) and take those of their parity.
+      GroupedWalk<Cfg> walk(p, sm.group_prefix(), tiles.first, tiles.stride);
       GroupTile t;
       for (int j = 0; walk.next(p, rn, t); ++j)
         if ((j & 1) == cw)

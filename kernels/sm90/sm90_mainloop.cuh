@@ -101,7 +101,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
   if constexpr (Cfg::GROUPED != 0) {  // the real tiles of a grouped walk (scheduler/group_tiles.cuh)
-    GroupedWalk<Cfg> walk(p, tiles.first, tiles.stride);
+    GroupedWalk<Cfg> walk(p, sm.group_prefix(), tiles.first, tiles.stride);
     GroupTile t;
     while (walk.next(p, rn, t)) {
       for (int kb = 0; kb < k_iters; ++kb, rp.next()) {

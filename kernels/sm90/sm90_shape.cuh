@@ -37,9 +37,11 @@ constexpr int kTileSlots = 4;
 
 // Shared memory of a kernel besides its epilogue strip buffers: the stage ring (`stage_bytes` per stage), a full and
 // an empty barrier per stage plus the two ping-pong order barriers, the dynamic order's tile slots, and the slack for
-// the 1024-byte aligned base.
-constexpr int smem_fixed_bytes(int stages, int stage_bytes, bool dynamic) {
-  return stages * stage_bytes + 16 * stages + 16 + (dynamic ? 20 * kTileSlots : 0) + 1024;
+// the 1024-byte aligned base; a grouped kernel's tile prefix (scheduler/group_tiles.cuh: kMaxGroups + 1 ints).
+inline constexpr int kMaxGroups = 1024;
+constexpr int smem_fixed_bytes(int stages, int stage_bytes, bool dynamic, bool grouped = false) {
+  return stages * stage_bytes + 16 * stages + 16 + (dynamic ? 20 * kTileSlots : 0) +
+         (grouped ? 4 * (kMaxGroups + 1) : 0) + 1024;
 }
 
 // The strip width a kernel uses, given the shared memory the rest of its plan takes (`fixed`: the stage ring, the

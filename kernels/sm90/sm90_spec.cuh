@@ -78,6 +78,7 @@ struct Plan {
   int epi_strip_bytes = 0, epi_strips = 0, epi_tail_bytes = 0;
   int epi_region_bytes = 0;  // one consumer warpgroup's strip buffers
   // The layout from the 1024-byte aligned base: stages, two epilogue regions, barriers, the dynamic order's tile ring.
+  // A grouped kernel's tile prefix sits where the dynamic order's ring would (grouped kernels have none).
   int epi_offset = 0, bar_offset = 0, tile_offset = 0;
   int smem_bytes = 0;  // dynamic shared memory of the kernel, alignment slack included
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its cluster
@@ -105,7 +106,7 @@ constexpr Plan derive(const Spec& s) {
   p.a_bytes = s.bm * 128;
   p.b_bytes = p.b_rows * 128;
   p.stage_bytes = p.a_bytes + p.b_bytes;
-  p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes, s.dynamic);
+  p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes, s.dynamic, s.grouped != 0);
 
   p.out_size = gt::dtype_code_bytes(s.out);
   const int row = s.bn * p.out_size;

@@ -46,7 +46,7 @@ TEST(Sm90Grouped, EnumeratesOnlyWhatTheGroupedWalkRuns) {
 TEST(Sm90Grouped, Reasons) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = grouped(4096, 1024, 512, 8, Grouping::contiguous);
-  const sm90::Config ok = sm90::Config::parse("tile=128x128x64,stages=6,cluster=1x2,sched=coop,raster=m,group=8");
+  const sm90::Config ok = sm90::Config::parse("tile=128x128x64,stages=5,cluster=1x2,sched=coop,raster=m,group=8");
   EXPECT_EQ(sm90::config_reason(ok, p, dev), "");
   auto reason = [&](const std::string& s) { return sm90::config_reason(sm90::Config::parse(s), p, dev); };
   EXPECT_NE(reason("tile=128x128x64,stages=6,cluster=2x1,sched=coop,raster=m,group=8").find("1x2"), std::string::npos);
@@ -71,13 +71,25 @@ TEST(Sm90Grouped, Reasons) {
   EXPECT_NE(sm90::problem_reason(f8, dev).find("e4m3 D"), std::string::npos);
 }
 
-// The contiguous walk's slots: M / BM + G virtual tile rows, so the grid covers groups of any sizes.
-TEST(Sm90Grouped, ContiguousSlots) {
+// The grid's bound on a grouped problem's tiles (its group sizes are known on the device only): M / BM + G tile rows
+// for contiguous groups (ceil per group), G x ceil(M_max / BM) for masked ones.
+TEST(Sm90Grouped, TileBound) {
   const Problem p = grouped(1000, 512, 256, 7, Grouping::contiguous);
   const sm90::Config c = sm90::Config::parse("tile=128x128x64,stages=6,cluster=1x2,sched=coop,raster=m,group=8");
   EXPECT_EQ(sm90::cluster_tiles(c, sm90::kernel_view(p)), (1000 / 128 + 7) * 2);
   const Problem q = grouped(100, 512, 256, 7, Grouping::masked);
   EXPECT_EQ(sm90::cluster_tiles(c, sm90::kernel_view(q)), 1 * 2 * 7);
+  // The tile prefix takes shared memory: the deepest ring of a grouped kernel is never deeper than a plain one's.
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  for (const char* s : {"tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
+                        "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=m,group=8"}) {
+    const sm90::Config k = sm90::Config::parse(s);
+    EXPECT_LE(sm90::max_stages(k, sm90::kBF16, dev, 1), sm90::max_stages(k, sm90::kBF16, dev));
+    EXPECT_EQ(sm90::plan(k, sm90::kBF16, 1).smem_bytes,
+              sm90::plan(k, sm90::kBF16).smem_bytes + 4 * (gt_sm90::kMaxGroups + 1));
+  }
+  Problem many = grouped(100000, 512, 256, gt_sm90::kMaxGroups + 1, Grouping::contiguous);
+  EXPECT_NE(sm90::problem_reason(many, dev).find("at most"), std::string::npos);
 }
 
 // Each grouped kernel form compiles: contiguous and masked, coop and ping-pong, a 1x2 cluster, fused chains (a GLU,

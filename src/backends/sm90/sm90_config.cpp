@@ -199,9 +199,10 @@ std::string spec_literal(const gt_sm90::Spec& s) {
 
 gt_sm90::Plan plan(const Config& c, const KernelView& v) { return gt_sm90::derive(spec(c, v)); }
 
-gt_sm90::Plan plan(const Config& c, int out_type) {
+gt_sm90::Plan plan(const Config& c, int out_type, int grouped) {
   KernelView v;
   v.d.type = out_type;
+  v.grouped = grouped;
   return plan(c, v);
 }
 }  // namespace gemmtune::sm90

@@ -84,22 +84,22 @@ gt_sm90::Spec spec(const Config& c, const KernelView& v);
 gt_sm90::Plan plan(const Config& c, const KernelView& v);
 // The plan of a view with K-major operands and D of `out_type`: every number but the MN-major operands' box rows, which
 // no shared-memory size depends on.
-gt_sm90::Plan plan(const Config& c, int out_type);
+gt_sm90::Plan plan(const Config& c, int out_type, int grouped = 0);
 // The spec as the JIT unit's template argument: a designated initializer naming every field.
 std::string spec_literal(const gt_sm90::Spec& s);
 // ---- heuristics ----
 // The device's SMs, or the H100/H200's 132 where the device info has none (enumeration without a GPU).
 inline int sm_count(const DeviceInfo& dev) { return dev.sm_count > 0 ? dev.sm_count : 132; }
-// Cluster tiles of the problem (the tile scheduler's `total`; a contiguous grouped problem's slots included,
-// kernels/scheduler/group_tiles.cuh).
+// Cluster tiles of the problem (the tile scheduler's `total`). A grouped problem's depend on its group sizes, known
+// on the device only (kernels/scheduler/group_tiles.cuh): its bound, M / BM + G tile rows for contiguous groups.
 inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const int64_t m = v.grouped == 1 ? (v.m / c.bm + v.groups) * c.bm : v.m;
   return cdiv(cdiv(m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
 }
 // The most ring stages (<= 7; decode tiles — swap=1 or tile N < 64 — <= 16) whose shared memory fits on the device;
-// with epi=warp, with room for 16-row pieces.
-int max_stages(const Config& c, int out_type, const DeviceInfo& dev);
+// with epi=warp, with room for 16-row pieces; `grouped` (KernelView::grouped): room for the tile prefix.
+int max_stages(const Config& c, int out_type, const DeviceInfo& dev, int grouped = 0);
 // Estimated relative run time (lower is better) for ranking.
 double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);
 // Valid configs for the problem, best first.

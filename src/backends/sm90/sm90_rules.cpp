@@ -88,6 +88,9 @@ std::string grouped_reason(const Problem& p) {
   if (p.d.layout != Layout::row) return pre + "D must be row-major (groups split D's rows)";
   if (p.beta != 0.0f && p.c.layout != Layout::row) return pre + "C must be row-major like D";
   if (p.d.dtype == DType::e4m3) return pre + "an e4m3 D is not supported (bf16, f16 or f32)";
+  if (p.groups > gt_sm90::kMaxGroups)
+    return pre + "at most " + std::to_string(gt_sm90::kMaxGroups) + " groups (the kernel's tile prefix lives in "
+           "shared memory), got " + std::to_string(p.groups);
   if (p.count('B') > 1 && p.b.batch_stride <= 0)
     return pre + "B's batch_stride must be > 0 (one weight matrix per group; a shared B is a plain GEMM)";
   // The contiguous walk has M / BM + G slots of up to 256 rows: int32 row coordinates.
