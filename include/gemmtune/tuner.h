@@ -48,7 +48,9 @@ struct CandidateResult {
   bool compile_cache_hit = false;
   int registers = -1, spill_bytes = -1, smem_bytes = -1;
   double error = -1;               // normalized error vs the reference; -1 = not verified
-  double us_median = 0, us_min = 0, us_max = 0;  // per call, microseconds
+  // per call, microseconds; a grouped problem's us_median is the mean over the tuner's routings (uniform, skewed,
+  // sparse: src/tuner/routing.h) of each routing's median, its rates those of the mean routed call
+  double us_median = 0, us_min = 0, us_max = 0;
   int timed_iters = 0;
   double tflops = 0, gbps = 0;
   bool winner = false;

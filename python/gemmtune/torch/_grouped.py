@@ -254,22 +254,13 @@ def build(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=
             want = info[f"scale_len_{which}"]
             _need(t.numel() == want, op, f"{name} has {t.numel()} elements, {s.scaling} scaling of "
                   f"{info['str']} needs {want}")
-    return GroupedPlan(p, info["str"], s, _apply(tuple(fixes)) if fixes else None)
+    return GroupedPlan(p, info["str"], s, _dispatch._apply_fixes(tuple(fixes)) if fixes else None)
 
 
 def _block_scales(t):
     """torch's block-scale shapes -> gemmtune's order (include/gemmtune/problem.h): A's (.., M, Kb) becomes
     (.., Kb, M), each group's B (Kb, Nb) becomes (Nb, Kb), both packed."""
     return t.transpose(-2, -1).contiguous()
-
-
-def _apply(fixes):
-    def fix(*args):
-        args = list(args)
-        for f in fixes:
-            f(args)
-        return tuple(args)
-    return fix
 
 
 # -- the launch ----------------------------------------------------------------------------------------------------
