@@ -72,6 +72,9 @@ struct Problem {
   // A packed problem with row-major D (and C) of dtype `out`; layouts of A and B as given.
   static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la = Layout::row,
                       Layout lb = Layout::col, int64_t batch = 1);
+  // A packed grouped problem (above): `m` is the total rows (contiguous) or M_max (masked); B holds `groups` matrices.
+  static Problem make_grouped(Grouping grouping, int64_t groups, int64_t m, int64_t n, int64_t k, DType in, DType out,
+                              Layout la = Layout::row, Layout lb = Layout::col);
 
   // Fills ld / batch_stride left at 0 with the packed value. Idempotent.
   Problem& resolve();

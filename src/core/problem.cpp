@@ -38,6 +38,16 @@ Problem Problem::make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layo
   return p;
 }
 
+Problem Problem::make_grouped(Grouping grouping, int64_t groups, int64_t m, int64_t n, int64_t k, DType in, DType out,
+                              Layout la, Layout lb) {
+  Problem p = make(m, n, k, in, out, la, lb);
+  p.grouping = grouping;
+  p.groups = groups;
+  for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->batch_stride = -1;  // packed again, now over the groups
+  p.resolve();
+  return p;
+}
+
 int64_t Problem::rows_of(char which, const Problem& p) {
   switch (which) {
     case 'a': case 'A': return p.m;

@@ -446,6 +446,10 @@ TEST(ProblemGrouped, ResolveAndCount) {
   EXPECT_EQ(m.d.batch_stride, 64 * 512);
   EXPECT_DOUBLE_EQ(m.flops(), 2.0 * 64 * 512 * 256 * 4);
 
+  // make_grouped builds the same packed problems in one call.
+  EXPECT_EQ(Problem::make_grouped(Grouping::contiguous, 8, 5000, 512, 256, DType::bf16, DType::bf16), c);
+  EXPECT_EQ(Problem::make_grouped(Grouping::masked, 4, 64, 512, 256, DType::bf16, DType::bf16), m);
+
   const Problem plain = tn(64, 64, 64);
   EXPECT_FALSE(plain.grouped());
   EXPECT_EQ(plain.count('B'), 1);

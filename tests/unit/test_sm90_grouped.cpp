@@ -15,12 +15,7 @@ namespace {
 
 Problem grouped(int64_t m, int64_t n, int64_t k, int64_t groups, Grouping g, DType in = DType::bf16,
                 DType out = DType::bf16) {
-  Problem p = Problem::make(m, n, k, in, out, Layout::row, Layout::col);
-  p.grouping = g;
-  p.groups = groups;
-  p.batch = 1;
-  for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->ld = 0, o->batch_stride = -1;
-  p.resolve();
+  Problem p = Problem::make_grouped(g, groups, m, n, k, in, out);
   if (is_fp8(in)) p.scaling = Scaling::row;
   return p;
 }
