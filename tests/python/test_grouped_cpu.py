@@ -367,6 +367,7 @@ def test_backward_formulas_against_autograd_of_torch():
     class Ctx:
         needs_input_grad = (True, True, False, False, False)
         has_bias = False
+        epilogue = "none"
         saved_tensors = (a.detach(), b.detach(), offs)
 
     ga, gb, *_ = ops._grouped_mm_backward(Ctx, grad)
