@@ -243,6 +243,135 @@ def test_bucket():
     assert [G.bucket(m) for m in (0, 1, 2, 3, 5000, 8192, 8193)] == [1, 1, 2, 4, 8192, 8192, 16384]
 
 
+# -- the epilogue chain ------------------------------------------------------------------------------------------
+
+
+def _fake_inputs(n, k=64, dtype=bf):
+    a = torch.empty(300, k, device="cuda", dtype=dtype)
+    b = torch.empty(8, n, k, device="cuda", dtype=dtype).transpose(-2, -1)
+    return a, b, torch.empty(8, device="cuda", dtype=i32)
+
+
+@pytest.mark.parametrize("n,ld,ld32", [(200, 104, 100), (96, 48, 48), (2, 8, 4), (4096, 2048, 2048)])
+def test_glu_fakes_have_half_the_columns(n, ld, ld32):
+    # The output pitch is N/2 padded to 16 bytes (ld elements of bf16, ld32 of float32).
+    with FakeTensorMode():
+        a, b, offs = _fake_inputs(n)
+        y = torch.ops.gemmtune.grouped_mm(a, b, offs, None, None, "silu_glu")
+        assert tuple(y.shape) == (300, n // 2) and y.stride() == (ld, 1) and y.dtype == bf
+        y = torch.ops.gemmtune.grouped_mm(a, b, offs, out_dtype=torch.float32, epilogue="swiglu")
+        assert tuple(y.shape) == (300, n // 2) and y.stride() == (ld32, 1)
+        y = torch.ops.gemmtune.grouped_mm_masked(a[:256].view(8, 32, 64), b, offs, epilogue="gelu_tanh_glu")
+        assert tuple(y.shape) == (8, 32, n // 2) and y.stride() == (32 * ld, ld, 1)
+        y = torch.ops.gemmtune.grouped_mm(a[:256].view(8, 32, 64), b, epilogue="silu_glu")  # batched
+        assert tuple(y.shape) == (8, 32, n // 2)
+
+
+def test_activation_and_bias_fakes_keep_the_columns():
+    with FakeTensorMode():
+        a, b, offs = _fake_inputs(100)
+        y = torch.ops.gemmtune.grouped_mm(a, b, offs, epilogue="gelu_tanh")
+        assert tuple(y.shape) == (300, 100) and y.stride() == (104, 1)
+        bias = torch.empty(100, device="cuda", dtype=torch.float32)
+        y = torch.ops.gemmtune.grouped_mm(a, b, offs, bias, epilogue="bias,relu")
+        assert tuple(y.shape) == (300, 100)
+        y = ops.grouped_mm(a, b, offs, bias, epilogue="relu")  # the bias not named: added first
+        assert tuple(y.shape) == (300, 100)
+        # A bias after the GLU has N/2 values.
+        y = torch.ops.gemmtune.grouped_mm(a, b, offs, bias[:50], epilogue="silu_glu,bias")
+        assert tuple(y.shape) == (300, 50)
+
+
+def test_scaled_fake_with_glu():
+    with FakeTensorMode():
+        a, b, offs = _fake_inputs(384, 256, e4m3)
+        f32 = dict(device="cuda", dtype=torch.float32)
+        y = torch.ops.gemmtune.scaled_grouped_mm(a, b, torch.empty(300, **f32), torch.empty(8, 384, **f32), offs,
+                                                 epilogue="silu_glu")
+        assert tuple(y.shape) == (300, 192) and y.dtype == bf
+        y = ops.scaled_grouped_mm(a, b, torch.empty(300, **f32), torch.empty(8, 384, **f32), offs,
+                                  bias=torch.empty(384, **f32), epilogue="gelu_tanh")
+        assert tuple(y.shape) == (300, 384)
+
+
+def test_existing_positional_calls_are_unchanged():
+    # torch._grouped_mm's arguments keep their places: the epilogue is the last one, "none" by default.
+    for name in ("grouped_mm", "grouped_mm_masked", "scaled_grouped_mm"):
+        args = getattr(torch.ops.gemmtune, name).default._schema.arguments
+        assert args[-1].name == "epilogue" and args[-1].default_value == "none"
+    assert [a.name for a in torch.ops.gemmtune.grouped_mm.default._schema.arguments[:5]] == \
+        ["mat_a", "mat_b", "offs", "bias", "out_dtype"]
+
+
+def _bad_epilogue_calls():
+    a, b, offs = (lambda: torch.empty(300, 64, device="cuda", dtype=bf),
+                  lambda: torch.empty(8, 96, 64, device="cuda", dtype=bf).transpose(-2, -1),
+                  lambda: torch.empty(8, device="cuda", dtype=i32))
+    gm = torch.ops.gemmtune.grouped_mm
+    e = lambda *s, dt=torch.float32: torch.empty(*s, device="cuda", dtype=dt)  # noqa: E731
+    odd = lambda: torch.empty(8, 95, 64, device="cuda", dtype=bf).transpose(-2, -1)  # noqa: E731
+    return [
+        (lambda: gm(a(), b(), offs(), epilogue="relu,residual"), "grouped_mm: the epilogue 'relu,residual' has "
+         "'residual', which reads a tensor the grouped ops do not take"),
+        (lambda: gm(a(), b(), offs(), epilogue="row_scale"), "'row_scale', which reads a tensor"),
+        (lambda: gm(a(), b(), offs(), epilogue="col_scale,silu"), "'col_scale', which reads a tensor"),
+        (lambda: gm(a(), b(), offs(), e(300), epilogue="bias_row"), "'bias_row', which reads a tensor"),
+        (lambda: torch.ops.gemmtune.grouped_mm_masked(a()[:256].view(8, 32, 64), b(), offs(), epilogue="residual"),
+         "grouped_mm_masked: the epilogue 'residual' has 'residual'"),
+        (lambda: torch.ops.gemmtune.scaled_grouped_mm(a().to(e4m3), b().to(e4m3), e(300), e(8, 96), offs(),
+                                                      epilogue="silu,col_scale"),
+         "scaled_grouped_mm: the epilogue 'silu,col_scale' has 'col_scale'"),
+        (lambda: gm(a(), odd(), offs(), epilogue="silu_glu"), "has a GLU, which needs an even N \\(got N=95\\)"),
+        (lambda: gm(a(), b(), offs(), epilogue="bias,relu"), "has 'bias' but no bias tensor was given"),
+        (lambda: torch.ops.gemmtune.grouped_mm_masked(a()[:256].view(8, 32, 64), b(), offs(), epilogue="bias"),
+         "grouped_mm_masked takes none"),
+        (lambda: gm(a(), b(), offs(), e(96), epilogue="silu_glu,bias"), "bias of 48 values \\(the bias follows the "
+         "GLU"),
+        (lambda: gm(a(), b(), offs(), e(48), epilogue="silu_glu"), "bias of 96 values shared"),
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(_bad_epilogue_calls())))
+def test_epilogue_refusals_in_the_fakes(i):
+    with FakeTensorMode():
+        call, match = _bad_epilogue_calls()[i]
+        with pytest.raises(gemmtune.InvalidInputError, match=match):
+            call()
+
+
+def test_problem_of_a_glu_and_a_bias_chain():
+    a, b, offs = rnd(300, 64), weights(8, 200, 64), ends([30] * 8)
+    plan = G.build("t", a, b, offs, epilogue="silu_glu")
+    p = plan.problem
+    assert p.epilogue == "silu_glu" and p.n_out() == 100 and p.n == 200
+    assert p.d.ld == 104 and plan.shape.out_shape == (300, 100) and plan.shape.out_strides == (104, 1)
+    assert p.key().endswith(":ep=silu_glu") and "--epilogue=silu_glu" in plan.problem_text
+    # A bias not named by the chain comes first, with its tensor's dtype.
+    p = G.build("t", a, b, offs, bias=rnd(200, dtype=torch.float32), epilogue="gelu_tanh").problem
+    assert p.epilogue == "bias:f32,gelu_tanh" and p.n_out() == 200 and p.key().endswith(":ep=bias:f32,gelu_tanh")
+    p = G.build("t", a, b, offs, bias=rnd(100), epilogue="swiglu,bias").problem
+    assert p.epilogue == "swiglu,bias:bf16" and p.n_out() == 100 and p.key().endswith(":ep=silu_glu,bias:bf16")
+    p = G.build("t", rnd(8, 32, 64), b, torch.full((8,), 3, dtype=i32), masked=True, epilogue="relu").problem
+    assert (p.grouping, p.epilogue, p.d.ld, p.d.batch_stride) == ("masked", "relu", 200, 32 * 200)
+    fp8 = G.build("t", rnd(300, 256, dtype=e4m3), weights(8, 384, 256, dtype=e4m3), offs, scale_a=torch.rand(300),
+                  scale_b=torch.rand(8, 384), epilogue="silu_glu").problem
+    assert fp8.scaling == "row" and fp8.n_out() == 192 and fp8.d.ld == 192
+
+
+def test_library_refuses_bad_chains_with_the_op_name():
+    a, b, offs = rnd(300, 64), weights(8, 200, 64), ends([30] * 8)
+    with pytest.raises(gemmtune.InvalidInputError, match="t: epilogue 'foo': unknown op 'foo'"):
+        G.build("t", a, b, offs, epilogue="foo")
+    with pytest.raises(gemmtune.InvalidInputError, match="at most one GLU"):
+        G.build("t", a, b, offs, epilogue="silu_glu,silu_glu")
+    with pytest.raises(gemmtune.InvalidInputError, match="interleave64 needs N divisible by"):
+        G.build("t", a, b, offs, epilogue="silu_glu:interleave64")
+    with pytest.raises(gemmtune.InvalidInputError, match="'bias:f32' but bias has dtype torch.bfloat16"):
+        G.build("t", a, b, offs, bias=rnd(200), epilogue="bias:f32,relu")
+    with pytest.raises(gemmtune.InvalidInputError, match="epilogue must be a str"):
+        G.build("t", a, b, offs, epilogue=None)
+
+
 # -- the launch, with a mocked Gemm --------------------------------------------------------------------------------
 
 
@@ -322,6 +451,25 @@ def test_launch_pointers_and_masked_counts(mocked):
     assert ptrs[4] == bias.data_ptr() and problem.epilogue == "bias:bf16"
 
 
+def test_the_epilogue_is_part_of_the_selection(mocked):
+    calls, selects, loads = mocked
+    a, b, offs, bias = rnd(64, 32), weights(4, 96, 32), ends([16] * 4), rnd(96)
+    y0 = ops.grouped_mm(a, b, offs)
+    y1 = ops.grouped_mm(a, b, offs, epilogue="silu_glu")
+    y2 = ops.grouped_mm(a, b, offs, bias, epilogue="gelu_tanh")
+    ops.grouped_mm(a, b, offs, epilogue="silu_glu")  # a hit
+    assert [p.epilogue for p in selects] == ["none", "silu_glu", "bias:bf16,gelu_tanh"]
+    assert (y0.shape, y1.shape, y2.shape) == ((64, 96), (64, 48), (64, 96))
+    assert y1.stride() == (48, 1) and calls[-1][0].epilogue == "silu_glu"
+    _, ptrs, _ = calls[2]
+    assert ptrs[4] == bias.data_ptr()
+    # Another M of a bucket loads the winner of the same chain.
+    ops.grouped_mm(rnd(60, 32), b, offs, epilogue="silu_glu")
+    assert loads[-1][1] == "mock:2" and loads[-1][0].epilogue == "silu_glu" and len(selects) == 3
+    y = ops.grouped_mm_masked(a.view(4, 16, 32), b, torch.full((4,), 5, dtype=i32), epilogue="silu_glu")
+    assert y.shape == (4, 16, 48) and selects[-1].epilogue == "silu_glu" and selects[-1].grouping == "masked"
+
+
 def test_scaled_launch_passes_scales(mocked):
     calls, selects, loads = mocked
     a, b, offs = rnd(64, 128, dtype=e4m3), weights(4, 32, 128, dtype=e4m3), ends([16] * 4)
@@ -367,12 +515,35 @@ def test_backward_formulas_against_autograd_of_torch():
     class Ctx:
         needs_input_grad = (True, True, False, False, False)
         has_bias = False
+        epilogue = "none"
         saved_tensors = (a.detach(), b.detach(), offs)
 
     ga, gb, *_ = ops._grouped_mm_backward(Ctx, grad)
     assert torch.allclose(ga[:16].float(), ga_ref[:16].float(), rtol=2e-2, atol=2e-2)
     assert torch.equal(ga[16:], torch.zeros_like(ga[16:]))
     assert torch.allclose(gb.float(), gb_ref.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_backward_refuses_an_epilogue_chain(monkeypatch):
+    class Ctx:
+        needs_input_grad = (True, True, False, False, False, False)
+        has_bias = False
+        epilogue = "silu_glu"
+        saved_tensors = ()
+
+    with pytest.raises(NotImplementedError, match="gemmtune.grouped_mm with epilogue 'silu_glu' has no backward"):
+        ops._grouped_mm_backward(Ctx, None)
+    # Through the registered Autograd kernel: the forward runs, the backward refuses; a bias chain has one.
+    monkeypatch.setattr(ops, "cpu_kernel", lambda name, a, b, offs=None, bias=None, out_dtype=None, epilogue="none":
+                        torch._grouped_mm(a, b, offs) if bias is None else torch._grouped_mm(a, b, offs) + bias)
+    a, w, offs = rnd(24, 16).requires_grad_(), rnd(3, 8, 16).requires_grad_(), ends([10, 0, 14])
+    y = torch.ops.gemmtune.grouped_mm(a, w.transpose(-2, -1), offs, None, None, "gelu_tanh")
+    with pytest.raises(NotImplementedError, match="epilogue 'gelu_tanh' has no backward"):
+        y.sum().backward()
+    bias = rnd(8).requires_grad_()
+    y = torch.ops.gemmtune.grouped_mm(a, w.transpose(-2, -1), offs, bias, None, "bias")
+    ga, gbias = torch.autograd.grad(y, (a, bias), torch.ones_like(y))
+    assert ga.shape == a.shape and torch.allclose(gbias.float(), torch.full((8,), 24.0))
 
 
 def test_masked_and_scaled_refuse_a_backward():
@@ -392,6 +563,20 @@ def test_compile_traces_the_op():
         offs = torch.empty(4, device="cuda", dtype=i32)
         gm = torch.fx.experimental.proxy_tensor.make_fx(f, tracing_mode="fake")(a, b, offs)
     assert "gemmtune.grouped_mm" in str(gm.graph)
+
+
+def test_trace_keeps_the_epilogue():
+    def f(a, b, offs):
+        return torch.ops.gemmtune.grouped_mm(a, b, offs, epilogue="silu_glu") * 2
+
+    with FakeTensorMode():
+        a = torch.empty(64, 32, device="cuda", dtype=bf)
+        b = torch.empty(4, 16, 32, device="cuda", dtype=bf).transpose(-2, -1)
+        offs = torch.empty(4, device="cuda", dtype=i32)
+        gm = torch.fx.experimental.proxy_tensor.make_fx(f, tracing_mode="fake")(a, b, offs)
+    node = next(n for n in gm.graph.nodes if "grouped_mm" in str(n.target))
+    assert node.kwargs.get("epilogue", node.args[-1]) == "silu_glu"
+    assert tuple(node.meta["val"].shape) == (64, 8)
 
 
 def test_autograd_through_the_op(monkeypatch):

@@ -13,6 +13,11 @@ group, read without a copy. The output is allocated as torch._grouped_mm allocat
 padded to 16 bytes, so D is always TMA-storable. Rows of D that belong to no group (contiguous: rows at or past
 offs[-1]; masked: rows past a group's count) are not written: their values are undefined, as torch's.
 
+Epilogue: every op takes a gemmtune chain (include/gemmtune/epilogue.h) applied to each group's output, as
+gemmtune.torch.ops.linear takes one: a given bias is added first unless the chain names it, and a GLU ("silu_glu",
+the gate/up projection of a SwiGLU expert) makes the output N/2 columns wide. The grouped ops take no residual,
+row or column scale tensor, so chains that read one (residual, row_scale, col_scale, bias_row) are refused.
+
 Selections: the token count of a contiguous problem changes every step, so a selection is looked up in two steps.
 The exact key (every tensor's shape, strides, dtype, alignment, device) finds a loaded Gemm; on a miss, the bucket
 key (the same with M rounded up to a power of two, as Problem::key() buckets it) finds the candidate chosen for
@@ -71,6 +76,7 @@ class Shape:
     out_strides: tuple
     out_dtype: torch.dtype
     scaling: str       # none | row | block
+    epilogue: str      # the chain, with a given bias first unless it names one (dtypes not filled in yet)
 
 
 def _form(op, a, b, offs, masked):
@@ -131,7 +137,40 @@ def _scaling_of(op, form, a, b, scale_a, scale_b, m, n, k, groups):
         f"(scale_a {block[0]}, scale_b {block[1]})")
 
 
-def shape_of(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, masked=False) -> Shape:
+# Chain ops that read a tensor the grouped ops have no argument for.
+_NO_OPERAND = ("residual", "row_scale", "col_scale", "bias_row")
+
+
+def _chain_of(op, epilogue, bias, n):
+    """(chain, n_out, bias length) of an epilogue: the chain with a given bias first unless it names one, the
+    output's columns (N/2 after a GLU) and the columns at the bias's place in the chain."""
+    if not isinstance(epilogue, str):
+        raise InvalidInputError(f"{op}: epilogue must be a str (a gemmtune chain such as 'silu_glu' or "
+                                f"'bias,gelu_tanh'), got {type(epilogue).__name__}")
+    ops = _dispatch.parse_chain(epilogue)
+    for name, _ in ops:
+        if name in _NO_OPERAND:
+            raise InvalidInputError(f"{op}: the epilogue {epilogue!r} has '{name}', which reads a tensor the grouped "
+                                    f"ops do not take (their one epilogue tensor is a bias shared by every group): "
+                                    f"{', '.join(_NO_OPERAND)} are not supported here; apply it in torch on the "
+                                    "output")
+    named = any(name in ("bias", "bias_col") for name, _ in ops)
+    if named and bias is None:
+        raise InvalidInputError(f"{op}: the epilogue {epilogue!r} has 'bias' but no bias tensor was given" +
+                                (" (grouped_mm_masked takes none: drop 'bias' from the chain)"
+                                 if op.endswith("_masked") else " (pass bias, (N,))"))
+    chain = _dispatch.with_bias(epilogue) if bias is not None and not named else epilogue
+    ops = _dispatch.parse_chain(chain)
+    glu = [i for i, (name, _) in enumerate(ops) if _dispatch.has_glu(name)]
+    _need(not glu or n % 2 == 0, op, f"the epilogue {epilogue!r} has a GLU, which needs an even N (got N={n})")
+    n_out = n // 2 if glu else n
+    at = [i for i, (name, _) in enumerate(ops) if name in ("bias", "bias_col")]
+    n_bias = n_out if glu and at and at[0] > glu[0] else n
+    return chain if ops else "none", n_out, n_bias
+
+
+def shape_of(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, masked=False,
+             epilogue="none") -> Shape:
     """The Shape of a call; raises InvalidInputError for every bad shape, dtype or argument (no device checks)."""
     form = _form(op, a, b, offs, masked)
     scaled = scale_a is not None or scale_b is not None
@@ -163,18 +202,20 @@ def shape_of(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale
         out_dtype = torch.bfloat16 if scaled else a.dtype
     _need(out_dtype in _OUT_DTYPES, op, f"out_dtype {out_dtype} is not one gemmtune writes here (bfloat16, float16, "
           "float32)")
+    chain, n_out, n_bias = _chain_of(op, epilogue, bias, n)
     if bias is not None:
-        _need(bias.dim() == 1 and bias.shape[0] == n, op,
-              f"bias has shape {tuple(bias.shape)}; gemmtune adds one bias of N={n} values shared by every group "
-              "(per-group biases are not supported: add them in torch)")
+        where = "" if n_bias == n else " (the bias follows the GLU: N/2 values)"
+        _need(bias.dim() == 1 and bias.shape[0] == n_bias, op,
+              f"bias has shape {tuple(bias.shape)}; gemmtune adds one bias of {n_bias} values{where} shared by every "
+              "group (per-group biases are not supported: add them in torch)")
         _need(bias.dtype in _OUT_DTYPES, op, f"bias has dtype {bias.dtype}; it must be bfloat16, float16 or float32")
     sc = _scaling_of(op, form, a, b, scale_a, scale_b, m, n, k, groups) if scaled else "none"
-    ld = padded_ld(n, out_dtype)
+    ld = padded_ld(n_out, out_dtype)
     if form == "contiguous":
-        out_shape, out_strides = (m, n), (ld, 1)
+        out_shape, out_strides = (m, n_out), (ld, 1)
     else:
-        out_shape, out_strides = (groups, m, n), (m * ld, ld, 1)
-    return Shape(form, m, n, k, groups, out_shape, out_strides, out_dtype, sc)
+        out_shape, out_strides = (groups, m, n_out), (m * ld, ld, 1)
+    return Shape(form, m, n, k, groups, out_shape, out_strides, out_dtype, sc, chain)
 
 
 def empty_out(like, s: Shape):
@@ -211,10 +252,11 @@ def make_problem(m, n, k, batch, a, b, c, d, chain, scaling, grouping, groups) -
                    grouping=grouping, groups=groups)
 
 
-def build(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, masked=False) -> GroupedPlan:
+def build(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, masked=False,
+          epilogue="none") -> GroupedPlan:
     """The Plan of one call, or a Shape when the output is empty. Checks everything but the devices; raises
     InvalidInputError naming the argument, or with the library's check() message."""
-    s = shape_of(op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked)
+    s = shape_of(op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, epilogue)
     if s.m == 0 or s.n == 0 or s.groups == 0:  # nothing to compute (no group owns a row)
         return s
     _need(s.k >= 1, op, f"K is 0 (mat_a {tuple(a.shape)}, mat_b {tuple(b.shape)}); gemmtune needs K >= 1")
@@ -231,11 +273,10 @@ def build(op, a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=
     ld = s.out_strides[-2]
     opd = Operand(td, "row", ld, s.m * ld if batch > 1 else 0, 16)
     opc = Operand(td, "row", ld, opd.batch_stride, 16)
-    chain = "none"
-    if bias is not None:
-        chain = f"bias:{_dispatch._DTYPES[bias.dtype]}"
-        if bias.stride(0) != 1 or _dispatch._align(bias) < 16:
-            fixes.append(_copy_fix(2, lambda t: t.contiguous().clone()))
+    # The chain with the bias's dtype filled in from its tensor (a dtype the chain names must agree with it).
+    chain = _dispatch._annotate(op, s.epilogue, {"bias": bias})
+    if bias is not None and (bias.stride(0) != 1 or _dispatch._align(bias) < 16):
+        fixes.append(_copy_fix(2, lambda t: t.contiguous().clone()))
     if s.scaling != "none":
         for i, t in ((3, scale_a), (4, scale_b)):
             if s.scaling == "block" or not t.is_contiguous() or _dispatch._align(t) < 4:
@@ -282,28 +323,28 @@ def _meta(t):
     return None if t is None else (t.shape, t.stride(), t.dtype, t.data_ptr() & 15, t.get_device())
 
 
-def _key(kind, a, b, offs, bias, scale_a, scale_b, out_dtype, masked, m_of_key):
+def _key(kind, a, b, offs, bias, scale_a, scale_b, out_dtype, masked, epilogue, m_of_key):
     # Scale shapes follow M (row and block scaling of A): they enter the key with their M replaced as well.
     sa = None if scale_a is None else (tuple(scale_a.shape[1:]) if not masked and a.dim() == 2 else
                                        tuple(scale_a.shape), scale_a.stride(), scale_a.dtype, scale_a.get_device())
     return (kind, masked, (m_of_key,) + tuple(a.shape[1:]), a.stride(), a.dtype, a.data_ptr() & 15, a.get_device(),
             b.shape, b.stride(), b.dtype, b.data_ptr() & 15, b.get_device(),
             None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.get_device()),
-            _meta(bias), sa, _meta(scale_b), out_dtype)
+            _meta(bias), sa, _meta(scale_b), out_dtype, epilogue)
 
 
 def grouped_gemm(a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, masked=False,
-                 op="gemmtune.grouped_mm"):
+                 op="gemmtune.grouped_mm", epilogue="none"):
     """The launch of every grouped op: see the module doc. Returns the new output tensor."""
     dev = a.get_device()
     if dev >= 0 and dev != _dispatch._current_device():
         with torch.cuda.device(dev):
-            return grouped_gemm(a, b, offs, bias, out_dtype, scale_a, scale_b, masked, op)
+            return grouped_gemm(a, b, offs, bias, out_dtype, scale_a, scale_b, masked, op, epilogue)
     contiguous = a.dim() == 2
-    key = _key("grouped", a, b, offs, bias, scale_a, scale_b, out_dtype, masked, a.shape[0])
+    key = _key("grouped", a, b, offs, bias, scale_a, scale_b, out_dtype, masked, epilogue, a.shape[0])
     e = _dispatch._sel.get(key)
     if e is None:
-        e = _miss(key, op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, contiguous)
+        e = _miss(key, op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, contiguous, epilogue)
         if isinstance(e, Shape):
             return empty_out(a, e)
     ready = getattr(_dispatch._tls, "ready", None)
@@ -322,10 +363,10 @@ def _check_devices(op, a, **tensors):
     _dispatch.check_devices(op, a, **tensors)
 
 
-def _miss(key, op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, contiguous):
+def _miss(key, op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, contiguous, epilogue):
     _check_devices(op, a, mat_b=b, bias=bias, scale_a=scale_a, scale_b=scale_b,
                    **{"counts" if masked else "offs": offs})
-    plan = build(op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked)
+    plan = build(op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, epilogue)
     if isinstance(plan, Shape):
         return plan
     if torch.cuda.is_current_stream_capturing():
@@ -333,7 +374,7 @@ def _miss(key, op, a, b, offs, bias, out_dtype, scale_a, scale_b, masked, contig
                     "graph, where gemmtune cannot tune or load a kernel: run the op once with these shapes before "
                     "the capture")
     dev = a.get_device()
-    bkey = _key("grouped-bucket", a, b, offs, bias, scale_a, scale_b, out_dtype, masked,
+    bkey = _key("grouped-bucket", a, b, offs, bias, scale_a, scale_b, out_dtype, masked, epilogue,
                 bucket(a.shape[0]) if contiguous else a.shape[0])
     with _dispatch._lock:
         e = _dispatch._sel.get(key)

@@ -8,13 +8,14 @@
                                  Tensor? scale_result=None, ScalarType? out_dtype=None,
                                  bool use_fast_accum=False) -> Tensor                 as torch._scaled_mm
     torch.ops.gemmtune.grouped_mm(Tensor mat_a, Tensor mat_b, Tensor? offs=None, Tensor? bias=None,
-                                  ScalarType? out_dtype=None) -> Tensor               as torch._grouped_mm
-    torch.ops.gemmtune.grouped_mm_masked(Tensor a, Tensor b, Tensor counts,
-                                         ScalarType? out_dtype=None) -> Tensor        masked groups (G, M_max, K)
+                                  ScalarType? out_dtype=None, str epilogue="none") -> Tensor
+                                                                                      as torch._grouped_mm
+    torch.ops.gemmtune.grouped_mm_masked(Tensor a, Tensor b, Tensor counts, ScalarType? out_dtype=None,
+                                         str epilogue="none") -> Tensor               masked groups (G, M_max, K)
     torch.ops.gemmtune.scaled_grouped_mm(Tensor mat_a, Tensor mat_b, Tensor scale_a, Tensor scale_b,
                                          Tensor? offs=None, Tensor? bias=None, Tensor? scale_result=None,
-                                         ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor
-                                                                                      as torch._scaled_grouped_mm
+                                         ScalarType? out_dtype=None, bool use_fast_accum=False,
+                                         str epilogue="none") -> Tensor               as torch._scaled_grouped_mm
 
 The ops are defined with ``torch.library.Library`` (define + impl), not ``torch.library.custom_op``: custom_op's
 wrapper adds Python layers to every call (on a CPU mock of the launch, a call through custom_op cost about twice
@@ -385,21 +386,24 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None,
 
 # -- grouped GEMMs (mixture-of-experts; _grouped.py builds and launches them) -----------------------------------
 
-_lib.define("grouped_mm(Tensor mat_a, Tensor mat_b, Tensor? offs=None, Tensor? bias=None, ScalarType? out_dtype=None) "
+# torch._grouped_mm's arguments keep their places; the epilogue chain (the grouped docs in _grouped.py) comes last.
+_lib.define("grouped_mm(Tensor mat_a, Tensor mat_b, Tensor? offs=None, Tensor? bias=None, ScalarType? out_dtype=None, "
+            'str epilogue="none") -> Tensor')
+_lib.define('grouped_mm_masked(Tensor a, Tensor b, Tensor counts, ScalarType? out_dtype=None, str epilogue="none") '
             "-> Tensor")
-_lib.define("grouped_mm_masked(Tensor a, Tensor b, Tensor counts, ScalarType? out_dtype=None) -> Tensor")
 _lib.define("scaled_grouped_mm(Tensor mat_a, Tensor mat_b, Tensor scale_a, Tensor scale_b, Tensor? offs=None, "
-            "Tensor? bias=None, Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) "
-            "-> Tensor")
+            "Tensor? bias=None, Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False, "
+            'str epilogue="none") -> Tensor')
 _GROUPED = ("grouped_mm", "grouped_mm_masked", "scaled_grouped_mm")
 
 
-def _grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None) -> Tensor:
-    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, op="gemmtune.grouped_mm")
+def _grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None, epilogue: str = "none") -> Tensor:
+    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, op="gemmtune.grouped_mm", epilogue=epilogue)
 
 
-def _grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None) -> Tensor:
-    return _grouped.grouped_gemm(a, b, counts, None, out_dtype, masked=True, op="gemmtune.grouped_mm_masked")
+def _grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None, epilogue: str = "none") -> Tensor:
+    return _grouped.grouped_gemm(a, b, counts, None, out_dtype, masked=True, op="gemmtune.grouped_mm_masked",
+                                 epilogue=epilogue)
 
 
 def _no_scale_result(op, scale_result):
@@ -408,11 +412,12 @@ def _no_scale_result(op, scale_result):
 
 
 def _scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Tensor, scale_b: Tensor, offs=None, bias=None,
-                       scale_result=None, out_dtype=None, use_fast_accum: bool = False) -> Tensor:
+                       scale_result=None, out_dtype=None, use_fast_accum: bool = False,
+                       epilogue: str = "none") -> Tensor:
     op = "gemmtune.scaled_grouped_mm"
     _no_scale_result(op, scale_result)
     # use_fast_accum is not passed on, as in scaled_mm: the tuner picks the accumulation among verified candidates.
-    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b, op=op)
+    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b, op=op, epilogue=epilogue)
 
 
 _lib.impl("grouped_mm", _grouped_mm, "CUDA")
@@ -423,22 +428,24 @@ for _name in _GROUPED:
 
 
 @torch.library.register_fake(f"{_NS}::grouped_mm", lib=_lib)
-def _grouped_mm_fake(mat_a, mat_b, offs=None, bias=None, out_dtype=None):
-    return _grouped.empty_out(mat_a, _grouped.shape_of("gemmtune.grouped_mm", mat_a, mat_b, offs, bias, out_dtype))
+def _grouped_mm_fake(mat_a, mat_b, offs=None, bias=None, out_dtype=None, epilogue="none"):
+    return _grouped.empty_out(mat_a, _grouped.shape_of("gemmtune.grouped_mm", mat_a, mat_b, offs, bias, out_dtype,
+                                                       epilogue=epilogue))
 
 
 @torch.library.register_fake(f"{_NS}::grouped_mm_masked", lib=_lib)
-def _grouped_mm_masked_fake(a, b, counts, out_dtype=None):
+def _grouped_mm_masked_fake(a, b, counts, out_dtype=None, epilogue="none"):
     return _grouped.empty_out(a, _grouped.shape_of("gemmtune.grouped_mm_masked", a, b, counts, None, out_dtype,
-                                                   masked=True))
+                                                   masked=True, epilogue=epilogue))
 
 
 @torch.library.register_fake(f"{_NS}::scaled_grouped_mm", lib=_lib)
 def _scaled_grouped_mm_fake(mat_a, mat_b, scale_a, scale_b, offs=None, bias=None, scale_result=None, out_dtype=None,
-                            use_fast_accum=False):
+                            use_fast_accum=False, epilogue="none"):
     op = "gemmtune.scaled_grouped_mm"
     _no_scale_result(op, scale_result)
-    return _grouped.empty_out(mat_a, _grouped.shape_of(op, mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b))
+    return _grouped.empty_out(mat_a, _grouped.shape_of(op, mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b,
+                                                       epilogue=epilogue))
 
 
 for _name in ("grouped_mm", "grouped_mm_masked"):
@@ -446,14 +453,20 @@ for _name in ("grouped_mm", "grouped_mm_masked"):
 
 
 def _setup_grouped(ctx, inputs, output):
-    mat_a, mat_b, offs, bias, out_dtype = inputs
+    mat_a, mat_b, offs, bias, out_dtype, epilogue = inputs
     ctx.has_bias = bias is not None
+    ctx.epilogue = epilogue
     ctx.save_for_backward(mat_a, mat_b, offs)
 
 
 def _grouped_mm_backward(ctx, grad):
     """The gradients through torch's own grouped GEMMs: dA_g = dY_g B_g^T (the same contiguous form) and
-    dB_g = A_g^T dY_g (the K-grouped form gemmtune does not compute)."""
+    dB_g = A_g^T dY_g (the K-grouped form gemmtune does not compute). A chain beyond the bias has none (as linear's):
+    its gradient would need the pre-activation output, which the fused op never stores."""
+    if any(name not in ("bias", "bias_col") for name, _ in _dispatch.parse_chain(ctx.epilogue)):
+        raise NotImplementedError(
+            f"gemmtune.grouped_mm with epilogue {ctx.epilogue!r} has no backward: use it for inference "
+            "(torch.no_grad()), or gemmtune.grouped_mm without an epilogue and the activation in torch for training")
     a, b, offs = ctx.saved_tensors
     grad = grad.to(a.dtype)
     ga = gb = gbias = None
@@ -464,7 +477,7 @@ def _grouped_mm_backward(ctx, grad):
             gb = torch.bmm(a.transpose(-2, -1), grad)
         if ctx.has_bias and ctx.needs_input_grad[3]:
             gbias = grad.sum((0, 1))
-        return ga, gb, None, gbias, None
+        return ga, gb, None, gbias, None, None
     g16 = _pitch16(grad)
     if ctx.needs_input_grad[0]:
         # Rows past offs[-1] belong to no group: their gradient is 0 (torch leaves them undefined).
@@ -474,7 +487,7 @@ def _grouped_mm_backward(ctx, grad):
         gb = torch._grouped_mm(_pitch16(a.t()), g16, offs)
     if ctx.has_bias and ctx.needs_input_grad[3]:
         gbias = grad.masked_fill(_unrouted(offs, grad.shape[0])[:, None], 0).sum(0)
-    return ga, gb, None, gbias, None
+    return ga, gb, None, gbias, None, None
 
 
 def _pitch16(t):
@@ -508,36 +521,40 @@ _register_autograd("grouped_mm_masked", lambda ctx, inputs, output: None, _group
 _register_autograd("scaled_grouped_mm", lambda ctx, inputs, output: None, _scaled_grouped_backward)
 
 
-def grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None) -> Tensor:
+def grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None, epilogue: str = "none") -> Tensor:
     """As torch._grouped_mm: mat_a (total_M, K) with groups of consecutive rows ending at offs (int32 (G,),
     cumulative, on the GPU) and mat_b (G, K, N), typically expert weights (G, N, K).transpose(-2, -1); or 3-D
     mat_a (G, M, K) and mat_b (G, K, N) without offs (a batched GEMM). bias: (N,) shared by every group. Output
-    rows past offs[-1] are not written (undefined)."""
+    rows past offs[-1] are not written (undefined). `epilogue` is a gemmtune chain applied to every group
+    ("silu_glu", "gelu_tanh", "bias,relu", ...): a given bias is added first unless the chain names it; a GLU halves
+    the output's columns."""
     if _direct(mat_a, mat_b, offs, bias):
-        return _grouped_mm(mat_a, mat_b, offs, bias, out_dtype)
-    return torch.ops.gemmtune.grouped_mm(mat_a, mat_b, offs, bias, out_dtype)
+        return _grouped_mm(mat_a, mat_b, offs, bias, out_dtype, epilogue)
+    return torch.ops.gemmtune.grouped_mm(mat_a, mat_b, offs, bias, out_dtype, epilogue)
 
 
-def grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None) -> Tensor:
+def grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None, epilogue: str = "none") -> Tensor:
     """Masked groups (DeepGEMM's layout, one shape for CUDA graphs): a (G, M_max, K), b (G, K, N), counts int32
     (G,) on the GPU; group g computes rows [0, counts[g]) of out[g]. The other rows of the (G, M_max, N) output are
-    not written (undefined)."""
+    not written (undefined). `epilogue`: a chain as grouped_mm's, without a bias (this op takes none)."""
     if _direct(a, b, counts):
-        return _grouped_mm_masked(a, b, counts, out_dtype)
-    return torch.ops.gemmtune.grouped_mm_masked(a, b, counts, out_dtype)
+        return _grouped_mm_masked(a, b, counts, out_dtype, epilogue)
+    return torch.ops.gemmtune.grouped_mm_masked(a, b, counts, out_dtype, epilogue)
 
 
 def scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Tensor, scale_b: Tensor, offs=None, bias=None,
-                      scale_result=None, out_dtype=None, use_fast_accum: bool = False) -> Tensor:
+                      scale_result=None, out_dtype=None, use_fast_accum: bool = False,
+                      epilogue: str = "none") -> Tensor:
     """As torch._scaled_grouped_mm: fp8 mat_a (total_M, K) row-major and mat_b (G, K, N) column-major with offs,
     or 3-D mat_a (G, M, K) without. Row-wise scales: scale_a (total_M,) (3-D: (G, M)) and scale_b (G, N), float32.
     Block-wise (1x128 A, 128x128 B per group): scale_a (total_M, ceil(K/128)) (3-D: (G, M, ceil(K/128))) and
-    scale_b (G, ceil(K/128), ceil(N/128)). Output bfloat16 unless out_dtype says otherwise."""
+    scale_b (G, ceil(K/128), ceil(N/128)). Output bfloat16 unless out_dtype says otherwise. `epilogue`: a chain as
+    grouped_mm's, applied to the dequantized result."""
     if _direct(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result):
         return _scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype,
-                                  use_fast_accum)
+                                  use_fast_accum, epilogue)
     return torch.ops.gemmtune.scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype,
-                                                use_fast_accum)
+                                                use_fast_accum, epilogue)
 
 
 __all__ = ["mm", "bmm", "linear", "scaled_mm", "grouped_mm", "grouped_mm_masked", "scaled_grouped_mm"]

@@ -59,8 +59,8 @@ def check(y, ref, what=""):
                              f"got {yf.flatten()[i].item():.6g}, want {rf.flatten()[i].item():.6g} (tol {tol})")
 
 
-def check_contiguous(y, a, b, counts, what, scale_a=None, scale_b=None, bias=None):
-    """Each group's rows of y against a_g @ b_g in fp32."""
+def check_contiguous(y, a, b, counts, what, scale_a=None, scale_b=None, bias=None, epi=None):
+    """Each group's rows of y against a_g @ b_g in fp32 (+ bias, then epi: an fp32 function of the group's result)."""
     start = 0
     for g, c in enumerate(counts):
         ag, bg = a[start:start + c].float(), b[g].float()
@@ -69,6 +69,8 @@ def check_contiguous(y, a, b, counts, what, scale_a=None, scale_b=None, bias=Non
         ref = ag @ bg
         if bias is not None:
             ref = ref + bias.float()
+        if epi is not None:
+            ref = epi(ref)
         check(y[start:start + c], ref, f"{what}, group {g} ({c} rows at {start})")
         start += c
 
@@ -175,6 +177,79 @@ def test_fp8_block():
         start += c
 
 
+# -- fused epilogues ------------------------------------------------------------------------------------------------
+
+
+def silu_glu(h):
+    """SiLU-GLU over the halves (include/gemmtune/epilogue.h): gate = the first N/2 columns, up = the last N/2."""
+    gate, up = h.chunk(2, dim=-1)
+    return torch.nn.functional.silu(gate) * up
+
+
+def gelu_tanh(h):
+    return torch.nn.functional.gelu(h, approximate="tanh")
+
+
+# Ragged with empty groups (the first, a middle and the last), a 1-row group, sizes off every tile: G = 8.
+MOE_COUNTS = [0, 37, 1, 0, 130, 64, 9, 0]
+
+
+@pytest.mark.parametrize("n,k", [(256, 64), (200, 72), (1024, 128)])
+def test_silu_glu_contiguous(n, k):
+    m = sum(MOE_COUNTS) + 3  # rows past the last group: not written, not compared
+    a, b = rnd(m, k), weights(8, n, k)
+    y = gt.grouped_mm(a, b, offs_of(MOE_COUNTS), epilogue="silu_glu")
+    assert y.shape == (m, n // 2) and y.dtype == bf
+    assert y.stride(0) == -(-(n // 2) // 8) * 8  # torch._grouped_mm's pitch: N/2 padded to 16 bytes
+    check_contiguous(y, a, b, MOE_COUNTS, f"silu_glu n={n} k={k}", epi=silu_glu)
+
+
+def test_gelu_tanh_with_bias():
+    n, k = 160, 64
+    a, b, bias = rnd(sum(MOE_COUNTS), k), weights(8, n, k), rnd(n, scale=0.5)
+    offs = offs_of(MOE_COUNTS)
+    y = gt.grouped_mm(a, b, offs, bias, epilogue="gelu_tanh")
+    check_contiguous(y, a, b, MOE_COUNTS, "bias + gelu_tanh", bias=bias, epi=gelu_tanh)
+    y = torch.ops.gemmtune.grouped_mm(a, b, offs, bias, None, "bias,relu")
+    check_contiguous(y, a, b, MOE_COUNTS, "bias,relu", bias=bias, epi=torch.relu)
+
+
+def test_glu_with_bias_before_and_after():
+    n, k = 256, 64
+    a, b = rnd(sum(MOE_COUNTS), k), weights(8, n, k)
+    offs = offs_of(MOE_COUNTS)
+    bias_n, bias_half = rnd(n, scale=0.5), rnd(n // 2, dtype=torch.float32, scale=0.5)
+    y = gt.grouped_mm(a, b, offs, bias_n, epilogue="silu_glu")  # the bias first: N values, on gate and up
+    check_contiguous(y, a, b, MOE_COUNTS, "bias,silu_glu", bias=bias_n, epi=silu_glu)
+    y = gt.grouped_mm(a, b, offs, bias_half, epilogue="silu_glu,bias")  # after the GLU: N/2 values
+    check_contiguous(y, a, b, MOE_COUNTS, "silu_glu,bias", epi=lambda h: silu_glu(h) + bias_half)
+
+
+def test_silu_glu_masked_and_fp8():
+    groups, m_max, n, k = 8, 48, 256, 128
+    counts = [0, 48, 1, 17, 0, 33, 48, 5]
+    a, b = rnd(groups, m_max, k), weights(groups, n, k)
+    y = gt.grouped_mm_masked(a, b, torch.tensor(counts, dtype=i32, device="cuda"), epilogue="silu_glu")
+    assert y.shape == (groups, m_max, n // 2)
+    for g, c in enumerate(counts):
+        check(y[g, :c], silu_glu(a[g, :c].float() @ b[g].float()), f"masked silu_glu group {g} ({c} rows)")
+    m = sum(MOE_COUNTS)
+    a8, b8 = rnd(m, k, dtype=e4m3), weights(8, n, k, dtype=e4m3)
+    sa, sb = torch.rand(m, device="cuda") / 16 + 0.01, torch.rand(8, n, device="cuda") / 16 + 0.01
+    y = gt.scaled_grouped_mm(a8, b8, sa, sb, offs_of(MOE_COUNTS), epilogue="silu_glu")
+    assert y.shape == (m, n // 2) and y.dtype == bf
+    check_contiguous(y, a8, b8, MOE_COUNTS, "fp8 row silu_glu", sa, sb, epi=silu_glu)
+
+
+def test_epilogue_backward_refuses():
+    a = rnd(sum(MOE_COUNTS), 64).requires_grad_()
+    w = rnd(8, 128, 64, scale=0.125)
+    y = gt.grouped_mm(a, w.transpose(-2, -1), offs_of(MOE_COUNTS), epilogue="silu_glu")
+    assert y.shape == (a.shape[0], 64)
+    with pytest.raises(NotImplementedError, match="epilogue 'silu_glu' has no backward"):
+        y.float().sum().backward()
+
+
 def test_one_tuning_per_bucket_and_new_routings_without_sync():
     b = weights(8, 256, 128)
     gt.clear_selections()
@@ -234,3 +309,5 @@ def test_bad_inputs_raise():
         gt.grouped_mm(a, b, offs_of([16] * 4).cpu())
     with pytest.raises(gemmtune.InvalidInputError, match="K-grouped"):
         gt.grouped_mm(a.t(), rnd(64, 32), offs_of([16] * 4))
+    with pytest.raises(gemmtune.InvalidInputError, match="'residual', which reads a tensor"):
+        gt.grouped_mm(a, b, offs_of([16] * 4), epilogue="residual")
