@@ -247,6 +247,7 @@ TuneReport Tuner::tune(const Problem& p0) {
   // fails to compile replaced by the next in rank order.
   const CompileFn compile = [&](PreparedCandidate& pc) { compile_one(p, dev, pc); };
   std::vector<PreparedCandidate> cands;
+  std::string refusals;  // each backend's reason, for the error when none takes the problem
   const auto tc = std::chrono::steady_clock::now();
   if (!opts_.only.empty()) {
     cands = prepared_list(opts_.only);
@@ -256,6 +257,7 @@ TuneReport Tuner::tune(const Problem& p0) {
     for (const RankedList& l : lists) {
       if (!l.skipped.empty()) {
         progress(opts_, l.backend->name() + ": skipped (" + l.skipped + ")");
+        refusals += "; " + l.skipped;
         continue;
       }
       const size_t n = opts_.top_k > 0 ? std::min(l.ranked.size(), size_t(opts_.top_k)) : l.ranked.size();
@@ -264,7 +266,7 @@ TuneReport Tuner::tune(const Problem& p0) {
     }
     cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile);
   }
-  if (cands.empty()) throw Error("no backend supports this problem (" + p.str() + ")");
+  if (cands.empty()) throw Error("no backend supports this problem (" + p.str() + ")" + refusals);
   {
     int failed = 0;
     for (const auto& c : cands) failed += c.status() != Status::pending;
