@@ -62,6 +62,23 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
 
+  // "" when this backend can be used in this process, else why not: an optional backend whose dependency is missing
+  // (Triton not importable, no CUTLASS headers or nvcc) says so here, e.g. "python3 -c 'import triton' failed: ...".
+  // An unavailable backend is skipped with this reason wherever backends are enumerated. Cheap after the first call.
+  virtual std::string unavailable() const { return ""; }
+
+  // True for a backend whose compile() takes tens of seconds a candidate (nvcc). The tuner then times only its
+  // candidates that is_compiled() already (built ahead by `gemmtune compile`), and names the others as skipped,
+  // unless TuneOptions::wait_compile.
+  virtual bool slow_compile() const { return false; }
+  // Whether compile() of this candidate would be answered by a cache, without compiling. Always true for a backend
+  // whose compiles are fast.
+  virtual bool is_compiled(const Problem& p, const Candidate& c, const BackendConfig& cfg,
+                           const DeviceInfo& dev) const {
+    (void)p, (void)c, (void)cfg, (void)dev;
+    return true;
+  }
+
   // "" when this backend can run the problem at all, else the reason (e.g. "sm90: lda*2 bytes not 16-byte aligned").
   virtual std::string supports(const Problem& p, const DeviceInfo& dev) const = 0;
   // How this backend runs a supported problem, one phrase for `list`: the path each operand takes where there is a

@@ -78,6 +78,7 @@ std::vector<std::shared_ptr<Backend>> enabled_backends(const std::vector<std::st
 std::string RankedList::note() const {
   if (skipped.empty()) return path.empty() ? "" : backend->name() + ": " + path;
   const std::string why = skipped.substr(0, skipped.find('\n'));
+  if (unavailable) return backend->name() + ": unavailable: " + why;
   return backend->name() + (needs_gpu ? ": needs a GPU to enumerate candidates (" + why + ")"
                                       : ": does not support this problem: " + why);
 }
@@ -88,7 +89,9 @@ std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev
   for (const auto& b : enabled_backends(names)) {
     RankedList l;
     l.backend = b;
-    l.skipped = b->supports(p, dev);
+    l.skipped = b->unavailable();
+    l.unavailable = !l.skipped.empty();
+    if (!l.unavailable) l.skipped = b->supports(p, dev);
     if (l.skipped.empty()) {
       try {
         l.path = b->path(p, dev);
@@ -116,6 +119,10 @@ void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc)
   CandidateResult& r = pc.result;
   if (r.status != Status::pending || !pc.backend) return;
   const auto t0 = std::chrono::steady_clock::now();
+  if (std::string why = pc.backend->unavailable(); !why.empty()) {
+    r.status = Status::unsupported, r.reason = pc.backend->name() + ": unavailable: " + why;
+    return;
+  }
   try {
     if (!pc.config) {
       try {

@@ -40,6 +40,7 @@ struct RankedList {
   std::vector<Candidate> ranked;  // empty when skipped
   std::string skipped;            // why there are none: the backend does not support the problem, or needs a GPU
   bool needs_gpu = false;         // skipped because enumerating needs a GPU and `dev` is assumed (dev.real false)
+  bool unavailable = false;       // skipped because the backend is unavailable here (Backend::unavailable)
   std::string path;               // Backend::path of a supported problem ("" when skipped or nothing to say)
 
   // "" or one line on why the backend was skipped, e.g. "sm90: does not support this problem: ...", or on the path

@@ -542,9 +542,13 @@ int cmd_version() {
   std::printf("nvrtc    %s\n", nv.empty() ? "unknown" : nv.c_str());
   std::string lt = lt_version();
   std::printf("cublaslt %s\n", lt.empty() ? "unknown" : lt.c_str());
-  std::vector<std::string> names;
-  for (const auto& b : all_backends()) names.push_back(b->name());
+  std::vector<std::string> names, unavailable;
+  for (const auto& b : all_backends()) {
+    const std::string why = b->unavailable();
+    (why.empty() ? names : unavailable).push_back(why.empty() ? b->name() : b->name() + ": " + first_line(why));
+  }
   std::printf("backends %s\n", fmt::format("{}", fmt::join(names, ",")).c_str());
+  for (const auto& u : unavailable) std::printf("         unavailable: %s\n", u.c_str());
   try {
     const DeviceInfo& d = current_device();
     std::printf("gpu      %s (%s, %d SMs, driver %d)\n", d.name.c_str(), d.arch().c_str(), d.sm_count,
