@@ -9,10 +9,14 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
 from ._errors import CudaError, Error, InvalidInputError, NoGpuError
+
+# The triton backend compiles in a helper process: the interpreter of this program, whose triton the user installed.
+os.environ.setdefault("GEMMTUNE_PYTHON", sys.executable)
 
 _GT_OK, _GT_ERROR, _GT_INVALID, _GT_NO_GPU, _GT_CUDA_ERROR = range(5)
 

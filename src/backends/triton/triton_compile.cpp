@@ -1,0 +1,471 @@
+// The triton backend's compile: availability probe, the helper process (posix_spawn, pipes, a deadline), and the
+// kernel cache (memory + disk, keyed by content, self-validating entries published by atomic rename).
+#include "backends/triton/triton_compile.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/input.h"
+#include "gemmtune/errors.h"
+#include "jit/jit.h"
+#include "jit/sha256.h"
+
+extern char** environ;
+
+namespace gemmtune::jit::detail {
+const std::map<std::string, std::string>& embedded_triton_templates();  // generated (cmake/embed_kernels.cmake)
+}
+
+namespace gemmtune::triton {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'T', 'T', 'R', 'I', 'T', 'N', '1'};
+constexpr std::size_t kHeader = 8 + 4 + 8;
+constexpr std::uint64_t kMaxEntry = std::uint64_t(256) << 20;
+constexpr double kProbeTimeoutS = 120;
+
+void warn(const std::string& msg) { std::fprintf(stderr, "gemmtune: warning: %s\n", msg.c_str()); }
+
+// ---- the helper process ----
+
+struct ProcResult {
+  bool started = false;
+  int spawn_errno = 0;
+  int status = -1;  // waitpid status
+  bool timed_out = false;
+  std::string out, err;
+};
+
+// Runs argv (PATH lookup for argv[0]) in its own process group with stdin from /dev/null, collecting stdout and
+// stderr; past `timeout_s` the whole group is killed (a compile's own children, ptxas, too).
+ProcResult run_process(const std::vector<std::string>& argv, double timeout_s) {
+  ProcResult r;
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) GT_THROW(std::string("triton: pipe: ") + std::strerror(errno));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    GT_THROW(std::string("triton: pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    r.spawn_errno = rc;
+    return r;
+  }
+  r.started = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* bufs[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      break;
+    }
+    const int n = poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      const ssize_t got = read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        if (bufs[i]->size() < (1u << 20)) bufs[i]->append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  if (r.timed_out) {
+    kill(-pid, SIGKILL);  // the helper's process group: it and its children
+    kill(pid, SIGKILL);
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
+  }
+  return r;
+}
+
+std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
+
+std::string last_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  const auto nl = s.find_last_of('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+// ---- availability ----
+
+struct Probe {
+  std::string reason, version;
+};
+
+Probe run_probe(const std::string& python) {
+  const bool from_env = std::getenv("GEMMTUNE_PYTHON") && *std::getenv("GEMMTUNE_PYTHON");
+  const std::string who = from_env ? "GEMMTUNE_PYTHON=" + python : python;
+  ProcResult r;
+  try {
+    r = run_process({python, "-c", "import triton; print(triton.__version__)"}, kProbeTimeoutS);
+  } catch (const Error& e) {
+    return {e.what(), ""};
+  }
+  if (!r.started)
+    return {who + " not found" + (r.spawn_errno == ENOENT ? std::string() : ": " + std::string(std::strerror(r.spawn_errno))) +
+                (from_env ? "" : " (set GEMMTUNE_PYTHON to an interpreter with triton)"),
+            ""};
+  if (r.timed_out) return {python + " -c 'import triton' did not finish in " + std::to_string(int(kProbeTimeoutS)) + " s", ""};
+  if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+    std::string why = last_line(r.err);
+    if (why.empty()) why = "exit status " + std::to_string(WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1);
+    return {python + " -c 'import triton' failed: " + why, ""};
+  }
+  std::string v = last_line(r.out);
+  if (v.empty()) return {python + " -c 'import triton' printed no version", ""};
+  return {"", v};
+}
+
+// ---- the cache ----
+
+std::string base_dir() {
+  if (jit::disk_cache_enabled()) return (fs::path(jit::kernel_cache_dir()) / "triton").string();
+  return (fs::temp_directory_path() / ("gemmtune-triton-" + std::to_string(getuid()))).string();
+}
+
+std::string templates_hash() {
+  static const std::string h = [] {
+    jit::Sha256 s;
+    for (const auto& [name, text] : templates()) s.field(name).field(text);
+    return s.hex_digest();
+  }();
+  return h;
+}
+
+std::string unique_suffix() {
+  static std::atomic<unsigned long> counter{0};
+  return std::to_string(getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000007) + "." +
+         std::to_string(counter.fetch_add(1));
+}
+
+bool write_file(const fs::path& p, const std::string& data) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  return static_cast<bool>(out);
+}
+
+std::string read_file(const fs::path& p, std::size_t max_bytes) {
+  gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file(p.string(), max_bytes);
+  if (f.status != gemmtune::detail::FileRead::ok) GT_THROW("triton: cannot read " + p.string() + (f.why.empty() ? "" : ": " + f.why));
+  return f.data;
+}
+
+// The templates as files the helper imports: a directory named by their content, written once (temp + rename).
+std::string template_dir() {
+  const fs::path dir = fs::path(base_dir()) / ("src-" + templates_hash().substr(0, 24));
+  auto intact = [&] {
+    for (const auto& [name, text] : templates()) {
+      gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file((dir / name).string(), 1 << 22);
+      if (f.status != gemmtune::detail::FileRead::ok || f.data != text) return false;
+    }
+    return true;
+  };
+  if (fs::is_directory(dir) && intact()) return dir.string();
+  std::error_code ec;
+  fs::create_directories(dir.parent_path(), ec);
+  if (ec) GT_THROW("triton: cannot create " + dir.parent_path().string() + ": " + ec.message());
+  if (fs::exists(dir)) {
+    warn("damaged Triton template directory " + dir.string() + "; rewriting it");
+    fs::remove_all(dir, ec);
+  }
+  const fs::path tmp = dir.string() + ".tmp." + unique_suffix();
+  fs::create_directories(tmp, ec);
+  if (ec) GT_THROW("triton: cannot create " + tmp.string() + ": " + ec.message());
+  for (const auto& [name, text] : templates())
+    if (!write_file(tmp / name, text)) GT_THROW("triton: cannot write " + (tmp / name).string());
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    fs::remove_all(tmp, ec);  // a concurrent writer published the same content first
+    if (!intact()) GT_THROW("triton: cannot publish the templates to " + dir.string());
+  }
+  return dir.string();
+}
+
+void put_le(std::string& s, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) s += char((v >> (8 * i)) & 0xff);
+}
+std::uint64_t get_le(const char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= std::uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+bool is_elf(const char* p, std::size_t n) { return n >= 4 && std::memcmp(p, "\x7f" "ELF", 4) == 0; }
+
+// The launch facts from the helper's meta.json (or a cache entry's copy of it); throws nlohmann::json::exception.
+void fill_from_meta(Kernel& k, const nlohmann::json& m) {
+  k.name = m.at("name").get<std::string>();
+  k.num_warps = m.at("num_warps").get<int>();
+  k.num_ctas = m.at("num_ctas").get<int>();
+  k.shared = m.at("shared").get<int>();
+  k.global_scratch_size = m.at("global_scratch_size").get<int>();
+  k.global_scratch_align = m.at("global_scratch_align").get<int>();
+  k.profile_scratch_size = m.at("profile_scratch_size").get<int>();
+  k.profile_scratch_align = m.at("profile_scratch_align").get<int>();
+  k.cooperative = m.at("launch_cooperative_grid").get<bool>();
+  k.pdl = m.at("launch_pdl").get<bool>();
+  k.triton_version = m.at("triton_version").get<std::string>();
+  k.params.clear();
+  for (const auto& p : m.at("params")) k.params.emplace_back(p.at(0).get<std::string>(), p.at(1).get<std::string>());
+}
+
+std::shared_ptr<Kernel> disk_load(const std::string& key, bool* corrupt) {
+  *corrupt = false;
+  const std::string path = disk_entry_path(key);
+  auto reject = [&](const std::string& why) -> std::shared_ptr<Kernel> {
+    *corrupt = true;
+    warn("corrupt Triton kernel cache entry " + path + " (" + why + "); recompiling");
+    return nullptr;
+  };
+  gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file(path, kMaxEntry);
+  if (f.status == gemmtune::detail::FileRead::missing) return nullptr;
+  if (f.status == gemmtune::detail::FileRead::rejected) return reject(f.why);
+  const std::string& data = f.data;
+  if (data.size() < kHeader || std::memcmp(data.data(), kMagic, 8) != 0) return reject("bad header");
+  const std::uint64_t meta_len = get_le(data.data() + 8, 4);
+  const std::uint64_t image_len = get_le(data.data() + 12, 8);
+  if (image_len > kMaxEntry || data.size() != kHeader + meta_len + image_len) return reject("truncated");
+  const char* image = data.data() + kHeader + meta_len;
+  if (!is_elf(image, image_len)) return reject("not a CUBIN");
+  auto k = std::make_shared<Kernel>();
+  try {
+    const nlohmann::json meta =
+        gemmtune::detail::parse_json(std::string_view(data.data() + kHeader, meta_len), "metadata");
+    if (meta.at("key").get<std::string>() != key) return reject("key mismatch");
+    if (meta.at("image_sha256").get<std::string>() != jit::sha256_hex(std::string_view(image, image_len)))
+      return reject("checksum mismatch");
+    fill_from_meta(*k, meta.at("triton"));
+  } catch (const gemmtune::detail::InputError& e) {
+    return reject(e.what());
+  } catch (const nlohmann::json::exception&) {
+    return reject("bad metadata");
+  }
+  k->key = key;
+  k->image.assign(image, image + image_len);
+  return k;
+}
+
+void disk_store(const Kernel& k, const nlohmann::json& triton_meta) {
+  const fs::path final_path = disk_entry_path(k.key);
+  std::error_code ec;
+  fs::create_directories(final_path.parent_path(), ec);
+  if (ec) {
+    warn("cannot create kernel cache directory " + final_path.parent_path().string() + ": " + ec.message());
+    return;
+  }
+  const nlohmann::json meta = {{"key", k.key},
+                               {"image_sha256", jit::sha256_hex(std::string_view(k.image.data(), k.image.size()))},
+                               {"triton", triton_meta}};
+  const std::string meta_str = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string blob(kMagic, 8);
+  put_le(blob, meta_str.size(), 4);
+  put_le(blob, k.image.size(), 8);
+  blob += meta_str;
+  blob.append(k.image.data(), k.image.size());
+  const fs::path tmp = final_path.string() + ".tmp." + unique_suffix();
+  if (!write_file(tmp, blob)) {
+    warn("cannot write kernel cache entry " + tmp.string());
+    fs::remove(tmp, ec);
+    return;
+  }
+  fs::rename(tmp, final_path, ec);
+  if (ec) {
+    warn("cannot publish kernel cache entry " + final_path.string() + ": " + ec.message());
+    fs::remove(tmp, ec);
+  }
+}
+
+struct MemoryCache {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const Kernel>> kernels;
+};
+MemoryCache& memory_cache() {
+  static MemoryCache* m = new MemoryCache;  // never destroyed: compiles may run on pool threads at exit
+  return *m;
+}
+
+double timeout_s() {
+  if (const char* e = std::getenv("GEMMTUNE_TRITON_TIMEOUT_S"); e && *e) {
+    char* end = nullptr;
+    const double v = std::strtod(e, &end);
+    if (end && *end == '\0' && v > 0) return v;
+    warn(std::string("GEMMTUNE_TRITON_TIMEOUT_S='") + e + "' is not a positive number of seconds; using 600");
+  }
+  return 600;
+}
+
+std::shared_ptr<const Kernel> with_hit(const std::shared_ptr<const Kernel>& k, bool from_disk) {
+  auto c = std::make_shared<Kernel>(*k);
+  c->cache_hit = true;
+  c->from_disk = from_disk;
+  c->compile_ms = 0;
+  return c;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& templates() { return jit::detail::embedded_triton_templates(); }
+
+std::string python_exe() {
+  if (const char* e = std::getenv("GEMMTUNE_PYTHON"); e && *e) return e;
+  return "python3";
+}
+
+std::string probe(const std::string& python, std::string* version) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<std::once_flag>> flags;
+  static std::map<std::string, Probe> results;
+  std::shared_ptr<std::once_flag> flag;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& f = flags[python];
+    if (!f) f = std::make_shared<std::once_flag>();
+    flag = f;
+  }
+  std::call_once(*flag, [&] {
+    Probe p = run_probe(python);
+    std::lock_guard<std::mutex> lock(mu);
+    results[python] = std::move(p);
+  });
+  std::lock_guard<std::mutex> lock(mu);
+  const Probe& p = results[python];
+  if (version) *version = p.version;
+  return p.reason;
+}
+
+std::string disk_entry_path(const std::string& key) { return (fs::path(base_dir()) / (key + ".gttriton")).string(); }
+
+void clear_memory_cache() {
+  MemoryCache& mc = memory_cache();
+  std::lock_guard<std::mutex> lock(mc.mutex);
+  mc.kernels.clear();
+}
+
+std::string cache_key(const Request& r) {
+  std::string version;
+  if (std::string why = probe(python_exe(), &version); !why.empty()) GT_THROW("triton: " + why);
+  jit::Sha256 s;
+  s.field("gemmtune-triton-1").field(r.json).field(templates_hash()).field(version);
+  return s.hex_digest();
+}
+
+std::shared_ptr<const Kernel> compile(const Request& r, const std::string& context) {
+  const std::string key = cache_key(r);
+  MemoryCache& mc = memory_cache();
+  {
+    std::lock_guard<std::mutex> lock(mc.mutex);
+    if (auto it = mc.kernels.find(key); it != mc.kernels.end()) return with_hit(it->second, false);
+  }
+  const bool use_disk = jit::disk_cache_enabled();
+  if (use_disk) {
+    bool corrupt = false;
+    if (std::shared_ptr<Kernel> k = disk_load(key, &corrupt)) {
+      std::lock_guard<std::mutex> lock(mc.mutex);
+      mc.kernels.emplace(key, k);
+      return with_hit(k, true);
+    }
+  }
+  const std::string tdir = template_dir();
+  std::error_code ec;
+  const fs::path job = fs::path(base_dir()) / ("job." + unique_suffix());
+  fs::create_directories(job, ec);
+  if (ec) GT_THROW("triton: cannot create " + job.string() + ": " + ec.message());
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } cleanup{job};
+  if (!write_file(job / "request.json", r.json)) GT_THROW("triton: cannot write " + (job / "request.json").string());
+  const double limit = timeout_s();
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProcResult pr = run_process({python_exe(), (fs::path(tdir) / "compile_driver.py").string(), tdir, job.string()}, limit);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!pr.started)
+    GT_THROW("triton: cannot start " + python_exe() + ": " + std::strerror(pr.spawn_errno) + " (" + context + ")");
+  if (pr.timed_out)
+    GT_THROW("triton: compile did not finish in " + std::to_string(int(limit)) +
+             " s (GEMMTUNE_TRITON_TIMEOUT_S); killed (" + context + ")\n" + tail(pr.err, 4000));
+  if (!WIFEXITED(pr.status) || WEXITSTATUS(pr.status) != 0)
+    GT_THROW("triton: compile failed (" + context + "):\n" + tail(pr.err + pr.out, 6000));
+  auto k = std::make_shared<Kernel>();
+  k->key = key;
+  nlohmann::json meta;
+  try {
+    const std::string image = read_file(job / "kernel.cubin", kMaxEntry);
+    if (!is_elf(image.data(), image.size())) GT_THROW("triton: the helper wrote no CUBIN (" + context + ")");
+    k->image.assign(image.begin(), image.end());
+    meta = gemmtune::detail::parse_json(read_file(job / "meta.json", 1 << 20), "Triton metadata");
+    fill_from_meta(*k, meta);
+  } catch (const gemmtune::detail::InputError& e) {
+    GT_THROW(std::string("triton: bad helper output: ") + e.what() + " (" + context + ")");
+  } catch (const nlohmann::json::exception& e) {
+    GT_THROW(std::string("triton: bad helper metadata: ") + e.what() + " (" + context + ")");
+  }
+  k->compile_ms = ms;
+  if (use_disk) disk_store(*k, meta);
+  {
+    std::lock_guard<std::mutex> lock(mc.mutex);
+    mc.kernels.emplace(key, k);
+  }
+  return k;
+}
+
+}  // namespace gemmtune::triton
