@@ -14,8 +14,8 @@ from gemm_epilogue import grouped_tile, store_tile
 @triton.jit
 def _descriptors(a_ptr, b_ptr, pid_b, M, N, K, lda, ldb, sbat_a, sbat_b,
                  A_ROW: tl.constexpr, B_ROW: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    a_base = a_ptr + pid_b.to(tl.int64) * sbat_a
-    b_base = b_ptr + pid_b.to(tl.int64) * sbat_b
+    a_base = a_ptr + pid_b * sbat_a  # sbat_* are i64: so is the offset
+    b_base = b_ptr + pid_b * sbat_b
     if A_ROW:
         a_desc = tl.make_tensor_descriptor(a_base, shape=[M, K], strides=[lda, 1], block_shape=[BM, BK])
     else:

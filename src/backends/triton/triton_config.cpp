@@ -64,8 +64,12 @@ constexpr Tile kMaskedTiles[] = {
     {16, 64, 128, 4, 4},  {16, 128, 128, 3, 4}, {32, 32, 128, 4, 4}, {16, 32, 128, 5, 4},
 };
 
-// The ranking cost: waves of programs times the work of one, over a throughput that grows with the tile's
-// arithmetic intensity (bm·bn / (bm + bn): loads per MMA) and saturates near 128 x 128.
+// Multiply-adds an SM does in the time it streams one byte from memory (H100: ~3.8e12 MAC/s against ~25 GB/s per SM).
+constexpr double kMacPerByte = 150;
+
+// The ranking cost: waves of programs times the time of one, the larger of its MMA work (over a throughput that grows
+// with the tile's arithmetic intensity, bm·bn / (bm + bn), and saturates near 128 x 128) and its loads (rows and
+// columns past the matrix are not read: TMA zero-fills them, masks skip them), in MAC units.
 double cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   const int64_t tiles = cdiv(p.m, c.bm) * cdiv(p.n, c.bn) * p.batch;
   const int smem = std::max(smem_estimate(c, p), 1);
@@ -80,7 +84,13 @@ double cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
     if (tma_ok(p)) eff /= 1.25;              // the same tile by TMA: no address math, no masks in the main loop
     if (c.bm < 64 && p.m > 32) eff /= 1.5;   // below 64 rows no wgmma: only where M itself is that small
   }
-  return waves * double(c.bm) * c.bn * double(cdiv(p.k, c.bk) * c.bk) / eff;
+  const double kpad = double(cdiv(p.k, c.bk) * c.bk);
+  const double mma = double(c.bm) * c.bn * kpad / eff;
+  const double loads = kMacPerByte * kpad *
+                       (double(std::min<int64_t>(c.bm, p.m)) * dtype_size(p.a.dtype) +
+                        double(std::min<int64_t>(c.bn, p.n)) * dtype_size(p.b.dtype));
+  // The two overlap, never perfectly: the smaller one still counts a little (and breaks ties toward less padding).
+  return waves * (std::max(mma, loads) + 0.25 * std::min(mma, loads));
 }
 
 }  // namespace
