@@ -29,11 +29,12 @@ constexpr const char* kName = "pad";
 
 // How many of each inner backend's candidates pad wraps, in that backend's rank order. The copy costs the same
 // whichever kernel runs after it, so the few best-ranked kernels of each backend are the ones worth its time;
-// cuBLASLt's default is its own heuristic's pick. Backends not listed: kInnerTakeOther.
+// cuBLASLt's default is its own heuristic's pick; triton's masked template reads unaligned operands itself, so a copy
+// in front of it buys nothing. Backends not listed: kInnerTakeOther.
 constexpr struct {
   const char* backend;
   size_t take;
-} kInnerTake[] = {{"sm90", 4}, {"gemv", 2}, {"cublaslt", 1}};
+} kInnerTake[] = {{"sm90", 4}, {"gemv", 2}, {"cublaslt", 1}, {"triton", 0}};
 constexpr size_t kInnerTakeOther = 2;
 
 size_t inner_take(const std::string& backend) {
