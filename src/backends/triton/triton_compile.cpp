@@ -122,12 +122,17 @@ ProcResult run_process(const std::vector<std::string>& argv, double timeout_s) {
       }
     }
   }
-  if (r.timed_out) {
-    kill(-pid, SIGKILL);  // the helper's process group: it and its children
-    kill(pid, SIGKILL);
-  }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
+  // A child that closed its output but runs on is waited for up to the same deadline.
+  while (!r.timed_out) {
+    const pid_t w = waitpid(pid, &r.status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) return r;
+    if (std::chrono::steady_clock::now() >= deadline) r.timed_out = true;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(-pid, SIGKILL);  // the helper's process group: it and its children (ptxas)
+  kill(pid, SIGKILL);
   while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
   }
   return r;
