@@ -60,3 +60,19 @@ def test_driver_refuses_a_wrong_argument_order(tmp_path):
     r = run_driver(tmp_path, req)
     assert r.returncode != 0
     assert "takes" in r.stderr and not (tmp_path / "kernel.cubin").exists()
+
+
+def test_warm_helper_answers_each_job_and_survives_a_failure(tmp_path):
+    bad, good = tmp_path / "bad", tmp_path / "good"
+    for d, req in ((bad, request()), (good, request(chain=(3,)))):
+        d.mkdir()
+        (d / "request.json").write_text(json.dumps(req))
+    bad_req = json.loads((bad / "request.json").read_text())
+    bad_req["order"].reverse()
+    (bad / "request.json").write_text(json.dumps(bad_req))
+    r = subprocess.run([sys.executable, str(DRIVER), "--serve", str(TEMPLATES)], input="%s\n%s\n" % (bad, good),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["error", "ok"]
+    assert "takes" in (bad / "log.txt").read_text()  # the failure's traceback, in the job's log
+    assert (good / "kernel.cubin").read_bytes()[:4] == b"\x7fELF"

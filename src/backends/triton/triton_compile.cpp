@@ -6,9 +6,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -144,6 +146,137 @@ std::string last_line(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   const auto nl = s.find_last_of('\n');
   return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+// ---- warm helpers ----
+
+// A `compile_driver.py --serve` process: job directories go in on one end of a socket pair (its stdin and stdout),
+// "ok" / "error" lines come back. A socket rather than a pipe: a write to a helper that died fails with EPIPE
+// (MSG_NOSIGNAL) instead of raising SIGPIPE in the user's program.
+struct Helper {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string key;  // interpreter + template directory
+  std::string buf;  // bytes read past the last answer
+  ~Helper() {
+    if (fd >= 0) close(fd);  // an idle helper reads EOF and exits
+    if (pid > 0) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+};
+
+// Started in its own process group (killed with its compiler children on a deadline), stderr to /dev/null between
+// jobs (a job's output goes to its log.txt). nullptr with *err set when it cannot start.
+std::unique_ptr<Helper> start_helper(const std::string& python, const std::string& tdir, std::string* err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    *err = std::string("socketpair: ") + std::strerror(errno);
+    return nullptr;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  const std::string driver = (fs::path(tdir) / "compile_driver.py").string();
+  std::vector<std::string> argv = {python, driver, "--serve", tdir};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  auto h = std::make_unique<Helper>();
+  const int rc = posix_spawnp(&h->pid, args[0], &fa, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(sv[1]);
+  if (rc != 0) {
+    close(sv[0]);
+    h->pid = -1;
+    *err = "cannot start " + python + ": " + std::strerror(rc);
+    return nullptr;
+  }
+  h->fd = sv[0];
+  h->key = python + '\n' + tdir;
+  return h;
+}
+
+// Idle helpers, taken by a compile and given back after an answer (a helper that timed out or died is dropped).
+struct HelperPool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<Helper>> idle;
+};
+HelperPool& helper_pool() {
+  static HelperPool* p = new HelperPool;  // never destroyed: at exit the helpers see EOF and end themselves
+  return *p;
+}
+std::unique_ptr<Helper> take_helper(const std::string& python, const std::string& tdir, std::string* err) {
+  HelperPool& hp = helper_pool();
+  {
+    std::lock_guard<std::mutex> lock(hp.mu);
+    const std::string key = python + '\n' + tdir;
+    for (size_t i = hp.idle.size(); i-- > 0;) {
+      if (hp.idle[i]->key != key) continue;
+      std::unique_ptr<Helper> h = std::move(hp.idle[i]);
+      hp.idle.erase(hp.idle.begin() + static_cast<std::ptrdiff_t>(i));
+      return h;
+    }
+  }
+  return start_helper(python, tdir, err);
+}
+void give_helper(std::unique_ptr<Helper> h) {
+  // As many idle helpers as compiles run in parallel (the tuner's pool: one a core); more would only hold memory.
+  const size_t cap = std::max(2u, std::thread::hardware_concurrency());
+  HelperPool& hp = helper_pool();
+  std::lock_guard<std::mutex> lock(hp.mu);
+  if (hp.idle.size() < cap) hp.idle.push_back(std::move(h));
+}
+
+enum class Answer { ok, error, died, timed_out };
+
+// Sends one job to the helper and waits for its answer until `deadline`.
+Answer ask(Helper& h, const std::string& job, std::chrono::steady_clock::time_point deadline) {
+  const std::string line = job + "\n";
+  size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t n = send(h.fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Answer::died;
+    sent += size_t(n);
+  }
+  for (;;) {
+    if (const auto nl = h.buf.find('\n'); nl != std::string::npos) {
+      const std::string a = h.buf.substr(0, nl);
+      h.buf.erase(0, nl + 1);
+      return a == "ok" ? Answer::ok : Answer::error;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Answer::timed_out;
+    pollfd pfd{h.fd, POLLIN, 0};
+    const int n = poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) return Answer::died;
+    if (n <= 0) continue;
+    char b[256];
+    const ssize_t got = read(h.fd, b, sizeof b);
+    if (got > 0) h.buf.append(b, size_t(got));
+    else if (got == 0 || errno != EINTR) return Answer::died;
+  }
+}
+
+bool warm_helpers() {
+  const char* e = std::getenv("GEMMTUNE_TRITON_WARM");
+  return !(e && std::string(e) == "0");
 }
 
 // ---- availability ----
@@ -441,15 +574,44 @@ std::shared_ptr<const Kernel> compile(const Request& r, const std::string& conte
   if (!write_file(job / "request.json", r.json)) GT_THROW("triton: cannot write " + (job / "request.json").string());
   const double limit = timeout_s();
   const auto t0 = std::chrono::steady_clock::now();
-  const ProcResult pr = run_process({python_exe(), (fs::path(tdir) / "compile_driver.py").string(), tdir, job.string()}, limit);
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(limit));
+  const std::string killed = "triton: compile did not finish in " + std::to_string(int(limit)) +
+                             " s (GEMMTUNE_TRITON_TIMEOUT_S); killed (" + context + ")";
+  auto job_log = [&] {
+    gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file((job / "log.txt").string(), 1 << 22);
+    return f.status == gemmtune::detail::FileRead::ok ? tail(f.data, 6000) : std::string();
+  };
+  if (warm_helpers()) {
+    std::string err;
+    std::unique_ptr<Helper> h = take_helper(python_exe(), tdir, &err);
+    if (!h) GT_THROW("triton: " + err + " (" + context + ")");
+    switch (ask(*h, job.string(), deadline)) {
+      case Answer::ok: give_helper(std::move(h)); break;
+      case Answer::error:
+        give_helper(std::move(h));
+        GT_THROW("triton: compile failed (" + context + "):\n" + job_log());
+      case Answer::timed_out: h.reset(); GT_THROW(killed + "\n" + job_log());
+      case Answer::died: {
+        h.reset();
+        std::string log = job_log();
+        GT_THROW("triton: the compile helper (" + python_exe() + " compile_driver.py --serve) exited" +
+                 (log.empty() ? std::string(" before the job; GEMMTUNE_TRITON_WARM=0 compiles in one-shot processes "
+                                            "that report their errors")
+                              : ":\n" + log) +
+                 " (" + context + ")");
+      }
+    }
+  } else {
+    const ProcResult pr =
+        run_process({python_exe(), (fs::path(tdir) / "compile_driver.py").string(), tdir, job.string()}, limit);
+    if (!pr.started)
+      GT_THROW("triton: cannot start " + python_exe() + ": " + std::strerror(pr.spawn_errno) + " (" + context + ")");
+    if (pr.timed_out) GT_THROW(killed + "\n" + tail(pr.err, 4000));
+    if (!WIFEXITED(pr.status) || WEXITSTATUS(pr.status) != 0)
+      GT_THROW("triton: compile failed (" + context + "):\n" + tail(pr.err + pr.out, 6000));
+  }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!pr.started)
-    GT_THROW("triton: cannot start " + python_exe() + ": " + std::strerror(pr.spawn_errno) + " (" + context + ")");
-  if (pr.timed_out)
-    GT_THROW("triton: compile did not finish in " + std::to_string(int(limit)) +
-             " s (GEMMTUNE_TRITON_TIMEOUT_S); killed (" + context + ")\n" + tail(pr.err, 4000));
-  if (!WIFEXITED(pr.status) || WEXITSTATUS(pr.status) != 0)
-    GT_THROW("triton: compile failed (" + context + "):\n" + tail(pr.err + pr.out, 6000));
   auto k = std::make_shared<Kernel>();
   k->key = key;
   nlohmann::json meta;
