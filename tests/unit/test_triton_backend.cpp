@@ -4,12 +4,16 @@
 // killed. The compile tests skip where triton cannot be imported.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -304,6 +308,36 @@ TEST_F(TritonCompile, HungCompileIsKilled) {
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "did not finish")) << e.what();
   }
+}
+
+// The warm helpers this process started (children running compile_driver.py --serve).
+std::vector<pid_t> own_helpers() {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string pid, comm, state;
+    long ppid = 0;
+    if (!(stat >> pid >> comm >> state >> ppid) || ppid != ::getpid()) continue;
+    std::ifstream cmd(e.path() / "cmdline");
+    const std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (has(line, "compile_driver.py") && has(line, "--serve")) out.push_back(pid_t(std::stol(name)));
+  }
+  return out;
+}
+
+TEST_F(TritonCompile, DeadHelperIsReplacedAndOneShotWorks) {
+  auto b = find_backend("triton");
+  const Problem p = make(384, 384, 384);
+  EXPECT_TRUE(b->compile(p, Candidate{"triton", "tmpl=masked,bm=64,bn=64,bk=64,stages=2,warps=4,gm=8"}, kDev).compiled);
+  const std::vector<pid_t> helpers = own_helpers();
+  ASSERT_FALSE(helpers.empty()) << "no warm helper left after a compile";
+  // Killed, not reaped: the pool reaps its helpers (a pid reaped here could be reused before the pool signals it).
+  for (pid_t h : helpers) ::kill(h, SIGKILL);
+  EXPECT_TRUE(b->compile(p, Candidate{"triton", "tmpl=masked,bm=64,bn=32,bk=64,stages=2,warps=4,gm=8"}, kDev).compiled);
+  ScopedEnv oneshot("GEMMTUNE_TRITON_WARM", "0");
+  EXPECT_TRUE(b->compile(p, Candidate{"triton", "tmpl=masked,bm=32,bn=64,bk=64,stages=2,warps=4,gm=8"}, kDev).compiled);
 }
 
 TEST_F(TritonCompile, BadConfigRefusedBeforeCompiling) {

@@ -586,7 +586,14 @@ std::shared_ptr<const Kernel> compile(const Request& r, const std::string& conte
     std::string err;
     std::unique_ptr<Helper> h = take_helper(python_exe(), tdir, &err);
     if (!h) GT_THROW("triton: " + err + " (" + context + ")");
-    switch (ask(*h, job.string(), deadline)) {
+    Answer a = ask(*h, job.string(), deadline);
+    if (a == Answer::died && !fs::exists(job / "log.txt")) {
+      // An idle helper that died before taking the job (killed from outside): once more with a fresh one.
+      h = start_helper(python_exe(), tdir, &err);
+      if (!h) GT_THROW("triton: " + err + " (" + context + ")");
+      a = ask(*h, job.string(), deadline);
+    }
+    switch (a) {
       case Answer::ok: give_helper(std::move(h)); break;
       case Answer::error:
         give_helper(std::move(h));

@@ -1,7 +1,9 @@
 #pragma once
 // The triton backend's compile: a helper process (kernels/triton/compile_driver.py under $GEMMTUNE_PYTHON, default
 // python3 from PATH) turns a template and a request into a cubin for sm_90a and Triton's launch metadata; the result
-// is cached in memory and on disk by content (request, template sources, Triton version).
+// is cached in memory and on disk by content (request, template sources, Triton version). Helpers stay warm between
+// compiles (one per compile running in parallel), so a candidate pays Triton's compile, not an interpreter's start
+// and Triton's import (about a second on a 2-core host); GEMMTUNE_TRITON_WARM=0 starts one process per compile.
 #include <map>
 #include <memory>
 #include <string>
