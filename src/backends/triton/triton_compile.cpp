@@ -156,8 +156,9 @@ std::string last_line(std::string s) {
 struct Helper {
   pid_t pid = -1;
   int fd = -1;
-  std::string key;  // interpreter + template directory
-  std::string buf;  // bytes read past the last answer
+  pid_t owner = getpid();  // the process that started it (a forked child must not share its socket)
+  std::string key;         // interpreter + template directory
+  std::string buf;         // bytes read past the last answer
   ~Helper() {
     if (fd >= 0) close(fd);  // an idle helper reads EOF and exits
     if (pid > 0) {
@@ -227,6 +228,12 @@ std::unique_ptr<Helper> take_helper(const std::string& python, const std::string
     std::lock_guard<std::mutex> lock(hp.mu);
     const std::string key = python + '\n' + tdir;
     for (size_t i = hp.idle.size(); i-- > 0;) {
+      if (hp.idle[i]->owner != getpid()) {
+        // Inherited through fork(): the parent's helper, which this process must neither use nor kill.
+        hp.idle[i]->pid = -1;
+        hp.idle.erase(hp.idle.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
       if (hp.idle[i]->key != key) continue;
       std::unique_ptr<Helper> h = std::move(hp.idle[i]);
       hp.idle.erase(hp.idle.begin() + static_cast<std::ptrdiff_t>(i));
