@@ -174,6 +174,28 @@ TEST(TritonConfig, RequestParams) {
   EXPECT_TRUE(has(r.json, "\"A_ROW\":0"));
 }
 
+// The op codes the request carries are the ones the embedded epilogue template branches on.
+TEST(TritonConfig, OpCodesMatchTheTemplate) {
+  const auto& t = triton::templates();
+  ASSERT_TRUE(t.count("gemm_epilogue.py"));
+  ASSERT_TRUE(t.count("compile_driver.py") && t.count("matmul_masked.py") && t.count("matmul_tma_persistent.py"));
+  const std::string& epi = t.at("gemm_epilogue.py");
+  const std::pair<const char*, const char*> ops[] = {
+      {"bias", "OP_BIAS_COL"},         {"bias_row", "OP_BIAS_ROW"},   {"relu", "OP_RELU"},
+      {"gelu_tanh", "OP_GELU_TANH"},   {"gelu_erf", "OP_GELU_ERF"},   {"silu", "OP_SILU"},
+      {"sigmoid", "OP_SIGMOID"},       {"row_scale", "OP_ROW_SCALE"}, {"col_scale", "OP_COL_SCALE"},
+      {"residual", "OP_RESIDUAL"}};
+  for (const auto& [chain, name] : ops) {
+    const Problem p = make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, chain);
+    const triton::Request r = triton::make_request(Config::parse("tmpl=masked,bm=64,bn=64,bk=32,stages=3,warps=4,gm=8"), p);
+    const auto at = r.json.find("\"E0\":");
+    ASSERT_NE(at, std::string::npos);
+    const std::string code = r.json.substr(at + 5, r.json.find_first_of(",}", at) - at - 5);
+    EXPECT_TRUE(has(epi, std::string(name) + " = " + code + "\n")) << chain << " is E0=" << code;
+    EXPECT_TRUE(has(epi, "OP == " + code + ":")) << chain << ": no branch for code " << code;
+  }
+}
+
 TEST(TritonBackend, UnavailableWithoutInterpreter) {
   ScopedEnv py("GEMMTUNE_PYTHON", "/nonexistent/gemmtune-test/python3");
   auto b = find_backend("triton");
