@@ -7,7 +7,7 @@
 
 A job directory holds request.json: {"module", "kernel", "signature": {arg: type} for every argument (constexprs too,
 as "constexpr"), "order": [args in the kernel's order], "constexprs": {arg: int}, "divisible16": [args], "num_warps",
-"num_stages", "arch"}. The job writes kernel.cubin and meta.json there (the launch facts the backend needs: symbol,
+"num_stages", "arch", optionally "symbol" (the kernel's name)}. The job writes kernel.cubin and meta.json there (the launch facts the backend needs: symbol,
 warps, CTAs, shared memory, scratch sizes, and the kernel's parameters as compiled, which the backend checks against
 its own argument list); a served job also writes log.txt (everything it printed; the traceback of a failure). No GPU
 is needed: the target is explicit. The warm helper saves each compile the interpreter's start and Triton's import.
@@ -35,6 +35,9 @@ def compile_job(template_dir, job_dir):
     from triton.compiler import ASTSource
 
     fn = getattr(importlib.import_module(req["module"]), req["kernel"])
+    # The kernel's symbol: the request's own ("symbol"), unique to it, else the template function's name. Set on
+    # every job: a warm helper reuses the function object.
+    fn._repr = (lambda _, s=req["symbol"]: s) if "symbol" in req else None
     names = list(fn.arg_names)
     # The signature in the kernel's argument order ("order": JSON objects do not keep one).
     order = req.get("order", list(req["signature"]))

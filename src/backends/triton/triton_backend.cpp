@@ -40,6 +40,8 @@ class TritonExecutable final : public Executable {
     if (kernel_->params != req.params)
       GT_THROW("triton: load_error: the compiled kernel takes (" + params_str(kernel_->params) +
                ") but the launch passes (" + params_str(req.params) + ") (" + cand_.str() + ")");
+    GT_REQUIRE(kernel_->name == req.symbol, "triton: load_error: the compiled kernel is named '" + kernel_->name +
+                                                "', the request '" + req.symbol + "' (" + cand_.str() + ")");
     GT_REQUIRE(kernel_->num_warps == cfg_.warps,
                "triton: load_error: the kernel was compiled for " + std::to_string(kernel_->num_warps) +
                    " warps, the config says " + std::to_string(cfg_.warps) + " (" + cand_.str() + ")");

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/jit_backend.h"
 #include "core/check.h"
 #include "gemmtune/errors.h"
 
@@ -346,6 +347,10 @@ Request make_request(const Config& c, const Problem& p) {
   nlohmann::json req = {{"module", r.module},         {"kernel", r.kernel},     {"signature", sig},
                         {"order", order},             {"constexprs", constexprs}, {"divisible16", div},
                         {"num_warps", c.warps},       {"num_stages", c.stages}, {"arch", 90}};
+  // The kernel's symbol, unique to the request: kernels of different configs or problem classes never share a name
+  // (in a profile, or a module cache keyed by name).
+  r.symbol = jit_kernel_name(std::string("gt_triton_") + (tma ? "tma" : "masked"), req.dump());
+  req["symbol"] = r.symbol;
   r.json = req.dump();
   return r;
 }

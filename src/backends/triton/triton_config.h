@@ -50,6 +50,7 @@ using Param = std::pair<std::string, std::string>;
 // request, and the run-time parameters the launch passes, in order (the compiled kernel's must match).
 struct Request {
   std::string module, kernel;
+  std::string symbol;         // the compiled kernel's name: "gt_triton_<tmpl>_<16 hex digits of the request>"
   std::string json;           // canonical (sorted keys, no blanks): part of the cache key
   std::vector<Param> params;  // the non-constexpr arguments, in the kernel's order
   int num_warps = 4;
