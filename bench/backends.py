@@ -220,6 +220,8 @@ class Runner:
         env = dict(os.environ)
         if cache_dir:
             env["GEMMTUNE_CACHE_DIR"] = cache_dir
+            # Triton keeps a cache of its own (~/.triton/cache): a fresh one too, or its compiles would not be cold.
+            env["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton-cache")
         cmd = [self.exe] + args
         t0 = time.perf_counter()
         try:
