@@ -47,6 +47,8 @@ DEFAULT_SETS = "sm90+gemv+pad,triton,cutlass,cublaslt,all"
 NOISE = 0.01  # `all` slower than a single set by more than this fraction is flagged
 # Statuses of a candidate that never reached its compiler: no compile time to count.
 NOT_COMPILED = {"unsupported", "needs_gpu", "skipped", "pending"}
+# A compile that failed stopped early (often in the front end): its time is no compile time either.
+NO_COMPILE_TIME = NOT_COMPILED | {"compile_error"}
 
 
 def log(msg):
@@ -161,16 +163,30 @@ def cand_str(r):
 
 
 def cold_compiles(records):
-    """{backend: [compile_ms, ...]} of the candidates compiled from scratch (cache misses that reached a compiler).
+    """{backend: [compile_ms, ...]} of the candidates compiled from scratch (cache misses that compiled).
     Works for `tune --json` records (compile_cache_hit) and `compile --json` ones (cache_hit, compiled)."""
     out = {}
     for r in records:
         hit = r.get("compile_cache_hit", r.get("cache_hit", False))
         ms = r.get("compile_ms") or 0
-        if hit or ms <= 0 or r.get("status") in NOT_COMPILED or r.get("compiled") is False:
+        if hit or ms <= 0 or r.get("status") in NO_COMPILE_TIME or r.get("compiled") is False:
             continue
         out.setdefault(r.get("backend", "?"), []).append(float(ms))
     return out
+
+
+def failed_candidates(records):
+    """One line for the candidates of a run that failed (statuses counted, the first reason), or "". A spilled
+    candidate is a reject, and one the backend never got to compile (unsupported, needs a GPU) is no failure."""
+    bad = [r for r in records if r.get("status") not in {"ok", "spills"} | NOT_COMPILED]
+    if not bad:
+        return ""
+    counts = {}
+    for r in bad:
+        counts[r.get("status", "?")] = counts.get(r.get("status", "?"), 0) + 1
+    first = ((bad[0].get("reason") or "").strip().splitlines() or [""])[0][:300]
+    return (f"{len(bad)} of {len(records)} candidates failed: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f"; first: {cand_str(bad[0])}: {first}")
 
 
 def parse_wall_ms(text):
@@ -383,10 +399,6 @@ def run_compile_set(runner, flags, s, work, opts, available):
            "results": records, "cold_compiles": cold_compiles(records)}
     if records:
         rec["status"] = "ok"
-        failed = [r for r in records if r.get("status") not in {"ok", "spills"} | NOT_COMPILED]
-        if failed:
-            rec["failed"] = {cand_str(r): f"{r.get('status')}: {((r.get('reason') or '').splitlines() or [''])[0]}"
-                             for r in failed}
     else:
         rec.update({"status": "error", "error": failure(res, "compile"), "stderr_tail": tail(res["stderr"])})
     return rec
@@ -644,7 +656,8 @@ def compile_table(raw):
                 unavailable.append(rec.get("error", ""))
             if not rec or rec.get("status") in ("unavailable", "missing"):
                 continue
-            for b, ms in (rec.get("cold_compiles") or {}).items():
+            cold = cold_compiles(rec["results"]) if rec.get("results") else rec.get("cold_compiles") or {}
+            for b, ms in cold.items():
                 per_backend.setdefault(b, []).extend(ms)
             w = rec.get("tune_wall_ms") if raw["mode"] == "tune" else rec.get("wall_ms")
             if w is None:
@@ -662,7 +675,7 @@ def compile_table(raw):
                          "threads": ",".join(str(t) for t in sorted(threads)) or None})
     pre = [row["prebuild"] for row in raw["shapes"] if row.get("prebuild")]
     if pre:
-        ms = [x for p in pre for v in (p.get("cold_compiles") or {}).values() for x in v]
+        ms = [x for p in pre for v in cold_compiles(p.get("results") or []).values() for x in v]
         walls = [(p.get("wall_ms") or p.get("process_wall_s", 0) * 1e3) / 1e3 for p in pre if p.get("status") == "ok"]
         rows.append({"set": "cutlass prebuild (gemmtune compile)", "backend": "cutlass", "compiles": len(ms),
                      "median_ms": median(ms), "min_ms": min(ms) if ms else None, "max_ms": max(ms) if ms else None,
@@ -729,8 +742,9 @@ def report_lines(raw, inductor=None):
         for name, rec in row.get("sets", {}).items():
             if rec.get("status") not in ("ok", "unavailable"):  # an unavailable backend is named once, above
                 errs.append(f"- {row['name']} {name}: {rec.get('status')}: {rec.get('error', '')}")
-            for c, why in (rec.get("failed") or {}).items():
-                errs.append(f"- {row['name']} {name}: {c}: {why}")
+            bad = failed_candidates(rec.get("results") or [])
+            if bad:
+                errs.append(f"- {row['name']} {name}: {bad}")
         sbs = row.get("side_by_side") or {}
         if sbs.get("error"):
             errs.append(f"- {row['name']} side by side: {sbs['error']}")
