@@ -237,7 +237,9 @@ class Runner:
         if cache_dir:
             env["GEMMTUNE_CACHE_DIR"] = cache_dir
             # Triton keeps a cache of its own (~/.triton/cache): a fresh one too, or its compiles would not be cold.
-            env["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton-cache")
+            # Beside gemmtune's cache, not in it, whose layout is gemmtune's.
+            env["TRITON_CACHE_DIR"] = cache_dir.rstrip("/") + "-triton"
+            os.makedirs(env["TRITON_CACHE_DIR"], exist_ok=True)
         cmd = [self.exe] + args
         t0 = time.perf_counter()
         try:
@@ -545,7 +547,7 @@ def run_shape_tune(runner, row, shape, suite, flags, sets, version, work, opts, 
         if not row.get("device"):
             row["device"] = rec.get("device")
         log(f"{label} {s['name']}: {rec['status']}, {rec['process_wall_s']:.1f} s"
-            + (f", {rec['winner']} {rec['winner_us']:.2f} us" if rec["status"] == "ok" else f" ({rec['error']})"))
+            + (f", {rec['winner']} {fnum(rec['winner_us'])} us" if rec["status"] == "ok" else f" ({rec['error']})"))
     winners = [r["winner"] for r in row["sets"].values() if r.get("status") == "ok"]
     sbs = run_side_by_side(runner, flags, winners, cublas_reference(shape, suite), work, opts, caches)
     row["side_by_side"] = sbs
