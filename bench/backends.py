@@ -23,7 +23,9 @@ For each shape of --suite (after --filter and --max-shapes):
   --compile-only (no GPU needed): `gemmtune compile --backends ... --json --no-cache` per set and shape instead, the
      same compile-time table (wall per shape and threads used): the "2-core host" column.
   --report RAW.json prints the tables of an earlier run again (with --inductor-json: Inductor's columns too).
-Standard library only; --inductor-json reuses bench/torch_baseline.py's helpers (imported when needed, no torch).
+Under a time limit per command: --resume --stop-after N runs N more shapes per call, the tables each time.
+Standard library only; the tables reuse bench/torch_baseline.py's geomean (imported when a table is made; that
+script imports torch only for its own GPU run).
 
   python3 bench/backends.py --suite bench/suites/large.json --max-shapes 6 --out OUT
   python3 bench/backends.py --suite bench/suites/unaligned.json --cutlass prebuild --resume --out OUT
@@ -472,6 +474,9 @@ def run(opts):
         done = {r["name"] for r in raw["shapes"]}
         log(f"--resume: {len(done)} shapes already in {out_path}")
         shapes = [s for s in shapes if shape_name(s) not in done]
+    if opts.stop_after > 0 and len(shapes) > opts.stop_after:
+        log(f"--stop-after {opts.stop_after}: {len(shapes) - opts.stop_after} shapes left for a later --resume")
+        shapes = shapes[:opts.stop_after]
     if opts.inductor_json:
         raw["inductor"] = load_json(opts.inductor_json)
     for s in sets:
@@ -842,6 +847,8 @@ def main(argv=None):
     ap.add_argument("--inductor-json", default="", help="bench/torch_baseline.py's JSON of the same suite")
     ap.add_argument("--report", default="", metavar="RAW_JSON", help="print the tables of an earlier run")
     ap.add_argument("--resume", action="store_true", help="keep the shapes already in the output JSON, run the rest")
+    ap.add_argument("--stop-after", type=int, default=0, metavar="N",
+                    help="run at most N shapes this time (with --resume: N more), then write the tables")
     ap.add_argument("--work-dir", default="", help="where the per-shape caches go (default: the system's temp)")
     ap.add_argument("--keep-caches", action="store_true", help="keep each shape's cache directories")
     ap.add_argument("-v", "--verbose", action="store_true", help="pass gemmtune's own progress lines through")
@@ -853,8 +860,8 @@ def main(argv=None):
         return 0
     if not opts.suite:
         ap.error("--suite is required (or --report RAW_JSON)")
-    if opts.max_shapes < 0:
-        ap.error("--max-shapes must be >= 0")
+    if opts.max_shapes < 0 or opts.stop_after < 0:
+        ap.error("--max-shapes and --stop-after must be >= 0")
     try:
         parse_sets(opts.sets)
     except ValueError as e:

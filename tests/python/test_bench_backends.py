@@ -264,6 +264,20 @@ def test_tune_run_end_to_end(fake):
     assert n_tunes() == 16 + 4 + 1 and "--resume: 4 shapes already" in r.stderr
 
 
+def test_stop_after_and_resume(fake):
+    r = run_script(fake, "--suite", fake["suite"], "--out", fake["out"], "--sets", "triton", "--stop-after", "3")
+    assert "1 shapes left" in r.stderr
+    raw_path = os.path.join(fake["out"], "backends-fake.json")
+    assert [s["name"] for s in json.load(open(raw_path))["shapes"]] == ["a_256", "b_bias", "c_broken"]
+    run_script(fake, "--suite", fake["suite"], "--out", fake["out"], "--sets", "triton", "--stop-after", "3",
+               "--resume")
+    assert [s["name"] for s in json.load(open(raw_path))["shapes"]] == ["a_256", "b_bias", "c_broken", "d_1024"]
+    r = run_script(fake, "--suite", fake["suite"], "--out", fake["out"], "--compile-only", "--resume",
+                   "--sets", "triton")
+    assert r.returncode == 0  # a compile run writes its own file: nothing to resume from
+    assert os.path.exists(os.path.join(fake["out"], "backends-fake-compile.json"))
+
+
 def test_inductor_columns(fake):
     run_script(fake, "--suite", fake["suite"], "--out", fake["out"], "--sets", "triton,all", "--max-shapes", "2")
     raw_path = os.path.join(fake["out"], "backends-fake.json")
