@@ -304,6 +304,8 @@ def run_tune_set(runner, flags, s, work, opts, base_cache=None):
     if opts.cutlass == "wait" and set_has(s, "cutlass") and opts.has_wait_compile and opts.cutlass_available:
         args.append("--wait-compile")
     res = runner.run(args + runner.extra, cache, out)
+    if res["rc"] == 3:  # gemmtune's exit status for "no GPU": every other tune would say the same
+        raise SystemExit(failure(res, "gemmtune tune") + " (--compile-only measures compile times without a GPU)")
     records = tune_records(res["json"])
     rec.update({"rc": res["rc"], "process_wall_s": res["wall_s"], "tune_wall_ms": parse_wall_ms(res["stdout"]),
                 "device": parse_device(res["stdout"]), "threads": opts.threads or os.cpu_count(),

@@ -66,6 +66,9 @@ if cmd == "version":
 if "--help" in argv:
     print("--config --backends --wait-compile")
     sys.exit(0)
+if cmd == "tune" and os.environ.get("FAKE_NOGPU"):
+    print("error: no GPU: no CUDA driver", file=sys.stderr)
+    sys.exit(3)
 m = int(opt("--m")[0])
 backends = opt("--backends")[0].split(",") if opt("--backends") else AVAILABLE
 out = opt("--json")[0]
@@ -329,5 +332,9 @@ def test_bad_arguments(fake):
     r = subprocess.run([sys.executable, SCRIPT, "--gemmtune", str(fake["tmp"] / "nope"), "--suite", fake["suite"]],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "no such file" in r.stderr
+    fake["env"]["FAKE_NOGPU"] = "1"
+    r = run_script(fake, "--suite", fake["suite"], "--out", fake["out"], check=False)
+    assert r.returncode == 1 and "no GPU" in r.stderr and "--compile-only" in r.stderr
+    assert len([c for c in calls(fake) if c["argv"][0] == "tune" and "--help" not in c["argv"]]) == 1
     r = run_script(fake, "--suite", fake["suite"], "--filter", "zzz", "--out", fake["out"], check=False)
     assert r.returncode != 0 and "no shape matches" in r.stderr
