@@ -12,7 +12,7 @@
 # run instead of skipping.
 #
 # Environment:
-#   GEMMTUNE_PYTHON / PYTHON   the Python to look in first (default python3)
+#   GEMMTUNE_PYTHON / PYTHON   the Python to look in first (default python3); PYTHON also makes the environment
 #   CUTLASS_DIR                CUTLASS headers already there: used when $CUTLASS_DIR/include/cutlass/cutlass.h exists
 #   GEMMTUNE_REQUIRE_OPTIONAL  1: a dependency that cannot be found or installed is an error (CI); default: a warning,
 #                              and that backend reports itself unavailable
@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${GEMMTUNE_PYTHON:-${PYTHON:-python3}}
+base=${PYTHON:-python3}  # the virtual environment's interpreter, as scripts/test_python.sh creates it
 require=${GEMMTUNE_REQUIRE_OPTIONAL:-0}
 install=${GEMMTUNE_OPTIONAL_INSTALL:-1}
 venv="$(pwd)/build-py/pyenv"
@@ -42,7 +43,7 @@ pip_install() { "$1" -m pip install -q --disable-pip-version-check --retries 1 -
 venv_python() {
   if [ ! -x "$venv/bin/python" ]; then
     mkdir -p "$(dirname "$venv")"
-    "$py" -m venv --system-site-packages "$venv" >&2 ||
+    "$base" -m venv --system-site-packages "$venv" >&2 ||
       { say "cannot create a virtual environment in $venv (Debian: apt-get install python3-venv)"; return 1; }
   fi
   echo "$venv/bin/python"
