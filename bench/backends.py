@@ -307,7 +307,8 @@ def run_tune_set(runner, flags, s, work, opts, base_cache=None):
     if res["rc"] == 3:  # gemmtune's exit status for "no GPU": every other tune would say the same
         raise SystemExit(failure(res, "gemmtune tune") + " (--compile-only measures compile times without a GPU)")
     records = tune_records(res["json"])
-    rec.update({"rc": res["rc"], "process_wall_s": res["wall_s"], "tune_wall_ms": parse_wall_ms(res["stdout"]),
+    wall = res["json"].get("wall_ms") if isinstance(res["json"], dict) else None
+    rec.update({"rc": res["rc"], "process_wall_s": res["wall_s"], "tune_wall_ms": wall or parse_wall_ms(res["stdout"]),
                 "device": parse_device(res["stdout"]), "threads": opts.threads or os.cpu_count(),
                 "results": records, "cache_dir": cache})
     win = [r for r in records if r.get("winner")]

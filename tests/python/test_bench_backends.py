@@ -31,12 +31,13 @@ if os.environ.get("FAKE_LOG"):
     with open(os.environ["FAKE_LOG"], "a") as fh:
         fh.write(json.dumps({"argv": argv, "cache": os.environ.get("GEMMTUNE_CACHE_DIR")}) + "\n")
 CANDS = {"sm90": ["t1", "t2", "t3"], "gemv": ["g1"], "pad": ["p1"], "triton": ["b1", "b2"],
-         "cublaslt": ["default", "algo=3"]}
+         "cublaslt": ["default", "algo=3"], "cutlass": ["c1", "c2"]}
 US = {"sm90:t1": 10.0, "sm90:t2": 10.5, "sm90:t3": 11.0, "gemv:g1": 14.0, "pad:p1": 12.0, "triton:b1": 9.5,
-      "triton:b2": 9.8, "cublaslt:default": 10.5, "cublaslt:algo=3": 10.2, "cublaslt:default,epi=separate": 11.0}
+      "triton:b2": 9.8, "cublaslt:default": 10.5, "cublaslt:algo=3": 10.2, "cublaslt:default,epi=separate": 11.0,
+      "cutlass:c1": 9.0, "cutlass:c2": 9.2}
 MS = {"sm90:t1": 300, "sm90:t2": 320, "sm90:t3": 340, "gemv:g1": 100, "pad:p1": 310, "triton:b1": 900,
-      "triton:b2": 1100}
-AVAILABLE = ["sm90", "gemv", "cublaslt", "pad", "triton"]
+      "triton:b2": 1100, "cutlass:c1": 60000, "cutlass:c2": 70000}
+AVAILABLE = ["sm90", "gemv", "cublaslt", "pad", "triton"] + (["cutlass"] if os.environ.get("FAKE_CUTLASS") else [])
 
 def opt(name):
     return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == name]
@@ -60,7 +61,8 @@ def record(c, status="ok"):
 cmd = argv[0]
 if cmd == "version":
     print("gemmtune 0.fake\nnvrtc    13.0\ncublaslt 13.0.0\nbackends " + ",".join(AVAILABLE))
-    print("         unavailable: cutlass: no CUTLASS headers (set CUTLASS_DIR)")
+    if "cutlass" not in AVAILABLE:
+        print("         unavailable: cutlass: no CUTLASS headers (set CUTLASS_DIR)")
     print("gpu      FAKE H100 (sm_90a, 132 SMs, driver 1)")
     sys.exit(0)
 if "--help" in argv:
@@ -100,8 +102,19 @@ else:
         json.dump(recs, open(out, "w"))
         print("error: no candidate worked for the problem", file=sys.stderr)
         sys.exit(1)
-    recs = [record(b + ":" + c) for b in backends for c in CANDS[b]]
-win = min(recs, key=lambda r: r["us_median"])
+    recs = []
+    for b in backends:
+        for c in CANDS[b]:
+            k = b + ":" + c
+            marker = os.path.join(os.environ["GEMMTUNE_CACHE_DIR"], "kernels", k.replace(":", "_"))
+            if b == "cutlass" and "--wait-compile" not in argv and not os.path.exists(marker):
+                recs.append({"backend": b, "config": c, "candidate": k, "status": "skipped", "compile_ms": 0,
+                             "compile_cache_hit": False, "us_median": 0, "winner": False,
+                             "reason": "not compiled yet (gemmtune compile, or --wait-compile)"})
+            else:
+                recs.append(record(k))
+    recs = [r for r in recs if r["status"] == "ok"] + [r for r in recs if r["status"] != "ok"]
+win = min((r for r in recs if r["status"] == "ok"), key=lambda r: r["us_median"])
 if m == 512 and not configs and backends == AVAILABLE:
     win = recs[0]  # sm90:t1, though triton is faster
 win["winner"] = True
@@ -338,3 +351,36 @@ def test_bad_arguments(fake):
     assert len([c for c in calls(fake) if c["argv"][0] == "tune" and "--help" not in c["argv"]]) == 1
     r = run_script(fake, "--suite", fake["suite"], "--filter", "zzz", "--out", fake["out"], check=False)
     assert r.returncode != 0 and "no shape matches" in r.stderr
+
+
+@pytest.mark.parametrize("mode", ["wait", "prebuild"])
+def test_cutlass_wait_or_prebuild(fake, mode):
+    fake["env"]["FAKE_CUTLASS"] = "1"
+    run_script(fake, "--suite", fake["suite"], "--out", fake["out"], "--sets", "sm90,cutlass,all", "--filter", "a_",
+               "--cutlass", mode)
+    raw = json.load(open(os.path.join(fake["out"], "backends-fake.json")))
+    md = open(os.path.join(fake["out"], "backends-fake.md")).read()
+    c = calls(fake)
+    def set_of(argv):
+        return (argv[argv.index("--backends") + 1],) if "--backends" in argv else ("all",)
+    tunes = {set_of(x["argv"]): x["argv"] for x in c
+             if x["argv"][0] == "tune" and "--config" not in x["argv"] and "--help" not in x["argv"]}
+    prebuilds = [x for x in c if x["argv"][0] == "compile"]
+    row = raw["shapes"][0]
+    assert row["sets"]["cutlass"]["winner"] == "cutlass:c1" and row["sets"]["all"]["winner"] == "cutlass:c1"
+    assert bb.shape_summary(row, ["sm90", "cutlass", "all"])["sets"]["all"]["us"] == 9.0
+    rows = {(r["set"], r["backend"]): r for r in bb.compile_table(raw)}
+    if mode == "wait":
+        assert "--wait-compile" in tunes[("cutlass",)] and "--wait-compile" in tunes[("all",)]
+        assert "--wait-compile" not in tunes[("sm90",)]
+        assert not prebuilds
+        assert rows[("cutlass", "cutlass")]["compiles"] == 2 and rows[("cutlass", "cutlass")]["median_ms"] == 65000
+        assert rows[("cutlass", "cutlass")]["wall_median_s"] == pytest.approx(1 + 130)
+    else:
+        assert not any("--wait-compile" in a for a in tunes.values())
+        assert len(prebuilds) == 1 and prebuilds[0]["argv"][prebuilds[0]["argv"].index("--backends") + 1] == "cutlass"
+        # the cutlass sets started from the prebuilt kernels: no cold CUTLASS compile inside their tunes
+        assert ("cutlass", "cutlass") not in rows and ("all", "cutlass") not in rows
+        pre = rows[("cutlass prebuild (gemmtune compile)", "cutlass")]
+        assert pre["compiles"] == 2 and pre["median_ms"] == 65000 and pre["wall_median_s"] == pytest.approx(65)
+        assert "| cutlass prebuild (gemmtune compile) | cutlass | 2 | 65000 |" in md
