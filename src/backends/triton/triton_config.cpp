@@ -326,6 +326,18 @@ Request make_request(const Config& c, const Problem& p) {
   auto hint_int = [&](const char* n, int64_t v) {
     if (v != 0 && v % 16 == 0) div.push_back(n);
   };
+  // A batch stride is added to the base pointer before the tile offsets: without its hint no load vectorizes (and
+  // none is pipelined) even when the base and pitches are aligned. An unbatched operand's stride is passed as 0.
+  for (char w : {'A', 'B', 'C', 'D'}) {
+    if (w == 'C' && !has_c) continue;
+    const int64_t stride = p.count(w) > 1 ? p.operand(w).batch_stride : 0;
+    const char* names[] = {"sbat_a", "sbat_b", "sbat_c", "sbat_d"};
+    hint_int(names[w - 'A'], stride == 0 ? 16 : stride);
+  }
+  // The problem's own sizes: a K that is a multiple of 16 keeps the K mask constant over whole vectors.
+  hint_int("M", p.m);
+  hint_int("N", p.n);
+  hint_int("K", p.k);
   hint_int("lda", p.a.ld);
   hint_int("ldb", p.b.ld);
   if (has_c) hint_int("ldc", p.c.ld);
