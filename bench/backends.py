@@ -8,7 +8,9 @@ For each shape of --suite (after --filter and --max-shapes):
      process's) and, per backend, the compile_ms of each candidate compiled cold (compile_cache_hit false).
      CUTLASS kernels take nvcc tens of seconds each: --cutlass wait (default) passes --wait-compile, so the cold tune
      wall includes them; --cutlass prebuild first runs `gemmtune compile --backends cutlass` for the shape into a
-     cache that the cutlass and all sets then start from, and records that compile time on its own.
+     cache that the cutlass and all sets then start from, and records that compile time on its own; that cache is
+     kept for the run (a prebuilt cache, as `gemmtune compile --suite` leaves one), so a shape compiles only the
+     CUTLASS kernels no earlier shape built (a kernel serves every shape of its dtypes, layouts and epilogue).
   b. ONE `gemmtune tune --config W1 --config W2 ... --json --force` of every set's winner and cuBLASLt's default
      (the reference `gemmtune bench` times: cublaslt:default, fast_accum for fp8, epi=fused or epi=separate with an
      epilogue), timed interleaved on the same buffers: every µs of a row comes from one process on one GPU.
@@ -321,8 +323,10 @@ def run_tune_set(runner, flags, s, work, opts, base_cache=None):
 
 
 def run_prebuild(runner, flags, work, opts):
-    """`gemmtune compile --backends cutlass` of one shape into a cache the cutlass sets start from."""
-    cache = os.path.join(work, "cache-prebuild")
+    """`gemmtune compile --backends cutlass` of one shape into a cache the cutlass sets start from. The cache lives
+    for the whole run (and across --resume calls), as a user's prebuilt cache does: a CUTLASS kernel serves every
+    shape of its dtypes, layouts, epilogue and config, so a later shape compiles only the kernels it adds."""
+    cache = opts.prebuild_cache
     os.makedirs(cache, exist_ok=True)
     out = os.path.join(work, "prebuild.json")
     args = ["compile"] + flags + ["--backends", "cutlass", "--json", out]
@@ -458,6 +462,8 @@ def run(opts):
     opts.has_wait_compile = "--wait-compile" in helptext
     opts.cutlass_available = not unavailable_reason({"backends": ["cutlass"]}, version)
     mode = "compile" if opts.compile_only else "tune"
+    opts.prebuild_cache = os.path.join(opts.work_dir or tempfile.gettempdir(),
+                                       "gemmtune-backends-prebuild-" + suite_name)
     os.makedirs(opts.out, exist_ok=True)
     out_path = os.path.join(opts.out, f"backends-{suite_name}" + ("-compile" if opts.compile_only else "") + ".json")
     raw = {"gemmtune_backends": 1, "mode": mode, "suite": suite_name, "suite_file": opts.suite,
