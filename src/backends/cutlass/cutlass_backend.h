@@ -1,0 +1,18 @@
+#pragma once
+// The cutlass backend (optional): CUTLASS 3.x GemmUniversal kernels for sm_90a, one instantiation per config
+// (cutlass_config.h), generated (cutlass_codegen.h) and compiled by nvcc into a shared object with a C launcher
+// (cutlass_abi.h), cached by content (cutlass_nvcc.h). Unavailable without CUTLASS headers or nvcc. A compile takes
+// tens of seconds, so the tuner times only what is built already unless asked to wait (slow_compile()).
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+
+namespace gemmtune {
+
+std::shared_ptr<Backend> make_cutlass_backend();
+// The translation unit a config of the cutlass backend compiles for a problem (for tests and dumps). Throws
+// gemmtune::Error on a config line that does not parse or a problem the backend does not support.
+std::string cutlass_unit_source(const Problem& p, const std::string& config);
+
+}  // namespace gemmtune
