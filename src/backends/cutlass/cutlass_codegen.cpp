@@ -70,7 +70,8 @@ FusionCode generate_fusion(const Problem& p) {
   }
   for (const EpiOp& op : p.epilogue.ops) {
     ++i;
-    const std::string name = "N" + std::to_string(i);
+    std::string name = "N";
+    name += std::to_string(i);
     std::string node, leaf_args;
     // Vectors: a row vector (N values, one per column) is CUTLASS's RowBroadcast, a column vector (M values) its
     // ColBroadcast; both shared by every batch (batch stride 0). Alignment 1: any N or M and any element offset.
