@@ -58,7 +58,7 @@ FusionCode generate_fusion(const Problem& p) {
   };
   std::string prev = "N0";
   if (p.beta != 0.0f) {
-    f.types += "using NAlpha = fu::Sm90EVT<" + compute("cutlass::multiplies", 1) +
+    f.types += "using NAlpha = fu::Sm90EVT<fu::Sm90Compute<cutlass::multiplies, float, float, " + RN + ">" +
                ", fu::Sm90ScalarBroadcast<float>, fu::Sm90AccFetch>;\n";
     f.types += "using N0 = fu::Sm90EVT<" + compute("cutlass::homogeneous_multiply_add", i) +
                ", fu::Sm90ScalarBroadcast<float>, fu::Sm90SrcFetch<EC>, NAlpha>;\n";
