@@ -43,7 +43,13 @@ std::string activation_fn(Activation a) {
 
 }  // namespace
 
-std::string unit_ident(const Config& c, const Problem& p) { return c.str() + " for " + p.key(); }
+std::string unit_ident(const Config& c, const Problem& p) {
+  // Only what the instantiation depends on: shapes, leading dimensions, strides and alpha/beta's values are run-time
+  // arguments, so every shape of a model with the same types, layouts and chain shares one object.
+  auto op = [](const Operand& o) { return std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout)); };
+  return c.str() + " | A=" + op(p.a) + " B=" + op(p.b) + " C=" + (p.beta != 0.0f ? op(p.c) : std::string("none")) +
+         " D=" + op(p.d) + " epilogue=" + p.epilogue.with_defaults(p.d.dtype, p.d.layout).key();
+}
 
 FusionCode generate_fusion(const Problem& p) {
   // The chain in our order (src/tuner/reference.cpp): v = alpha * acc (+ beta * C), then each op on v. Every node

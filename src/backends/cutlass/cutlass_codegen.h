@@ -9,7 +9,8 @@
 
 namespace gemmtune::cutlass_be {
 
-// What the unit's gt_cutlass_ident() returns: the config and the problem's key (load() checks it).
+// What the unit's gt_cutlass_ident() returns (load() checks it): the config and what of the problem the
+// instantiation depends on (dtypes, layouts, whether C is read, the epilogue chain), not its shape.
 std::string unit_ident(const Config& c, const Problem& p);
 // The whole unit. The problem must pass problem_reason().
 std::string generate_unit(const Config& c, const Problem& p);

@@ -145,13 +145,17 @@ std::string find_toolchain(Toolchain& out) {
     if (py.empty()) py = "python3";
     try {
       const ProcessResult r = run_process(
-          {py, "-c", "import cutlass_library, os; print(os.path.dirname(cutlass_library.__file__))"}, 60);
+          // find_spec, not import: the package's location without running its __init__ (a second or so).
+          {py, "-c",
+           "import importlib.util as u, os, sys; s = u.find_spec('cutlass_library'); "
+           "sys.exit(1) if s is None or not s.origin else print(os.path.dirname(s.origin))"},
+          60);
       const std::string dir = trim(r.output);
       const fs::path inc = fs::path(dir) / "source" / "include";
       if (r.status == 0 && is_file(inc / "cutlass" / "cutlass.h")) out.include_dir = inc.string();
       else if (r.status == 0) missing = "the nvidia-cutlass package at " + dir + " has no source/include/cutlass/cutlass.h";
-      else missing = "no CUTLASS headers: CUTLASS_DIR is unset and '" + py +
-                     " -c \"import cutlass_library\"' failed (pip install nvidia-cutlass)";
+      else missing = "no CUTLASS headers: CUTLASS_DIR is unset and " + py +
+                     " finds no cutlass_library module (pip install nvidia-cutlass)";
     } catch (const Error& e) {
       missing = "no CUTLASS headers: CUTLASS_DIR is unset and " + std::string(e.what());
     }
