@@ -396,3 +396,36 @@ TEST(CompileAhead, CutlassIsCompiledOnlyWhenItsObjectIsCached) {
   EXPECT_TRUE(b->is_compiled(p, c, *b->parse(c), dev));
   fs::remove_all(dir);
 }
+
+// `gemmtune compile --suite FILE` compiles every shape of the suite (here with the fast sm90 backend), and refuses
+// --suite beside a problem's own options or a problem without --n / --k, naming the option.
+TEST(CompileAhead, CompileTakesASuite) {
+#ifdef GEMMTUNE_CLI_PATH
+  const std::string cli = GEMMTUNE_CLI_PATH;
+#else
+  const std::string cli;
+#endif
+  if (cli.empty() || access(cli.c_str(), X_OK) != 0) GTEST_SKIP() << "gemmtune CLI not built";
+  const fs::path dir = fs::temp_directory_path() / ("gemmtune-test-suite-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  ScopedEnv cache("GEMMTUNE_CACHE_DIR", (dir / "cache").string());
+  const fs::path suite = dir / "s.json";
+  std::ofstream(suite) << R"({"name": "t", "shapes": [{"name": "first", "m": 256, "n": 256, "k": 256},)"
+                          R"( {"name": "second", "m": 128, "n": 512, "k": 128, "epilogue": "bias"}]})";
+  const auto ok = cutlass_be::run_process(
+      {cli, "compile", "--suite", suite.string(), "--backends", "sm90", "--top-k", "1", "--json"}, 300);
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_TRUE(contains(ok.output, "shape first")) << ok.output;
+  EXPECT_TRUE(contains(ok.output, "shape second")) << ok.output;
+  EXPECT_TRUE(contains(ok.output, "\"shapes\"")) << ok.output;
+  const auto both = cutlass_be::run_process({cli, "compile", "--suite", suite.string(), "--m", "64"}, 60);
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_TRUE(contains(both.output, "--suite and --m/--n/--k exclude each other")) << both.output;
+  const auto none = cutlass_be::run_process({cli, "compile", "--m", "64", "--k", "64"}, 60);
+  EXPECT_EQ(none.status, 2) << none.output;
+  EXPECT_TRUE(contains(none.output, "--n is required (or --suite FILE)")) << none.output;
+  const auto missing = cutlass_be::run_process({cli, "compile", "--suite", (dir / "nope.json").string()}, 60);
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "nope.json")) << missing.output;
+  fs::remove_all(dir);
+}

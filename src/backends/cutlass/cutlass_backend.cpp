@@ -56,6 +56,7 @@ class CutlassExecutable final : public Executable {
   const Candidate& candidate() const override { return cand_; }
 
   void launch(const GemmArgs& args, Stream stream) override {
+    cuda::ensure_context();  // the CUDA runtime in the object launches on the thread's current (primary) context
     auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
     GT_REQUIRE(args.a && args.b && args.d, "cutlass: A, B and D pointers must be non-null");
     GT_REQUIRE(aligned16(args.a) && aligned16(args.b) && aligned16(args.d),
