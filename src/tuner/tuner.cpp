@@ -313,7 +313,18 @@ TuneReport Tuner::tune(const Problem& p0) {
         progress(opts_, l.backend->name() + ": " + std::to_string(n) + " skipped, " + kNotCompiledReason + " (" +
                             std::to_string(l.ranked.size()) + " compiled)");
     }
-    cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile);
+    // A line per slow compile as it finishes (nvcc: tens of seconds each; the fast ones would only be noise).
+    const auto done = [&](const PreparedCandidate& pc) {
+      if (!pc.backend || !pc.backend->slow_compile()) return;
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " %.1f s%s", pc.compile_wall_ms / 1000,
+                    pc.result.compile_cache_hit ? " (cache hit)" : "");
+      const std::string what = pc.status() == Status::pending
+                                   ? std::string("ok")
+                                   : to_string(pc.status()) + (" (" + pc.result.reason.substr(0, pc.result.reason.find('\n')) + ")");
+      progress(opts_, "  compiled " + pc.candidate().str() + ": " + what + buf);
+    };
+    cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile, done);
   }
   if (cands.empty() && !not_built.empty())
     throw Error("no candidate to time for " + p.str() + ": " + std::to_string(not_built.size()) + " " +
