@@ -100,10 +100,32 @@ TEST(CutlassConfig, ProblemsItRefusesAreNamed) {
   EXPECT_TRUE(contains(reason(Problem::make(256, 250, 256, DType::bf16, DType::bf16)), "not 16-byte aligned"));
   Problem fp8 = Problem::make(256, 256, 256, DType::e4m3, DType::bf16);
   fp8.scaling = Scaling::tensor;
-  EXPECT_TRUE(contains(reason(fp8), "fp8 inputs are not supported"));
+  EXPECT_EQ(reason(fp8), "");
+  fp8.scaling = Scaling::row;
+  EXPECT_EQ(reason(fp8), "");
+  fp8.scaling = Scaling::block;
+  EXPECT_TRUE(contains(reason(fp8), "fp8 scaling 'block' is not supported"));
+  fp8.scaling = Scaling::tensor;
+  fp8.b.layout = Layout::row;
+  fp8.b.ld = 0;
+  EXPECT_TRUE(contains(reason(fp8), "K-major"));
+  Problem fp8_out = Problem::make(256, 256, 256, DType::e4m3, DType::e4m3);
+  fp8_out.scaling = Scaling::tensor;
+  EXPECT_TRUE(contains(reason(fp8_out), "D must be bf16, f16 or f32"));
+  Problem mixed = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
+  mixed.b.dtype = DType::e4m3;
+  mixed.scaling = Scaling::tensor;
+  EXPECT_TRUE(contains(reason(mixed), "both fp8"));
   Problem cold = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
   cold.d.layout = Layout::col;
-  EXPECT_TRUE(contains(reason(cold), "D must be row-major"));
+  EXPECT_EQ(reason(cold), "");
+  cold.beta = 1.0f;
+  EXPECT_TRUE(contains(reason(cold), "C must have D's layout"));
+  cold.c.layout = Layout::col;
+  EXPECT_EQ(reason(cold), "");
+  Problem cold_odd = Problem::make(255, 256, 256, DType::bf16, DType::bf16);
+  cold_odd.d.layout = Layout::col;
+  EXPECT_TRUE(contains(reason(cold_odd), "D's contiguous extent (255 elements)"));
   Problem glu = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
   glu.epilogue = parse_epilogue("silu_glu");
   EXPECT_TRUE(contains(reason(glu), "gated linear units"));
@@ -231,6 +253,33 @@ TEST(CutlassCodegen, InstantiatesTheConfigAndTheProblem) {
   // A unit names its config and problem: two configs, two units.
   EXPECT_NE(cutlass_be::unit_key(s), cutlass_be::unit_key(cutlass_unit_source(p, "sched=coop,tile=128x256x64,cluster=1x2")));
   EXPECT_THROW(cutlass_unit_source(p, "sched=coop"), Error);
+}
+
+// fp8: K tile 128, the fp8 element types, and the scales folded into the alpha term as the scaling says.
+TEST(CutlassCodegen, Fp8ScalesFoldIntoTheAlphaTerm) {
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  Problem p = Problem::make(1024, 1024, 1024, DType::e4m3, DType::bf16).resolve();
+  p.scaling = Scaling::tensor;
+  for (const Config& c : cutlass_be::enumerate_configs(p, dev)) EXPECT_EQ(c.tile_k, 128) << c.str();
+  EXPECT_TRUE(contains(cutlass_be::config_reason(Config::parse("sched=coop,tile=128x128x64,cluster=1x1"), p, dev),
+                       "K tile must be 128"));
+  const std::string s = cutlass_unit_source(p, "sched=coop,tile=128x128x128,cluster=1x1");
+  EXPECT_TRUE(contains(s, "using EA = cutlass::float_e4m3_t;")) << s;
+  EXPECT_TRUE(contains(s, "cute::_128, cute::_128, cute::_128")) << s;
+  EXPECT_TRUE(contains(s, "fu::Sm90ScalarBroadcast<float, cute::Stride<cute::_0, cute::_0, cute::_0>, 3>")) << s;
+  EXPECT_TRUE(contains(s, "{nullptr, x.scale_a, x.scale_b}")) << s;
+  p.scaling = Scaling::row;
+  p.epilogue = parse_epilogue("bias,relu");
+  const cutlass_be::FusionCode f = cutlass_be::generate_fusion(p);
+  EXPECT_TRUE(contains(f.types, "using NScaleB = fu::Sm90EVT<fu::Sm90Compute<cutlass::multiplies, float, float")) << f.types;
+  EXPECT_TRUE(contains(f.types, ", NScaleB, fu::Sm90ColBroadcast<0, TileShape, float, float")) << f.types;
+  EXPECT_TRUE(contains(f.args, "{x.scale_b}")) << f.args;
+  EXPECT_TRUE(contains(f.args, "{x.scale_a}")) << f.args;
+  // The scaling is part of what the object is built for.
+  Problem t = p;
+  t.scaling = Scaling::tensor;
+  const Config c = Config::parse("sched=coop,tile=128x128x128,cluster=1x1");
+  EXPECT_NE(cutlass_be::unit_ident(c, p), cutlass_be::unit_ident(c, t));
 }
 
 // Every epilogue op becomes its EVT node, in the chain's order, fp32 inside and D's type at the root.

@@ -15,6 +15,8 @@
     const void* bias;                                                                                                 \
     const void* row_scale;                                                                                            \
     const void* col_scale;                                                                                            \
+    const float* scale_a;                                                                                             \
+    const float* scale_b;                                                                                             \
     void* workspace;                                                                                                  \
     int64_t m, n, k, l;                                                                                               \
     int64_t lda, ldb, ldc, ldd;                                                                                       \

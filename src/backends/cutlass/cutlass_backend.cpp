@@ -68,6 +68,12 @@ class CutlassExecutable final : public Executable {
       GT_REQUIRE(aligned16(args.c), "cutlass: the C pointer must be 16-byte aligned (TMA) (" + cand_.str() + ")");
       x.c = args.c;
     }
+    if (problem_.scaling != Scaling::none) {
+      // fp8: the dequantization scales (fp32; one each with tensor scaling, M and N with row scaling).
+      GT_REQUIRE(args.scale_a && args.scale_b, "cutlass: scale_a and scale_b must be non-null (fp8 inputs, scaling=" +
+                                                   std::string(scaling_name(problem_.scaling)) + ")");
+      x.scale_a = args.scale_a, x.scale_b = args.scale_b;
+    }
     for (const EpiOp& op : problem_.epilogue.ops) {
       const size_t es = dtype_size(problem_.epilogue_dtype(op.kind));
       auto need = [&](const void* ptr, const char* what) {

@@ -12,6 +12,8 @@ std::string element(DType t) {
     case DType::bf16: return "cutlass::bfloat16_t";
     case DType::f16: return "cutlass::half_t";
     case DType::f32: return "float";
+    case DType::e4m3: return "cutlass::float_e4m3_t";
+    case DType::e5m2: return "cutlass::float_e5m2_t";
     default: GT_THROW("cutlass: no CUTLASS element type for " + std::string(dtype_name(t)));
   }
 }
@@ -48,7 +50,8 @@ std::string unit_ident(const Config& c, const Problem& p) {
   // arguments, so every shape of a model with the same types, layouts and chain shares one object.
   auto op = [](const Operand& o) { return std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout)); };
   return c.str() + " | A=" + op(p.a) + " B=" + op(p.b) + " C=" + (p.beta != 0.0f ? op(p.c) : std::string("none")) +
-         " D=" + op(p.d) + " epilogue=" + p.epilogue.with_defaults(p.d.dtype, p.d.layout).key();
+         " D=" + op(p.d) + " scaling=" + std::string(scaling_name(p.scaling)) +
+         " epilogue=" + p.epilogue.with_defaults(p.d.dtype, p.d.layout).key();
 }
 
 FusionCode generate_fusion(const Problem& p) {
@@ -63,16 +66,40 @@ FusionCode generate_fusion(const Problem& p) {
     return "fu::Sm90Compute<" + fn + ", " + out_of(node) + ", float, " + RN + ">";
   };
   std::string prev = "N0";
+  // The scaled product alpha * acc, dequantized (fp8): tensor scaling folds scale_a[0] and scale_b[0] into alpha
+  // (a scalar broadcast reading the two pointers and multiplying), row scaling multiplies by scale_b[n] (a row
+  // vector) and scale_a[m] (a column vector). Named `last`; its outermost node converts to D's type when it is the
+  // root (no C, no chain).
+  const bool alpha_root = p.beta == 0.0f && p.epilogue.ops.empty();
+  auto alpha_term = [&](const std::string& last) {
+    const std::string outer = alpha_root ? compute("cutlass::multiplies", 0)
+                                         : "fu::Sm90Compute<cutlass::multiplies, float, float, " + RN + ">";
+    const std::string inner = "fu::Sm90Compute<cutlass::multiplies, float, float, " + RN + ">";
+    if (p.scaling == Scaling::tensor) {
+      f.types += "using " + last + " = fu::Sm90EVT<" + outer +
+                 ", fu::Sm90ScalarBroadcast<float, cute::Stride<cute::_0, cute::_0, cute::_0>, 3>, fu::Sm90AccFetch>;\n";
+      return std::string("{{{x.alpha, 1.0f, 1.0f}, {nullptr, x.scale_a, x.scale_b}}, {}, {}}");
+    }
+    if (p.scaling == Scaling::row) {
+      f.types += "using NAcc = fu::Sm90EVT<" + inner + ", fu::Sm90ScalarBroadcast<float>, fu::Sm90AccFetch>;\n";
+      f.types += "using NScaleB = fu::Sm90EVT<" + inner +
+                 ", NAcc, fu::Sm90RowBroadcast<0, TileShape, float, float, cute::Stride<cute::_0, cute::_1, "
+                 "cute::_0>, 1>>;\n";
+      f.types += "using " + last + " = fu::Sm90EVT<" + outer +
+                 ", NScaleB, fu::Sm90ColBroadcast<0, TileShape, float, float, cute::Stride<cute::_1, cute::_0, "
+                 "cute::_0>, 1>>;\n";
+      return std::string("{{{{{x.alpha}}, {}, {}}, {x.scale_b}, {}}, {x.scale_a}, {}}");
+    }
+    f.types += "using " + last + " = fu::Sm90EVT<" + outer + ", fu::Sm90ScalarBroadcast<float>, fu::Sm90AccFetch>;\n";
+    return std::string("{{{x.alpha}}, {}, {}}");
+  };
   if (p.beta != 0.0f) {
-    f.types += "using NAlpha = fu::Sm90EVT<fu::Sm90Compute<cutlass::multiplies, float, float, " + RN + ">" +
-               ", fu::Sm90ScalarBroadcast<float>, fu::Sm90AccFetch>;\n";
+    const std::string alpha_args = alpha_term("NAlpha");
     f.types += "using N0 = fu::Sm90EVT<" + compute("cutlass::homogeneous_multiply_add", i) +
                ", fu::Sm90ScalarBroadcast<float>, fu::Sm90SrcFetch<EC>, NAlpha>;\n";
-    f.args = "{{{x.beta}}, {}, {{{x.alpha}}, {}, {}}, {}}";
+    f.args = "{{{x.beta}}, {}, " + alpha_args + ", {}}";
   } else {
-    f.types += "using N0 = fu::Sm90EVT<" + compute("cutlass::multiplies", i) +
-               ", fu::Sm90ScalarBroadcast<float>, fu::Sm90AccFetch>;\n";
-    f.args = "{{{x.alpha}}, {}, {}}";
+    f.args = alpha_term("N0");
   }
   for (const EpiOp& op : p.epilogue.ops) {
     ++i;

@@ -15,7 +15,7 @@ namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The shapes enumerated, as a table (priors as data): CUTLASS's own sm90 profiler list for 16-bit inputs, less the
-// ones that spill or rarely win. The K tile is 64 (128 bytes of a 16-bit row: one TMA swizzle atom).
+// ones that spill or rarely win. The K tile is k_tile(): 128 bytes of a row, one TMA swizzle atom.
 struct Shape {
   Sched sched;
   int m, n;
@@ -115,19 +115,29 @@ Config Config::parse(const std::string& s) {
   return c;
 }
 
+int k_tile(const Problem& p) { return is_fp8(p.a.dtype) ? 128 : 64; }
+
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (dev.cc_major != 9 || dev.cc_minor != 0)
     return "cutlass: the kernels are built for sm_90a (Hopper); this device is " + dev.arch();
   if (p.grouped()) return "cutlass: grouped problems are not supported";
-  if (!is_16bit(p.a.dtype) || p.b.dtype != p.a.dtype)
-    return "cutlass: A and B must both be bf16 or both f16 (got " + std::string(dtype_name(p.a.dtype)) + " x " +
-           std::string(dtype_name(p.b.dtype)) + "; fp8 inputs are not supported by this backend)";
+  const bool fp8 = is_fp8(p.a.dtype) && is_fp8(p.b.dtype);
+  if (!fp8 && (!is_16bit(p.a.dtype) || p.b.dtype != p.a.dtype))
+    return "cutlass: A and B must both be bf16, both f16 or both fp8 (got " + std::string(dtype_name(p.a.dtype)) +
+           " x " + std::string(dtype_name(p.b.dtype)) + ")";
+  if (fp8) {
+    // fp8 WGMMA reads both operands K-major from shared memory, which TMA fills as stored.
+    if (p.a.layout != Layout::row || p.b.layout != Layout::col)
+      return "cutlass: fp8 inputs need K-major operands: A row-major and B column-major";
+    if (p.scaling != Scaling::tensor && p.scaling != Scaling::row)
+      return "cutlass: fp8 scaling '" + std::string(scaling_name(p.scaling)) + "' is not supported (tensor or row)";
+    if (p.amax) return "cutlass: amax is not supported";
+  }
   if (!is_16bit(p.d.dtype) && p.d.dtype != DType::f32)
     return "cutlass: D must be bf16, f16 or f32 (got " + std::string(dtype_name(p.d.dtype)) + ")";
-  if (p.d.layout != Layout::row) return "cutlass: D must be row-major";
   const bool has_c = p.beta != 0.0f;
   if (has_c) {
-    if (p.c.layout != Layout::row) return "cutlass: C must be row-major";
+    if (p.c.layout != p.d.layout) return "cutlass: C must have D's layout";
     if (!is_16bit(p.c.dtype) && p.c.dtype != DType::f32)
       return "cutlass: C must be bf16, f16 or f32 (got " + std::string(dtype_name(p.c.dtype)) + ")";
   }
@@ -146,7 +156,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
 std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
   if (std::string r = problem_reason(p, dev); !r.empty()) return r;
   const std::string cfg = " (" + c.str() + ")";
-  if (c.tile_k != 64) return "cutlass: the K tile must be 64 for 16-bit inputs" + cfg;
+  if (c.tile_k != k_tile(p))
+    return "cutlass: the K tile must be " + std::to_string(k_tile(p)) + " for " +
+           std::string(dtype_name(p.a.dtype)) + " inputs (128 bytes)" + cfg;
   if (c.tile_m != 64 && c.tile_m != 128 && c.tile_m != 256) return "cutlass: the M tile must be 64, 128 or 256" + cfg;
   if (c.tile_n != 64 && c.tile_n != 128 && c.tile_n != 256) return "cutlass: the N tile must be 64, 128 or 256" + cfg;
   if (c.tile_m * c.tile_n > 128 * 256) return "cutlass: tiles above 128x256 outputs do not fit the registers" + cfg;
@@ -183,7 +195,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   for (const Shape& s : kShapes)
     for (const auto& cl : kClusters) {
       Config c;
-      c.sched = s.sched, c.tile_m = s.m, c.tile_n = s.n, c.tile_k = 64, c.cluster_m = cl[0], c.cluster_n = cl[1];
+      c.sched = s.sched, c.tile_m = s.m, c.tile_n = s.n, c.tile_k = k_tile(p), c.cluster_m = cl[0], c.cluster_n = cl[1];
       if (!config_reason(c, p, dev).empty()) continue;
       // A cluster along a dimension with a single tile multicasts to nobody.
       if (c.cluster_m > 1 && cdiv(p.m, c.tile_m) < 2) continue;

@@ -2,6 +2,7 @@
 // The cutlass backend's config: one canonical, parseable line, e.g.
 //   sched=coop,tile=128x256x64,cluster=2x1
 //   sched=pingpong,tile=64x128x64,cluster=1x1
+//   sched=coop,tile=128x128x128,cluster=1x2     (fp8 inputs: a K tile of 128)
 // sched: the CUTLASS 3.x sm90 kernel schedule, KernelTmaWarpSpecializedCooperative (two consumer warpgroups share
 // one tile: M tile >= 128) or KernelTmaWarpSpecializedPingpong (each consumer warpgroup its own tile, epilogue of
 // one overlapping the other's mainloop); tile: the CTA tile M x N x K; cluster: CTAs per cluster along M x N (TMA
@@ -30,6 +31,8 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
+// The K tile: 128 bytes of a row of A and B (one TMA swizzle atom), 64 elements of a 16-bit input, 128 of fp8.
+int k_tile(const Problem& p);
 // "" when some cutlass config can run the problem, else "cutlass: <why>".
 std::string problem_reason(const Problem& p, const DeviceInfo& dev);
 // "" when `c` is valid for `p`, else "cutlass: <why>" (includes problem_reason).
