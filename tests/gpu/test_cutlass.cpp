@@ -1,7 +1,8 @@
 // cutlass backend on the GPU (CUTLASS 3.x sm90 kernels built by nvcc): its default list (the top candidates) and a
 // cooperative and a ping-pong config across layouts of A and B, ragged shapes (odd M; N and K multiples of 8, which
-// TMA needs), padded leading dimensions and batch strides, bf16 / f16 in, bf16 / f16 / f32 out, beta * C with C in
-// another dtype, batches, every epilogue op the backend takes and a chain of them; each job compiled first (in
+// TMA needs), padded leading dimensions and batch strides, bf16 / f16 in, bf16 / f16 / f32 out, column-major D,
+// beta * C with C in another dtype, batches, every epilogue op the backend takes and a chain of them, fp8 with tensor
+// and row scaling; each job compiled first (in
 // parallel, through the shared-object cache) and checked by gpu_jobs.h: fresh random inputs, D poisoned, the
 // double-precision host reference, normalized error <= 1e-2, nothing written outside D. Then one tune end to end with
 // only the cutlass backend: without --wait-compile nothing is built and it says so; with it the winner is a verified
@@ -11,8 +12,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,7 @@
 #include "gemmtune/tuner.h"
 #include "gpu_jobs.h"
 #include "gpu_test_util.h"
+#include "jit/thread_pool.h"
 
 namespace gemmtune {
 inline void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
@@ -122,7 +127,105 @@ TEST_F(CutlassGpu, DefaultListAndEveryFormAgainstTheReference) {
   add(Spec{250, 392, 128, 2, DType::f16, DType::f16, Layout::row, Layout::col, "bias,relu,col_scale", 1.0f, -1.0f,
            DType::f16},
       kCoop);
+  // Column-major D (and C): M a multiple of 8 (D's contiguous extent), vectors and scales still by logical row/col.
+  for (const char* cfg : {kCoop, kPing}) {
+    Spec s{264, 200, 136, 1, DType::bf16, DType::bf16, Layout::row, Layout::col, "bias,silu,row_scale", 0.75f, 0.5f};
+    Problem p = make(s);
+    p.d.layout = p.c.layout = Layout::col;
+    p.d.ld = p.c.ld = 0;
+    p.d.batch_stride = p.c.batch_stride = -1;
+    p.resolve();
+    ASSERT_EQ(p.check(), "") << p.str();
+    const Candidate c{"cutlass", cfg};
+    ASSERT_EQ(backend_->validate(p, c, dev), "") << c.str() << " on " << p.str();
+    test::Job j;
+    j.p = p, j.cand = c, j.launches = 4;
+    jobs.push_back(std::move(j));
+  }
   test::run_jobs(*backend_, jobs);
+}
+
+// fp8 (e4m3 A and B, K-major) with tensor and row scaling, bf16 / f32 D, beta * C and a chain: fresh random fp8
+// operands and scales in [0.5, 2), the double-precision reference of the dequantized inputs (gpu_test_util.h
+// reference_scaled), D poisoned, normalized error <= 1e-2, nothing written outside D; two launches per stream.
+TEST_F(CutlassGpu, Fp8TensorAndRowScaling) {
+  const DeviceInfo dev = current_device();
+  struct F8 {
+    int64_t m, n, k, batch;
+    Scaling scaling;
+    DType out;
+    const char* chain;
+    float beta;
+    const char* config;
+  };
+  const F8 specs[] = {
+      {520, 512, 256, 1, Scaling::tensor, DType::bf16, "none", 0.0f, "sched=coop,tile=128x128x128,cluster=1x1"},
+      {333, 264, 384, 1, Scaling::tensor, DType::bf16, "bias,gelu_tanh", 0.0f, "sched=pingpong,tile=64x128x128,cluster=1x1"},
+      {333, 264, 384, 2, Scaling::row, DType::bf16, "none", 0.0f, "sched=coop,tile=128x128x128,cluster=1x1"},
+      {1000, 512, 256, 1, Scaling::row, DType::f32, "relu", 0.5f, "sched=pingpong,tile=64x128x128,cluster=1x1"},
+      {77, 136, 128, 1, Scaling::row, DType::bf16, "bias,silu,col_scale", -1.0f, "sched=coop,tile=128x256x128,cluster=1x1"},
+  };
+  std::vector<test::Job> jobs;
+  for (const F8& f : specs) {
+    Problem p = Problem::make(f.m, f.n, f.k, DType::e4m3, f.out, Layout::row, Layout::col, f.batch);
+    p.scaling = f.scaling;
+    p.epilogue = parse_epilogue(f.chain);
+    p.alpha = 0.75f, p.beta = f.beta;
+    p.c = p.d;
+    p.resolve();
+    ASSERT_EQ(p.check(), "") << p.str();
+    const Candidate c{"cutlass", f.config};
+    ASSERT_EQ(backend_->validate(p, c, dev), "") << c.str() << " on " << p.str();
+    test::Job j;
+    j.p = p, j.cand = c;
+    jobs.push_back(std::move(j));
+  }
+  jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
+    try {
+      jobs[i].cr = backend_->compile(jobs[i].p, jobs[i].cand, dev);
+    } catch (const std::exception& e) {
+      jobs[i].compile_error = e.what();
+    }
+  });
+  std::mt19937_64 rng(std::random_device{}());
+  for (const test::Job& j : jobs) {
+    SCOPED_TRACE(j.cand.str() + " on " + j.p.str());
+    ASSERT_EQ(j.compile_error, "");
+    const Problem& p = j.p;
+    auto exe = backend_->load(p, j.cand, j.cr);
+    const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+    std::vector<uint8_t> cbuf;
+    if (p.beta != 0.0f) cbuf = test::random_operand(p, 'C', rng);
+    const test::Scales sc = test::random_scales(p, rng);
+    const test::EpilogueData e = test::random_epilogue(p, rng);
+    const std::vector<double> ref = test::apply_epilogue(p, test::reference_scaled(p, a, b, cbuf, sc), e);
+    auto up = [](const void* data, size_t bytes) {
+      cuda::DeviceBuffer buf(bytes);
+      if (bytes) buf.upload(data, bytes);
+      return buf;
+    };
+    auto da = test::upload(a), db = test::upload(b), dc = test::upload(cbuf), bias = test::upload(e.bias),
+         rs = test::upload(e.row_scale), cs = test::upload(e.col_scale);
+    auto sa = up(sc.a.data(), sc.a.size() * sizeof(float)), sb = up(sc.b.data(), sc.b.size() * sizeof(float));
+    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    auto dd = test::upload(d);
+    GemmArgs args{da.get(), db.get(), cbuf.empty() ? nullptr : dc.get(), dd.get()};
+    args.bias = bias.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
+    args.scale_a = static_cast<const float*>(sa.get()), args.scale_b = static_cast<const float*>(sb.get());
+    cuda::StreamOwner streams[2];
+    for (int i = 0; i < 4; ++i) {
+      dd.upload(d.data(), d.size());
+      exe->launch(args, streams[i / 2].get());
+      streams[i / 2].sync();
+    }
+    dd.download(d.data(), d.size());
+    EXPECT_LE(test::normalized_error(p, d, ref), 1e-2);
+    EXPECT_EQ(test::written_outside(p, d), 0);
+    // A missing scale is refused, naming it.
+    GemmArgs no_scale = args;
+    no_scale.scale_b = nullptr;
+    EXPECT_THROW(exe->launch(no_scale, streams[0].get()), Error);
+  }
 }
 
 // A tune with only the cutlass backend, in a fresh cache: without wait_compile there is nothing built to time (and
