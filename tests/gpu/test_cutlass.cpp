@@ -122,14 +122,16 @@ TEST_F(CutlassGpu, DefaultListAndEveryFormAgainstTheReference) {
       kPing);
   // Every epilogue op on its own, vectors in D's dtype and in others, and a chain (order matters: scale after act).
   for (const char* chain : {"bias", "bias_row", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "row_scale",
-                            "col_scale", "bias:f32,gelu_tanh", "bias_row:f16,silu,row_scale:f32,col_scale"})
+                            "col_scale", "residual", "bias:f32,gelu_tanh", "bias_row:f16,silu,row_scale:f32,col_scale",
+                            "bias,gelu_erf,residual:f32"})
     add(Spec{333, 264, 136, 1, DType::bf16, DType::bf16, Layout::row, Layout::col, chain, 0.75f}, kPing);
   add(Spec{250, 392, 128, 2, DType::f16, DType::f16, Layout::row, Layout::col, "bias,relu,col_scale", 1.0f, -1.0f,
            DType::f16},
       kCoop);
   // Column-major D (and C): M a multiple of 8 (D's contiguous extent), vectors and scales still by logical row/col.
   for (const char* cfg : {kCoop, kPing}) {
-    Spec s{264, 200, 136, 1, DType::bf16, DType::bf16, Layout::row, Layout::col, "bias,silu,row_scale", 0.75f, 0.5f};
+    Spec s{264, 200, 136, 1, DType::bf16, DType::bf16, Layout::row, Layout::col, "bias,silu,row_scale,residual", 0.75f,
+           0.5f};
     Problem p = make(s);
     p.d.layout = p.c.layout = Layout::col;
     p.d.ld = p.c.ld = 0;

@@ -131,7 +131,10 @@ TEST(CutlassConfig, ProblemsItRefusesAreNamed) {
   EXPECT_TRUE(contains(reason(glu), "gated linear units"));
   Problem res = Problem::make(256, 256, 256, DType::bf16, DType::bf16);
   res.epilogue = parse_epilogue("bias,residual");
-  EXPECT_TRUE(contains(reason(res), "residual"));
+  EXPECT_EQ(reason(res), "");
+  Problem res_narrow = Problem::make(256, 260, 256, DType::bf16, DType::f32);  // f32 D: ld 260 is 16-byte aligned
+  res_narrow.epilogue = parse_epilogue("residual:bf16");                        // a bf16 residual's rows are not
+  EXPECT_TRUE(contains(reason(res_narrow), "residual (bf16, D's ld 260) is not 16-byte aligned"));
   EXPECT_TRUE(contains(reason(Problem::make_grouped(Grouping::contiguous, 4, 256, 256, 256, DType::bf16, DType::bf16)),
                        "grouped problems are not supported"));
   Problem bcast = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 2);
@@ -229,7 +232,7 @@ TEST(CutlassCodegen, InstantiatesTheConfigAndTheProblem) {
   for (const char* part : {"using TileShape = cute::Shape<cute::_128, cute::_256, cute::_64>;",
                            "using ClusterShape = cute::Shape<cute::_2, cute::_1, cute::_1>;",
                            "cutlass::gemm::KernelTmaWarpSpecializedCooperative",
-                           "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                           "using EpiSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;",
                            "using EA = cutlass::bfloat16_t;", "using LA = cutlass::layout::RowMajor;",
                            "using LB = cutlass::layout::ColumnMajor;", "using EC = void;",
                            "a.mainloop.dA = cute::make_stride(x.lda, cute::Int<1>{}, x.bsa);",
@@ -243,7 +246,7 @@ TEST(CutlassCodegen, InstantiatesTheConfigAndTheProblem) {
   q.beta = 0.5f;
   q.c.dtype = DType::bf16;
   const std::string t = cutlass_unit_source(q, "sched=pingpong,tile=64x128x64,cluster=1x1");
-  for (const char* part : {"cutlass::gemm::KernelTmaWarpSpecializedPingpong", "cutlass::epilogue::TmaWarpSpecialized,",
+  for (const char* part : {"cutlass::gemm::KernelTmaWarpSpecializedPingpong", "using EpiSchedule = cutlass::epilogue::TmaWarpSpecialized;",
                            "using EA = cutlass::half_t;", "using LA = cutlass::layout::ColumnMajor;",
                            "using LB = cutlass::layout::RowMajor;", "using EC = cutlass::bfloat16_t;",
                            "using ED = float;", "a.mainloop.dA = cute::make_stride(cute::Int<1>{}, x.lda, x.bsa);",
@@ -300,6 +303,8 @@ TEST(CutlassCodegen, EpilogueChainBecomesAVisitorTree) {
       {"sigmoid", {"cutlass::epilogue::thread::Sigmoid, ED"}},
       {"row_scale", {"Sm90Compute<cutlass::multiplies, ED, float", "fu::Sm90ColBroadcast", "x.row_scale"}},
       {"col_scale:f16", {"fu::Sm90RowBroadcast<0, TileShape, cutlass::half_t", "x.col_scale"}},
+      {"residual", {"AuxLoadDescriptor<EpiDesc, LD, cutlass::bfloat16_t>", "fu::Sm90AuxLoad<ResDesc::Stages",
+                    "x.residual", "cute::make_stride(x.ldd, cute::Int<1>{}, x.bsd)"}},
       {"bias,gelu_tanh,row_scale,col_scale",
        {"using N1 = fu::Sm90EVT<fu::Sm90Compute<cutlass::plus, float, float", ", N0, fu::Sm90RowBroadcast",
         "using N2 = fu::Sm90EVT<fu::Sm90Compute<cutlass::epilogue::thread::GELU_taylor, float, float", ", N1>;",

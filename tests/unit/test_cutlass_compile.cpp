@@ -49,7 +49,7 @@ TEST(CutlassCompile, BuildsLoadsAndCachesBySharedObject) {
   Problem evt = Problem::make(1000, 4096, 4096, DType::bf16, DType::bf16).resolve();
   evt.beta = 1.0f;
   evt.c = evt.d;
-  evt.epilogue = parse_epilogue("bias,gelu_tanh,row_scale");
+  evt.epilogue = parse_epilogue("bias,gelu_tanh,row_scale,residual");
   const Candidate coop{"cutlass", "sched=coop,tile=128x256x64,cluster=2x1"};
   const Problem plain = Problem::make(512, 512, 512, DType::f16, DType::f16, Layout::row, Layout::row).resolve();
   const Candidate ping{"cutlass", "sched=pingpong,tile=64x128x64,cluster=1x1"};

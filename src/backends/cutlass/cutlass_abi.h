@@ -15,6 +15,7 @@
     const void* bias;                                                                                                 \
     const void* row_scale;                                                                                            \
     const void* col_scale;                                                                                            \
+    const void* residual;                                                                                             \
     const float* scale_a;                                                                                             \
     const float* scale_b;                                                                                             \
     void* workspace;                                                                                                  \

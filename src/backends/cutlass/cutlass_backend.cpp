@@ -85,6 +85,11 @@ class CutlassExecutable final : public Executable {
       if (op.kind == EpiOpKind::bias_col || op.kind == EpiOpKind::bias_row) x.bias = need(args.bias, "bias");
       if (op.kind == EpiOpKind::row_scale) x.row_scale = need(args.row_scale, "row_scale");
       if (op.kind == EpiOpKind::col_scale) x.col_scale = need(args.col_scale, "col_scale");
+      if (op.kind == EpiOpKind::residual) {
+        x.residual = need(args.residual, "residual");
+        GT_REQUIRE(aligned16(args.residual),
+                   "cutlass: the residual pointer must be 16-byte aligned (TMA) (" + cand_.str() + ")");
+      }
     }
     std::lock_guard<std::mutex> lk(mu_);
     x.workspace = scratch_.get(reinterpret_cast<CUstream>(stream)).ws;
@@ -139,6 +144,8 @@ class CutlassBackend final : public Backend {
   }
 
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+    // Unavailable here: nothing is supported, so that a wrapping backend (pad) does not list candidates either.
+    if (const std::string& why = cutlass_be::toolchain_error(); !why.empty()) return "cutlass: unavailable: " + why;
     return cutlass_be::problem_reason(p, dev);
   }
 

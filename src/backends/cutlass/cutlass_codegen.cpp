@@ -132,6 +132,18 @@ FusionCode generate_fusion(const Problem& p) {
       case EpiOpKind::act:
         node = compute(activation_fn(op.act), i) + ", " + prev;
         break;
+      case EpiOpKind::residual: {
+        // An M x N operand in D's layout, ld and batch stride, loaded by TMA through shared memory like C (its
+        // stages, shared-memory layout and copy come from the epilogue's own descriptor).
+        const std::string t = element(p.epilogue_dtype(op.kind));
+        f.types += "using ResDesc = cutlass::epilogue::collective::detail::AuxLoadDescriptor<EpiDesc, LD, " + t + ">;\n";
+        node = compute("cutlass::plus", i) + ", " + prev +
+               ", fu::Sm90AuxLoad<ResDesc::Stages, typename EpiDesc::EpilogueTile, " + t +
+               ", typename ResDesc::Stride, typename ResDesc::SmemLayoutAtom, typename ResDesc::CopyOpS2R>";
+        leaf_args = "{static_cast<const " + t + "*>(x.residual), " + t + "(0), " +
+                    stride_expr('D', p.d.layout, "ldd", "bsd") + "}";
+        break;
+      }
       default:
         GT_THROW("cutlass: epilogue op " + op.key() + " has no CUTLASS form");
     }
@@ -181,13 +193,16 @@ namespace fu = cutlass::epilogue::fusion;
   s += "using EC = " + (has_c ? element(p.c.dtype) : std::string("void")) + ";\nusing LC = " +
        layout_tag(has_c ? p.c.layout : p.d.layout) + ";\n";
   s += "using ED = " + element(p.d.dtype) + ";\nusing LD = " + layout_tag(p.d.layout) + ";\n";
+  s += std::string("using EpiSchedule = ") +
+       (coop ? "cutlass::epilogue::TmaWarpSpecializedCooperative" : "cutlass::epilogue::TmaWarpSpecialized") + ";\n";
+  s += "using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<TileShape, "
+       "cutlass::epilogue::collective::EpilogueTileAuto, EC, ED, EpiSchedule>;\n";
   s += f.types;
   s += "using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<\n"
        "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n"
        "    cutlass::epilogue::collective::EpilogueTileAuto, float, float, EC, LC, " +
-       (has_c ? align(p.c.dtype) : align(p.d.dtype)) + ", ED, LD, " + align(p.d.dtype) + ",\n    " +
-       (coop ? "cutlass::epilogue::TmaWarpSpecializedCooperative" : "cutlass::epilogue::TmaWarpSpecialized") +
-       ", Fusion>::CollectiveOp;\n";
+       (has_c ? align(p.c.dtype) : align(p.d.dtype)) + ", ED, LD, " + align(p.d.dtype) +
+       ", EpiSchedule, Fusion>::CollectiveOp;\n";
   s += "using Main = typename cutlass::gemm::collective::CollectiveBuilder<\n"
        "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, EA, LA, " +
        align(p.a.dtype) + ", EB, LB, " + align(p.b.dtype) +

@@ -146,9 +146,15 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     return "cutlass: M, N, K and batch must each fit in 32 bits";
   for (char w : std::string(has_c ? "ABCD" : "ABD"))
     if (std::string r = tma_reason(p, w); !r.empty()) return r;
-  for (const EpiOp& op : p.epilogue.ops) {
+  for (const EpiOp& op : p.epilogue.ops)
     if (op.kind == EpiOpKind::glu) return "cutlass: gated linear units (" + op.key() + ") are not supported";
-    if (op.kind == EpiOpKind::residual) return "cutlass: the residual epilogue op is not supported";
+  if (p.epilogue.has(EpiOpKind::residual)) {
+    // The residual is read like C (TMA, D's layout, ld and batch stride) in its own dtype.
+    const int64_t rs = static_cast<int64_t>(dtype_size(p.epilogue_dtype(EpiOpKind::residual)));
+    const int64_t extent = p.d.layout == Layout::row ? p.n_out() : p.m;
+    if ((p.d.ld * rs) % 16 != 0 || (p.batch > 1 && (p.d.batch_stride * rs) % 16 != 0) || (extent * rs) % 16 != 0)
+      return "cutlass: the residual (" + std::string(dtype_name(p.epilogue_dtype(EpiOpKind::residual))) +
+             ", D's ld " + std::to_string(p.d.ld) + ") is not 16-byte aligned per row: TMA needs it";
   }
   return "";
 }
