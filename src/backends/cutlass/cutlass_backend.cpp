@@ -40,8 +40,11 @@ class CutlassExecutable final : public Executable {
     std::memset(&base_, 0, sizeof base_);
     base_.m = p.m, base_.n = p.n, base_.k = p.k, base_.l = p.batch;
     base_.lda = p.a.ld, base_.ldb = p.b.ld, base_.ldc = p.beta != 0.0f ? p.c.ld : p.d.ld, base_.ldd = p.d.ld;
-    base_.bsa = p.a.batch_stride, base_.bsb = p.b.batch_stride;
-    base_.bsc = p.beta != 0.0f ? p.c.batch_stride : p.d.batch_stride, base_.bsd = p.d.batch_stride;
+    // One batch: no batch stride (CUTLASS checks every stride's TMA alignment, a meaningless one included).
+    if (p.batch > 1) {
+      base_.bsa = p.a.batch_stride, base_.bsb = p.b.batch_stride;
+      base_.bsc = p.beta != 0.0f ? p.c.batch_stride : p.d.batch_stride, base_.bsd = p.d.batch_stride;
+    }
     base_.alpha = p.alpha, base_.beta = p.beta;
     base_.sm_count = current_device().sm_count;
     // CUTLASS's own check of the shapes and strides, once (pointers do not enter it).
