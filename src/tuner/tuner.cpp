@@ -317,7 +317,7 @@ TuneReport Tuner::tune(const Problem& p0) {
     const auto done = [&](const PreparedCandidate& pc) {
       if (!pc.backend || !pc.backend->slow_compile()) return;
       char buf[64];
-      std::snprintf(buf, sizeof(buf), " %.1f s%s", pc.compile_wall_ms / 1000,
+      std::snprintf(buf, sizeof(buf), " %.1f s%s", pc.result.compile_ms / 1000,
                     pc.result.compile_cache_hit ? " (cache hit)" : "");
       const std::string what = pc.status() == Status::pending
                                    ? std::string("ok")

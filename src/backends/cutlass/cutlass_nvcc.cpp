@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -292,6 +294,41 @@ double read_meta_ms(const fs::path& meta, std::string& log) {
   return ms;
 }
 
+// nvcc runs at once: one per core, and at most one per 2 GiB of memory (a CUTLASS kernel's nvcc peaks at 1-2 GB),
+// or $GEMMTUNE_NVCC_JOBS. The compile pool may have more threads than that; the rest wait here.
+class NvccSlots {
+ public:
+  NvccSlots() {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long long mem = static_cast<long long>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+    long n = std::max(1L, std::min(cores > 0 ? cores : 1L, static_cast<long>(mem / (2LL << 30))));
+    if (std::string v = env("GEMMTUNE_NVCC_JOBS"); !v.empty() && std::atol(v.c_str()) > 0) n = std::atol(v.c_str());
+    free_ = n;
+  }
+  void acquire() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return free_ > 0; });
+    --free_;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++free_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  long free_ = 1;
+};
+
+NvccSlots& nvcc_slots() {
+  static NvccSlots s;
+  return s;
+}
+
 BuildResult do_build(const std::string& source, const std::string& ident, const std::string& key) {
   const Toolchain& tc = toolchain();
   GT_REQUIRE(toolchain_error().empty(), "cutlass: unavailable: " + toolchain_error());
@@ -341,6 +378,10 @@ BuildResult do_build(const std::string& source, const std::string& ident, const 
   argv.insert(argv.end(), {"-o", (work / "unit.so").string(), (work / "unit.cu").string()});
   double timeout_s = 900;
   if (std::string t = env("GEMMTUNE_NVCC_TIMEOUT_S"); !t.empty()) timeout_s = std::atof(t.c_str());
+  nvcc_slots().acquire();
+  struct Release {
+    ~Release() { nvcc_slots().release(); }
+  } release;
   const auto t0 = Clock::now();
   ++g_compiles;
   const ProcessResult pr = run_process(argv, timeout_s > 0 ? timeout_s : 900, work.string());
