@@ -483,3 +483,19 @@ TEST(CompileAhead, CompileTakesASuite) {
   EXPECT_TRUE(contains(missing.output, "nope.json")) << missing.output;
   fs::remove_all(dir);
 }
+
+TEST(CutlassNvcc, PtxasReportGivesRegistersAndSpills) {
+  int regs = 0, spill = 0;
+  cutlass_be::ptxas_resources(
+      "ptxas info    : Compiling entry function '_ZN7cutlass13device_kernel' for 'sm_90a'\n"
+      "ptxas info    : Function properties for _ZN7cutlass13device_kernel\n"
+      "    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers\n"
+      "ptxas info    : Used 16 registers\n",
+      regs, spill);
+  EXPECT_EQ(regs, 168);
+  EXPECT_EQ(spill, 12);
+  cutlass_be::ptxas_resources("no report", regs, spill);
+  EXPECT_EQ(regs, -1);
+  EXPECT_EQ(spill, -1);
+}

@@ -182,6 +182,7 @@ class CutlassBackend final : public Backend {
     // A build's own nvcc time, not the wait for an nvcc slot (cutlass_nvcc.h) that a parallel compile may add.
     r.compile_ms = b.cache_hit ? ms_since(t0) : b.nvcc_ms;
     r.log = b.log;
+    cutlass_be::ptxas_resources(b.log, r.registers, r.spill_bytes);
     r.artifact = std::make_shared<const Artifact>(Artifact{b.so});
     return r;
   }

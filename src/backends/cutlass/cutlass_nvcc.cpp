@@ -223,8 +223,10 @@ const std::string& toolchain_error() { return found().error; }
 std::vector<std::string> nvcc_flags(const Toolchain& tc) {
   // Device code for sm_90a only (no PTX to JIT at load); the CUDA runtime as a shared library, found through the
   // rpath, so the object stays small and shares the process's runtime (and its primary context) with the library.
+  // -Xptxas -v: the kernel's registers and spills, which the tuner reads (a kernel that spills is never timed).
   return {"-gencode", "arch=compute_90a,code=sm_90a", "-Xcompiler", "-fPIC", "-shared", "-O3", "-std=c++17",
-          "--expt-relaxed-constexpr", "-DNDEBUG", "-cudart", "shared", "-Xlinker", "-rpath=" + tc.lib_dir};
+          "--expt-relaxed-constexpr", "-DNDEBUG", "-Xptxas", "-v", "-cudart", "shared", "-Xlinker",
+          "-rpath=" + tc.lib_dir};
 }
 
 std::string unit_key(const std::string& source) {
@@ -467,6 +469,16 @@ BuildResult build(const std::string& source, const std::string& ident) {
 void clear_memory_cache() {
   std::lock_guard<std::mutex> lk(g_mu);
   g_memory.clear();
+}
+
+void ptxas_resources(const std::string& log, int& registers, int& spill_bytes) {
+  registers = -1, spill_bytes = -1;
+  std::smatch m;
+  const std::regex regs(R"(Used (\d+) registers)"), spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  for (auto it = log.cbegin(); std::regex_search(it, log.cend(), m, regs); it = m[0].second)
+    registers = std::max(registers, std::stoi(m[1].str()));
+  for (auto it = log.cbegin(); std::regex_search(it, log.cend(), m, spill); it = m[0].second)
+    spill_bytes = std::max(spill_bytes, std::stoi(m[1].str()) + std::stoi(m[2].str()));
 }
 
 BuildStats build_stats() { return {g_compiles.load(), g_memory_hits.load(), g_disk_hits.load(), g_disk_corrupt.load()}; }

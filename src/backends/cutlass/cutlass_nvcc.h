@@ -75,6 +75,9 @@ BuildResult build(const std::string& source, const std::string& ident);
 // process would. For tests.
 void clear_memory_cache();
 
+// The largest register count and spill bytes (stores + loads) that nvcc's ptxas -v report names; -1 when absent.
+void ptxas_resources(const std::string& log, int& registers, int& spill_bytes);
+
 struct BuildStats {
   size_t compiles = 0, memory_hits = 0, disk_hits = 0, disk_corrupt = 0;
 };
