@@ -59,7 +59,7 @@ GT_API int gt_list(const char* problem_json, const char* options_json, char** ou
 GT_API int gt_compile(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
                       char** out_json);
 /* Tuner::tune(): options are TuneOptions' fields by name ("isolation": "process" | "in_process", "only":
- * ["backend:config", ...]). The report: {"problem", "device", "results": [...], "winner", "cache_hit", "wall_ms",
+ * ["backend:config", ...], "wait_compile": true to compile unbuilt cutlass candidates instead of skipping them). The report: {"problem", "device", "results": [...], "winner", "cache_hit", "wall_ms",
  * "cache_key"}. */
 GT_API int gt_tune(const char* problem_json, const char* options_json, gt_progress_fn progress, void* user,
                    char** out_json);

@@ -27,6 +27,9 @@ struct TuneOptions {
   bool force = false;                       // ignore a cached result (still writes it)
   Isolation isolation = Isolation::process;
   int compile_threads = 0;                  // 0 = hardware concurrency
+  bool wait_compile = false;                // compile the candidates of slow-compile backends (cutlass: nvcc, tens
+                                            // of seconds each) that are not built yet; false: time only those built
+                                            // ahead (`gemmtune compile`), report the others as skipped
   double min_time_ms = 100;                 // timing: at least this long ...
   int min_iters = 100;                      // ... and at least this many timed runs (median reported)
   int warmup_iters = 10;

@@ -320,20 +320,24 @@ class Tuner:
 
     Options are TuneOptions' fields: backends (e.g. ["sm90", "cublaslt"]), top_k, only (candidates), use_cache,
     force, isolation ("process" or "in_process"), compile_threads, min_time_ms, min_iters, warmup_iters, settle_ms,
-    max_candidate_s, interleave, tolerance; progress: True prints progress lines on stderr, or a callable."""
+    max_candidate_s, interleave, tolerance, wait_compile (compile the not yet built candidates of slow-compile
+    backends, cutlass: nvcc, tens of seconds each; False times only those built ahead and reports the others as
+    skipped); progress: True prints progress lines on stderr, or a callable."""
 
     def __init__(self, backends: Optional[Sequence[str]] = None, top_k: int = 8,
                  only: Optional[Sequence[Union[str, Candidate]]] = None, use_cache: bool = True, force: bool = False,
                  isolation: str = "process", compile_threads: int = 0, min_time_ms: Optional[float] = None,
                  min_iters: Optional[int] = None, warmup_iters: Optional[int] = None, settle_ms: Optional[float] = None,
                  max_candidate_s: Optional[float] = None, interleave: Optional[bool] = None,
-                 tolerance: Optional[float] = None, progress: Progress = None):
+                 tolerance: Optional[float] = None, wait_compile: Optional[bool] = None,
+                 progress: Progress = None):
         self.progress = _progress_fn(progress)
         self.options = {k: v for k, v in dict(
             backends=_names(backends), top_k=top_k, only=[str(Candidate.parse(c)) for c in only] if only else None,
             use_cache=use_cache, force=force, isolation=isolation, compile_threads=compile_threads,
             min_time_ms=min_time_ms, min_iters=min_iters, warmup_iters=warmup_iters, settle_ms=settle_ms,
-            max_candidate_s=max_candidate_s, interleave=interleave, tolerance=tolerance).items() if v is not None}
+            max_candidate_s=max_candidate_s, interleave=interleave, tolerance=tolerance,
+            wait_compile=wait_compile).items() if v is not None}
         self._json = json.dumps(self.options)
 
     def tune(self, problem: Problem) -> TuneReport:

@@ -1,5 +1,6 @@
 #include "backends/backend.h"
 #include "backends/cublaslt/cublaslt_backend.h"
+#include "backends/cutlass/cutlass_backend.h"
 #include "backends/gemv/gemv_backend.h"
 #include "backends/pad/pad_backend.h"
 #include "backends/sm90/sm90_backend.h"
@@ -11,7 +12,7 @@ const std::vector<std::shared_ptr<Backend>>& all_backends() {
   // pad wraps the others' candidates (it asks this registry for them at enumeration, never while it is being built).
   static const std::vector<std::shared_ptr<Backend>> backends = {make_sm90_backend(), make_gemv_backend(),
                                                                        make_cublaslt_backend(), make_triton_backend(),
-                                                                       make_pad_backend()};
+                                                                       make_cutlass_backend(), make_pad_backend()};
   return backends;
 }
 

@@ -143,7 +143,7 @@ double positive(const detail::Fields& f, const char* key, double fallback, bool 
 TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
   const detail::Fields f(j, "tune options");
   f.only({"backends", "top_k", "only", "use_cache", "force", "isolation", "compile_threads", "min_time_ms",
-          "min_iters", "warmup_iters", "settle_ms", "max_candidate_s", "interleave", "tolerance"});
+          "min_iters", "warmup_iters", "settle_ms", "max_candidate_s", "interleave", "tolerance", "wait_compile"});
   TuneOptions o;
   o.backends = strings(j, "backends");
   o.top_k = int_in(f, "top_k", o.top_k, 0, 1 << 20);
@@ -165,6 +165,7 @@ TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
   o.max_candidate_s = positive(f, "max_candidate_s", o.max_candidate_s, false);
   o.interleave = f.boolean("interleave", o.interleave);
   o.tolerance = positive(f, "tolerance", o.tolerance, false);
+  o.wait_compile = f.boolean("wait_compile", o.wait_compile);
   if (progress) o.progress = [progress, user](const std::string& line) { progress(line.c_str(), user); };
   return o;
 }

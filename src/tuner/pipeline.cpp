@@ -196,6 +196,40 @@ std::vector<PreparedCandidate> prepare_ranked(const std::vector<RankedList>& lis
   return out;
 }
 
+const char* const kNotCompiledReason =
+    "not compiled yet (nvcc, tens of seconds a kernel): prebuild with `gemmtune compile --backends cutlass ...` or "
+    "tune with --wait-compile";
+
+std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, const Problem& p, const DeviceInfo& dev,
+                                               int top_k) {
+  std::vector<PreparedCandidate> skipped;
+  for (RankedList& l : lists) {
+    if (!l.backend || !l.backend->slow_compile() || l.ranked.empty()) continue;
+    std::vector<Candidate> kept;
+    for (size_t i = 0; i < l.ranked.size(); ++i) {
+      const Candidate& c = l.ranked[i];
+      bool compiled = true;
+      try {
+        compiled = l.backend->is_compiled(p, c, *l.backend->parse(c), dev);
+      } catch (const Error&) {
+        compiled = true;  // left to compile_one, which names the bad config
+      }
+      if (compiled) {
+        kept.push_back(c);
+      } else if (top_k <= 0 || i < size_t(top_k)) {
+        PreparedCandidate pc;
+        pc.result.candidate = c;
+        pc.backend = l.backend;
+        pc.result.status = Status::skipped;
+        pc.result.reason = kNotCompiledReason;
+        skipped.push_back(std::move(pc));
+      }
+    }
+    l.ranked = std::move(kept);
+  }
+  return skipped;
+}
+
 std::unique_ptr<Executable> load_prepared(const Problem& p, const PreparedCandidate& pc) {
   GT_REQUIRE(pc.backend && pc.config && pc.compiled, "load of " + pc.candidate().str() + " before it was compiled");
   return pc.backend->load(p, pc.candidate(), *pc.config, *pc.compiled);

@@ -77,6 +77,16 @@ std::vector<PreparedCandidate> prepare_ranked(const std::vector<RankedList>& lis
                                               const CompileFn& compile,
                                               const std::function<void(const PreparedCandidate&)>& done = {});
 
+// The reason a slow-compile backend's candidate (Backend::slow_compile: nvcc) is skipped by a tune that does not wait.
+extern const char* const kNotCompiledReason;
+
+// Takes the candidates of slow-compile backends that are not compiled yet (Backend::is_compiled) out of `lists`, so
+// that they take no top-k slot from compiled ones, and returns those among each list's first `top_k` (0 = all) as
+// skipped PreparedCandidates (status skipped, kNotCompiledReason): the ones the tune would have timed. A candidate
+// whose config does not parse stays in its list (compile_one records why).
+std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, const Problem& p, const DeviceInfo& dev,
+                                               int top_k);
+
 // Loads a candidate compiled by compile_one onto the current GPU, from its parsed config and compiled artifact.
 std::unique_ptr<Executable> load_prepared(const Problem& p, const PreparedCandidate& pc);
 

@@ -93,6 +93,34 @@ void progress(const TuneOptions& o, const std::string& s) {
   if (o.progress) o.progress(s);
 }
 
+// A cached record that no longer stands (not an error: the tune runs again).
+struct StaleEntry {
+  std::string why;
+};
+
+// "" when the cached record's skipped candidates (those a tune without wait_compile left out as not compiled yet)
+// leave its winner standing: none were skipped, or none of them is compiled now and this tune does not wait for
+// them. Else why the record is stale.
+std::string stale_skipped(const nlohmann::json& rec, const Problem& p, const DeviceInfo& dev,
+                          const std::vector<std::shared_ptr<Backend>>& backends, bool wait_compile) {
+  auto it = rec.find("skipped");
+  if (it == rec.end() || !it->is_array() || it->empty()) return "";
+  if (wait_compile)
+    return "it skipped " + std::to_string(it->size()) + " candidates not compiled then, and this tune waits for them";
+  for (const auto& s : *it) {
+    if (!s.is_string()) continue;
+    try {
+      const Candidate c = Candidate::parse(s.get<std::string>());
+      for (const auto& b : backends)
+        if (b->name() == c.backend && b->unavailable().empty() && b->is_compiled(p, c, *b->parse(c), dev))
+          return c.str() + ", skipped as not compiled then, is compiled now";
+    } catch (const Error&) {
+      // A name this version does not parse: nothing of it can have been compiled.
+    }
+  }
+  return "";
+}
+
 // Pending candidates of an explicit list; an unknown backend is an error, as for TuneOptions::backends.
 std::vector<PreparedCandidate> prepared_list(const std::vector<Candidate>& cs) {
   std::vector<PreparedCandidate> out;
@@ -230,11 +258,22 @@ TuneReport Tuner::tune(const Problem& p0) {
         if (!b) throw Error("backend '" + rep.winner->backend + "' of " + rep.winner->str() + " is not enabled");
         if (std::string why = b->validate(p, *rep.winner, dev); !why.empty())
           throw Error(rep.winner->str() + " is not valid here: " + why);
+        // A tune that skipped candidates not compiled yet (a slow-compile backend, no --wait-compile) stored them
+        // by name. Its winner stands only until one of them is compiled (a later `gemmtune compile`, or another
+        // problem's tune with --wait-compile) or this tune waits for them: then the record is stale, and the retune
+        // stores the list of what it skipped then (empty once all are built), so each record is retuned at most
+        // once per new build.
+        if (const std::string stale = stale_skipped(e->record, p, dev, backends, opts_.wait_compile); !stale.empty())
+          throw StaleEntry{stale};
         for (const auto& r : e->record.value("results", nlohmann::json::array())) rep.results.push_back(result_from_json(r));
         rep.cache_hit = true;
         rep.wall_ms = wall();
         progress(opts_, "cache hit: " + rep.winner->str());
         return rep;
+      } catch (const StaleEntry& st) {
+        progress(opts_, "cached winner is stale, retuning (" + st.why + ")");
+        rep.results.clear();
+        rep.winner.reset();
       } catch (const std::exception& ex) {
         progress(opts_, std::string("warning: unusable cache entry, retuning (") + ex.what() + ")");
         rep.results.clear();
@@ -248,12 +287,13 @@ TuneReport Tuner::tune(const Problem& p0) {
   const CompileFn compile = [&](PreparedCandidate& pc) { compile_one(p, dev, pc); };
   std::vector<PreparedCandidate> cands;
   std::string refusals;  // each backend's reason, for the error when none takes the problem
+  std::vector<PreparedCandidate> not_built;  // slow-compile candidates skipped as not compiled yet
   const auto tc = std::chrono::steady_clock::now();
   if (!opts_.only.empty()) {
     cands = prepared_list(opts_.only);
     compile_all(cands, opts_.compile_threads, compile);
   } else {
-    const std::vector<RankedList> lists = enumerate_ranked(p, dev, opts_.backends);
+    std::vector<RankedList> lists = enumerate_ranked(p, dev, opts_.backends);
     for (const RankedList& l : lists) {
       if (!l.skipped.empty()) {
         progress(opts_, l.backend->name() + ": skipped (" + l.skipped + ")");
@@ -264,8 +304,31 @@ TuneReport Tuner::tune(const Problem& p0) {
       progress(opts_, l.backend->name() + ": " + std::to_string(n) + " of " + std::to_string(l.ranked.size()) +
                           " candidates");
     }
-    cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile);
+    // Slow-compile backends (nvcc): unless waiting, only what is built already is timed; the rest is reported.
+    if (!opts_.wait_compile) not_built = take_uncompiled(lists, p, dev, opts_.top_k);
+    for (const RankedList& l : lists) {
+      size_t n = 0;
+      for (const auto& pc : not_built) n += pc.backend == l.backend;
+      if (n > 0)
+        progress(opts_, l.backend->name() + ": " + std::to_string(n) + " skipped, " + kNotCompiledReason + " (" +
+                            std::to_string(l.ranked.size()) + " compiled)");
+    }
+    // A line per slow compile as it finishes (nvcc: tens of seconds each; the fast ones would only be noise).
+    const auto done = [&](const PreparedCandidate& pc) {
+      if (!pc.backend || !pc.backend->slow_compile()) return;
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " %.1f s%s", pc.result.compile_ms / 1000,
+                    pc.result.compile_cache_hit ? " (cache hit)" : "");
+      const std::string what = pc.status() == Status::pending
+                                   ? std::string("ok")
+                                   : to_string(pc.status()) + (" (" + pc.result.reason.substr(0, pc.result.reason.find('\n')) + ")");
+      progress(opts_, "  compiled " + pc.candidate().str() + ": " + what + buf);
+    };
+    cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile, done);
   }
+  if (cands.empty() && !not_built.empty())
+    throw Error("no candidate to time for " + p.str() + ": " + std::to_string(not_built.size()) + " " +
+                not_built.front().backend->name() + " candidates " + kNotCompiledReason + refusals);
   if (cands.empty()) throw Error("no backend supports this problem (" + p.str() + ")" + refusals);
   {
     int failed = 0;
@@ -304,6 +367,7 @@ TuneReport Tuner::tune(const Problem& p0) {
 
   const std::vector<size_t> raced = runoff(p, cands, opts_);
   rep.results = results_of(cands);
+  for (const auto& pc : not_built) rep.results.push_back(pc.result);
   std::vector<CandidateResult>& results = rep.results;
 
   // Pick: among the runoff's candidates when one ran (numbers taken side by side), else among all.
@@ -317,6 +381,8 @@ TuneReport Tuner::tune(const Problem& p0) {
                             {"winner", best->candidate.str()}, {"us", best->us_median},
                             {"gemmtune", version()}, {"results", nlohmann::json::array()}};
       for (const auto& r : results) rec["results"].push_back(to_json(r));
+      rec["skipped"] = nlohmann::json::array();
+      for (const auto& pc : not_built) rec["skipped"].push_back(pc.candidate().str());
       try {
         cache.put({rep.cache_key, rec});
       } catch (const Error& e) {

@@ -3,6 +3,7 @@
 //   gemmtune bench   --suite bench/suites/llama3_8b.json [--json FILE] [--csv FILE]
 //   gemmtune list    --m ... --n ... --k ... [--groups G | --masked-m M_max --groups G]   (grouped GEMMs)
 //   gemmtune compile --m ... --n ... --k ... [--top-k 8] [--json]       (no GPU needed)
+//   gemmtune compile --suite bench/suites/llama3_8b.json --backends cutlass   (build nvcc candidates ahead)
 //   gemmtune cache   ls | clear | export FILE | import FILE
 //   gemmtune version
 // Exit status: 0 ok, 1 gemmtune::Error (or nothing worked), 2 bad argument / impossible problem, 3 no GPU.
@@ -63,6 +64,7 @@ struct TuneArgs {
   std::vector<std::string> configs;
   int top_k = 8;
   bool no_cache = false, force = false, in_process = false, quiet = false, one_at_a_time = false;
+  bool wait_compile = false;
   int threads = 0;
   double min_time_ms = 100;
   int min_iters = 100;
@@ -85,6 +87,9 @@ struct TuneArgs {
     app->add_option("--threads", threads, "compile threads (default: hardware concurrency)")
         ->check(integer_in_range<int>());
     app->add_flag("-q,--quiet", quiet, "no progress lines on stderr");
+    app->add_flag("--wait-compile", wait_compile,
+                  "compile the candidates of slow-compile backends (cutlass: nvcc, tens of seconds each) that are not "
+                  "built yet, instead of skipping them (build them ahead with `gemmtune compile`)");
     app->add_option("--min-time-ms", min_time_ms, "time each candidate at least this long (default 100)")
         ->group("Timing");
     app->add_option("--min-iters", min_iters, "... and at least this many runs (default 100)")
@@ -127,6 +132,7 @@ struct TuneArgs {
     o.force = force;
     o.isolation = in_process ? Isolation::in_process : Isolation::process;
     o.compile_threads = threads;
+    o.wait_compile = wait_compile;
     o.min_time_ms = min_time_ms;
     o.min_iters = min_iters;
     o.warmup_iters = warmup;
@@ -377,10 +383,25 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::string& config, int top_k,
-                int threads, int arch_sms, bool arch_sms_given, bool no_cache, bool quiet, bool verbose,
-                const JsonOut& jo) {
-  Problem p = pa.build();
+// The compile of one problem: progress lines, the table and the summary; its JSON report into `report`.
+struct CompileCounts {
+  int ok = 0;      // compiled clean
+  int broken = 0;  // failed for a reason other than spills (a spill is a reject, not a failure)
+};
+CompileCounts compile_problem(const Problem& p, const CompileOptions& co, const DeviceInfo& dev, bool verbose, std::FILE* out,
+                     json& report);
+
+int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std::string& backends,
+                const std::string& config, int top_k, int threads, int arch_sms, bool arch_sms_given, bool no_cache,
+                bool quiet, bool verbose, const JsonOut& jo) {
+  // The problems: the one on the command line, or every shape of a suite (to build a shape list ahead of tuning).
+  std::vector<std::pair<std::string, Problem>> problems;
+  if (!suite_path.empty()) {
+    if (!config.empty()) throw UsageError("--config and --suite exclude each other");
+    for (const SuiteShape& sh : load_suite(suite_path).second) problems.emplace_back(sh.name, sh.args.build(sh.name));
+  } else {
+    problems.emplace_back("", pa.build());
+  }
   CompileOptions co;
   co.backends = parse_backends(backends);
   if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
@@ -389,7 +410,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
   co.threads = threads;
   if (!config.empty()) co.only = parse_config_arg(config);
   DeviceInfo dev = pick_device(arch_sms, arch_sms_given);
-  if (co.only) check_config(p, *co.only, dev);
+  if (co.only) check_config(problems.front().second, *co.only, dev);
 
   // --no-cache: compile from scratch into a throw-away cache directory (the kernel cache has no bypass switch).
   std::string tmp_cache;
@@ -410,11 +431,31 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
   co.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", line.c_str()); };
   if (!quiet)
     co.on_compiled = [](size_t done, size_t planned, const CompiledCandidate& c) {
+      // One line per candidate as it finishes; an nvcc compile (cutlass) in seconds.
       const CandidateResult& r = c.result;
-      std::fprintf(stderr, "[%zu/%zu] %s: %s %.1f ms%s\n", done, planned, r.candidate.str().c_str(),
-                   to_string(r.status), r.compile_ms,
-                   r.status == Status::ok && r.compile_cache_hit ? " (cache hit)" : "");
+      const std::string t = r.compile_ms >= 1000 ? fmt::format("{:.1f} s", r.compile_ms / 1000)
+                                                 : fmt::format("{:.1f} ms", r.compile_ms);
+      std::fprintf(stderr, "[%zu/%zu] %s: %s %s%s\n", done, planned, r.candidate.str().c_str(),
+                   to_string(r.status), t.c_str(), r.status == Status::ok && r.compile_cache_hit ? " (cache hit)" : "");
     };
+  std::FILE* out = jo.to_stdout() ? stderr : stdout;
+  CompileCounts total;
+  json reports = json::array();
+  for (const auto& [name, p] : problems) {
+    if (!name.empty()) std::fprintf(stderr, "shape %s\n", name.c_str());
+    json r;
+    const CompileCounts c = compile_problem(p, co, dev, verbose, out, r);
+    total.ok += c.ok, total.broken += c.broken;
+    if (!name.empty()) r["name"] = name;
+    reports.push_back(std::move(r));
+  }
+  jo.emit(suite_path.empty() ? reports.front() : json{{"suite", suite_path}, {"shapes", reports}});
+  // A suite's shape that the backends do not take (a note says why) fails nothing; a failed compile does.
+  return total.ok > 0 && total.broken == 0 ? 0 : 1;
+}
+
+CompileCounts compile_problem(const Problem& p, const CompileOptions& co, const DeviceInfo& dev, bool verbose, std::FILE* out,
+                     json& report) {
   const CompileReport rep = compile_candidates(p, dev, co);
 
   std::vector<double> ms;
@@ -457,7 +498,6 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
   double mn = ms.empty() ? NAN : *std::min_element(ms.begin(), ms.end());
   double mx = ms.empty() ? NAN : *std::max_element(ms.begin(), ms.end());
 
-  std::FILE* out = jo.to_stdout() ? stderr : stdout;
   std::fprintf(out, "problem: %s\ndevice:  %s (%s, %d SMs%s)\n", p.str().c_str(), dev.name.c_str(),
                dev.arch().c_str(), dev.sm_count, "");
   t.print(out);
@@ -468,7 +508,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
                fmt_num(mx, 1).c_str(), rep.wall_ms, rep.threads);
   std::fflush(out);
 
-  jo.emit(json{{"problem", problem_json(p)},
+  report = json{{"problem", problem_json(p)},
                {"device", to_json(dev)},
                {"nvrtc_version", nvrtc_version_or_empty()},
                {"gemmtune_version", version()},
@@ -483,12 +523,12 @@ int cmd_compile(const ProblemArgs& pa, const std::string& backends, const std::s
                  {"median_ms", std::isfinite(med) ? json(med) : json(nullptr)},
                  {"min_ms", std::isfinite(mn) ? json(mn) : json(nullptr)},
                  {"max_ms", std::isfinite(mx) ? json(mx) : json(nullptr)},
-                 {"wall_ms", rep.wall_ms}}}});
+                 {"wall_ms", rep.wall_ms}}}};
   // A spilled candidate is a reject whose slot the next one in rank order took: not a failure of the run.
   int broken = 0;
   for (const CompiledCandidate& c : rep.candidates)
     broken += c.result.status != Status::ok && c.result.status != Status::spills;
-  return ok > 0 && broken == 0 ? 0 : 1;
+  return {ok, broken};
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -603,12 +643,18 @@ int run(int argc, char** argv) {
 
   // compile
   ProblemArgs comp_p;
-  std::string comp_backends, comp_config;
+  std::string comp_backends, comp_config, comp_suite;
   int comp_topk = 8, comp_threads = 0, comp_sms = 132;
   bool comp_nocache = false, comp_quiet = false, comp_verbose = false;
   JsonOut comp_j;
   CLI::App* comp = app.add_subcommand("compile", "compile candidates without running them (no GPU needed)");
   comp_p.add_to(comp);
+  // With --suite the shapes come from the file: --n and --k are required only without it (checked below).
+  comp->get_option("--n")->required(false);
+  comp->get_option("--k")->required(false);
+  comp->add_option("--suite", comp_suite,
+                   "compile every shape of a suite file (as `bench --suite`), e.g. to build the cutlass candidates of a "
+                   "shape list ahead of tuning");
   comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv, the JIT backends)");
   comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
   comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)")
@@ -670,7 +716,14 @@ int run(int argc, char** argv) {
   }
   if (comp->parsed()) {
     json_given(comp, comp_j);
-    return cmd_compile(comp_p, comp_backends, comp_config, comp_topk, comp_threads, comp_sms,
+    const bool shape_given = comp->get_option("--n")->count() + comp->get_option("--k")->count() +
+                                 comp->get_option("--m")->count() > 0;
+    if (!comp_suite.empty() && shape_given) throw UsageError("--suite and --m/--n/--k exclude each other");
+    if (comp_suite.empty()) {
+      if (comp->get_option("--n")->count() == 0) throw UsageError("--n is required (or --suite FILE)");
+      if (comp->get_option("--k")->count() == 0) throw UsageError("--k is required (or --suite FILE)");
+    }
+    return cmd_compile(comp_p, comp_suite, comp_backends, comp_config, comp_topk, comp_threads, comp_sms,
                        comp_sms_opt->count() > 0, comp_nocache, comp_quiet, comp_verbose, comp_j);
   }
   if (cache->parsed()) {
