@@ -163,7 +163,8 @@ TEST_F(CutlassGpu, Fp8TensorAndRowScaling) {
   const F8 specs[] = {
       {520, 512, 256, 1, Scaling::tensor, DType::bf16, "none", 0.0f, "sched=coop,tile=128x128x128,cluster=1x1"},
       {333, 264, 384, 1, Scaling::tensor, DType::bf16, "bias,gelu_tanh", 0.0f, "sched=pingpong,tile=64x128x128,cluster=1x1"},
-      {333, 264, 384, 2, Scaling::row, DType::bf16, "none", 0.0f, "sched=coop,tile=128x128x128,cluster=1x1"},
+      {333, 264, 384, 2, Scaling::tensor, DType::bf16, "none", 0.0f, "sched=coop,tile=128x128x128,cluster=1x1"},
+      {333, 264, 384, 1, Scaling::row, DType::bf16, "none", 0.0f, "sched=coop,tile=128x128x128,cluster=1x1"},
       {1000, 512, 256, 1, Scaling::row, DType::f32, "relu", 0.5f, "sched=pingpong,tile=64x128x128,cluster=1x1"},
       {77, 136, 128, 1, Scaling::row, DType::bf16, "bias,silu,col_scale", -1.0f, "sched=coop,tile=128x256x128,cluster=1x1"},
   };

@@ -238,6 +238,21 @@ class PadBackend final : public Backend {
     return "";
   }
 
+  // A wrapped candidate compiles as slowly as its inner backend: pad is a slow-compile backend when any backend it
+  // wraps is one, and a candidate of it is compiled when its inner kernel is (the copies are NVRTC-fast).
+  bool slow_compile() const override {
+    for (const auto& b : all_backends())
+      if (b.get() != this && b->slow_compile()) return true;
+    return false;
+  }
+  bool is_compiled(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
+                   const DeviceInfo& dev) const override {
+    (void)c;
+    const Problem p = resolved(p0);
+    const Parsed& r = config_of<Parsed>(parsed, kName);
+    return r.inner->is_compiled(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, dev);
+  }
+
   CompileResult compile(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
                         const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
