@@ -6,8 +6,8 @@
                                                             answered "ok" or "error" on a line of stdout, in order
 
 A job directory holds request.json: {"module", "kernel", "signature": {arg: type} for every argument (constexprs too,
-as "constexpr"), "order": [args in the kernel's order], "constexprs": {arg: int}, "divisible16": [args], "num_warps",
-"num_stages", "arch", optionally "symbol" (the kernel's name)}. The job writes kernel.cubin and meta.json there (the launch facts the backend needs: symbol,
+as "constexpr"), "order": [args in the kernel's order], "constexprs": {arg: int}, "divisibility": {arg: a power of two
+2-16 that divides it}, "num_warps", "num_stages", "arch", optionally "symbol" (the kernel's name)}. The job writes kernel.cubin and meta.json there (the launch facts the backend needs: symbol,
 warps, CTAs, shared memory, scratch sizes, and the kernel's parameters as compiled, which the backend checks against
 its own argument list); a served job also writes log.txt (everything it printed; the traceback of a failure). No GPU
 is needed: the target is explicit. The warm helper saves each compile the interpreter's start and Triton's import.
@@ -45,7 +45,7 @@ def compile_job(template_dir, job_dir):
         raise ValueError("compile_driver: the request names the arguments %s but %s.%s takes %s"
                          % (order, req["module"], req["kernel"], names))
     sig = {a: req["signature"][a] for a in order}
-    attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in req.get("divisible16", [])}
+    attrs = {(names.index(a),): [["tt.divisibility", int(d)]] for a, d in req.get("divisibility", {}).items()}
     src = ASTSource(fn=fn, signature=sig, constexprs=req["constexprs"], attrs=attrs)
     kernel = triton.compile(src, target=GPUTarget("cuda", int(req.get("arch", 90)), 32),
                             options={"num_warps": int(req["num_warps"]), "num_stages": int(req["num_stages"])})

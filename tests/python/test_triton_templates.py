@@ -32,7 +32,7 @@ def request(chain=(), **over):
     sig = dict(PARAMS)
     sig.update({c: "constexpr" for c in ce})
     return {"module": "matmul_masked", "kernel": "matmul_masked", "signature": sig,
-            "order": [n for n, _ in PARAMS] + CONSTS, "constexprs": ce, "divisible16": ["a_ptr", "b_ptr"],
+            "order": [n for n, _ in PARAMS] + CONSTS, "constexprs": ce, "divisibility": {"a_ptr": 16, "b_ptr": 16},
             "num_warps": 4, "num_stages": 2, "arch": 90}
 
 

@@ -312,36 +312,40 @@ Request make_request(const Config& c, const Problem& p) {
     constexprs["STAGES"] = c.stages;
     constexprs["BATCHED"] = p.batch > 1 ? 1 : 0;
   }
-  // Divisibility hints (what Triton's launcher would specialize on): 16-byte aligned pointers, pitches and batch
-  // strides that are multiples of 16 elements. Each holds for every call: pitches and strides are the problem's,
+  // Divisibility hints: the largest power of two (up to 16) that divides each pointer's alignment in bytes and each
+  // pitch, batch stride and size in elements. Triton's own launcher specializes only on 16; passing 8, 4 or 2 as
+  // well lets a K or pitch that is even but not a multiple of 16 still load in 4- or 8-byte vectors (cp.async),
+  // where no hint would leave 2-byte loads. Each holds for every call: sizes, pitches and strides are the problem's,
   // and launch() checks each pointer against its operand's declared alignment.
-  nlohmann::json div = nlohmann::json::array();
-  auto hint_ptr = [&](const char* n, const Operand& o) {
-    if (o.align % 16 == 0) div.push_back(n);
+  nlohmann::json div = nlohmann::json::object();
+  auto pow2 = [](int64_t v) {
+    int64_t d = 1;
+    while (d < 16 && v % (2 * d) == 0) d *= 2;
+    return d;
   };
-  hint_ptr("a_ptr", p.a);
-  hint_ptr("b_ptr", p.b);
-  if (has_c) hint_ptr("c_ptr", p.c);
-  hint_ptr("d_ptr", p.d);
-  auto hint_int = [&](const char* n, int64_t v) {
-    if (v != 0 && v % 16 == 0) div.push_back(n);
+  auto hint = [&](const char* n, int64_t v) {
+    if (const int64_t d = pow2(v); d > 1) div[n] = d;
   };
+  hint("a_ptr", p.a.align);
+  hint("b_ptr", p.b.align);
+  if (has_c) hint("c_ptr", p.c.align);
+  hint("d_ptr", p.d.align);
   // A batch stride is added to the base pointer before the tile offsets: without its hint no load vectorizes (and
   // none is pipelined) even when the base and pitches are aligned. An unbatched operand's stride is passed as 0.
+  const char* stride_names[] = {"sbat_a", "sbat_b", "sbat_c", "sbat_d"};
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && !has_c) continue;
     const int64_t stride = p.count(w) > 1 ? p.operand(w).batch_stride : 0;
-    const char* names[] = {"sbat_a", "sbat_b", "sbat_c", "sbat_d"};
-    hint_int(names[w - 'A'], stride == 0 ? 16 : stride);
+    hint(stride_names[w - 'A'], stride == 0 ? 16 : stride);
   }
   // The problem's own sizes: a K that is a multiple of 16 keeps the K mask constant over whole vectors.
-  hint_int("M", p.m);
-  hint_int("N", p.n);
-  hint_int("K", p.k);
-  hint_int("lda", p.a.ld);
-  hint_int("ldb", p.b.ld);
-  if (has_c) hint_int("ldc", p.c.ld);
-  hint_int("ldd", p.d.ld);
+  hint("M", p.m);
+  hint("N", p.n);
+  hint("K", p.k);
+  hint("lda", p.a.ld);
+  hint("ldb", p.b.ld);
+  if (has_c) hint("ldc", p.c.ld);
+  hint("ldd", p.d.ld);
   nlohmann::json sig = nlohmann::json::object();
   for (const auto& [n, t] : r.params) sig[n] = t;
   for (const auto& [n, _] : constexprs.items()) sig[n] = "constexpr";
@@ -357,7 +361,7 @@ Request make_request(const Config& c, const Problem& p) {
     order.push_back("BATCHED");
   }
   nlohmann::json req = {{"module", r.module},         {"kernel", r.kernel},     {"signature", sig},
-                        {"order", order},             {"constexprs", constexprs}, {"divisible16", div},
+                        {"order", order},             {"constexprs", constexprs}, {"divisibility", div},
                         {"num_warps", c.warps},       {"num_stages", c.stages}, {"arch", 90}};
   // The kernel's symbol, unique to the request: kernels of different configs or problem classes never share a name
   // (in a profile, or a module cache keyed by name).
