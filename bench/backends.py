@@ -35,6 +35,7 @@ script imports torch only for its own GPU run).
   python3 bench/backends.py --report OUT/backends-large.json --inductor-json OUT/torch_large.json
 """
 import argparse
+import atexit
 import json
 import math
 import os
@@ -324,10 +325,14 @@ def run_tune_set(runner, flags, s, work, opts, base_cache=None):
 
 def run_prebuild(runner, flags, work, opts):
     """`gemmtune compile --backends cutlass` of one shape into a cache the cutlass sets start from. The cache lives
-    for the whole run (and across --resume calls), as a user's prebuilt cache does: a CUTLASS kernel serves every
-    shape of its dtypes, layouts, epilogue and config, so a later shape compiles only the kernels it adds."""
+    for the whole run, as a user's prebuilt cache does: a CUTLASS kernel serves every shape of its dtypes, layouts,
+    epilogue and config, so a later shape compiles only the kernels it adds."""
+    if not opts.prebuild_cache:
+        opts.prebuild_cache = tempfile.mkdtemp(prefix="gemmtune-backends-prebuild-", dir=opts.work_dir or None)
+        if not opts.keep_caches:  # also when the run stops early
+            atexit.register(shutil.rmtree, opts.prebuild_cache, True)
+            atexit.register(shutil.rmtree, opts.prebuild_cache + "-triton", True)
     cache = opts.prebuild_cache
-    os.makedirs(cache, exist_ok=True)
     out = os.path.join(work, "prebuild.json")
     args = ["compile"] + flags + ["--backends", "cutlass", "--json", out]
     if opts.top_k is not None:
@@ -462,8 +467,7 @@ def run(opts):
     opts.has_wait_compile = "--wait-compile" in helptext
     opts.cutlass_available = not unavailable_reason({"backends": ["cutlass"]}, version)
     mode = "compile" if opts.compile_only else "tune"
-    opts.prebuild_cache = os.path.join(opts.work_dir or tempfile.gettempdir(),
-                                       "gemmtune-backends-prebuild-" + suite_name)
+    opts.prebuild_cache = None  # made by the first prebuild
     os.makedirs(opts.out, exist_ok=True)
     out_path = os.path.join(opts.out, f"backends-{suite_name}" + ("-compile" if opts.compile_only else "") + ".json")
     raw = {"gemmtune_backends": 1, "mode": mode, "suite": suite_name, "suite_file": opts.suite,
