@@ -46,82 +46,63 @@ std::string disk_entry_path(const std::string& dir, const std::string& key) {
   return (fs::path(dir) / (key + ".gtcubin")).string();
 }
 
-std::shared_ptr<Cubin> disk_load(const std::string& dir, const std::string& key, const std::string& kernel_name,
-                                 bool* corrupt) {
-  *corrupt = false;
-  const std::string path = disk_entry_path(dir, key);
-  auto reject = [&](const std::string& why) -> std::shared_ptr<Cubin> {
-    *corrupt = true;
-    warn("corrupt kernel cache entry " + path + " (" + why + "); recompiling");
-    return nullptr;
-  };
+EntryRead read_entry(const std::string& path, const char (&magic)[8], const std::string& key, nlohmann::json& meta,
+                     std::string& image, std::string& why) {
   // Regular files only, size checked before reading: a FIFO at the entry's path would block the compile, a symlink to
   // /dev/zero would fill memory.
   gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file(path, kMaxEntry);
-  if (f.status == gemmtune::detail::FileRead::missing) return nullptr;  // plain miss
-  if (f.status == gemmtune::detail::FileRead::rejected) return reject(f.why);
+  if (f.status == gemmtune::detail::FileRead::missing) return EntryRead::missing;
+  auto corrupt = [&](std::string w) {
+    why = std::move(w);
+    return EntryRead::corrupt;
+  };
+  if (f.status == gemmtune::detail::FileRead::rejected) return corrupt(f.why);
   const std::string& data = f.data;
-  if (data.size() < kHeader || std::memcmp(data.data(), kMagic, 8) != 0) return reject("bad header");
+  if (data.size() < kHeader || std::memcmp(data.data(), magic, 8) != 0) return corrupt("bad header");
   const std::uint64_t meta_len = get_le(data.data() + 8, 4);
   const std::uint64_t image_len = get_le(data.data() + 12, 8);
-  if (image_len > kMaxEntry || data.size() != kHeader + meta_len + image_len) return reject("truncated");
-  const char* image = data.data() + kHeader + meta_len;
-  if (!is_elf(image, image_len)) return reject("not a CUBIN");
-  nlohmann::json meta;
+  if (image_len > kMaxEntry || data.size() != kHeader + meta_len + image_len) return corrupt("truncated");
+  const char* img = data.data() + kHeader + meta_len;
+  if (!is_elf(img, image_len)) return corrupt("not a CUBIN");
   try {
     meta = gemmtune::detail::parse_json(std::string_view(data.data() + kHeader, meta_len), "metadata");
   } catch (const gemmtune::detail::InputError& e) {
-    return reject(e.what());
+    return corrupt(e.what());
   }
-  if (!meta.is_object()) return reject("bad metadata");
-  auto c = std::make_shared<Cubin>();
+  if (!meta.is_object()) return corrupt("bad metadata");
   try {
-    if (meta.at("key").get<std::string>() != key) return reject("key mismatch");
-    c->kernel_name = meta.at("kernel_name").get<std::string>();
-    if (c->kernel_name != kernel_name) return reject("kernel name mismatch");
-    if (meta.at("image_sha256").get<std::string>() != sha256_hex(std::string_view(image, image_len)))
-      return reject("checksum mismatch");
-    c->registers = meta.at("registers").get<int>();
-    c->spill_bytes = meta.at("spill_bytes").get<int>();
-    c->smem_static = meta.at("smem_static").get<int>();
-    c->stack_bytes = meta.at("stack_bytes").get<int>();
-    c->log = meta.at("log").get<std::string>();
-    c->log.resize(std::strlen(c->log.c_str()));  // entries written before logs were cut at their NUL
+    if (meta.at("key").get<std::string>() != key) return corrupt("key mismatch");
+    if (meta.at("image_sha256").get<std::string>() != sha256_hex(std::string_view(img, image_len)))
+      return corrupt("checksum mismatch");
   } catch (const nlohmann::json::exception&) {
-    return reject("bad metadata");
+    return corrupt("bad metadata");
   }
-  c->key = key;
-  c->image.assign(image, image + image_len);
-  return c;
+  image.assign(img, image_len);
+  return EntryRead::ok;
 }
 
-void disk_store(const std::string& dir, const Cubin& c) {
+void write_entry(const std::string& path, const char (&magic)[8], const std::string& key, nlohmann::json meta,
+                 std::string_view image) {
   std::error_code ec;
+  const fs::path dir = fs::path(path).parent_path();
   fs::create_directories(dir, ec);
   if (ec) {
-    warn("cannot create kernel cache directory " + dir + ": " + ec.message());
+    warn("cannot create kernel cache directory " + dir.string() + ": " + ec.message());
     return;
   }
-  nlohmann::json meta = {{"key", c.key},
-                         {"kernel_name", c.kernel_name},
-                         {"registers", c.registers},
-                         {"spill_bytes", c.spill_bytes},
-                         {"smem_static", c.smem_static},
-                         {"stack_bytes", c.stack_bytes},
-                         {"log", c.log},
-                         {"image_sha256", sha256_hex(std::string_view(c.image.data(), c.image.size()))}};
+  meta["key"] = key;
+  meta["image_sha256"] = sha256_hex(image);
   // Logs are not guaranteed UTF-8; replace invalid bytes instead of throwing.
   const std::string meta_str = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string blob(kMagic, 8);
+  std::string blob(magic, 8);
   put_le(blob, meta_str.size(), 4);
-  put_le(blob, c.image.size(), 8);
+  put_le(blob, image.size(), 8);
   blob += meta_str;
-  blob.append(c.image.data(), c.image.size());
+  blob.append(image.data(), image.size());
 
   // Unique temp name in the same directory (rename is atomic only within a file system): pid + thread + counter.
   static std::atomic<unsigned long> counter{0};
-  const std::string final_path = disk_entry_path(dir, c.key);
-  const std::string tmp = final_path + ".tmp." + std::to_string(::getpid()) + "." +
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
                           std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000007) + "." +
                           std::to_string(counter.fetch_add(1));
   {
@@ -135,13 +116,56 @@ void disk_store(const std::string& dir, const Cubin& c) {
       return;
     }
   }
-  // Concurrent writers of the same key write identical content; whichever rename lands last wins.
-  fs::rename(tmp, final_path, ec);
+  fs::rename(tmp, path, ec);
   if (ec) {
-    warn("cannot publish kernel cache entry " + final_path + ": " + ec.message());
+    warn("cannot publish kernel cache entry " + path + ": " + ec.message());
     std::error_code ignored;
     fs::remove(tmp, ignored);
   }
+}
+
+std::shared_ptr<Cubin> disk_load(const std::string& dir, const std::string& key, const std::string& kernel_name,
+                                 bool* corrupt) {
+  *corrupt = false;
+  const std::string path = disk_entry_path(dir, key);
+  auto reject = [&](const std::string& why) -> std::shared_ptr<Cubin> {
+    *corrupt = true;
+    warn("corrupt kernel cache entry " + path + " (" + why + "); recompiling");
+    return nullptr;
+  };
+  nlohmann::json meta;
+  std::string image, why;
+  switch (read_entry(path, kMagic, key, meta, image, why)) {
+    case EntryRead::missing:
+      return nullptr;  // plain miss
+    case EntryRead::corrupt:
+      return reject(why);
+    case EntryRead::ok:
+      break;
+  }
+  auto c = std::make_shared<Cubin>();
+  try {
+    c->kernel_name = meta.at("kernel_name").get<std::string>();
+    if (c->kernel_name != kernel_name) return reject("kernel name mismatch");
+    c->registers = meta.at("registers").get<int>();
+    c->spill_bytes = meta.at("spill_bytes").get<int>();
+    c->smem_static = meta.at("smem_static").get<int>();
+    c->stack_bytes = meta.at("stack_bytes").get<int>();
+    c->log = meta.at("log").get<std::string>();
+    c->log.resize(std::strlen(c->log.c_str()));  // entries written before logs were cut at their NUL
+  } catch (const nlohmann::json::exception&) {
+    return reject("bad metadata");
+  }
+  c->key = key;
+  c->image.assign(image.begin(), image.end());
+  return c;
+}
+
+void disk_store(const std::string& dir, const Cubin& c) {
+  const nlohmann::json meta = {{"kernel_name", c.kernel_name}, {"registers", c.registers},
+                               {"spill_bytes", c.spill_bytes}, {"smem_static", c.smem_static},
+                               {"stack_bytes", c.stack_bytes}, {"log", c.log}};
+  write_entry(disk_entry_path(dir, c.key), kMagic, c.key, meta, std::string_view(c.image.data(), c.image.size()));
 }
 
 }  // namespace gemmtune::jit::detail

@@ -26,6 +26,7 @@
 #include "core/check.h"
 #include "core/input.h"
 #include "gemmtune/errors.h"
+#include "jit/disk_cache.h"
 #include "jit/jit.h"
 #include "jit/sha256.h"
 
@@ -42,11 +43,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'T', 'R', 'I', 'T', 'N', '1'};
-constexpr std::size_t kHeader = 8 + 4 + 8;
 constexpr std::uint64_t kMaxEntry = std::uint64_t(256) << 20;
 constexpr double kProbeTimeoutS = 120;
 
-void warn(const std::string& msg) { std::fprintf(stderr, "gemmtune: warning: %s\n", msg.c_str()); }
+using jit::detail::warn;
 
 // ---- the helper process ----
 
@@ -383,14 +383,6 @@ std::string template_dir() {
   return dir.string();
 }
 
-void put_le(std::string& s, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s += char((v >> (8 * i)) & 0xff);
-}
-std::uint64_t get_le(const char* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= std::uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
 bool is_elf(const char* p, std::size_t n) { return n >= 4 && std::memcmp(p, "\x7f" "ELF", 4) == 0; }
 
 // The launch facts from the helper's meta.json (or a cache entry's copy of it); throws nlohmann::json::exception.
@@ -418,62 +410,30 @@ std::shared_ptr<Kernel> disk_load(const std::string& key, bool* corrupt) {
     warn("corrupt Triton kernel cache entry " + path + " (" + why + "); recompiling");
     return nullptr;
   };
-  gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file(path, kMaxEntry);
-  if (f.status == gemmtune::detail::FileRead::missing) return nullptr;
-  if (f.status == gemmtune::detail::FileRead::rejected) return reject(f.why);
-  const std::string& data = f.data;
-  if (data.size() < kHeader || std::memcmp(data.data(), kMagic, 8) != 0) return reject("bad header");
-  const std::uint64_t meta_len = get_le(data.data() + 8, 4);
-  const std::uint64_t image_len = get_le(data.data() + 12, 8);
-  if (image_len > kMaxEntry || data.size() != kHeader + meta_len + image_len) return reject("truncated");
-  const char* image = data.data() + kHeader + meta_len;
-  if (!is_elf(image, image_len)) return reject("not a CUBIN");
+  nlohmann::json meta;
+  std::string image, why;
+  switch (jit::detail::read_entry(path, kMagic, key, meta, image, why)) {
+    case jit::detail::EntryRead::missing:
+      return nullptr;
+    case jit::detail::EntryRead::corrupt:
+      return reject(why);
+    case jit::detail::EntryRead::ok:
+      break;
+  }
   auto k = std::make_shared<Kernel>();
   try {
-    const nlohmann::json meta =
-        gemmtune::detail::parse_json(std::string_view(data.data() + kHeader, meta_len), "metadata");
-    if (meta.at("key").get<std::string>() != key) return reject("key mismatch");
-    if (meta.at("image_sha256").get<std::string>() != jit::sha256_hex(std::string_view(image, image_len)))
-      return reject("checksum mismatch");
     fill_from_meta(*k, meta.at("triton"));
-  } catch (const gemmtune::detail::InputError& e) {
-    return reject(e.what());
   } catch (const nlohmann::json::exception&) {
     return reject("bad metadata");
   }
   k->key = key;
-  k->image.assign(image, image + image_len);
+  k->image.assign(image.begin(), image.end());
   return k;
 }
 
 void disk_store(const Kernel& k, const nlohmann::json& triton_meta) {
-  const fs::path final_path = disk_entry_path(k.key);
-  std::error_code ec;
-  fs::create_directories(final_path.parent_path(), ec);
-  if (ec) {
-    warn("cannot create kernel cache directory " + final_path.parent_path().string() + ": " + ec.message());
-    return;
-  }
-  const nlohmann::json meta = {{"key", k.key},
-                               {"image_sha256", jit::sha256_hex(std::string_view(k.image.data(), k.image.size()))},
-                               {"triton", triton_meta}};
-  const std::string meta_str = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string blob(kMagic, 8);
-  put_le(blob, meta_str.size(), 4);
-  put_le(blob, k.image.size(), 8);
-  blob += meta_str;
-  blob.append(k.image.data(), k.image.size());
-  const fs::path tmp = final_path.string() + ".tmp." + unique_suffix();
-  if (!write_file(tmp, blob)) {
-    warn("cannot write kernel cache entry " + tmp.string());
-    fs::remove(tmp, ec);
-    return;
-  }
-  fs::rename(tmp, final_path, ec);
-  if (ec) {
-    warn("cannot publish kernel cache entry " + final_path.string() + ": " + ec.message());
-    fs::remove(tmp, ec);
-  }
+  jit::detail::write_entry(disk_entry_path(k.key), kMagic, k.key, {{"triton", triton_meta}},
+                           std::string_view(k.image.data(), k.image.size()));
 }
 
 struct MemoryCache {
