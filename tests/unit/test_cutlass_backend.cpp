@@ -16,6 +16,7 @@
 #include "backends/cutlass/cutlass_codegen.h"
 #include "backends/cutlass/cutlass_config.h"
 #include "backends/cutlass/cutlass_nvcc.h"
+#include "core/process.h"
 #include "tuner/pipeline.h"
 
 using namespace gemmtune;
@@ -339,17 +340,6 @@ TEST(CutlassCodegen, EpilogueChainBecomesAVisitorTree) {
   EXPECT_TRUE(contains(f.args, "{{{{x.beta}}, {}, {{{x.alpha}}, {}, {}}, {}}, {}}")) << f.args;
 }
 
-TEST(CutlassNvcc, ChildProcessOutputStatusAndTimeout) {
-  const cutlass_be::ProcessResult ok = cutlass_be::run_process({"sh", "-c", "echo out; echo err >&2; exit 3"}, 30);
-  EXPECT_EQ(ok.status, 3);
-  EXPECT_FALSE(ok.timed_out);
-  EXPECT_TRUE(contains(ok.output, "out")) << ok.output;
-  EXPECT_TRUE(contains(ok.output, "err")) << ok.output;
-  const cutlass_be::ProcessResult slow = cutlass_be::run_process({"sleep", "30"}, 0.3);
-  EXPECT_TRUE(slow.timed_out);
-  EXPECT_THROW(cutlass_be::run_process({"/nonexistent/tool"}, 5), Error);
-}
-
 namespace {
 
 // A backend whose compiles are "slow" (or not): configs c0..c9, the ones in `built` compiled already.
@@ -466,21 +456,21 @@ TEST(CompileAhead, CompileTakesASuite) {
   const fs::path suite = dir / "s.json";
   std::ofstream(suite) << R"({"name": "t", "shapes": [{"name": "first", "m": 256, "n": 256, "k": 256},)"
                           R"( {"name": "second", "m": 128, "n": 512, "k": 128, "epilogue": "bias"}]})";
-  const auto ok = cutlass_be::run_process(
+  const auto ok = run_process(
       {cli, "compile", "--suite", suite.string(), "--backends", "sm90", "--top-k", "1", "--json"}, 300);
-  EXPECT_EQ(ok.status, 0) << ok.output;
-  EXPECT_TRUE(contains(ok.output, "shape first")) << ok.output;
-  EXPECT_TRUE(contains(ok.output, "shape second")) << ok.output;
-  EXPECT_TRUE(contains(ok.output, "\"shapes\"")) << ok.output;
-  const auto both = cutlass_be::run_process({cli, "compile", "--suite", suite.string(), "--m", "64"}, 60);
-  EXPECT_EQ(both.status, 2) << both.output;
-  EXPECT_TRUE(contains(both.output, "--suite and --m/--n/--k exclude each other")) << both.output;
-  const auto none = cutlass_be::run_process({cli, "compile", "--m", "64", "--k", "64"}, 60);
-  EXPECT_EQ(none.status, 2) << none.output;
-  EXPECT_TRUE(contains(none.output, "--n is required (or --suite FILE)")) << none.output;
-  const auto missing = cutlass_be::run_process({cli, "compile", "--suite", (dir / "nope.json").string()}, 60);
-  EXPECT_EQ(missing.status, 2) << missing.output;
-  EXPECT_TRUE(contains(missing.output, "nope.json")) << missing.output;
+  EXPECT_EQ(ok.status, 0) << ok.output();
+  EXPECT_TRUE(contains(ok.output(), "shape first")) << ok.output();
+  EXPECT_TRUE(contains(ok.output(), "shape second")) << ok.output();
+  EXPECT_TRUE(contains(ok.output(), "\"shapes\"")) << ok.output();
+  const auto both = run_process({cli, "compile", "--suite", suite.string(), "--m", "64"}, 60);
+  EXPECT_EQ(both.status, 2) << both.output();
+  EXPECT_TRUE(contains(both.output(), "--suite and --m/--n/--k exclude each other")) << both.output();
+  const auto none = run_process({cli, "compile", "--m", "64", "--k", "64"}, 60);
+  EXPECT_EQ(none.status, 2) << none.output();
+  EXPECT_TRUE(contains(none.output(), "--n is required (or --suite FILE)")) << none.output();
+  const auto missing = run_process({cli, "compile", "--suite", (dir / "nope.json").string()}, 60);
+  EXPECT_EQ(missing.status, 2) << missing.output();
+  EXPECT_TRUE(contains(missing.output(), "nope.json")) << missing.output();
   fs::remove_all(dir);
 }
 

@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/process.h"
 #include "core/clock.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
@@ -84,56 +85,6 @@ std::string find_in_path(const std::string& exe) {
 
 }  // namespace
 
-ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s, const std::string& cwd) {
-  GT_REQUIRE(!argv.empty(), "run_process: empty argv");
-  int fds[2];
-  GT_REQUIRE(pipe2(fds, O_CLOEXEC) == 0, std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = argv[0].find('/') == std::string::npos
-                     ? posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ)
-                     : posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    GT_THROW("cannot start " + argv[0] + ": " + std::strerror(rc));
-  }
-  ProcessResult r;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  char buf[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      r.timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int n = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    const ssize_t got = read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EOF: the child closed its output
-    r.output.append(buf, static_cast<size_t>(got));
-  }
-  close(fds[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 std::string find_toolchain(Toolchain& out) {
   out = Toolchain{};
   std::string missing;
@@ -152,7 +103,8 @@ std::string find_toolchain(Toolchain& out) {
            "import importlib.util as u, os, sys; s = u.find_spec('cutlass_library'); "
            "sys.exit(1) if s is None or not s.origin else print(os.path.dirname(s.origin))"},
           60);
-      const std::string dir = trim(r.output);
+      if (!r.started) GT_THROW("cannot start " + py + ": " + std::strerror(r.spawn_errno));
+      const std::string dir = trim(r.out);
       const fs::path inc = fs::path(dir) / "source" / "include";
       if (r.status == 0 && is_file(inc / "cutlass" / "cutlass.h")) out.include_dir = inc.string();
       else if (r.status == 0) missing = "the nvidia-cutlass package at " + dir + " has no source/include/cutlass/cutlass.h";
@@ -183,10 +135,11 @@ std::string find_toolchain(Toolchain& out) {
   } else {
     try {
       const ProcessResult r = run_process({out.nvcc, "--version"}, 60);
+      if (!r.started) GT_THROW("cannot start " + out.nvcc + ": " + std::strerror(r.spawn_errno));
       std::smatch m;
       const std::regex re(R"(V(\d+\.\d+\.\d+))");
-      if (r.status == 0 && std::regex_search(r.output, m, re)) out.nvcc_version = m[0].str();
-      else nvcc_missing = out.nvcc + " --version failed: " + trim(r.output);
+      if (r.status == 0 && std::regex_search(r.out, m, re)) out.nvcc_version = m[0].str();
+      else nvcc_missing = out.nvcc + " --version failed: " + trim(r.output());
     } catch (const Error& e) {
       nvcc_missing = e.what();
     }
@@ -387,13 +340,14 @@ BuildResult do_build(const std::string& source, const std::string& ident, const 
   const auto t0 = Clock::now();
   ++g_compiles;
   const ProcessResult pr = run_process(argv, timeout_s > 0 ? timeout_s : 900, work.string());
+  if (!pr.started) GT_THROW("cutlass: cannot start " + argv[0] + ": " + std::strerror(pr.spawn_errno));
   BuildResult r;
   r.nvcc_ms = ms_since(t0);
-  r.log = pr.output;
+  r.log = pr.output();
   if (pr.timed_out)
     GT_THROW("cutlass: nvcc timed out after " + std::to_string(static_cast<int>(timeout_s)) + " s (" + ident + ")");
   if (pr.status != 0 || !is_file(work / "unit.so"))
-    GT_THROW("cutlass: nvcc failed (" + ident + "):\n" + pr.output.substr(0, 8000));
+    GT_THROW("cutlass: nvcc failed (" + ident + "):\n" + pr.output().substr(0, 8000));
   std::string why;
   auto so = open_object((work / "unit.so").string(), ident, why);
   GT_REQUIRE(so, "cutlass: the object nvcc built does not load: " + why + " (" + ident + ")");

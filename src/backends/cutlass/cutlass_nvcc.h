@@ -28,17 +28,6 @@ std::string find_toolchain(Toolchain& out);
 const Toolchain& toolchain();
 const std::string& toolchain_error();
 
-// A child process's end: exit status (-1 when it did not exit normally), whether the timeout killed it, and its
-// stdout and stderr together.
-struct ProcessResult {
-  int status = -1;
-  bool timed_out = false;
-  std::string output;
-};
-// Runs argv (no shell; argv[0] looked up on PATH when it has no '/') with stdin from /dev/null. Throws
-// gemmtune::Error when it cannot be started.
-ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s, const std::string& cwd = "");
-
 // A loaded shared object and its entry points (never unloaded: the CUDA runtime holds its registered kernels).
 struct SharedObject {
   void* handle = nullptr;

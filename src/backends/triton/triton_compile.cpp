@@ -25,6 +25,7 @@
 
 #include "core/check.h"
 #include "core/input.h"
+#include "core/process.h"
 #include "gemmtune/errors.h"
 #include "jit/disk_cache.h"
 #include "jit/jit.h"
@@ -50,95 +51,6 @@ using jit::detail::warn;
 
 // ---- the helper process ----
 
-struct ProcResult {
-  bool started = false;
-  int spawn_errno = 0;
-  int status = -1;  // waitpid status
-  bool timed_out = false;
-  std::string out, err;
-};
-
-// Runs argv (PATH lookup for argv[0]) in its own process group with stdin from /dev/null, collecting stdout and
-// stderr; past `timeout_s` the whole group is killed (a compile's own children, ptxas, too).
-ProcResult run_process(const std::vector<std::string>& argv, double timeout_s) {
-  ProcResult r;
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) GT_THROW(std::string("triton: pipe: ") + std::strerror(errno));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    GT_THROW(std::string("triton: pipe: ") + std::strerror(errno));
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (rc != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    r.spawn_errno = rc;
-    return r;
-  }
-  r.started = true;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* bufs[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      r.timed_out = true;
-      break;
-    }
-    const int n = poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      const ssize_t got = read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        if (bufs[i]->size() < (1u << 20)) bufs[i]->append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  // A child that closed its output but runs on is waited for up to the same deadline.
-  while (!r.timed_out) {
-    const pid_t w = waitpid(pid, &r.status, WNOHANG);
-    if (w == pid || (w < 0 && errno != EINTR)) return r;
-    if (std::chrono::steady_clock::now() >= deadline) r.timed_out = true;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  kill(-pid, SIGKILL);  // the helper's process group: it and its children (ptxas)
-  kill(pid, SIGKILL);
-  while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
-  }
-  return r;
-}
 
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
@@ -295,7 +207,7 @@ struct Probe {
 Probe run_probe(const std::string& python) {
   const bool from_env = std::getenv("GEMMTUNE_PYTHON") && *std::getenv("GEMMTUNE_PYTHON");
   const std::string who = from_env ? "GEMMTUNE_PYTHON=" + python : python;
-  ProcResult r;
+  ProcessResult r;
   try {
     r = run_process({python, "-c", "import triton; print(triton.__version__)"}, kProbeTimeoutS);
   } catch (const Error& e) {
@@ -306,9 +218,9 @@ Probe run_probe(const std::string& python) {
                 (from_env ? "" : " (set GEMMTUNE_PYTHON to an interpreter with triton)"),
             ""};
   if (r.timed_out) return {python + " -c 'import triton' did not finish in " + std::to_string(int(kProbeTimeoutS)) + " s", ""};
-  if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+  if (r.status != 0) {
     std::string why = last_line(r.err);
-    if (why.empty()) why = "exit status " + std::to_string(WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1);
+    if (why.empty()) why = "exit status " + std::to_string(r.status);
     return {python + " -c 'import triton' failed: " + why, ""};
   }
   std::string v = last_line(r.out);
@@ -577,12 +489,12 @@ std::shared_ptr<const Kernel> compile(const Request& r, const std::string& conte
       }
     }
   } else {
-    const ProcResult pr =
+    const ProcessResult pr =
         run_process({python_exe(), (fs::path(tdir) / "compile_driver.py").string(), tdir, job.string()}, limit);
     if (!pr.started)
       GT_THROW("triton: cannot start " + python_exe() + ": " + std::strerror(pr.spawn_errno) + " (" + context + ")");
     if (pr.timed_out) GT_THROW(killed + "\n" + tail(pr.err, 4000));
-    if (!WIFEXITED(pr.status) || WEXITSTATUS(pr.status) != 0)
+    if (pr.status != 0)
       GT_THROW("triton: compile failed (" + context + "):\n" + tail(pr.err + pr.out, 6000));
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
