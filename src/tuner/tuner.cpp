@@ -313,9 +313,11 @@ TuneReport Tuner::tune(const Problem& p0) {
         progress(opts_, l.backend->name() + ": " + std::to_string(n) + " skipped, " + kNotCompiledReason + " (" +
                             std::to_string(l.ranked.size()) + " compiled)");
     }
-    // A line per slow compile as it finishes (nvcc: tens of seconds each; the fast ones would only be noise).
+    // A line per slow compile as it finishes (nvcc: tens of seconds each). Cache hits and the fast compiles of a
+    // backend that is slow only for some candidates (pad wrapping sm90) would only be noise; a failure is not.
     const auto done = [&](const PreparedCandidate& pc) {
       if (!pc.backend || !pc.backend->slow_compile()) return;
+      if (pc.status() == Status::pending && pc.result.compile_ms < 1000) return;
       char buf[64];
       std::snprintf(buf, sizeof(buf), " %.1f s%s", pc.result.compile_ms / 1000,
                     pc.result.compile_cache_hit ? " (cache hit)" : "");
