@@ -22,7 +22,7 @@ struct CompiledCandidate {
 };
 
 struct CompileOptions {
-  std::vector<std::string> backends;  // empty = the backends that compile (sm90, gemv)
+  std::vector<std::string> backends;  // empty = sm90, gemv, pad (triton and cutlass when named)
   std::optional<Candidate> only;      // compile exactly this candidate
   int top_k = 8;                      // per backend, 0 = all; a failed compile (a spill) gives its slot to the next
   int threads = 0;                    // parallel compiles; 0 = hardware concurrency

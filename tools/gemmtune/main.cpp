@@ -655,7 +655,7 @@ int run(int argc, char** argv) {
   comp->add_option("--suite", comp_suite,
                    "compile every shape of a suite file (as `bench --suite`), e.g. to build the cutlass candidates of a "
                    "shape list ahead of tuning");
-  comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv, the JIT backends)");
+  comp->add_option("--backends", comp_backends, "backends to compile (default: sm90,gemv,pad; name triton or cutlass to build theirs)");
   comp->add_option("--config", comp_config, "compile exactly this 'backend:config'");
   comp->add_option("--top-k", comp_topk, "candidates per backend (default 8, 0 = all)")
       ->check(integer_in_range<int>());
