@@ -20,6 +20,26 @@ extern char** environ;
 
 namespace gemmtune {
 
+int spawn_in_own_group(const std::vector<std::string>& argv, const posix_spawn_file_actions_t* fa, pid_t* pid) {
+  GT_REQUIRE(!argv.empty(), "spawn: empty argv");
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const int rc = argv[0].find('/') == std::string::npos ? posix_spawnp(pid, args[0], fa, &attr, args.data(), environ)
+                                                         : posix_spawn(pid, args[0], fa, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  return rc;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s, const std::string& cwd) {
   GT_REQUIRE(!argv.empty(), "run_process: empty argv");
   ProcessResult r;
@@ -36,23 +56,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = argv[0].find('/') == std::string::npos ? posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ)
-                                                         : posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
+  const int rc = spawn_in_own_group(argv, &fa, &pid);
   posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (rc != 0) {

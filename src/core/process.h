@@ -1,5 +1,8 @@
 #pragma once
 // A child process with a deadline, for the backends whose compilers are other programs (Triton's helper, nvcc).
+#include <spawn.h>
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -18,5 +21,10 @@ struct ProcessResult {
 // stdin from /dev/null, collecting stdout and stderr. Past `timeout_s` the whole group is killed (a compiler's own
 // children too: ptxas, cicc). Never throws for the child's sake; an empty argv is a gemmtune::Error.
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s, const std::string& cwd = "");
+
+// Starts argv with the file actions `fa` in a process group of its own (so a deadline can kill it with its children),
+// signal mask and dispositions reset. Returns 0 and sets *pid, or the errno of the failed spawn. run_process and
+// long-lived helpers (Triton's warm compile helpers) both start their children here.
+int spawn_in_own_group(const std::vector<std::string>& argv, const posix_spawn_file_actions_t* fa, pid_t* pid);
 
 }  // namespace gemmtune

@@ -95,24 +95,10 @@ std::unique_ptr<Helper> start_helper(const std::string& python, const std::strin
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   const std::string driver = (fs::path(tdir) / "compile_driver.py").string();
-  std::vector<std::string> argv = {python, driver, "--serve", tdir};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
   auto h = std::make_unique<Helper>();
-  const int rc = posix_spawnp(&h->pid, args[0], &fa, &attr, args.data(), environ);
+  const int rc = spawn_in_own_group({python, driver, "--serve", tdir}, &fa, &h->pid);
   posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
   close(sv[1]);
   if (rc != 0) {
     close(sv[0]);
