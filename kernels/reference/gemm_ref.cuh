@@ -1,8 +1,8 @@
 // Reference GEMM and helpers for verification and benchmarking (JIT-compiled, no CUDA headers).
-// D_ref (fp32) = alpha * A * B + beta * C with fp32 accumulation on the CUDA cores: independent of the tensor-core
-// paths it checks; then the epilogue chain (epilogue_ref), interpreted op by op in fp32. Scaled (fp8) GEMMs accumulate
-// the dequantized products in fp64 (gemm_ref_scaled), so that the check counts a kernel's accumulation error and not
-// the reference's. Grouped GEMMs (RefParams::grouping) take each row's B from its group and leave the rows of no group
+// D_ref (fp32) = alpha * A * B + beta * C with fp64 accumulation on the CUDA cores: independent of the tensor-core
+// paths it checks, and exact enough that the check counts a kernel's accumulation error and not the reference's; then
+// the epilogue chain (epilogue_ref), interpreted op by op in fp32. Scaled (fp8) GEMMs accumulate the dequantized
+// products (gemm_ref_scaled). Grouped GEMMs (RefParams::grouping) take each row's B from its group and leave the rows of no group
 // unwritten; the compare skips them and checks that a kernel left them poisoned. Element types are template
 // parameters and run-time arguments: the codes of common/dtype_codes.cuh.
 #pragma once
@@ -66,8 +66,7 @@ GEMMTUNE_REF_FP8(gt::kE4M3, "e4m3")
 GEMMTUNE_REF_FP8(gt::kE5M2, "e5m2")
 #undef GEMMTUNE_REF_FP8
 
-template <bool Scaled> struct gt_ref_acc { typedef float type; };
-template <> struct gt_ref_acc<true> { typedef double type; };
+template <bool Scaled> struct gt_ref_acc { typedef double type; };
 
 struct RefParams {
   long long m, n, k, batch;
@@ -175,7 +174,7 @@ __device__ __forceinline__ void gemm_ref_tile(const void* a_, const void* b_, co
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             if (Scaled) part[i][j] = fma(double(ra[i]), double(rb[j]), double(part[i][j]));
-            else acc[i][j] = fmaf(float(ra[i]), float(rb[j]), float(acc[i][j]));
+            else acc[i][j] = fma(double(ra[i]), double(rb[j]), double(acc[i][j]));
           }
       }
       if (Scaled) {
@@ -291,6 +290,49 @@ __device__ __forceinline__ void compare(const void* out_, const float* ref, long
     atomicMax(&counts[1], (unsigned long long)__float_as_uint(amax));
     if (outside) atomicAdd(&counts[2], outside);
   }
+}
+
+// Where an operand's elements live in its allocation: `count` matrices of `outer` rows (the storage order's) of
+// `inner` elements, rows `ld` apart, matrices `bs` apart (elements; bs 0 or count 1: one matrix). Every other element
+// of the allocation (the gaps of a pitch wider than a row, between matrices, and the guard regions around the span)
+// belongs to no matrix: inputs there are poisoned so that a kernel reading them computes NaN, and an output there must
+// keep its poison.
+struct Geo {
+  long long outer, inner, ld, bs, count;
+};
+__device__ __forceinline__ bool in_matrix(long long off, const Geo& g) {
+  if (off < 0) return false;
+  long long q = off;
+  if (g.count > 1 && g.bs > 0) {
+    const long long b = off / g.bs;
+    q = off - (b < g.count ? b : g.count - 1) * g.bs;
+  }
+  return q / g.ld < g.outer && q % g.ld < g.inner;
+}
+template <class T> __device__ __forceinline__ void set_bits(T* p, u32 bits) { *p = T(bits); }
+__device__ __forceinline__ void set_bits(float* p, u32 bits) { *p = __uint_as_float(bits); }
+
+// Elements [lo, hi) around p (lo may be negative: the guard before the span) that belong to no matrix get the poison.
+template <int T>
+__device__ __forceinline__ void poison_outside(void* p_, long long lo, long long hi, Geo g) {
+  typedef typename Elem<T>::type Type;
+  Type* p = static_cast<Type*>(p_);
+  for (long long i = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < hi; i += (long long)gridDim.x * blockDim.x)
+    if (!in_matrix(i, g)) set_bits(p + i, u32(Poison<T>::bits));
+}
+
+// *count += the elements [lo, hi) around p that belong to no matrix and no longer hold the poison (a kernel wrote
+// outside its output).
+template <int T>
+__device__ __forceinline__ void count_outside(const void* p_, long long lo, long long hi, Geo g,
+                                              unsigned long long* count) {
+  typedef typename Elem<T>::type Type;
+  const Type* p = static_cast<const Type*>(p_);
+  unsigned long long n = 0;
+  for (long long i = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < hi; i += (long long)gridDim.x * blockDim.x)
+    if (!in_matrix(i, g) && raw_bits(p + i) != u32(Poison<T>::bits)) ++n;
+  for (int off = 16; off > 0; off /= 2) n += __shfl_down_sync(0xffffffffu, n, off);
+  if ((threadIdx.x & 31) == 0 && n) atomicAdd(count, n);
 }
 
 // Fills n fp32 values uniform in [lo, hi) (the scales of scaled GEMMs: positive, and different in every block).

@@ -48,31 +48,35 @@ class Bench {
     const size_t nsets = timing_set_count(set_bytes, size_t(dev.l2_bytes), fit);
     std::random_device rd;
     const uint64_t seed = (uint64_t(rd()) << 32) ^ rd();  // fresh inputs on every run
+    for (char w : {'A', 'B', 'C', 'D'}) geo_[idx(w)] = operand_geometry(p, w);
     for (size_t i = 0; i < nsets; ++i) {
       Set s;
-      for (char w : {'A', 'B', 'C', 'D'}) s.buf[idx(w)] = cuda::DeviceBuffer(bytes(w) + 16);
+      for (char w : {'A', 'B', 'C', 'D'}) s.buf[idx(w)] = guarded(bytes(w));
       for (char w : {'A', 'B', 'C'})
-        if (span_[idx(w)])
-          fill_normal(at(s, w), p.operand(w).dtype, span_[idx(w)], seed + 977 * i + w, 1.0f, stream_.get());
+        if (span_[idx(w)]) fill_input(s.buf[idx(w)], at(s, w), p.operand(w).dtype, span_[idx(w)], geo_[idx(w)],
+                                      seed + 977 * i + w);
       for (int e = 0; e < kEpi; ++e)
         if (epi_span_[e]) {
-          s.epi[e] = cuda::DeviceBuffer(epi_bytes(e));
-          fill_normal(s.epi[e].get(), epi_dtype(e), epi_span_[e], seed + 977 * i + 'E' + e, 1.0f, stream_.get());
+          s.epi[e] = guarded(epi_bytes(e));
+          // The residual is shaped (and strided) like D; the vectors are one row.
+          const OperandGeometry g = kEpiKinds[e] == EpiOpKind::residual ? geo_[idx('D')] : row_geometry(epi_span_[e]);
+          fill_input(s.epi[e], epi_at(s, e), epi_dtype(e), epi_span_[e], g, seed + 977 * i + 'E' + e);
         }
       // Scaled GEMMs: positive scales, a different one in every row, column or block, so that a kernel applying
       // the wrong one fails; an e4m3 D's scale puts the largest outputs past +-448 (its saturation is checked too).
       if (p.scaling != Scaling::none) {
         for (int w = 0; w < 2; ++w) {
           const int64_t len = p.scale_len(w == 0 ? 'A' : 'B');
-          s.scale[w] = cuda::DeviceBuffer(size_t(len) * sizeof(float));
-          fill_uniform(static_cast<float*>(s.scale[w].get()), len, seed + 977 * i + 'S' + w, 0.5f, 2.0f,
+          s.scale[w] = guarded(size_t(len) * sizeof(float));
+          fill_nan(s.scale[w].get(), DType::f32, int64_t(s.scale[w].bytes() / sizeof(float)), stream_.get());
+          fill_uniform(static_cast<float*>(scale_at(s, w)), len, seed + 977 * i + 'S' + w, 0.5f, 2.0f,
                        stream_.get());
         }
         s.scale[2] = cuda::DeviceBuffer(2 * sizeof(float));  // scale_d, amax
         const float sd[2] = {float(100.0 / std::sqrt(double(p.k))), -1.0f};
         s.scale[2].upload(sd, sizeof(sd));
       }
-      fill_nan(at(s, 'D'), p.d.dtype, span_[idx('D')], stream_.get());
+      poison_d(s);
       sets_.push_back(std::move(s));
     }
     for (const auto& counts : routings_) {
@@ -92,10 +96,10 @@ class Bench {
   GemmArgs args(size_t i) const {
     const Set& s = sets_[i % sets_.size()];
     GemmArgs a{at(s, 'A'), at(s, 'B'), span_[2] ? at(s, 'C') : nullptr, at(s, 'D')};
-    a.bias = s.epi[0].get(), a.residual = s.epi[1].get(), a.row_scale = s.epi[2].get(), a.col_scale = s.epi[3].get();
+    a.bias = epi_at(s, 0), a.residual = epi_at(s, 1), a.row_scale = epi_at(s, 2), a.col_scale = epi_at(s, 3);
     if (p_.scaling != Scaling::none) {
-      a.scale_a = static_cast<const float*>(s.scale[0].get());
-      a.scale_b = static_cast<const float*>(s.scale[1].get());
+      a.scale_a = static_cast<const float*>(scale_at(s, 0));
+      a.scale_b = static_cast<const float*>(scale_at(s, 1));
       if (is_fp8(p_.d.dtype)) a.scale_d = static_cast<const float*>(s.scale[2].get());
       if (p_.amax) a.amax = static_cast<float*>(s.scale[2].get()) + 1;
     }
@@ -114,9 +118,10 @@ class Bench {
     return routings_.empty() ? p_.min_bytes() : routed_bytes(p_, routed_rows(routings_[r]));
   }
 
-  // Runs the candidate once on set 0 under each routing (D poisoned each time) and compares with that routing's
-  // reference: returns the worst routing's stats (a failing one first, else the largest error) and its name in
-  // `routing` ("" ungrouped). With Problem::amax, also checks the amax it wrote (poisoned with NaN first) against the
+  // Runs the candidate once on set 0 under each routing (D and the guard regions around it poisoned each time) and
+  // compares with that routing's reference: returns the worst routing's stats (a failing one first, else the largest
+  // error) and its name in `routing` ("" ungrouped). outside_writes counts the elements of D's allocation outside its
+  // matrices (rows of no group, the gaps of its pitch, the guards) that no longer hold the poison. With Problem::amax, also checks the amax it wrote (poisoned with NaN first) against the
   // reference's, within `tolerance` relative.
   ErrorStats verify(Executable& exe, double tolerance, std::string& amax_error, std::string& routing) {
     ErrorStats worst;
@@ -125,12 +130,13 @@ class Bench {
     for (size_t r = 0; r < nroutings(); ++r) {
       use_routing(r);
       const GemmArgs a = args(0);
-      fill_nan(at(sets_[0], 'D'), p_.d.dtype, span_[3], stream_.get());
+      poison_d(sets_[0]);
       if (a.amax) fill_nan(a.amax, DType::f32, 1, stream_.get());
       exe.launch(a, stream_.get());
       stream_.sync();
-      const ErrorStats e = compare_to_reference(p_, a.d, static_cast<const float*>(refs_[r].get()), stream_.get(),
-                                                a.scale_d, a.group_rows);
+      ErrorStats e = compare_to_reference(p_, a.d, static_cast<const float*>(refs_[r].get()), stream_.get(),
+                                          a.scale_d, a.group_rows);
+      e.outside_writes += count_d_outside(sets_[0]);
       std::string amax_r;
       if (a.amax) {
         float got = 0;
@@ -151,6 +157,31 @@ class Bench {
 
  private:
   static int idx(char w) { return w - 'A'; }
+  // Every buffer has kGuard bytes before and after what the problem addresses (plus the < 16-byte offset of `at`):
+  // inputs there hold NaN, so a kernel that reads outside an operand computes NaN; D's guards hold the poison and
+  // must keep it.
+  static constexpr size_t kGuard = 4096;
+  static cuda::DeviceBuffer guarded(size_t bytes) { return cuda::DeviceBuffer(kGuard + 16 + bytes + kGuard); }
+  static OperandGeometry row_geometry(int64_t len) {
+    OperandGeometry g;
+    g.outer = 1, g.inner = g.ld = g.span = len;
+    return g;
+  }
+  // The elements of `buf` around `data`, as [lo, hi) offsets from it.
+  static std::pair<int64_t, int64_t> extent(const cuda::DeviceBuffer& buf, const void* data, DType t) {
+    const int64_t es = int64_t(dtype_size(t));
+    const int64_t before = static_cast<const char*>(data) - static_cast<const char*>(buf.get());
+    return {-(before / es), (int64_t(buf.bytes()) - before) / es};
+  }
+  // An input: random normal values in its matrices, the poison (NaN) everywhere else in its allocation.
+  void fill_input(const cuda::DeviceBuffer& buf, void* data, DType t, int64_t span, const OperandGeometry& g,
+                  uint64_t seed) {
+    fill_nan(buf.get(), t, int64_t(buf.bytes() / dtype_size(t)), stream_.get());
+    fill_normal(data, t, span, seed, 1.0f, stream_.get());
+    const auto [lo, hi] = extent(buf, data, t);
+    if (g.disjoint) poison_outside(data, t, lo, hi, g, stream_.get());
+  }
+
   size_t bytes(char w) const { return size_t(span_[idx(w)]) * dtype_size(p_.operand(w).dtype); }
   // GemmArgs' epilogue operands in order: bias (per column or per row), residual, row_scale, col_scale.
   static constexpr int kEpi = 4;
@@ -162,7 +193,7 @@ class Bench {
   }
   size_t epi_bytes(int e) const { return size_t(epi_span_[e]) * dtype_size(epi_dtype(e)); }
   struct Set {
-    cuda::DeviceBuffer buf[4];     // each 16 bytes longer than its operand: room for the offset of `at`
+    cuda::DeviceBuffer buf[4];     // guarded(): the guards around the operand and room for the offset of `at`
     cuda::DeviceBuffer epi[kEpi];  // empty when the chain has no such op
     cuda::DeviceBuffer scale[3];   // scaled GEMMs: scale_a, scale_b, then {scale_d, amax}
   };
@@ -170,13 +201,28 @@ class Bench {
   // 16, so that the candidates run on pointers exactly as aligned as the problem says (a sliced view's).
   void* at(const Set& s, char w) const {
     const int al = p_.operand(w).align;
-    return static_cast<char*>(s.buf[idx(w)].get()) + (al < 16 ? al : 0);
+    return static_cast<char*>(s.buf[idx(w)].get()) + kGuard + (al < 16 ? al : 0);
+  }
+  void* epi_at(const Set& s, int e) const {
+    return s.epi[e].get() ? static_cast<char*>(s.epi[e].get()) + kGuard : nullptr;
+  }
+  void* scale_at(const Set& s, int w) const { return static_cast<char*>(s.scale[w].get()) + kGuard; }
+  // D's geometry for the outside check: its matrices when they are disjoint, else its span as one block.
+  OperandGeometry d_geometry() const { return geo_[idx('D')].disjoint ? geo_[idx('D')] : row_geometry(span_[idx('D')]); }
+  void poison_d(const Set& s) {
+    const cuda::DeviceBuffer& buf = s.buf[idx('D')];
+    fill_nan(buf.get(), p_.d.dtype, int64_t(buf.bytes() / dtype_size(p_.d.dtype)), stream_.get());
+  }
+  uint64_t count_d_outside(const Set& s) {
+    const auto [lo, hi] = extent(s.buf[idx('D')], at(s, 'D'), p_.d.dtype);
+    return count_outside(at(s, 'D'), p_.d.dtype, lo, hi, d_geometry(), stream_.get());
   }
   Problem p_;
   std::vector<std::vector<int32_t>> routings_;  // grouped: row counts per group, one list per routing
   std::vector<cuda::DeviceBuffer> group_rows_;  // grouped: GemmArgs::group_rows of each routing
   size_t routing_ = 0;
   int64_t span_[4] = {};
+  OperandGeometry geo_[4];
   int64_t epi_span_[kEpi] = {};
   cuda::StreamOwner stream_;
   std::vector<Set> sets_;
@@ -185,7 +231,7 @@ class Bench {
 
 // Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
 std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, PreparedCandidate& pc,
-                                            const TuneOptions& o) {
+                                            const TuneOptions& o, const EvaluateHooks::Wrap& wrap) {
   CandidateResult& r = pc.result;
   if (!pc.compiled) {
     compile_one(p, current_device(), pc);  // in the worker: a compile of the parent's, served by the kernel cache
@@ -194,6 +240,7 @@ std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, Prep
   std::unique_ptr<Executable> exe;
   try {
     exe = load_prepared(p, pc);
+    if (wrap) exe = wrap(std::move(exe));
   } catch (const CudaError& e) {
     if (e.sticky) throw;
     r.status = Status::load_error, r.reason = e.what();
@@ -210,7 +257,9 @@ std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, Prep
     if (!err.ok(tol) || !amax_error.empty()) {
       r.status = Status::wrong_result;
       r.reason = err.nonfinite ? std::to_string(err.nonfinite) + " NaN/inf outputs (unwritten or overflowed)"
-                 : err.outside_writes ? "wrote " + std::to_string(err.outside_writes) + " elements outside the groups"
+                 : err.outside_writes ? "wrote " + std::to_string(err.outside_writes) +
+                                              " elements outside D's matrices (rows of no group, the gaps of its "
+                                              "pitch, or the guard regions around it)"
                  : !err.ok(tol)       ? "normalized error " + std::to_string(err.normalized) + " > tolerance " +
                                             std::to_string(tol)
                                       : amax_error;
@@ -359,7 +408,10 @@ std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vect
   CandidateResult& r = cands[i].result;
   try {
     const auto t0 = Clock::now();
-    std::unique_ptr<Executable> exe = load_and_verify(p, bench, cands[i], o);
+    std::unique_ptr<Executable> exe =
+        load_and_verify(p, bench, cands[i], o, hooks.wrap ? [&](std::unique_ptr<Executable> x) {
+          return hooks.wrap(i, std::move(x));
+        } : EvaluateHooks::Wrap{});
     if (exe && seconds_since(t0) > o.max_candidate_s) {
       r.status = Status::timeout;
       r.reason = "verification took longer than " + std::to_string(o.max_candidate_s) + " s";

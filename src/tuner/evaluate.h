@@ -2,6 +2,7 @@
 // Verification and timing of candidates on the GPU (in this process). The tuner calls this directly
 // (Isolation::in_process) or through the worker process (tools/worker).
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "gemmtune/tuner.h"
@@ -15,6 +16,10 @@ struct EvaluateHooks {
   // Before the verified candidates `indices` are timed side by side (TuneOptions::interleave): a crash from here on
   // cannot be pinned on one of them.
   std::function<void(const std::vector<size_t>& indices)> on_timing;
+  // Test hook: replaces candidate `index`'s loaded executable (the worker's fault injection wraps it in one that
+  // faults on the GPU at a chosen launch).
+  using Wrap = std::function<std::unique_ptr<Executable>(std::unique_ptr<Executable>)>;
+  std::function<std::unique_ptr<Executable>(size_t index, std::unique_ptr<Executable>)> wrap;
 };
 
 // The one timing path (first timings, the runoff, compare). For each pending candidate in order: load (parsing and

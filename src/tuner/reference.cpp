@@ -45,6 +45,14 @@ std::string reference_unit_source(const std::string& unit) {
          "group_rows) { compare<" +
          ts + ">(o, r, m, n, batch, ldd, bsd, row, sums, counts, scale_d, grouping, groups, group_rows); }\n";
   }
+  for (int t = 0; t < 5; ++t) {
+    const std::string ts = std::to_string(t);
+    s += "extern \"C\" __global__ void gt_ref_poison_outside_" + ts +
+         "(void* p, long long lo, long long hi, Geo g) { poison_outside<" + ts + ">(p, lo, hi, g); }\n";
+    s += "extern \"C\" __global__ void gt_ref_count_outside_" + ts +
+         "(const void* p, long long lo, long long hi, Geo g, unsigned long long* n) { count_outside<" + ts +
+         ">(p, lo, hi, g, n); }\n";
+  }
   s += "extern \"C\" __global__ void gt_ref_epilogue(const float* in, float* out, RefEpi e) { epilogue_ref(in, out, e); "
        "}\n";
   return s;
@@ -90,6 +98,56 @@ int64_t operand_span(const Problem& p, char which) {
   const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
   const int64_t outer = o.layout == Layout::row ? rows : cols, inner = o.layout == Layout::row ? cols : rows;
   return o.batch_stride * (p.count(which) - 1) + o.ld * (outer - 1) + inner;  // count: B's G matrices, grouped
+}
+
+OperandGeometry operand_geometry(const Problem& p, char which) {
+  const Operand& o = p.operand(which);
+  const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
+  OperandGeometry g;
+  g.outer = o.layout == Layout::row ? rows : cols;
+  g.inner = o.layout == Layout::row ? cols : rows;
+  g.ld = o.ld, g.bs = o.batch_stride, g.count = p.count(which);
+  g.span = operand_span(p, which);
+  g.disjoint = g.ld >= g.inner && (g.count <= 1 || g.bs == 0 || g.bs >= g.ld * (g.outer - 1) + g.inner);
+  return g;
+}
+
+namespace {
+
+// gemm_ref.cuh's Geo.
+struct Geo {
+  long long outer, inner, ld, bs, count;
+};
+
+Geo geo_of(const OperandGeometry& g) { return {g.outer, g.inner, g.ld, g.bs, g.count}; }
+
+unsigned grid_of(int64_t n, int64_t cap) { return unsigned(std::clamp<int64_t>((n + 255) / 256, 1, cap)); }
+
+}  // namespace
+
+void poison_outside(void* data, DType dtype, int64_t lo, int64_t hi, const OperandGeometry& g, Stream s) {
+  GT_REQUIRE(g.disjoint, "poison_outside: the operand's matrices overlap");
+  CUfunction f = get("gt_ref_poison_outside_" + std::to_string(kernel_dtype_code(dtype)));
+  long long l = lo, h = hi;
+  Geo geo = geo_of(g);
+  void* params[] = {&data, &l, &h, &geo};
+  launch(f, grid_of(hi - lo, 132 * 16), 1, 1, 256, params, s);
+}
+
+uint64_t count_outside(const void* data, DType dtype, int64_t lo, int64_t hi, const OperandGeometry& g, Stream s) {
+  GT_REQUIRE(g.disjoint, "count_outside: the operand's matrices overlap");
+  CUfunction f = get("gt_ref_count_outside_" + std::to_string(kernel_dtype_code(dtype)));
+  cuda::DeviceBuffer n(sizeof(unsigned long long));
+  GT_CU(cuMemsetD8Async(n.ptr(), 0, n.bytes(), reinterpret_cast<CUstream>(s)));
+  long long l = lo, h = hi;
+  Geo geo = geo_of(g);
+  void* np = n.get();
+  void* params[] = {&data, &l, &h, &geo, &np};
+  launch(f, grid_of(hi - lo, 132 * 8), 1, 1, 256, params, s);
+  GT_CU(cuStreamSynchronize(reinterpret_cast<CUstream>(s)));
+  unsigned long long host = 0;
+  n.download(&host, sizeof(host));
+  return host;
 }
 
 void fill_normal(void* ptr, DType dtype, int64_t count, uint64_t seed, float scale, Stream s) {

@@ -36,6 +36,19 @@ struct ErrorStats {
 ErrorStats compare_to_reference(const Problem& p, const void* d, const float* ref, Stream s,
                                 const float* scale_d = nullptr, const int32_t* group_rows = nullptr);
 
+// Where operand `which` ('A', 'B', 'C', 'D') keeps its elements: count() matrices of `outer` rows (in its storage
+// order) of `inner` elements, rows `ld` apart, matrices `bs` apart, spanning `span` elements from its pointer.
+// disjoint: no two elements of it share an address (then every other element of its allocation is a gap).
+struct OperandGeometry {
+  int64_t outer = 0, inner = 0, ld = 0, bs = 0, count = 1, span = 0;
+  bool disjoint = true;
+};
+OperandGeometry operand_geometry(const Problem& p, char which);
+// The elements [lo, hi) around `data` (lo < 0: a guard region before the operand) that belong to no matrix of `g`
+// get fill_nan's poison; count_outside counts those that no longer hold it (synchronizes). Both need g.disjoint.
+void poison_outside(void* data, DType dtype, int64_t lo, int64_t hi, const OperandGeometry& g, Stream s);
+uint64_t count_outside(const void* data, DType dtype, int64_t lo, int64_t hi, const OperandGeometry& g, Stream s);
+
 // Busy-waits the GPU for about `ns` nanoseconds on stream s.
 void gpu_spin(uint64_t ns, Stream s);
 

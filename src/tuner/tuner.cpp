@@ -138,11 +138,11 @@ std::vector<CandidateResult> results_of(const std::vector<PreparedCandidate>& ca
 }
 
 // Times the candidates again side by side, as the first timing does with TuneOptions::interleave (the same
-// evaluate(): verification, the clocks settled, interleaved rounds).
+// evaluate(): verification, the clocks settled, interleaved rounds), isolated as the options say.
 void time_interleaved(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
   TuneOptions so = o;
   so.interleave = true;
-  evaluate(p, cands, so);
+  evaluate_candidates(p, cands, so);
 }
 
 // The kRunoffMin fastest and the contenders within `kRunoffBand` of the kRunoffMin-th fastest (at most kRunoffMax) are
@@ -150,9 +150,10 @@ void time_interleaved(const Problem& p, std::vector<PreparedCandidate>& cands, c
 // second, longer look at the close ones (first timings and runoff numbers differed by 0.9% median, 3.6% at most on
 // the H200). With TuneOptions::interleave off the first timings were taken one after another, each in another power
 // state of the GPU (up to 15% off); then an explicit list of candidates (several --config) is timed side by side
-// whole here. With it on, such a list was timed side by side whole already: no runoff. They all passed verification;
-// the runoff runs in this process (a failure there only keeps the first timings). Returns the indices of the
-// candidates it re-timed (empty when none ran): the winner is picked among them.
+// whole here. With it on, such a list was timed side by side whole already: no runoff. The runoff verifies them again
+// and is isolated like the first timings: a candidate that fails there (a crash, a wrong result on other inputs) is
+// out, with that failure as its result; when the runoff itself cannot run, the first timings stand. Returns the
+// indices of the candidates it re-timed (empty when none ran): the winner is picked among them.
 std::vector<size_t> runoff(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
   const bool whole_list = o.only.size() > 1;
   if (whole_list && o.interleave) return {};
@@ -163,8 +164,10 @@ std::vector<size_t> runoff(const Problem& p, std::vector<PreparedCandidate>& can
     rr.push_back(cands[i]);  // shares the compiled artifact
     rr.back().result.status = Status::pending;
   }
+  TuneOptions ro = o;
+  ro.progress = nullptr;  // its lines are the summary below
   try {
-    time_interleaved(p, rr, o);
+    time_interleaved(p, rr, ro);
   } catch (const std::exception& e) {
     progress(o, std::string("warning: runoff failed, keeping the first timings (") + e.what() + ")");
     return {};
@@ -173,9 +176,13 @@ std::vector<size_t> runoff(const Problem& p, std::vector<PreparedCandidate>& can
   std::vector<size_t> raced;
   for (size_t j = 0; j < top.size(); ++j) {
     const CandidateResult& t = rr[j].result;
-    if (t.status != Status::ok) continue;  // keep the first timing
-    raced.push_back(top[j]);
     CandidateResult& r = cands[top[j]].result;
+    if (t.status != Status::ok) {
+      r.status = t.status, r.reason = "in the runoff: " + t.reason;
+      progress(o, "  " + r.candidate.str() + "  " + to_string(r.status) + " (" + r.reason + ")");
+      continue;
+    }
+    raced.push_back(top[j]);
     r.us_median = t.us_median, r.us_min = t.us_min, r.us_max = t.us_max;
     r.timed_iters = t.timed_iters, r.tflops = t.tflops, r.gbps = t.gbps;
     char buf[64];
@@ -345,27 +352,9 @@ TuneReport Tuner::tune(const Problem& p0) {
   }
 
   // Verify and time.
-  std::optional<std::string> worker;
-  if (opts_.isolation == Isolation::process) {
-    worker = find_worker();
-    if (!worker) progress(opts_, "warning: gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process");
-  }
-  progress(opts_, "verifying and timing" + std::string(worker ? " in worker " + *worker : " in-process"));
-  if (worker) {
-    evaluate_in_worker(*worker, p, cands, opts_);
-  } else {
-    EvaluateHooks hooks;
-    hooks.on_result = [&](size_t, const CandidateResult& r) {
-      char buf[96];
-      std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
-      progress(opts_, "  " + r.candidate.str() + "  " +
-                          (r.status == Status::ok ? std::string(buf) : to_string(r.status) + (": " + r.reason)));
-    };
-    hooks.on_timing = [&](const std::vector<size_t>& idx) {
-      progress(opts_, "  timing " + std::to_string(idx.size()) + " verified candidates side by side");
-    };
-    evaluate(p, cands, opts_, hooks);
-  }
+  progress(opts_, opts_.isolation == Isolation::process ? "verifying and timing in a worker process"
+                                                        : "verifying and timing in-process");
+  evaluate_candidates(p, cands, opts_);
 
   const std::vector<size_t> raced = runoff(p, cands, opts_);
   rep.results = results_of(cands);

@@ -13,9 +13,13 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "gemmtune/errors.h"
 #include "tuner/evaluate.h"
+#include "tuner/fault_injection.h"
+#include "tuner/routing.h"
 #include "tuner/serialize.h"
 
 extern char** environ;
@@ -43,17 +47,30 @@ std::optional<std::string> find_worker() {
 
 namespace {
 
+// The environment a worker was started with that changes what it does (device, caches, test hooks): a kept worker
+// serves a later request only while this is unchanged.
+std::string worker_environment() {
+  std::string s;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "GEMMTUNE_", 9) == 0 || std::strncmp(*e, "CUDA_", 5) == 0) s += std::string(*e) + '\n';
+  return s;
+}
+
 class Worker {
  public:
-  explicit Worker(const std::string& path) {
+  explicit Worker(const std::string& path) : path_(path), env_(worker_environment()), owner_(getpid()) {
     int in[2], out[2];
-    if (pipe(in) || pipe(out)) throw Error(std::string("pipe: ") + std::strerror(errno));
+    // O_CLOEXEC from the start: a process spawned by another thread meanwhile must not inherit our ends (the worker
+    // would then never see EOF on its stdin).
+    if (pipe2(in, O_CLOEXEC)) throw Error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe2(out, O_CLOEXEC)) {
+      close(in[0]), close(in[1]);
+      throw Error(std::string("pipe: ") + std::strerror(errno));
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_addclose(&fa, in[1]);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
     char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
     const int rc = posix_spawn(&pid_, path.c_str(), &fa, nullptr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -61,14 +78,14 @@ class Worker {
     close(out[1]);
     to_ = in[1];
     from_ = out[0];
-    fcntl(to_, F_SETFD, FD_CLOEXEC);
-    fcntl(from_, F_SETFD, FD_CLOEXEC);
     if (rc != 0) {
-      close(to_), close(from_);
+      pid_ = -1;
       throw Error("cannot start worker " + path + ": " + std::strerror(rc));
     }
   }
   ~Worker() {
+    // A forked child of the tuner's process must not kill the parent's worker when it exits.
+    if (getpid() != owner_) return;
     if (to_ >= 0) close(to_);
     if (from_ >= 0) close(from_);
     if (pid_ > 0) {
@@ -76,16 +93,34 @@ class Worker {
       waitpid(pid_, nullptr, 0);
     }
   }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& environment() const { return env_; }
+  bool owned_here() const { return getpid() == owner_; }
+  int requests = 0;
+
   void send(const std::string& line) {
     std::string s = line + "\n";
     size_t off = 0;
+    // A worker that died leaves a broken pipe: EPIPE, not SIGPIPE (MSG_NOSIGNAL is for sockets; block the signal).
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     while (off < s.size()) {
-      ssize_t w = write(to_, s.data() + off, s.size() - off);
-      if (w <= 0) throw Error("worker closed its input");
+      const ssize_t w = write(to_, s.data() + off, s.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
       off += size_t(w);
     }
-    close(to_);
-    to_ = -1;
+    // Consume a SIGPIPE raised while it was blocked, so it does not hit the process when unblocked.
+    timespec zero{0, 0};
+    while (sigtimedwait(&block, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    // A short write is not reported here: the worker is dead, and reading its events says so.
   }
   // Next line, or nullopt at EOF or after `timeout_s` without a complete line (then timed_out = true).
   std::optional<std::string> read_line(double timeout_s, bool& timed_out) {
@@ -109,11 +144,12 @@ class Worker {
       if (pr <= 0) continue;
       char tmp[65536];
       const ssize_t n = read(from_, tmp, sizeof(tmp));
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return std::nullopt;
       buf_.append(tmp, size_t(n));
     }
   }
-  // Exit description after the worker ended (waits for it).
+  // Ends the worker (it may have exited already) and describes how it ended.
   std::string end_status() {
     int st = 0;
     if (pid_ <= 0) return "ended";
@@ -126,16 +162,75 @@ class Worker {
   }
 
  private:
+  std::string path_, env_;
+  pid_t owner_;
   pid_t pid_ = -1;
   int to_ = -1, from_ = -1;
   std::string buf_;
 };
+
+// The worker kept warm between the evaluations of this process (a tune's first timings and its runoff, the next
+// problem's tune). It serves at most kMaxRequests requests, so that the modules it loaded do not pile up.
+constexpr int kMaxRequests = 64;
+std::mutex g_idle_mu;
+Worker* g_idle = nullptr;  // owned; deleted at exit by IdleReaper
+
+struct IdleReaper {
+  ~IdleReaper() {
+    std::lock_guard<std::mutex> lock(g_idle_mu);
+    delete g_idle;
+    g_idle = nullptr;
+  }
+} g_idle_reaper;
+
+std::unique_ptr<Worker> acquire_worker(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(g_idle_mu);
+    std::unique_ptr<Worker> w(std::exchange(g_idle, nullptr));
+    if (w && w->owned_here() && w->path() == path && w->environment() == worker_environment()) return w;
+    if (w && !w->owned_here()) (void)w.release();  // a forked child: the parent's worker is not ours to end
+  }
+  return std::make_unique<Worker>(path);
+}
+
+void keep_worker(std::unique_ptr<Worker> w) {
+  if (w->requests >= kMaxRequests) return;
+  std::lock_guard<std::mutex> lock(g_idle_mu);
+  delete std::exchange(g_idle, w.release());
+}
 
 nlohmann::json options_json(const TuneOptions& o) {
   return {{"min_time_ms", o.min_time_ms}, {"min_iters", o.min_iters},         {"warmup_iters", o.warmup_iters},
           {"settle_ms", o.settle_ms},     {"max_candidate_s", o.max_candidate_s}, {"tolerance", o.tolerance},
           {"interleave", o.interleave}};
 }
+
+bool pending(const std::vector<PreparedCandidate>& cands) {
+  for (const auto& c : cands)
+    if (c.status() == Status::pending) return true;
+  return false;
+}
+
+// A failure a worker can leave behind for the next request (a context that may be damaged, memory written where
+// it must not be): such a worker is not kept.
+bool leaves_worker_suspect(Status s) {
+  return s == Status::crashed || s == Status::timeout || s == Status::launch_error || s == Status::wrong_result ||
+         s == Status::load_error;
+}
+
+// What the parent learned from one worker's events during one request.
+struct RequestState {
+  static constexpr size_t kNone = ~size_t(0);
+  size_t in_flight = kNone;  // the candidate between its "begin" and its "result" (request index)
+  size_t timing = 0;         // candidates being timed side by side (after "timing")
+  int results = 0;
+  std::string crashed;  // a candidate the worker reported crashed (context lost): the worker exits after it
+  std::string fatal;    // the worker's last "fatal" message
+  bool done = false;
+  bool suspect = false;
+};
+
+std::string one_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
@@ -144,50 +239,31 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
   auto progress = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
-  auto pending = [&] {
-    for (const auto& c : cands)
-      if (c.status() == Status::pending) return true;
-    return false;
-  };
-  int restarts = 0;
-  TuneOptions wo = o;  // interleave turns off after a worker died while timing side by side
-  while (pending()) {
-    if (restarts > int(cands.size()) + 1) throw Error("worker keeps failing; giving up");
-    Worker w(path);
-    nlohmann::json req = {{"problem", to_json(p)}, {"options", options_json(wo)}, {"results", nlohmann::json::array()}};
-    std::vector<size_t> map;  // request index -> results index
+  TuneOptions wo = o;               // interleave turns off after a worker died while timing side by side
+  std::string after;                // the last failure survived ("" none): a setup failure after it is retried
+  int setup_failures = 0;
+  constexpr int kSetupRetries = 3;
+  size_t rounds = 0;
+  while (pending(cands)) {
+    if (++rounds > 4 * cands.size() + 16) throw Error("worker keeps failing; giving up");  // each round resolves
+    std::unique_ptr<Worker> w = acquire_worker(path);
+    nlohmann::json req = {{"problem", to_json(p)},
+                          {"options", options_json(wo)},
+                          {"after_failure", !after.empty()},
+                          {"setup_attempt", setup_failures},
+                          {"results", nlohmann::json::array()}};
+    std::vector<size_t> map;  // request index -> cands index
     for (size_t i = 0; i < cands.size(); ++i)
       if (cands[i].status() == Status::pending) req["results"].push_back(to_json(cands[i].result)), map.push_back(i);
-    w.send(req.dump());
-    constexpr size_t kNone = ~size_t(0);
-    size_t in_flight = kNone;  // the candidate between its "begin" and its "result"
-    size_t timing = 0;  // candidates being timed side by side (after the worker's "timing" event)
-    double timeout = o.max_candidate_s + 120;  // the first candidate waits for setup (inputs, reference GEMM)
+    w->send(req.dump());
+    ++w->requests;
+    RequestState st;
+    // The first event waits for the setup (a fresh worker: context, inputs, the reference GEMM).
+    double timeout = o.max_candidate_s + 120;
+    bool timed_out = false;
     for (;;) {
-      bool timed_out = false;
-      auto line = w.read_line(timeout, timed_out);
-      if (!line) {
-        const std::string how = timed_out ? "" : w.end_status();
-        if (timing > 0 && pending()) {
-          // Not one candidate's fault as far as we can tell: time the rest one at a time, which attributes it.
-          progress("  worker " + (timed_out ? "timed out" : how) + " while timing " + std::to_string(timing) +
-                   " candidates side by side; timing them again one at a time");
-          wo.interleave = false;
-        } else if (in_flight != kNone) {
-          CandidateResult& r = cands[map[in_flight]].result;
-          if (timed_out) {
-            r.status = Status::timeout;
-            r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
-          } else {
-            r.status = Status::crashed, r.reason = "worker process " + how + " while running this candidate";
-          }
-          progress("  " + r.candidate.str() + ": " + to_string(r.status) + " (" + r.reason + ")");
-        } else if (pending()) {
-          throw Error(timed_out ? "worker did not start within " + std::to_string(int(timeout)) + " s"
-                                : "worker " + how + " before running any candidate (run gemmtune-worker by hand?)");
-        }
-        break;
-      }
+      auto line = w->read_line(timeout, timed_out);
+      if (!line) break;
       nlohmann::json ev;
       try {
         ev = nlohmann::json::parse(*line);
@@ -196,55 +272,145 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
         continue;
       }
       const std::string kind = ev.value("event", "");
-      if (kind == "begin") {
-        in_flight = ev.at("index").get<size_t>();
-        timeout = o.max_candidate_s + 10;
-      } else if (kind == "timing") {
-        in_flight = kNone;
-        timing = ev.at("indices").size();
-        timeout = o.max_candidate_s * double(timing) + 10;
-        progress("  timing " + std::to_string(timing) + " verified candidates side by side");
-      } else if (kind == "result") {
-        const size_t i = ev.at("index").get<size_t>();
-        cands[map[i]].result = result_from_json(ev.at("result"));
-        if (o.progress) {
-          const auto& r = cands[map[i]].result;
-          const bool ok = r.status == Status::ok;
-          char buf[160];
-          if (ok)
-            std::snprintf(buf, sizeof(buf), "%9.2f us %8.1f TFLOP/s  err %.1e", r.us_median, r.tflops, r.error);
-          else
-            std::snprintf(buf, sizeof(buf), "%s", to_string(r.status));
-          progress("  " + r.candidate.str() + "  " + buf + (ok ? "" : ": " + r.reason));
+      try {
+        if (kind == "begin") {
+          st.in_flight = ev.at("index").get<size_t>();
+          timeout = o.max_candidate_s + 10;
+        } else if (kind == "timing") {
+          st.in_flight = RequestState::kNone;
+          st.timing = ev.at("indices").size();
+          timeout = o.max_candidate_s * double(st.timing) + 10;
+          progress("  timing " + std::to_string(st.timing) + " verified candidates side by side");
+        } else if (kind == "result") {
+          const size_t i = ev.at("index").get<size_t>();
+          if (i >= map.size()) throw Error("result index out of range");
+          CandidateResult& r = cands[map[i]].result;
+          r = result_from_json(ev.at("result"));
+          ++st.results;
+          st.suspect = st.suspect || leaves_worker_suspect(r.status);
+          if (r.status == Status::crashed) st.crashed = r.candidate.str();
+          if (o.progress) {
+            const bool ok = r.status == Status::ok;
+            char buf[160];
+            if (ok)
+              std::snprintf(buf, sizeof(buf), "%9.2f us %8.1f TFLOP/s  err %.1e", r.us_median, r.tflops, r.error);
+            else
+              std::snprintf(buf, sizeof(buf), "%s", to_string(r.status));
+            progress("  " + r.candidate.str() + "  " + buf + (ok ? "" : ": " + r.reason));
+          }
+          st.in_flight = RequestState::kNone;
+          st.timing = 0;
+          timeout = o.max_candidate_s + 10;
+        } else if (kind == "fatal") {
+          st.fatal = ev.value("message", std::string("unknown error"));
+        } else if (kind == "done") {
+          st.done = true;
+          break;
         }
-        in_flight = kNone;
-      } else if (kind == "fatal") {
-        throw Error("worker: " + ev.value("message", std::string("unknown error")));
+      } catch (const std::exception& e) {
+        progress(std::string("worker: malformed event (") + e.what() + "): " + one_line(*line));
       }
     }
-    ++restarts;
+    if (st.done && st.fatal.empty()) {
+      // Every candidate of the request has its result; one the worker passed over stays pending and would loop.
+      for (size_t i : map)
+        if (cands[i].status() == Status::pending)
+          cands[i].result.status = Status::skipped, cands[i].result.reason = "the worker returned no result for it";
+      if (!st.suspect) keep_worker(std::move(w));
+      continue;
+    }
+    // The worker died, hung, or reported an error that was no candidate's result.
+    const std::string how = timed_out ? "timed out" : st.done ? "stopped" : w->end_status();
+    w.reset();
+    const std::string detail = st.fatal.empty() ? "worker " + how : one_line(st.fatal) + " (worker " + how + ")";
+    if (st.timing > 0 && pending(cands)) {
+      // Not one candidate's fault as far as we can tell: time the rest one at a time, which attributes it.
+      progress("  " + detail + " while timing " + std::to_string(st.timing) +
+               " candidates side by side; timing them again one at a time");
+      wo.interleave = false;
+      after = "the side-by-side timing";
+    } else if (st.in_flight != RequestState::kNone) {
+      CandidateResult& r = cands[map[st.in_flight]].result;
+      if (timed_out) {
+        r.status = Status::timeout;
+        r.reason = "no result within " + std::to_string(int(timeout)) + " s; worker killed";
+      } else {
+        r.status = Status::crashed;
+        r.reason = st.fatal.empty() ? "worker process " + how + " while running this candidate"
+                                    : one_line(st.fatal) + " (worker " + how + ")";
+      }
+      progress("  " + r.candidate.str() + ": " + to_string(r.status) + " (" + r.reason + ")");
+      after = r.candidate.str();
+      setup_failures = 0;
+    } else if (!st.crashed.empty() || st.results > 0) {
+      // The crash was reported as that candidate's result (the context was lost: the worker exits after it), or the
+      // worker died between candidates: a fresh one goes on with the rest.
+      if (!st.crashed.empty()) after = st.crashed;
+      setup_failures = 0;
+    } else if (after.empty()) {
+      // Before any candidate of a first worker: the environment (no GPU, too little memory, a worker that does not
+      // run), not a candidate.
+      throw Error(st.fatal.empty() ? "worker " + how + " before running any candidate (run gemmtune-worker by hand?)"
+                                   : "worker: " + st.fatal);
+    } else if (++setup_failures > kSetupRetries) {
+      for (size_t i : map)
+        if (cands[i].status() == Status::pending)
+          cands[i].result.status = Status::skipped,
+          cands[i].result.reason = "no worker could start after " + after + " failed: " + detail;
+      progress("  " + std::to_string(map.size()) + " candidates skipped: no worker could start after " + after +
+               " failed (" + detail + ")");
+    } else {
+      progress("  worker setup failed after " + after + " (" + detail + "); starting another");
+      // The memory of a worker killed a moment ago may not be free yet.
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 << setup_failures));
+    }
   }
 }
 
-int worker_main() {
-  std::string line;
-  if (!std::getline(std::cin, line)) {
-    std::cerr << "gemmtune-worker: expected one JSON request line on stdin (it is started by the tuner)\n";
-    return 2;
+void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
+  auto progress = [&](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+  if (o.isolation == Isolation::process) {
+    if (const auto worker = find_worker()) return evaluate_in_worker(*worker, p, cands, o);
+    progress("warning: gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process");
   }
-  auto emit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n" << std::flush; };
+  EvaluateHooks hooks;
+  hooks.on_result = [&](size_t, const CandidateResult& r) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
+    progress("  " + r.candidate.str() + "  " +
+             (r.status == Status::ok ? std::string(buf) : to_string(r.status) + (": " + r.reason)));
+  };
+  hooks.on_timing = [&](const std::vector<size_t>& idx) {
+    progress("  timing " + std::to_string(idx.size()) + " verified candidates side by side");
+  };
+  evaluate(p, cands, o, hooks);
+}
+
+namespace {
+
+TuneOptions options_from_json(const nlohmann::json& oj) {
+  TuneOptions o;
+  o.min_time_ms = oj.at("min_time_ms").get<double>();
+  o.min_iters = oj.at("min_iters").get<int>();
+  o.warmup_iters = oj.at("warmup_iters").get<int>();
+  o.settle_ms = oj.value("settle_ms", 0.0);
+  o.max_candidate_s = oj.at("max_candidate_s").get<double>();
+  o.tolerance = oj.at("tolerance").get<double>();
+  o.interleave = oj.value("interleave", true);
+  return o;
+}
+
+// One request: evaluate() of its candidates with the events written as they happen. Returns false when the process
+// must end (its CUDA context is lost).
+bool serve(const std::string& line, const std::optional<FaultPlan>& fault,
+           const std::function<void(const nlohmann::json&)>& emit) {
+  bool crash_reported = false;
   try {
     const nlohmann::json req = nlohmann::json::parse(line);
     const Problem p = problem_from_json(req.at("problem"));
-    TuneOptions o;
-    const auto& oj = req.at("options");
-    o.min_time_ms = oj.at("min_time_ms").get<double>();
-    o.min_iters = oj.at("min_iters").get<int>();
-    o.warmup_iters = oj.at("warmup_iters").get<int>();
-    o.settle_ms = oj.value("settle_ms", 0.0);
-    o.max_candidate_s = oj.at("max_candidate_s").get<double>();
-    o.tolerance = oj.at("tolerance").get<double>();
-    o.interleave = oj.value("interleave", true);
+    const TuneOptions o = options_from_json(req.at("options"));
     std::vector<PreparedCandidate> cands;
     for (const auto& r : req.at("results")) {
       const CandidateResult res = result_from_json(r);
@@ -252,33 +418,65 @@ int worker_main() {
       if (pc.backend) pc.result = res;  // the parent's compile numbers; status pending
       cands.push_back(std::move(pc));
     }
+    const bool after_failure = req.value("after_failure", false);
+    if (fault && (fault->step == "setup" || (fault->step == "restart_always" && after_failure) ||
+                  (fault->step == "restart" && after_failure && req.value("setup_attempt", 0) == 0)))
+      inject_fault_now(fault->kind, nullptr);
     EvaluateHooks hooks;
-    // Test hook: GEMMTUNE_WORKER_CRASH_ON=<backend:config> makes the worker die (SIGSEGV) on that candidate, so the
-    // tuner's crash recovery can be tested without a kernel that really corrupts the context.
-    const char* crash_on = std::getenv("GEMMTUNE_WORKER_CRASH_ON");
-    hooks.on_begin = [&](size_t i) {
-      emit({{"event", "begin"}, {"index", i}});
-      if (crash_on && cands[i].candidate().str() == crash_on) raise(SIGSEGV);
-    };
+    hooks.on_begin = [&](size_t i) { emit({{"event", "begin"}, {"index", i}}); };
     hooks.on_result = [&](size_t i, const CandidateResult& r) {
+      crash_reported = crash_reported || r.status == Status::crashed;
       emit({{"event", "result"}, {"index", i}, {"result", to_json(r)}});
     };
-    // Test hook: GEMMTUNE_WORKER_CRASH_ON_TIMING=1 makes the worker die when the side-by-side timing starts.
-    const char* crash_timing = std::getenv("GEMMTUNE_WORKER_CRASH_ON_TIMING");
-    hooks.on_timing = [&](const std::vector<size_t>& indices) {
-      emit({{"event", "timing"}, {"indices", indices}});
-      if (crash_timing && std::string(crash_timing) == "1") raise(SIGSEGV);
-    };
+    hooks.on_timing = [&](const std::vector<size_t>& indices) { emit({{"event", "timing"}, {"indices", indices}}); };
+    if (fault) {
+      // A fault at "timing" comes at the first launch after verification, which runs once per routing.
+      const int at = fault->step == "timing" ? int(std::max<size_t>(grouped_routings(p).size(), 1)) : 0;
+      hooks.wrap = [&, at](size_t, std::unique_ptr<Executable> exe) { return wrap_with_fault(*fault, std::move(exe), at); };
+    }
     evaluate(p, cands, o, hooks);
-    return 0;
+    emit({{"event", "done"}});
+    return true;
   } catch (const CudaError& e) {
-    if (e.sticky) return 3;  // the crashed candidate was reported; the tuner restarts a worker for the rest
-    emit({{"event", "fatal"}, {"message", e.what()}});
-    return 1;
+    // A sticky error ends this process. When a candidate caused it, its result said so already; else (the setup, the
+    // side-by-side timing) the message goes to the tuner, which knows what was going on.
+    if (!e.sticky) {
+      emit({{"event", "fatal"}, {"message", e.what()}});
+      emit({{"event", "done"}});
+      return true;
+    }
+    if (!crash_reported) emit({{"event", "fatal"}, {"message", e.what()}, {"sticky", true}});
+    return false;
   } catch (const std::exception& e) {
     emit({{"event", "fatal"}, {"message", e.what()}});
-    return 1;
+    emit({{"event", "done"}});
+    return true;
   }
+}
+
+}  // namespace
+
+int worker_main() {
+  auto emit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n" << std::flush; };
+  std::optional<FaultPlan> fault;
+  try {
+    fault = fault_plan_from_env();
+  } catch (const std::exception& e) {
+    emit({{"event", "fatal"}, {"message", e.what()}});
+    return 2;
+  }
+  std::string line;
+  bool any = false;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    any = true;
+    if (!serve(line, fault, emit)) return 3;
+  }
+  if (!any) {
+    std::cerr << "gemmtune-worker: expected JSON request lines on stdin (it is started by the tuner)\n";
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace gemmtune

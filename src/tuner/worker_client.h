@@ -1,7 +1,9 @@
 #pragma once
-// Runs evaluate() in a worker process (gemmtune-worker), so that a candidate that corrupts the CUDA context (sticky
-// errors such as illegal address), hangs, or crashes the process is recorded as such and the tuning goes on in a
-// fresh worker. Protocol: one JSON request line on the worker's stdin; JSON event lines on its stdout.
+// Runs evaluate() in a worker process (gemmtune-worker), so that whatever a candidate does on the GPU or to the
+// process (a sticky CUDA error, a signal, a hang, an abort) is recorded against it and the tuning goes on in a fresh
+// worker. Protocol: JSON request lines on the worker's stdin, one per evaluation; JSON event lines on its stdout
+// ("begin", "timing", "result", "fatal", and "done" at the end of a request). A worker that finished a request cleanly
+// is kept for the next one in this process (a start costs a CUDA context and the reference kernels' load).
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,11 +17,21 @@ namespace gemmtune {
 // <prefix>/libexec/gemmtune-worker. nullopt when none is found.
 std::optional<std::string> find_worker();
 
+// evaluate() of the pending candidates where TuneOptions::isolation says: in worker processes (process; in this
+// process, with a warning, when no worker executable is found) or in this process (in_process). Progress lines go to
+// TuneOptions::progress. Every pending candidate ends with a status: a failure of one candidate, whatever its kind,
+// is that candidate's result; only a failure of the evaluation itself (no GPU, a problem too large to verify, a
+// worker that cannot start before any candidate ran) throws.
+void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts);
+
 // evaluate() of the pending candidates in worker processes (the worker compiles them again: kernel cache hits).
+// A candidate in flight when its worker dies or times out is crashed / timeout; a death while candidates were timed
+// side by side times them again one at a time (which tells whose it was); a worker that fails in its setup after a
+// crash is restarted (a few times, then the candidates left are skipped, each with the reason).
 void evaluate_in_worker(const std::string& worker, const Problem& p, std::vector<PreparedCandidate>& cands,
                         const TuneOptions& opts);
 
-// The worker side: reads the request from stdin, writes events to stdout. Returns the process exit code.
+// The worker side: reads requests from stdin until EOF, writes events to stdout. Returns the process exit code.
 int worker_main();
 
 }  // namespace gemmtune
