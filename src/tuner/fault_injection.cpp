@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <algorithm>
 #include <mutex>
 
 #include "cuda/driver.h"
@@ -95,19 +96,26 @@ bool one_of(const std::string& v, const char* const* list, size_t n) {
 
 }  // namespace
 
-std::optional<FaultPlan> fault_plan_from_env() {
+std::vector<FaultPlan> fault_plans_from_env() {
   const char* e = std::getenv("GEMMTUNE_WORKER_FAULT");
-  if (!e || !*e) return std::nullopt;
-  const std::string v = e;
-  const size_t c1 = v.find(','), c2 = c1 == std::string::npos ? c1 : v.find(',', c1 + 1);
-  if (c2 == std::string::npos)
-    throw Error("GEMMTUNE_WORKER_FAULT='" + v + "': expected <kind>,<step>,<candidate>");
-  FaultPlan p{v.substr(0, c1), v.substr(c1 + 1, c2 - c1 - 1), v.substr(c2 + 1)};
-  if (!one_of(p.kind, kKinds, std::size(kKinds)))
-    throw Error("GEMMTUNE_WORKER_FAULT: unknown kind '" + p.kind + "'");
-  if (!one_of(p.step, kSteps, std::size(kSteps)))
-    throw Error("GEMMTUNE_WORKER_FAULT: unknown step '" + p.step + "' (verify, timing, setup, restart, restart_always)");
-  return p;
+  std::vector<FaultPlan> plans;
+  if (!e || !*e) return plans;
+  const std::string all = e;
+  for (size_t start = 0; start <= all.size();) {
+    const size_t end = std::min(all.find(';', start), all.size());
+    const std::string v = all.substr(start, end - start);
+    start = end + 1;
+    const size_t c1 = v.find(','), c2 = c1 == std::string::npos ? c1 : v.find(',', c1 + 1);
+    if (c2 == std::string::npos)
+      throw Error("GEMMTUNE_WORKER_FAULT: '" + v + "': expected <kind>,<step>,<candidate>");
+    FaultPlan p{v.substr(0, c1), v.substr(c1 + 1, c2 - c1 - 1), v.substr(c2 + 1)};
+    if (!one_of(p.kind, kKinds, std::size(kKinds)))
+      throw Error("GEMMTUNE_WORKER_FAULT: unknown kind '" + p.kind + "'");
+    if (!one_of(p.step, kSteps, std::size(kSteps)))
+      throw Error("GEMMTUNE_WORKER_FAULT: unknown step '" + p.step + "' (verify, timing, setup, restart, restart_always)");
+    plans.push_back(std::move(p));
+  }
+  return plans;
 }
 
 void inject_fault_now(const std::string& kind, Stream stream) {

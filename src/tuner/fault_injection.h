@@ -3,7 +3,7 @@
 // candidate fail for real, on the GPU or in the process, at a chosen step, so that the tuner's recovery is tested
 // against the failures it must survive rather than against a simulation of them.
 //
-//   GEMMTUNE_WORKER_FAULT=<kind>,<step>,<candidate>     e.g. trap,verify,cublaslt:default
+//   GEMMTUNE_WORKER_FAULT=<kind>,<step>,<candidate>[;<kind>,<step>,<candidate>...]   e.g. trap,verify,cublaslt:default
 //   kind:  trap | illegal_address | misaligned   a kernel that leaves a sticky CUDA error (illegal instruction,
 //                                                 illegal address, misaligned 16-byte load)
 //          hang                                   a kernel that never returns (the per-candidate deadline ends it)
@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "gemmtune/problem.h"
@@ -30,14 +31,14 @@ struct FaultPlan {
   std::string kind, step, candidate;
 };
 
-// The plan of GEMMTUNE_WORKER_FAULT; nullopt when unset. Throws gemmtune::Error on a malformed value.
-std::optional<FaultPlan> fault_plan_from_env();
+// The plans of GEMMTUNE_WORKER_FAULT; empty when unset. Throws gemmtune::Error on a malformed value.
+std::vector<FaultPlan> fault_plans_from_env();
 
 // Fails now, in this process, the way `kind` says (setup and restart steps): a sticky error surfaces as a CudaError.
 void inject_fault_now(const std::string& kind, Stream stream);
 
-// `exe` wrapped so that it fails as the plan says on launch number `at` (0-based) when it is `plan.candidate`;
-// `exe` itself when the plan does not name it.
+// `exe` wrapped so that it fails as the plan says on launch number `at` (0-based) when it is `plan.candidate` and
+// the plan's step is verify or timing; `exe` itself otherwise.
 std::unique_ptr<Executable> wrap_with_fault(const FaultPlan& plan, std::unique_ptr<Executable> exe, int at);
 
 }  // namespace gemmtune

@@ -404,7 +404,7 @@ TuneOptions options_from_json(const nlohmann::json& oj) {
 
 // One request: evaluate() of its candidates with the events written as they happen. Returns false when the process
 // must end (its CUDA context is lost).
-bool serve(const std::string& line, const std::optional<FaultPlan>& fault,
+bool serve(const std::string& line, const std::vector<FaultPlan>& faults,
            const std::function<void(const nlohmann::json&)>& emit) {
   bool crash_reported = false;
   try {
@@ -419,9 +419,10 @@ bool serve(const std::string& line, const std::optional<FaultPlan>& fault,
       cands.push_back(std::move(pc));
     }
     const bool after_failure = req.value("after_failure", false);
-    if (fault && (fault->step == "setup" || (fault->step == "restart_always" && after_failure) ||
-                  (fault->step == "restart" && after_failure && req.value("setup_attempt", 0) == 0)))
-      inject_fault_now(fault->kind, nullptr);
+    for (const FaultPlan& f : faults)
+      if (f.step == "setup" || (f.step == "restart_always" && after_failure) ||
+          (f.step == "restart" && after_failure && req.value("setup_attempt", 0) == 0))
+        inject_fault_now(f.kind, nullptr);
     EvaluateHooks hooks;
     hooks.on_begin = [&](size_t i) { emit({{"event", "begin"}, {"index", i}}); };
     hooks.on_result = [&](size_t i, const CandidateResult& r) {
@@ -429,10 +430,13 @@ bool serve(const std::string& line, const std::optional<FaultPlan>& fault,
       emit({{"event", "result"}, {"index", i}, {"result", to_json(r)}});
     };
     hooks.on_timing = [&](const std::vector<size_t>& indices) { emit({{"event", "timing"}, {"indices", indices}}); };
-    if (fault) {
+    if (!faults.empty()) {
       // A fault at "timing" comes at the first launch after verification, which runs once per routing.
-      const int at = fault->step == "timing" ? int(std::max<size_t>(grouped_routings(p).size(), 1)) : 0;
-      hooks.wrap = [&, at](size_t, std::unique_ptr<Executable> exe) { return wrap_with_fault(*fault, std::move(exe), at); };
+      const int verify_launches = int(std::max<size_t>(grouped_routings(p).size(), 1));
+      hooks.wrap = [&, verify_launches](size_t, std::unique_ptr<Executable> exe) {
+        for (const FaultPlan& f : faults) exe = wrap_with_fault(f, std::move(exe), f.step == "timing" ? verify_launches : 0);
+        return exe;
+      };
     }
     evaluate(p, cands, o, hooks);
     emit({{"event", "done"}});
@@ -458,9 +462,9 @@ bool serve(const std::string& line, const std::optional<FaultPlan>& fault,
 
 int worker_main() {
   auto emit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n" << std::flush; };
-  std::optional<FaultPlan> fault;
+  std::vector<FaultPlan> faults;
   try {
-    fault = fault_plan_from_env();
+    faults = fault_plans_from_env();
   } catch (const std::exception& e) {
     emit({{"event", "fatal"}, {"message", e.what()}});
     return 2;
@@ -470,7 +474,7 @@ int worker_main() {
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
     any = true;
-    if (!serve(line, fault, emit)) return 3;
+    if (!serve(line, faults, emit)) return 3;
   }
   if (!any) {
     std::cerr << "gemmtune-worker: expected JSON request lines on stdin (it is started by the tuner)\n";

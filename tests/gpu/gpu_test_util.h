@@ -17,7 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/memory.h"
 #include "gemmtune/device.h"
+#include "gemmtune/tuner.h"
 #include "gemmtune/errors.h"
 #include "gemmtune/problem.h"
 #include "gemmtune/types.h"
@@ -423,6 +425,27 @@ inline int64_t written_outside(const Problem& p, const std::vector<uint8_t>& d) 
   int64_t bad = 0;
   for (size_t i = 0; i < d.size(); ++i) bad += !logical[i] && d[i] != 0xFF;
   return bad;
+}
+
+// ---- running a tuned GEMM ----
+
+// Runs the Gemm on fresh random inputs with a poisoned D and returns the normalized error vs the CPU reference.
+inline double run_and_check(const Gemm& g, uint64_t seed) {
+  const Problem& p = g.problem();
+  std::mt19937_64 rng(seed);
+  auto a = random_operand(p, 'A', rng), b = random_operand(p, 'B', rng);
+  std::vector<uint8_t> c;
+  if (p.beta != 0.0f) c = random_operand(p, 'C', rng);
+  auto d = poisoned_operand(p, 'D');
+  cuda::DeviceBuffer da(a.size()), db(b.size()), dc(c.size()), dd(d.size());
+  da.upload(a.data(), a.size());
+  db.upload(b.data(), b.size());
+  if (!c.empty()) dc.upload(c.data(), c.size());
+  dd.upload(d.data(), d.size());
+  g.run({da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()});
+  dd.download(d.data(), d.size());
+  EXPECT_EQ(written_outside(p, d), 0) << g.candidate().str();
+  return normalized_error(p, d, reference_d(p, a, b, c));
 }
 
 }  // namespace gemmtune::test

@@ -1,5 +1,5 @@
-// End to end on the GPU: tune -> select -> run, checked against a double-precision CPU reference; crash recovery of
-// the worker; the result cache.
+// End to end on the GPU: tune -> select -> run, checked against a double-precision CPU reference; the result cache.
+// Crash isolation: test_crash_isolation.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,24 +39,7 @@ TuneOptions quick() {
   return o;
 }
 
-// Runs the Gemm on fresh random inputs with a poisoned D and returns the normalized error vs the CPU reference.
-double run_and_check(const Gemm& g, uint64_t seed) {
-  const Problem& p = g.problem();
-  std::mt19937_64 rng(seed);
-  auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
-  std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = test::random_operand(p, 'C', rng);
-  auto d = test::poisoned_operand(p, 'D');
-  cuda::DeviceBuffer da(a.size()), db(b.size()), dc(c.size()), dd(d.size());
-  da.upload(a.data(), a.size());
-  db.upload(b.data(), b.size());
-  if (!c.empty()) dc.upload(c.data(), c.size());
-  dd.upload(d.data(), d.size());
-  g.run({da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()});
-  dd.download(d.data(), d.size());
-  EXPECT_EQ(test::written_outside(p, d), 0) << g.candidate().str();
-  return test::normalized_error(p, d, test::reference_d(p, a, b, c));
-}
+using test::run_and_check;
 
 // Every test here needs a GPU: the fixture skips them without one.
 class TunerGpu : public test::GpuTest {};
@@ -135,26 +118,6 @@ TEST_F(TunerGpu, CachedWinnerIsValidatedOnAHit) {
   }
 }
 
-TEST_F(TunerGpu, CrashingCandidateIsRecordedAndTuningGoesOn) {
-  FreshCache cache;
-  TuneOptions o = quick();
-  o.backends = {"cublaslt"};
-  o.use_cache = false;
-  setenv("GEMMTUNE_WORKER_CRASH_ON", "cublaslt:default", 1);
-  Tuner t(o);
-  TuneReport rep = t.tune(Problem::make(256, 256, 256, DType::bf16, DType::bf16));
-  unsetenv("GEMMTUNE_WORKER_CRASH_ON");
-  bool saw_crash = false;
-  for (const auto& r : rep.results)
-    if (r.candidate.config == "default") {
-      EXPECT_EQ(r.status, Status::crashed) << r.reason;
-      saw_crash = true;
-    }
-  EXPECT_TRUE(saw_crash);
-  ASSERT_TRUE(rep.winner) << "the other candidates must still be tuned";
-  EXPECT_NE(rep.winner->config, "default");
-}
-
 TEST_F(TunerGpu, RunRejectsNullPointers) {
   FreshCache cache;
   Problem p = Problem::make(64, 64, 64, DType::bf16, DType::bf16);
@@ -176,30 +139,6 @@ TEST_F(TunerGpu, CompareTimesSideBySide) {
     EXPECT_GT(r.us_median, 0);
     EXPECT_GE(r.timed_iters, o.min_iters);
   }
-}
-
-// The verified candidates are timed side by side; a worker that dies then (no one candidate to blame) is replaced by
-// one that times them one at a time, and every candidate still gets its numbers.
-TEST_F(TunerGpu, CrashWhileTimingSideBySideFallsBackToOneAtATime) {
-  FreshCache cache;
-  TuneOptions o = quick();
-  o.backends = {"cublaslt"};
-  o.use_cache = false;
-  std::vector<std::string> lines;
-  o.progress = [&](const std::string& s) { lines.push_back(s); };
-  setenv("GEMMTUNE_WORKER_CRASH_ON_TIMING", "1", 1);
-  Tuner t(o);
-  TuneReport rep = t.tune(Problem::make(256, 256, 256, DType::bf16, DType::bf16));
-  unsetenv("GEMMTUNE_WORKER_CRASH_ON_TIMING");
-  ASSERT_GE(rep.results.size(), 2u);
-  for (const auto& r : rep.results) {
-    EXPECT_EQ(r.status, Status::ok) << r.candidate.str() << ": " << r.reason;
-    EXPECT_GE(r.timed_iters, o.min_iters) << r.candidate.str();
-  }
-  EXPECT_TRUE(rep.winner);
-  bool fell_back = false;
-  for (const auto& s : lines) fell_back = fell_back || s.find("timing them again one at a time") != std::string::npos;
-  EXPECT_TRUE(fell_back) << "the first worker was to die when the side-by-side timing started";
 }
 
 // Both timing modes, in this process: every verified candidate is timed (min_iters at least) and a winner picked.
