@@ -76,7 +76,7 @@ TEST(TunerNoGpu, WorkerIsFoundAndRejectsEmptyInput) {
   const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
   const int st = pclose(f);
   EXPECT_NE(st, 0);
-  EXPECT_NE(std::string(buf, n).find("expected one JSON request"), std::string::npos) << buf;
+  EXPECT_NE(std::string(buf, n).find("expected JSON request lines"), std::string::npos) << buf;
   setenv("GEMMTUNE_WORKER", "/nonexistent/gemmtune-worker", 1);
   EXPECT_FALSE(find_worker());
   unsetenv("GEMMTUNE_WORKER");
