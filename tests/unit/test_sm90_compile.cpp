@@ -409,11 +409,12 @@ TEST(Sm90Config, LoadCp) {
   };
   const Problem k4100 = problem(2048, 4096, 4100, Layout::row, Layout::col);
   EXPECT_EQ(be->supports(k4100, dev), "");
-  // An M-major A that TMA loads beside a B that needs cp.async: refused (the pad backend takes it).
+  // An M-major A that TMA loads beside a B that needs cp.async: taken, load=cp only, the cp.async piece width in B's
+  // field of the kernel's spec alone.
   Problem mixed = problem(301, 250, 700, Layout::col, Layout::col);
   mixed.a.ld = 304;
-  EXPECT_NE(be->supports(mixed, dev).find("M- or N-major operand that TMA loads"), std::string::npos)
-      << be->supports(mixed, dev);
+  EXPECT_EQ(be->supports(mixed, dev), "");
+  for (const Candidate& c : be->enumerate(mixed, dev)) EXPECT_NE(c.config.find("load=cp"), std::string::npos) << c.str();
   const std::string r = be->validate(k4100, {"sm90", s}, dev);
   EXPECT_NE(r.find("needs load=cp"), std::string::npos) << r;
   EXPECT_EQ(be->validate(k4100, {"sm90", s + ",load=cp"}, dev), "");
@@ -736,6 +737,35 @@ TEST(Sm90Config, PlanDerivedOnce) {
   const std::string lit = sm90::spec_literal(s);
   EXPECT_EQ(lit.rfind("gt_sm90::Spec{.bm = 128, .bn = 176, .stages = 5, .cm = 2, .cn = 1,", 0), 0u) << lit;
   EXPECT_NE(lit.find(".pingpong = true"), std::string::npos) << lit;
+}
+
+// The JIT unit's literal carries every field of the spec the host derived its plan from: a field left out compiles a
+// kernel of another plan than the host launches (a cp.async-loaded B beside a TMA-loaded A lost its cp_b and the
+// kernel issued TMA loads through a map the host never encoded: an illegal instruction on the GPU).
+TEST(Sm90Config, LiteralCarriesEveryFieldSet) {
+  struct Case {
+    gt_sm90::Spec s;
+    const char* text;
+  };
+  const Case cases[] = {
+      {{.cp_b = 8}, ".cp_a = 0, .cp_b = 8"},
+      {{.cp_a = 4}, ".cp_a = 4, .cp_b = 0"},
+      {{.cp_a = 16, .cp_b = 4}, ".cp_a = 16, .cp_b = 4"},
+      {{.a_mn = true}, ".a_mn = true"},
+      {{.b_mn = true}, ".b_mn = true"},
+      {{.has_c = true}, ".has_c = true"},
+      {{.dynamic = true}, ".dynamic = true"},
+      {{.sk = true}, ".sk = true"},
+      {{.epi_warp = true}, ".epi_warp = true"},
+      {{.in_b = 4}, ".in_b = 4"},
+      {{.scale = gt_sm90::kScaleBlock, .promote = true}, ".scale = 3, .promote = true"},
+      {{.grouped = 2}, ".grouped = 2"},
+  };
+  for (const Case& c : cases) {
+    const std::string lit = sm90::spec_literal(c.s);
+    EXPECT_NE(lit.find(c.text), std::string::npos) << lit;
+  }
+  EXPECT_EQ(sm90::spec_literal(gt_sm90::Spec{}).find(".cp_a"), std::string::npos) << "TMA loads print no cp fields";
 }
 
 // Register pressure is a ranking prior, not a validity rule: with f32 D, tiles over 128 accumulators are valid and

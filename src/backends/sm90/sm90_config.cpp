@@ -188,7 +188,8 @@ std::string spec_literal(const gt_sm90::Spec& s) {
      << ", .out = " << s.out << ", .ct = " << s.ct << ", .has_c = " << tf(s.has_c) << ", .pingpong = "
      << tf(s.pingpong) << ", .dynamic = " << tf(s.dynamic) << ", .sk = " << tf(s.sk) << ", .epi_warp = "
      << tf(s.epi_warp);
-  if (s.cp_a > 0) os << ", .cp_a = " << s.cp_a << ", .cp_b = " << s.cp_b;  // 0 (TMA loads): not printed
+  // load=cp only (both 0, TMA loads, are not printed); either may be 0 beside the other.
+  if (s.cp_a > 0 || s.cp_b > 0) os << ", .cp_a = " << s.cp_a << ", .cp_b = " << s.cp_b;
   // fp8 only (the 16-bit defaults are not printed, so 16-bit units keep their text and cache keys)
   if (s.in_b != 0) os << ", .in_b = " << s.in_b;
   if (s.scale != gt_sm90::kScaleNone) os << ", .scale = " << s.scale << ", .promote = " << tf(s.promote);

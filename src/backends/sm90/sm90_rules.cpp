@@ -41,17 +41,6 @@ std::string ab_reason(const std::string& nm, const OperandDesc& o, int64_t batch
          "copies such an operand to an aligned workspace";
 }
 
-// load=cp beside an operand that TMA loads M- or N-major: that mix stopped with an illegal instruction on the GPU (coop
-// 128x256, M-major A by TMA, K-major B by cp.async), while a K-major TMA operand beside cp.async and every all-cp.async
-// form verified. Until it is understood, such problems go to the pad backend.
-std::string cp_mix_reason(const KernelView& v) {
-  if (!needs_cp(v)) return "";
-  if ((tma_ok(v.a) && v.a_mn) || (tma_ok(v.b) && v.b_mn))
-    return "sm90: load=cp beside an M- or N-major operand that TMA loads is not supported (the pad backend copies the "
-           "unaligned operand instead)";
-  return "";
-}
-
 // The fp8 problems the sm90 kernels take: both inputs fp8 (any pairing of e4m3 / e5m2), a 16-bit or f32 D, tensor,
 // row or block scaling; block scaling with a row-major D (the block scales' layouts are A's and B's own, so the
 // transposed view of a column-major D would read them crosswise).
@@ -151,7 +140,7 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     return "sm90: fp8 A and B are loaded by TMA only (load=cp copies 16-bit elements): their base pointers, pitches "
            "and batch strides must be multiples of 16 bytes (" + load_path(p, v) + ")";
   if (fp8 && (v.a_mn || v.b_mn)) return "sm90: fp8 operands must be K-major (row-major A, col-major B)";
-  return cp_mix_reason(v);
+  return "";
 }
 
 bool epi_direct(const Problem& p, const KernelView& v) {
@@ -228,7 +217,6 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   const KernelView v = kernel_view(p, c.swap);
   if (c.cp) {
     if (!needs_cp(v)) return "sm90: load=cp: TMA loads A and B of this problem (" + load_path(p, v) + ")" + cs;
-    if (std::string r = cp_mix_reason(v); !r.empty()) return r + cs;
     if (c.cm * c.cn != 1) return "sm90: load=cp needs cluster 1x1 (cp.async does not multicast)" + cs;
     if (c.dynamic())
       return "sm90: load=cp needs a static or gpc tile order (every producer thread walks the tiles)" + cs;
