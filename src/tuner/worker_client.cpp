@@ -183,13 +183,18 @@ struct IdleReaper {
   }
 } g_idle_reaper;
 
-std::unique_ptr<Worker> acquire_worker(const std::string& path) {
+// A kept worker when one fits (reused = true), else a new one.
+std::unique_ptr<Worker> acquire_worker(const std::string& path, bool& reused) {
   {
     std::lock_guard<std::mutex> lock(g_idle_mu);
     std::unique_ptr<Worker> w(std::exchange(g_idle, nullptr));
-    if (w && w->owned_here() && w->path() == path && w->environment() == worker_environment()) return w;
+    if (w && w->owned_here() && w->path() == path && w->environment() == worker_environment()) {
+      reused = true;
+      return w;
+    }
     if (w && !w->owned_here()) (void)w.release();  // a forked child: the parent's worker is not ours to end
   }
+  reused = false;
   return std::make_unique<Worker>(path);
 }
 
@@ -228,6 +233,7 @@ struct RequestState {
   std::string fatal;    // the worker's last "fatal" message
   bool done = false;
   bool suspect = false;
+  bool any_event = false;
 };
 
 std::string one_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -246,7 +252,8 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
   size_t rounds = 0;
   while (pending(cands)) {
     if (++rounds > 4 * cands.size() + 16) throw Error("worker keeps failing; giving up");  // each round resolves
-    std::unique_ptr<Worker> w = acquire_worker(path);
+    bool reused = false;
+    std::unique_ptr<Worker> w = acquire_worker(path, reused);
     nlohmann::json req = {{"problem", to_json(p)},
                           {"options", options_json(wo)},
                           {"after_failure", !after.empty()},
@@ -272,6 +279,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
         continue;
       }
       const std::string kind = ev.value("event", "");
+      st.any_event = true;
       try {
         if (kind == "begin") {
           st.in_flight = ev.at("index").get<size_t>();
@@ -322,6 +330,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
     // The worker died, hung, or reported an error that was no candidate's result.
     const std::string how = timed_out ? "timed out" : st.done ? "stopped" : w->end_status();
     w.reset();
+    if (reused && !st.any_event && !timed_out) continue;  // a kept worker that ended while idle: start a new one
     const std::string detail = st.fatal.empty() ? "worker " + how : one_line(st.fatal) + " (worker " + how + ")";
     if (st.timing > 0 && pending(cands)) {
       // Not one candidate's fault as far as we can tell: time the rest one at a time, which attributes it.
@@ -460,6 +469,21 @@ bool serve(const std::string& line, const std::vector<FaultPlan>& faults,
 
 }  // namespace
 
+// Waits for the next request line; false when none comes within the idle limit (GEMMTUNE_WORKER_IDLE_S, default
+// 60 s): a kept worker holds a CUDA context (hundreds of MiB of GPU memory) that the user's own work may need.
+bool next_request(std::string& line) {
+  double idle_s = 60;
+  if (const char* e = std::getenv("GEMMTUNE_WORKER_IDLE_S"); e && *e) idle_s = std::atof(e);
+  if (std::cin.rdbuf()->in_avail() <= 0 && idle_s > 0) {
+    pollfd pfd{0, POLLIN, 0};
+    int rc;
+    do rc = poll(&pfd, 1, int(std::min(idle_s, 86400.0) * 1000));
+    while (rc < 0 && errno == EINTR);
+    if (rc == 0) return false;
+  }
+  return static_cast<bool>(std::getline(std::cin, line));
+}
+
 int worker_main() {
   auto emit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n" << std::flush; };
   std::vector<FaultPlan> faults;
@@ -471,7 +495,7 @@ int worker_main() {
   }
   std::string line;
   bool any = false;
-  while (std::getline(std::cin, line)) {
+  while (next_request(line)) {
     if (line.empty()) continue;
     any = true;
     if (!serve(line, faults, emit)) return 3;

@@ -218,4 +218,15 @@ TEST_F(WorkerProtocol, CleanWorkerIsKeptForTheNextEvaluation) {
   EXPECT_EQ(starts(), 3) << "a worker that produced a wrong result is not kept";
 }
 
+// A kept worker that ended while idle (GEMMTUNE_WORKER_IDLE_S) is replaced without a word.
+TEST_F(WorkerProtocol, KeptWorkerThatEndedIsReplaced) {
+  const J plan = J::array({J::array({J::array({J::array({"all_ok"})}), J::array({J::array({"exit", 0})})}),
+                           J::array({J::array({J::array({"all_ok"})})})});
+  run(plan, 2);
+  auto c = run(plan, 2);
+  EXPECT_EQ(c[0].status(), Status::ok);
+  EXPECT_EQ(c[1].status(), Status::ok);
+  EXPECT_EQ(starts(), 2);
+}
+
 }  // namespace
