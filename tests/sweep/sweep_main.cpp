@@ -668,7 +668,9 @@ std::string markdown(const json& doc) {
   for (const auto& u : m["unavailable"])
     md << "- Not swept, unavailable on the host: " << u["backend"].get<std::string>() << " ("
        << md_escape(u["reason"].get<std::string>()) << ").\n";
-  md << "- CUTLASS swept on " << m["cutlass_classes"].get<std::string>() << "; the other classes ran without it.\n";
+  const auto swept = m["backends"].get<std::vector<std::string>>();
+  if (std::find(swept.begin(), swept.end(), "cutlass") != swept.end())
+    md << "- CUTLASS swept on " << m["cutlass_classes"].get<std::string>() << "; the other classes ran without it.\n";
   md << "- Shards: " << m["shards"].get<std::string>() << (m["filter"].get<std::string>().empty() ? "" : "; filter `" + m["filter"].get<std::string>() + "`")
      << (m.value("mode", "verify") == "compile-only"
              ? ". Every candidate of each backend (top_k 0), compiled.\n"
