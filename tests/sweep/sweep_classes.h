@@ -86,19 +86,20 @@ inline Problem grouped(Grouping g, int64_t groups, int64_t m, int64_t n, int64_t
 }  // namespace detail
 
 inline std::vector<SweepClass> sweep_classes() {
-  using detail::Spec;
   using detail::grouped;
+  using detail::Spec;
   constexpr DType bf16 = DType::bf16, f16 = DType::f16, f32 = DType::f32, e4m3 = DType::e4m3, e5m2 = DType::e5m2;
   constexpr Layout R = Layout::row, C = Layout::col;
   std::vector<SweepClass> t = {
-      // ---- layouts of A and B (odd sizes: B row-major with N = 129 is a 2-byte pitch) ----
+      // ---- layouts of A and B: 16-byte pitches with an odd extent elsewhere, so that the TMA paths take them (odd
+      // pitches are the subject of the pitch classes below) ----
       {"layout_rc", Spec(128, 256, 192).done(), "A row, B col (y = x W^T), aligned: the baseline"},
-      {"layout_rr", Spec(127, 129, 64, bf16, bf16, R, R).done(), "A row, B row, odd M and N"},
-      {"layout_cr", Spec(129, 127, 96, f16, f16, C, R).done(), "A col, B row, f16, odd M and N"},
-      {"layout_cc", Spec(127, 136, 129, bf16, bf16, C, C).done(), "A col, B col, odd M and K"},
+      {"layout_rr", Spec(127, 136, 64, bf16, bf16, R, R).done(), "A row, B row, odd M"},
+      {"layout_cr", Spec(136, 120, 129, f16, f16, C, R).done(), "A col, B row, f16, odd K"},
+      {"layout_cc", Spec(120, 127, 136, bf16, bf16, C, C).done(), "A col, B col, odd N (D pitch 2 bytes)"},
       {"d_col", Spec(96, 127, 128, bf16, bf16, R, C).d_col().done(), "col-major D, odd N"},
       {"d_col_beta_cr", Spec(129, 64, 72, f16, f16, C, R).d_col().beta(1.0f).done(),
-       "col-major C and D with beta, A col, B row"},
+       "col-major C and D with beta, A col, B row, odd M (A, C, D pitch 2 bytes)"},
 
       // ---- odd and extreme sizes ----
       {"m1_decode", Spec(1, 1024, 1024).done(), "M = 1 (decode, gemv)"},
@@ -130,12 +131,11 @@ inline std::vector<SweepClass> sweep_classes() {
 
       // ---- batches ----
       {"batch3", Spec(127, 64, 96).batch(3).done(), "3 packed batches, odd M"},
-      {"batch4_bcast_b", Spec(64, 96, 128).batch(4).stride('B', 0).done(),
-       "4 batches sharing one B (batch stride 0)"},
+      {"batch4_bcast_b", Spec(64, 96, 128).batch(4).stride('B', 0).done(), "4 batches sharing one B (batch stride 0)"},
       {"batch3_bcast_b_decode", Spec(4, 512, 256).batch(3).stride('B', 0).done(),
        "3 decode batches (M = 4) sharing one B"},
-      {"batch2_bcast_ac_padded", Spec(72, 64, 80).batch(2).stride('A', 0).stride('C', 0).stride('D', 72 * 64 + 8)
-                                     .beta(1.0f).done(),
+      {"batch2_bcast_ac_padded",
+       Spec(72, 64, 80).batch(2).stride('A', 0).stride('C', 0).stride('D', 72 * 64 + 8).beta(1.0f).done(),
        "broadcast A and C, padded D batch stride"},
 
       // ---- epilogues ----
@@ -177,11 +177,11 @@ inline std::vector<SweepClass> sweep_classes() {
        "contiguous, 5 groups over 12 rows, bias and silu"},
       {"grouped_masked_g8_m3", grouped(Grouping::masked, 8, 3, 128, 96),
        "masked, 8 groups of at most 3 rows: 1-row and empty groups"},
-      {"grouped_contig_fp8_row", Spec(grouped(Grouping::contiguous, 8, 9, 256, 208, e4m3, bf16))
-                                     .scaled(Scaling::row).done(),
+      {"grouped_contig_fp8_row",
+       Spec(grouped(Grouping::contiguous, 8, 9, 256, 208, e4m3, bf16)).scaled(Scaling::row).done(),
        "contiguous e4m3 row scales, 8 groups over 9 rows, ragged K"},
-      {"grouped_masked_fp8_block", Spec(grouped(Grouping::masked, 6, 4, 128, 256, e4m3, bf16))
-                                       .scaled(Scaling::block).done(),
+      {"grouped_masked_fp8_block",
+       Spec(grouped(Grouping::masked, 6, 4, 128, 256, e4m3, bf16)).scaled(Scaling::block).done(),
        "masked e4m3 block scales, 6 groups of at most 4 rows"},
   };
   for (auto& c : t) c.problem.resolve();

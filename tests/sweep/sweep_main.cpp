@@ -62,13 +62,14 @@ constexpr double kNvrtcS = 0.3, kTritonS = 1.0, kNvccS = 40.0, kVerifyS = 0.03, 
 constexpr int kCublasLtMax = 33;
 
 // The classes whose CUTLASS candidates are swept by default. A CUTLASS kernel is ~40 s of nvcc, and the kernels of
-// every class CUTLASS takes (118 distinct ones: a kernel depends on the config, dtypes, layouts, whether C is read,
-// the scaling and the epilogue; shapes, leading dimensions and alignments are run-time arguments) would be ~5 min of
-// the sweep's ~8 on a 16-core host by themselves. These 9 classes need 58 (~2.5 min): the bf16 y = x W^T family on six
-// shapes (baseline, M = 1, 4095, 4097 with K = 40, K = 8, batches: 22 kernels, mostly shared), C read on padded
-// pitches, a fused bias + gelu_tanh (gemmtune's own epilogue visitor trees), and fp8 (e5m2 x e4m3, row scales, ragged
-// K). Left out (the tables say so): column-major D, B row-major with K < 64, row/col scales + silu, sigmoid +
-// residual, batched e5m2 with an f32 D. --cutlass-classes all sweeps every class (~1 min more for every 24 kernels).
+// every class CUTLASS takes (130 distinct ones: a kernel depends on the config, dtypes, layouts, whether C is read,
+// the scaling and the epilogue; shapes, leading dimensions and alignments are run-time arguments) would be ~5.4 min
+// of the sweep's ~8 on a 16-core host by themselves. These 9 classes need 58 (~2.5 min): the bf16 y = x W^T family
+// on six shapes (baseline, M = 1, 4095, 4097 with K = 40, K = 8, batches: 22 kernels, mostly shared), C read on
+// padded pitches, a fused bias + gelu_tanh (gemmtune's own epilogue visitor trees), and fp8 (e5m2 x e4m3, row
+// scales, ragged K). Left out (the tables say so): A and B row/row and col/row, column-major D, B row-major with
+// K < 64, row/col scales + silu, sigmoid + residual, batched e5m2 with an f32 D. --cutlass-classes all sweeps every
+// class (~1 min more for every 24 kernels).
 const std::vector<std::string> kCutlassSubset = {
     "layout_rc", "m1_decode", "m4095", "m4097_k40", "k8", "batch3", "pitch16_padded", "epi_bias_gelu_tanh",
     "fp8_e5m2_row",
@@ -136,7 +137,8 @@ Verdict verdict_of(const CandidateResult& r) {
 
 // The reason shown for a candidate: its own, or, for a refusal without one, what makes it a failure.
 std::string reason_of(const CandidateResult& r) {
-  if (r.reason.empty() && (r.status == Status::unsupported || r.status == Status::spills || r.status == Status::needs_gpu))
+  if (r.reason.empty() &&
+      (r.status == Status::unsupported || r.status == Status::spills || r.status == Status::needs_gpu))
     return std::string("refused (") + to_string(r.status) + ") without a reason";
   return r.reason;
 }
@@ -353,7 +355,9 @@ int run_list(const Options& o) {
   if (o.verbose && !cutlass_new.empty()) {
     std::printf("cutlass kernels new in each class (in table order; the rest are shared with earlier classes):\n");
     for (const auto& [idx, c] : classes)
-      if (cutlass_new.count(c.name)) std::printf("  %-28s %3d%s\n", c.name.c_str(), cutlass_new[c.name], cutlass_on(o, c.name) ? "" : "  (not swept)");
+      if (cutlass_new.count(c.name))
+        std::printf("  %-28s %3d%s\n", c.name.c_str(), cutlass_new[c.name],
+                    cutlass_on(o, c.name) ? "" : "  (not swept)");
   }
 
   // The estimate, for a host of H cores: compiles in parallel (NVRTC, Triton, nvcc), verification one candidate at a
@@ -621,7 +625,8 @@ void print_class(const json& c, bool verbose) {
   std::printf("%-28s %10d %7d %7d %7d %6d %4d %6d %7.1f\n", c["name"].get<std::string>().c_str(),
               c["candidates"].get<int>(), n["passed"].get<int>(), n["refused"].get<int>(), n["crashed"].get<int>(),
               n["wrong"].get<int>(), n["oob"].get<int>(), n["failed"].get<int>(), c["wall_s"].get<double>());
-  if (!c["error"].get<std::string>().empty()) std::printf("    FAILED  class: %s\n", c["error"].get<std::string>().c_str());
+  if (!c["error"].get<std::string>().empty())
+    std::printf("    FAILED  class: %s\n", c["error"].get<std::string>().c_str());
   std::map<std::string, int> refusals;
   for (const auto& r : c["results"]) {
     const std::string v = r["verdict"];
@@ -638,7 +643,8 @@ void print_class(const json& c, bool verbose) {
     std::printf("    refused whole class: %s: %s\n", b["backend"].get<std::string>().c_str(),
                 first_line(b["reason"].get<std::string>()).c_str());
   for (const auto& b : c["not_swept"])
-    std::printf("    not swept: %s: %s\n", b["backend"].get<std::string>().c_str(), b["reason"].get<std::string>().c_str());
+    std::printf("    not swept: %s: %s\n", b["backend"].get<std::string>().c_str(),
+                b["reason"].get<std::string>().c_str());
   if (!verbose)
     for (const auto& [why, count] : refusals) std::printf("    refused %4dx %s\n", count, why.c_str());
   std::fflush(stdout);
@@ -671,7 +677,8 @@ std::string markdown(const json& doc) {
   const auto swept = m["backends"].get<std::vector<std::string>>();
   if (std::find(swept.begin(), swept.end(), "cutlass") != swept.end())
     md << "- CUTLASS swept on " << m["cutlass_classes"].get<std::string>() << "; the other classes ran without it.\n";
-  md << "- Shards: " << m["shards"].get<std::string>() << (m["filter"].get<std::string>().empty() ? "" : "; filter `" + m["filter"].get<std::string>() + "`")
+  md << "- Shards: " << m["shards"].get<std::string>()
+     << (m["filter"].get<std::string>().empty() ? "" : "; filter `" + m["filter"].get<std::string>() + "`")
      << (m.value("mode", "verify") == "compile-only"
              ? ". Every candidate of each backend (top_k 0), compiled.\n"
              : ". Every candidate of each backend (top_k 0), verified in a worker process, timing cut short.\n");
@@ -689,7 +696,8 @@ std::string markdown(const json& doc) {
     std::vector<std::string> refusing;
     for (const auto& b : c["backend_refusals"]) refusing.push_back(b["backend"]);
     for (const auto& b : c["not_swept"]) refusing.push_back(b["backend"].get<std::string>() + " (not swept)");
-    md << "| " << c["name"].get<std::string>() << " | `" << md_escape(c["problem"]) << "` | " << c["candidates"].get<int>();
+    md << "| " << c["name"].get<std::string>() << " | `" << md_escape(c["problem"]) << "` | "
+       << c["candidates"].get<int>();
     for (int v = 0; v < kVerdicts; ++v) {
       md << " | " << n[kVerdictNames[v]].get<int>();
       tot[v] += n[kVerdictNames[v]].get<int>();
@@ -722,20 +730,24 @@ std::string markdown(const json& doc) {
   for (const auto& c : doc["classes"]) {
     for (const auto& r : c["results"])
       if (r["verdict"] == "refused")
-        ++refusals[r["backend"].get<std::string>() + "|" + r["status"].get<std::string>() + ": " + md_escape(r["reason"])];
+        ++refusals[r["backend"].get<std::string>() + "|" + r["status"].get<std::string>() + ": " +
+                   md_escape(r["reason"])];
     for (const auto& b : c["backend_refusals"])
       ++refusals[b["backend"].get<std::string>() + "|whole class: " + md_escape(b["reason"])];
   }
   if (!refusals.empty()) {
     std::vector<std::pair<long, std::string>> sorted;
     for (const auto& [k, n] : refusals) sorted.emplace_back(n, k);
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
     constexpr size_t kShown = 40;
     md << "<details><summary>Refusal reasons (" << sorted.size() << " distinct)</summary>\n\n";
     md << "| backend | count | reason |\n|---|--:|---|\n";
     for (size_t i = 0; i < std::min(sorted.size(), kShown); ++i) {
       const std::string& k = sorted[i].second;
-      md << "| " << k.substr(0, k.find('|')) << " | " << sorted[i].first << " | " << k.substr(k.find('|') + 1) << " |\n";
+      md << "| " << k.substr(0, k.find('|')) << " | " << sorted[i].first << " | " << k.substr(k.find('|') + 1)
+         << " |\n";
     }
     if (sorted.size() > kShown) md << "\n" << sorted.size() - kShown << " more in the JSON.\n";
     md << "\n</details>\n";
@@ -846,7 +858,8 @@ int run_sweep(const Options& o) {
 
   std::printf("sweep: %zu classes, backends %s, on %s (driver %s)\n", classes.size(), join(bs.names, ",").c_str(),
               dev.name.c_str(), m["driver"].get<std::string>().c_str());
-  for (const auto& [name, why] : bs.unavailable) std::printf("not swept (unavailable): %s: %s\n", name.c_str(), why.c_str());
+  for (const auto& [name, why] : bs.unavailable)
+    std::printf("not swept (unavailable): %s: %s\n", name.c_str(), why.c_str());
   if (o.prebuild && !o.compile_only) prebuild(o, classes, bs.names, dev);
   print_header();
   int status = 0;

@@ -28,7 +28,8 @@ const std::vector<SweepClass>& classes() {
 
 // Whether some class satisfies `pred`; the test names the requirement when none does.
 void expect_covered(const std::string& what, const std::function<bool(const Problem&)>& pred) {
-  const bool any = std::any_of(classes().begin(), classes().end(), [&](const SweepClass& c) { return pred(c.problem); });
+  const bool any =
+      std::any_of(classes().begin(), classes().end(), [&](const SweepClass& c) { return pred(c.problem); });
   EXPECT_TRUE(any) << "no sweep class covers: " << what;
 }
 
