@@ -37,7 +37,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print
 export GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$(mktemp -d /tmp/gemmtune-fuzz-cache.XXXXXX)}
 
 if [ "$what" = all ]; then
-  ctest --test-dir "$B" -LE gpu -E '^package$' -j "$(nproc)" --output-on-failure
+  ctest --test-dir "$B" -LE 'gpu|sweep' -E '^package$' -j "$(nproc)" --output-on-failure
 fi
 
 for f in fuzz_epilogue fuzz_cli_problem fuzz_config fuzz_json fuzz_c_api; do
