@@ -216,6 +216,24 @@ TEST_F(CrashIsolation, CliTunesTheSlicedLmHead) {
   EXPECT_NE(out.find("\"winner\""), std::string::npos) << out;
 }
 
+// The command line goes on past a candidate that traps in the timing round, and names its fate.
+TEST_F(CrashIsolation, CliGoesOnPastACrash) {
+  FreshCache cache;
+  const std::string v = victim();
+  Fault f("trap,timing," + v);
+  const std::string cmd = std::string(GEMMTUNE_CLI_PATH) +
+                          " tune --m 384 --n 256 --k 320 --backends cublaslt --top-k 4 --no-cache --settle-ms 0 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(pipe);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  const int rc = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << out;
+  EXPECT_NE(out.find("crashed"), std::string::npos) << out;
+  EXPECT_NE(out.find("winner:"), std::string::npos) << out;
+}
+
 // The repro through the library: tuned, selected and run correctly; and no sm90 candidate of it crashes.
 TEST_F(CrashIsolation, SlicedLmHeadTunesAndRunsCorrectly) {
   FreshCache cache;
