@@ -92,7 +92,7 @@ std::string output_target(const std::string& path) {
                      "): name a file to write");
   if (!S_ISREG(st.st_mode))
     throw InputError("'" + path + "' is a symbolic link to " + kind_of(st.st_mode) +
-                     ", not to a regular file: name a file to write");
+                     ", not a regular file: name a file to write");
   std::error_code ec;
   const fs::path real = fs::canonical(path, ec);
   if (ec) throw InputError("'" + path + "': " + ec.message());

@@ -215,7 +215,12 @@ ClearCount ResultCache::clear() const {
 
 size_t ResultCache::export_to(const std::string& file) const {
   // The target first: a device or FIFO the user named is refused before the cache is read.
-  const std::string target = detail::output_target(file);
+  std::string target;
+  try {
+    target = detail::output_target(file);
+  } catch (const detail::InputError& e) {
+    throw detail::InputError(std::string("cache export ") + e.what());
+  }
   nlohmann::json j = {{"gemmtune_cache", 1}, {"entries", nlohmann::json::array()}};
   for (auto& e : scan(true).entries) j["entries"].push_back(std::move(e.record));
   const fs::path p(target);

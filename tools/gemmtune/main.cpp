@@ -166,7 +166,7 @@ struct TuneArgs {
     o.max_candidate_s = max_candidate_s;
     o.tolerance = tolerance;
     o.interleave = !one_at_a_time;
-    if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", printable(line).c_str()); };
     return o;
   }
 };
@@ -456,7 +456,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std:
     }
   } cleanup{tmp_cache};
 
-  co.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", line.c_str()); };
+  co.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", printable(line).c_str()); };
   if (!quiet)
     co.on_compiled = [](size_t done, size_t planned, const CompiledCandidate& c) {
       // One line per candidate as it finishes; an nvcc compile (cutlass) in seconds.
