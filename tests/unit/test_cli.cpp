@@ -768,7 +768,7 @@ TEST_F(Cli, CacheImportSkipsWhatAReaderRejectsCapsTheCountAndCountsKeysOnce) {
       f << (i ? "," : "") << R"({"key": "n)" << i << R"(", "winner": "a:b"})";
     f << "]}";
   }
-  expect_usage_error({"cache", "import", file}, "more than an import takes (65536)");
+  expect_usage_error({"cache", "import", file}, "more than an import takes (10000)");
   EXPECT_EQ(rc.list().size(), 2u);
 }
 
