@@ -107,8 +107,11 @@ typedef struct gt_gemm_args {
 GT_API int gt_gemm_run_args(const gt_gemm* g, const gt_gemm_args* args, void* stream);
 GT_API void gt_gemm_destroy(gt_gemm* g);
 
-/* The result cache: command "dir" -> {"dir"}, "ls" -> [{"key", "record"}, ...], "clear" -> {"removed"},
- * "export" (arg: file) -> {"exported"}, "import" (arg: file) -> {"imported"}. */
+/* The result cache: command "dir" -> {"dir"}, "ls" -> [{"key", "record"}, ...], "clear" -> {"removed" (the entries
+ * "ls" lists), "removed_unreadable" (the corrupt or unreadable entry files it skips)}, "export" (arg: file) ->
+ * {"exported"}, "import" (arg: file) -> {"imported"} (distinct keys). Backend names and "backend:config" lines in
+ * options are checked: an unknown backend is GT_INVALID, as is a gt_load candidate its backend refuses for the
+ * problem (judged before a GPU is needed). */
 GT_API int gt_cache(const char* command, const char* arg, char** out_json);
 
 #ifdef __cplusplus

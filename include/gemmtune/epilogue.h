@@ -21,6 +21,10 @@
 // layout) means D's. Each of bias/bias_row, row_scale, col_scale, residual appears at most once (one pointer each in
 // GemmArgs), a GLU at most once, and the residual after the GLU (it is D-shaped). A GLU needs beta == 0.
 //
+// A chain has at most kMaxEpilogueOps ops: the operands allow five (a bias, row_scale, col_scale, residual and GLU)
+// and real chains add an activation or two; a longer one is a mistake or an attack, whose code (one fused function
+// per op) would take minutes and gigabytes to compile.
+//
 // Examples: "bias,gelu_tanh", "silu_glu", "swiglu:interleave64", "bias:f32,residual", "row_scale,col_scale,relu".
 #include <cstdint>
 #include <optional>
@@ -30,6 +34,8 @@
 #include "gemmtune/types.h"
 
 namespace gemmtune {
+
+inline constexpr int kMaxEpilogueOps = 16;
 
 enum class EpiOpKind : uint8_t { bias_col, bias_row, act, glu, row_scale, col_scale, residual };
 enum class Activation : uint8_t { relu, gelu_tanh, gelu_erf, silu, sigmoid };

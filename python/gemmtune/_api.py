@@ -5,12 +5,14 @@ import copy
 import ctypes
 import dataclasses
 import json
+import numbers
+import operator
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from . import _native
-from ._errors import Error
+from ._errors import Error, InvalidInputError
 
 DTYPES = ("bf16", "f16", "f32", "e4m3", "e5m2")
 LAYOUTS = ("row", "col")
@@ -29,6 +31,26 @@ def _progress_fn(progress: Progress):
     return progress
 
 
+def _integer(name: str, v) -> int:
+    """`v` as an exact int for the C++ side: an int (or a NumPy/PyTorch integer), never a float truncated (64.9 must
+    not become 64) nor a bool; one that does not fit 64 bits is refused too (the library would read it narrowed)."""
+    if isinstance(v, bool):
+        raise InvalidInputError(f"{name} must be an integer (got {v!r})")
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise InvalidInputError(f"{name} must be an integer (got {v!r})") from None
+    if not -(1 << 63) <= i < (1 << 63):
+        raise InvalidInputError(f"{name} is out of the 64-bit range (got {i})")
+    return i
+
+
+def _number(name: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InvalidInputError(f"{name} must be a number (got {v!r})")
+    return float(v)
+
+
 @dataclass
 class Operand:
     """One matrix of a problem (gemmtune::Operand): dtype, layout, leading dimension and batch stride in elements
@@ -40,9 +62,10 @@ class Operand:
     batch_stride: int = -1
     align: int = 16
 
-    def _json(self) -> dict:
-        return {"dtype": self.dtype, "layout": self.layout, "ld": int(self.ld),
-                "batch_stride": int(self.batch_stride), "align": int(self.align)}
+    def _json(self, name: str = "Operand") -> dict:
+        return {"dtype": self.dtype, "layout": self.layout, "ld": _integer(f"{name}.ld", self.ld),
+                "batch_stride": _integer(f"{name}.batch_stride", self.batch_stride),
+                "align": _integer(f"{name}.align", self.align)}
 
 
 @dataclass
@@ -92,11 +115,14 @@ class Problem:
 
     # -- the C++ side's view of the problem ----------------------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps({"m": int(self.m), "n": int(self.n), "k": int(self.k), "batch": int(self.batch),
-                           "A": self.a._json(), "B": self.b._json(), "C": self.c._json(), "D": self.d._json(),
-                           "accum": self.accum, "alpha": float(self.alpha), "beta": float(self.beta),
-                           "epilogue": self.epilogue, "scaling": self.scaling, "amax": bool(self.amax),
-                           "grouping": self.grouping, "groups": int(self.groups)})
+        return json.dumps({"m": _integer("Problem.m", self.m), "n": _integer("Problem.n", self.n),
+                           "k": _integer("Problem.k", self.k), "batch": _integer("Problem.batch", self.batch),
+                           "A": self.a._json("Problem.a"), "B": self.b._json("Problem.b"),
+                           "C": self.c._json("Problem.c"), "D": self.d._json("Problem.d"),
+                           "accum": self.accum, "alpha": _number("Problem.alpha", self.alpha),
+                           "beta": _number("Problem.beta", self.beta), "epilogue": self.epilogue,
+                           "scaling": self.scaling, "amax": bool(self.amax), "grouping": self.grouping,
+                           "groups": _integer("Problem.groups", self.groups)})
 
     def info(self) -> dict:
         """Everything the library derives from the problem (resolved form, check, key, str, flops, ...)."""
@@ -110,7 +136,6 @@ class Problem:
         """Raises InvalidInputError when check() refuses the problem; returns self."""
         why = self.check()
         if why:
-            from ._errors import InvalidInputError
             raise InvalidInputError(why)
         return self
 
@@ -121,7 +146,6 @@ class Problem:
     def _valid_info(self) -> dict:
         info = self.info()
         if info["check"]:
-            from ._errors import InvalidInputError
             raise InvalidInputError(info["check"])
         return info
 
@@ -181,7 +205,6 @@ class Candidate:
         if isinstance(line, Candidate):
             return line
         if not isinstance(line, str) or ":" not in line:
-            from ._errors import InvalidInputError
             raise InvalidInputError(f"a candidate is 'backend:config' (got {line!r})")
         b, c = line.split(":", 1)
         return Candidate(b, c)

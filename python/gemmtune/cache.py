@@ -17,7 +17,7 @@ def entries() -> list:
 
 
 def clear() -> int:
-    """Removes every entry; returns how many."""
+    """Removes every entry; returns how many readable ones (what entries() listed) it removed."""
     return _native.call_json("gt_cache", "clear", None)["removed"]
 
 

@@ -13,6 +13,7 @@
 #include "cuda/driver.h"
 #include "gemmtune/bench.h"
 #include "gemmtune/gemm.h"
+#include "backends/backend.h"
 #include "tuner/result_cache.h"
 #include "tuner/serialize.h"
 
@@ -93,13 +94,24 @@ Problem problem_of(const char* text, bool checked = true) {
   return p;
 }
 
-// A "backend:config" line from the caller; a malformed one is their input.
+// A backend name from the caller: an unknown one is their input (as the CLI's --backends), listing the known ones.
+void check_backend_name(const std::string& name, const std::string& where) {
+  if (find_backend(name)) return;
+  std::string known;
+  for (const auto& b : all_backends()) known += (known.empty() ? "" : ", ") + b->name();
+  throw detail::InputError(where + ": unknown backend '" + name + "' (known: " + known + ")");
+}
+
+// A "backend:config" line from the caller; a malformed one, or one of an unknown backend, is their input.
 Candidate candidate_of(const std::string& line) {
+  Candidate c;
   try {
-    return Candidate::parse(line);
+    c = Candidate::parse(line);
   } catch (const Error& e) {
     throw detail::InputError(e.what());
   }
+  check_backend_name(c.backend, "candidate '" + line + "'");
+  return c;
 }
 
 json options_of(const char* text) { return text && *text ? parse(text, "options JSON") : json::object(); }
@@ -116,10 +128,19 @@ std::vector<std::string> strings(const json& j, const char* key) {
   return out;
 }
 
+// The "backends" option: each name known.
+std::vector<std::string> backend_names(const json& j) {
+  std::vector<std::string> out = strings(j, "backends");
+  for (const std::string& name : out) check_backend_name(name, "options: \"backends\"");
+  return out;
+}
+
 DeviceInfo device_of(const detail::Fields& f) {
   if (f.has("assume_sms")) {
     const int64_t sms = f.integer("assume_sms");
-    if (sms < 1 || sms > 1024) throw detail::InputError("options: \"assume_sms\" must be in [1, 1024]");
+    if (sms < 1 || sms > detail::kMaxAssumedSms)
+      throw detail::InputError("options: \"assume_sms\" must be in [1, " + std::to_string(detail::kMaxAssumedSms) +
+                               "] (got " + std::to_string(sms) + ")");
     return DeviceInfo::assumed_sm90(int(sms));
   }
   return gpu_available() ? current_device() : DeviceInfo::assumed_sm90();
@@ -135,8 +156,9 @@ int int_in(const detail::Fields& f, const char* key, int fallback, int lo, int h
 
 double positive(const detail::Fields& f, const char* key, double fallback, bool zero_ok) {
   const double v = f.number(key, fallback);
-  if (!(v > 0 || (zero_ok && v == 0)) || v > 1e9)
-    throw detail::InputError("options: \"" + std::string(key) + "\" must be " + (zero_ok ? ">= 0" : "> 0"));
+  if (!(v > 0 || (zero_ok && v == 0)) || v > detail::kMaxTimeValue)
+    throw detail::InputError("options: \"" + std::string(key) + "\" must be " + (zero_ok ? ">= 0" : "> 0") +
+                             " and at most 1e9");
   return v;
 }
 
@@ -145,8 +167,8 @@ TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
   f.only({"backends", "top_k", "only", "use_cache", "force", "isolation", "compile_threads", "min_time_ms",
           "min_iters", "warmup_iters", "settle_ms", "max_candidate_s", "interleave", "tolerance", "wait_compile"});
   TuneOptions o;
-  o.backends = strings(j, "backends");
-  o.top_k = int_in(f, "top_k", o.top_k, 0, 1 << 20);
+  o.backends = backend_names(j);
+  o.top_k = int_in(f, "top_k", o.top_k, 0, detail::kMaxTopK);
   for (const std::string& s : strings(j, "only")) o.only.push_back(candidate_of(s));
   o.use_cache = f.boolean("use_cache", o.use_cache);
   o.force = f.boolean("force", o.force);
@@ -157,10 +179,10 @@ TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
     o.isolation = Isolation::in_process;
   else
     throw detail::InputError("options: \"isolation\" must be \"process\" or \"in_process\" (got \"" + iso + "\")");
-  o.compile_threads = int_in(f, "compile_threads", o.compile_threads, 0, 1024);
+  o.compile_threads = int_in(f, "compile_threads", o.compile_threads, 0, detail::kMaxThreads);
   o.min_time_ms = positive(f, "min_time_ms", o.min_time_ms, true);
-  o.min_iters = int_in(f, "min_iters", o.min_iters, 1, 1 << 24);
-  o.warmup_iters = int_in(f, "warmup_iters", o.warmup_iters, 0, 1 << 24);
+  o.min_iters = int_in(f, "min_iters", o.min_iters, 1, detail::kMaxIters);
+  o.warmup_iters = int_in(f, "warmup_iters", o.warmup_iters, 0, detail::kMaxIters);
   o.settle_ms = positive(f, "settle_ms", o.settle_ms, true);
   o.max_candidate_s = positive(f, "max_candidate_s", o.max_candidate_s, false);
   o.interleave = f.boolean("interleave", o.interleave);
@@ -243,7 +265,7 @@ int gt_list(const char* problem_json, const char* options_json, char** out_json)
     const detail::Fields f(o, "list options");
     f.only({"backends", "top_k", "assume_sms"});
     json out = json::array();
-    for (const Candidate& c : list_candidates(p, device_of(f), strings(o, "backends"), int_in(f, "top_k", 0, 0, 1 << 20)))
+    for (const Candidate& c : list_candidates(p, device_of(f), backend_names(o), int_in(f, "top_k", 0, 0, detail::kMaxTopK)))
       out.push_back(c.str());
     put(out_json, out);
   });
@@ -257,10 +279,10 @@ int gt_compile(const char* problem_json, const char* options_json, gt_progress_f
     const detail::Fields f(o, "compile options");
     f.only({"backends", "only", "top_k", "threads", "assume_sms"});
     CompileOptions co;
-    co.backends = strings(o, "backends");
+    co.backends = backend_names(o);
     if (f.has("only")) co.only = candidate_of(f.string("only"));
-    co.top_k = int_in(f, "top_k", co.top_k, 0, 1 << 20);
-    co.threads = int_in(f, "threads", 0, 0, 1024);
+    co.top_k = int_in(f, "top_k", co.top_k, 0, detail::kMaxTopK);
+    co.threads = int_in(f, "threads", 0, 0, detail::kMaxThreads);
     if (progress) {
       co.on_compiled = [progress, user](size_t done, size_t planned, const CompiledCandidate& c) {
         const CandidateResult& r = c.result;
@@ -312,7 +334,18 @@ int gt_load(const char* problem_json, const char* candidate, gt_gemm** out) {
     if (!out) throw detail::InputError("the output pointer is null");
     if (!candidate) throw detail::InputError("the candidate is null");
     const Problem p = problem_of(problem_json);
-    *out = new gt_gemm{Tuner::load(p, candidate_of(candidate))};
+    const Candidate c = candidate_of(candidate);
+    // The caller's input is judged before the GPU is needed: a config its backend refuses for this problem is
+    // GT_INVALID with the reason on any machine, not GT_NO_GPU on one without a GPU.
+    const DeviceInfo dev = gpu_available() ? current_device() : DeviceInfo::assumed_sm90();
+    std::string why;
+    try {
+      why = find_backend(c.backend)->validate(p, c, dev);
+    } catch (const NoGpuError&) {
+      // a backend that needs the GPU to judge (cuBLASLt): Tuner::load says there is none
+    }
+    if (!why.empty()) throw detail::InputError("candidate '" + c.str() + "': " + why);
+    *out = new gt_gemm{Tuner::load(p, c)};
   });
 }
 
@@ -393,7 +426,8 @@ int gt_cache(const char* command, const char* arg, char** out_json) {
       for (const CacheEntry& e : cache.list()) arr.push_back({{"key", e.key}, {"record", e.record}});
       put(out_json, arr);
     } else if (cmd == "clear") {
-      put(out_json, json{{"removed", cache.clear()}});
+      const ClearCount n = cache.clear();
+      put(out_json, json{{"removed", n.entries}, {"removed_unreadable", n.other}});
     } else if (cmd == "export") {
       const std::string file = need_file();
       put(out_json, json{{"exported", cache.export_to(file)}, {"file", file}});

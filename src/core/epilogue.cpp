@@ -45,6 +45,12 @@ std::string kind_name(const EpiOp& op) {
   return "?";
 }
 
+// The message for a chain of `n` ops past the limit; it names the count, not the chain (which may be megabytes).
+std::string too_long(std::size_t n) {
+  return "epilogue: a chain of " + std::to_string(n) + " ops is too long (at most " +
+         std::to_string(kMaxEpilogueOps) + ")";
+}
+
 }  // namespace
 
 std::string_view activation_name(Activation a) {
@@ -105,6 +111,7 @@ int Epilogue::glu_index() const {
 }
 
 std::string Epilogue::check() const {
+  if (ops.size() > std::size_t(kMaxEpilogueOps)) return too_long(ops.size());
   const std::string pre = "epilogue '" + key() + "': ";
   int count[7] = {};
   const int glu_at = glu_index();
@@ -140,6 +147,9 @@ Epilogue parse_epilogue(const std::string& spec_in) {
     if (!std::isspace(static_cast<unsigned char>(ch))) spec += char(std::tolower(static_cast<unsigned char>(ch)));
   Epilogue e;
   if (spec.empty() || spec == "none") return e;
+  if (const std::size_t n = std::size_t(std::count(spec.begin(), spec.end(), ',')) + 1;
+      n > std::size_t(kMaxEpilogueOps))
+    throw Error(too_long(n));
   for (const std::string& item : split(spec, ',')) {
     if (item.empty()) throw Error("epilogue '" + spec_in + "': empty op in the chain");
     std::vector<std::string> parts = split(item, ':');

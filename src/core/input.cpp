@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace gemmtune::detail {
 
@@ -61,14 +63,20 @@ nlohmann::json parse_json(std::string_view text, const std::string& what, const 
   }
 }
 
-FileRead read_regular_file(const std::string& path, std::size_t max_bytes) {
+FileRead read_regular_file(const std::string& path, std::size_t max_bytes, Follow follow) {
   FileRead r;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  const int nofollow = follow == Follow::entry ? O_NOFOLLOW : 0;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | nofollow | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return r;
     r.status = FileRead::rejected;
-    r.why = err == ELOOP ? "a symbolic link" : std::strerror(err);
+    if (err == ELOOP && follow == Follow::entry) {
+      r.why = "a symbolic link";
+    } else {
+      r.why = std::strerror(err);
+      r.error = err;
+    }
     return r;
   }
   struct FdCloser {
@@ -78,7 +86,8 @@ FileRead read_regular_file(const std::string& path, std::size_t max_bytes) {
   struct stat st {};
   r.status = FileRead::rejected;
   if (::fstat(fd, &st) != 0) {
-    r.why = std::strerror(errno);
+    r.error = errno;
+    r.why = std::strerror(r.error);
     return r;
   }
   if (!S_ISREG(st.st_mode)) {
@@ -95,7 +104,8 @@ FileRead read_regular_file(const std::string& path, std::size_t max_bytes) {
     const ssize_t n = ::read(fd, r.data.data() + got, r.data.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      r.why = std::strerror(errno);
+      r.error = errno;
+      r.why = std::strerror(r.error);
       r.data.clear();
       return r;
     }
@@ -107,8 +117,26 @@ FileRead read_regular_file(const std::string& path, std::size_t max_bytes) {
   return r;
 }
 
+std::string to_fp32(double v, float& out) {
+  if (std::isnan(v)) {
+    out = float(v);
+    return "";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  if (std::fabs(v) > double(std::numeric_limits<float>::max()))
+    return std::string("is out of the range of a float (got ") + buf + ")";
+  const float f = float(v);
+  if (f == 0.0f && v != 0.0)
+    return std::string("is too small for a float (got ") + buf + ", which would be 0)";
+  out = f;
+  return "";
+}
+
 std::string json_brief(const nlohmann::json& v) {
-  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // ASCII only: a string's control bytes, C1 controls and other non-ASCII come out as \uXXXX, never raw onto a
+  // terminal.
+  std::string s = v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }

@@ -136,8 +136,9 @@ Problem& Problem::resolve() {
     const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
     if (o.ld == 0) o.ld = o.layout == Layout::row ? std::max<int64_t>(cols, 1) : std::max<int64_t>(rows, 1);
     // A packed stride that overflows stays unresolved (-1): check() then names the overflow.
-    if (o.batch_stride < 0 && count(w) <= 1) o.batch_stride = 0;
-    if (o.batch_stride < 0)
+    // Only -1 means packed: another negative stride is the caller's error, which check() names (not a silent packed).
+    if (o.batch_stride == -1 && count(w) <= 1) o.batch_stride = 0;
+    if (o.batch_stride == -1)
       if (auto bs = packed_batch_stride(o, rows, cols)) o.batch_stride = *bs;
   }
   return *this;
@@ -159,6 +160,10 @@ std::string Problem::check() const {
            std::string(dtype_name(d.dtype)) + ")";
   if (!std::isfinite(alpha) || !std::isfinite(beta)) return "alpha and beta must be finite";
   if (std::string why = check_epilogue(); !why.empty()) return why;
+  for (char w : {'A', 'B', 'C', 'D'})
+    if (operand(w).batch_stride < -1)
+      return std::string(1, w) + ": batch_stride=" + std::to_string(operand(w).batch_stride) +
+             " must be >= 0 (or -1: packed)";
   for (char w : {'A', 'B', 'C', 'D'}) {
     if (w == 'C' && beta == 0.0f) continue;  // C is not read
     const Operand& o = operand(w);

@@ -2,20 +2,17 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <iterator>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/input.h"
+#include "core/text.h"
 #include "jit/sha256.h"
 
 namespace gemmtune::jit::detail {
@@ -40,14 +37,14 @@ std::uint64_t get_le(const char* p, int bytes) {
 bool is_elf(const char* p, std::size_t n) { return n >= 4 && std::memcmp(p, "\x7f" "ELF", 4) == 0; }
 }  // namespace
 
-void warn(const std::string& msg) { std::fprintf(stderr, "gemmtune: warning: %s\n", msg.c_str()); }
+void warn(const std::string& msg) { gemmtune::detail::warn(msg); }
 
 std::string disk_entry_path(const std::string& dir, const std::string& key) {
   return (fs::path(dir) / (key + ".gtcubin")).string();
 }
 
 EntryRead read_entry(const std::string& path, const char (&magic)[8], const std::string& key, nlohmann::json& meta,
-                     std::string& image, std::string& why) {
+                     std::string& image, std::string& why, int* os_error) {
   // Regular files only, size checked before reading: a FIFO at the entry's path would block the compile, a symlink to
   // /dev/zero would fill memory.
   gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file(path, kMaxEntry);
@@ -56,7 +53,10 @@ EntryRead read_entry(const std::string& path, const char (&magic)[8], const std:
     why = std::move(w);
     return EntryRead::corrupt;
   };
-  if (f.status == gemmtune::detail::FileRead::rejected) return corrupt(f.why);
+  if (f.status == gemmtune::detail::FileRead::rejected) {
+    if (os_error) *os_error = f.error;
+    return corrupt(f.why);
+  }
   const std::string& data = f.data;
   if (data.size() < kHeader || std::memcmp(data.data(), magic, 8) != 0) return corrupt("bad header");
   const std::uint64_t meta_len = get_le(data.data() + 8, 4);
@@ -100,27 +100,10 @@ void write_entry(const std::string& path, const char (&magic)[8], const std::str
   blob += meta_str;
   blob.append(image.data(), image.size());
 
-  // Unique temp name in the same directory (rename is atomic only within a file system): pid + thread + counter.
-  static std::atomic<unsigned long> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000007) + "." +
-                          std::to_string(counter.fetch_add(1));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(blob.data(), static_cast<std::streamsize>(blob.size()));
-    out.close();
-    if (!out) {
-      const int err = errno;
-      warn("cannot write kernel cache entry " + tmp + ": " + std::strerror(err));
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    warn("cannot publish kernel cache entry " + path + ": " + ec.message());
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
+  try {
+    gemmtune::detail::write_file_atomic(path, blob);
+  } catch (const Error& e) {
+    warn(std::string("kernel cache: ") + e.what());
   }
 }
 
@@ -128,14 +111,16 @@ std::shared_ptr<Cubin> disk_load(const std::string& dir, const std::string& key,
                                  bool* corrupt) {
   *corrupt = false;
   const std::string path = disk_entry_path(dir, key);
+  int os_error = 0;
   auto reject = [&](const std::string& why) -> std::shared_ptr<Cubin> {
     *corrupt = true;
-    warn("corrupt kernel cache entry " + path + " (" + why + "); recompiling");
+    warn((os_error ? "unreadable kernel cache entry " : "corrupt kernel cache entry ") + path + " (" + why +
+         "); recompiling");
     return nullptr;
   };
   nlohmann::json meta;
   std::string image, why;
-  switch (read_entry(path, kMagic, key, meta, image, why)) {
+  switch (read_entry(path, kMagic, key, meta, image, why, &os_error)) {
     case EntryRead::missing:
       return nullptr;  // plain miss
     case EntryRead::corrupt:

@@ -20,9 +20,11 @@ namespace gemmtune::jit::detail {
 // meta always holds "key" and "image_sha256"; a reader checks both, and the caller checks the rest of meta.
 enum class EntryRead { ok, missing, corrupt };
 // Reads the entry at `path` written with `magic` for `key`. ok: `meta` and `image` are filled; missing: no file;
-// corrupt: `why` says what did not check out (the caller warns and recompiles).
+// corrupt: `why` says what did not check out (the caller warns and recompiles). When the system refused to read the
+// file (EACCES, EIO) rather than its content failing a check, `*os_error` (if given) is set to the errno and `why` is
+// its text: the entry is unreadable, not corrupt.
 EntryRead read_entry(const std::string& path, const char (&magic)[8], const std::string& key, nlohmann::json& meta,
-                     std::string& image, std::string& why);
+                     std::string& image, std::string& why, int* os_error = nullptr);
 // Publishes an entry by atomic rename (concurrent writers of one key write the same bytes; the last rename wins),
 // adding "key" and "image_sha256" to `meta`. Best effort: a read-only or full disk gives a warning, not an error.
 void write_entry(const std::string& path, const char (&magic)[8], const std::string& key, nlohmann::json meta,
@@ -37,6 +39,7 @@ void disk_store(const std::string& dir, const Cubin& cubin);
 
 std::string disk_entry_path(const std::string& dir, const std::string& key);
 
+// gemmtune::detail::warn (src/core/text.h): one sanitized line on stderr.
 void warn(const std::string& msg);
 
 }  // namespace gemmtune::jit::detail

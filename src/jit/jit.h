@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/fnv.h"
+
 namespace gemmtune::jit {
 
 struct CompileOptions {
@@ -47,11 +49,7 @@ const std::map<std::string, std::string>& embedded_headers();
 std::string nvrtc_version();
 
 // A 64-bit FNV-1a hash of `s`, for unique kernel names (the cache key is the SHA-256 of the whole unit).
-inline uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
+inline uint64_t name_hash(const std::string& s) { return gemmtune::detail::fnv1a64(s); }
 
 // Directory of the on-disk cubin cache: $GEMMTUNE_CACHE_DIR/kernels (default ~/.cache/gemmtune/kernels).
 // Read from the environment on every call; "" when no directory can be determined (no HOME).

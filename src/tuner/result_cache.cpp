@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -11,11 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <random>
 #include <sstream>
+#include <unordered_map>
 
+#include "core/atomic_file.h"
+#include "core/fnv.h"
 #include "core/input.h"
+#include "core/text.h"
 #include "gemmtune/errors.h"
 
 namespace fs = std::filesystem;
@@ -24,55 +25,17 @@ namespace gemmtune {
 
 namespace {
 
-std::string fnv_hex(const std::string& s) {
-  uint64_t h1 = 1469598103934665603ull, h2 = 0x9E3779B97F4A7C15ull;
-  for (unsigned char c : s) {
-    h1 = (h1 ^ c) * 1099511628211ull;
-    h2 = (h2 ^ c) * 0x100000001B3ull + 0x632BE59BD9B4E019ull;
-  }
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
-  return buf;
+// 128 bits of the key (two FNV-1a lanes of different bases) as the file name: collisions are checked by get() anyway.
+std::string file_name_for(const std::string& key) {
+  return detail::hex64(detail::fnv1a64(key)) + detail::hex64(detail::fnv1a64(key, 0x9E3779B97F4A7C15ull));
 }
 
-// One entry is a few KB (a winner and up to a few hundred candidate records); an export holds many. Anything larger is
-// not something gemmtune wrote.
-constexpr std::size_t kMaxEntryBytes = std::size_t(16) << 20;
+// An export holds many entries; anything larger is not something gemmtune wrote.
 constexpr std::size_t kMaxExportBytes = std::size_t(1) << 30;
-// Temp files of writers start with this prefix; `clear` leaves them alone unless they are this old (a writer that
-// died before its rename).
-constexpr const char* kTmpPrefix = ".tmp-";
+// `clear` removes a writer's temp file only when it is this old (a writer that died before its rename).
 constexpr auto kStaleTmpAge = std::chrono::hours(1);
 
-// Writes `content` to `path` atomically: unique temp file in the same directory, flush, rename.
-void atomic_write(const fs::path& path, const std::string& content) {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device rd;
-  const fs::path tmp = path.parent_path() / (kTmpPrefix + std::to_string(getpid()) + "-" + std::to_string(rd()) +
-                                             "-" + std::to_string(counter++));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot write cache file " + tmp.string() + ": " + std::strerror(errno));
-    f << content;
-    f.flush();
-    if (!f) {
-      const int err = errno;
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error("cannot write cache file " + tmp.string() + ": " + std::strerror(err));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();  // before the clean-up below can overwrite it
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw Error("cannot publish cache file " + path.string() + ": " + why);
-  }
-}
-
-void warn(const std::string& msg) { std::cerr << "gemmtune: warning: " << msg << "\n"; }
+using detail::warn;
 
 // "" when `rec` is a usable result record, else why not. A record is only data to gemmtune: its winner line is checked
 // against the backends when a tune uses it, its numbers are only printed. But a winner of 42 or null is not a record.
@@ -85,25 +48,55 @@ std::string record_problem(const nlohmann::json& rec) {
   return "";
 }
 
-std::optional<CacheEntry> read_entry(const fs::path& path, bool warn_on_error) {
-  const detail::FileRead f = detail::read_regular_file(path.string(), kMaxEntryBytes);
-  if (f.status == detail::FileRead::missing) return std::nullopt;
-  auto reject = [&](const std::string& why) -> std::optional<CacheEntry> {
-    if (warn_on_error) warn("ignoring corrupt cache entry " + path.string() + " (" + why + ")");
-    return std::nullopt;
-  };
-  if (f.status == detail::FileRead::rejected) return reject(f.why);
+// The file text of an entry: what put() writes and import measures against kMaxEntryBytes.
+std::string entry_text(const std::string& key, const nlohmann::json& record) {
+  nlohmann::json j = record;
+  j["key"] = key;
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+struct EntryRead {
+  std::optional<CacheEntry> entry;
+  bool unreadable = false;  // the system refused to read it (errno): not a judgement of its content
+  std::string why;          // no entry: why (empty for a missing file)
+};
+
+EntryRead read_entry(const fs::path& path) {
+  EntryRead r;
+  const detail::FileRead f = detail::read_regular_file(path.string(), ResultCache::kMaxEntryBytes);
+  if (f.status == detail::FileRead::missing) return r;
+  if (f.status == detail::FileRead::rejected) {
+    r.unreadable = f.unreadable();
+    r.why = f.why;
+    return r;
+  }
   nlohmann::json j;
   try {
     j = detail::parse_json(f.data, "entry");
   } catch (const detail::InputError& e) {
-    return reject(e.what());
+    r.why = e.what();
+    return r;
   }
-  if (std::string why = record_problem(j); !why.empty()) return reject(why);
+  if (std::string why = record_problem(j); !why.empty()) {
+    r.why = why;
+    return r;
+  }
   CacheEntry e;
   e.key = j["key"].get<std::string>();
   e.record = std::move(j);
-  return e;
+  r.entry = std::move(e);
+  return r;
+}
+
+void warn_rejected(const fs::path& path, const EntryRead& r) {
+  warn((r.unreadable ? "ignoring unreadable cache entry " : "ignoring corrupt cache entry ") + path.string() + " (" +
+       r.why + ")");
+}
+
+// Published entry files: "<hash>.json", never a writer's ".tmp-*".
+bool is_entry_name(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return p.extension() == ".json" && !name.empty() && name[0] != '.';
 }
 
 }  // namespace
@@ -119,13 +112,18 @@ std::string ResultCache::default_dir() {
   return "";
 }
 
-std::string ResultCache::path_for(const std::string& key) const { return (fs::path(dir_) / (fnv_hex(key) + ".json")).string(); }
+std::string ResultCache::path_for(const std::string& key) const { return (fs::path(dir_) / (file_name_for(key) + ".json")).string(); }
 
 std::optional<CacheEntry> ResultCache::get(const std::string& key) const {
   if (!enabled()) return std::nullopt;
-  auto e = read_entry(path_for(key), true);
-  if (e && e->key != key) return std::nullopt;  // hash collision: a different problem owns this file
-  return e;
+  const fs::path path = path_for(key);
+  EntryRead r = read_entry(path);
+  if (!r.entry) {
+    if (!r.why.empty()) warn_rejected(path, r);
+    return std::nullopt;
+  }
+  if (r.entry->key != key) return std::nullopt;  // hash collision: a different problem owns this file
+  return r.entry;
 }
 
 void ResultCache::put(const CacheEntry& e) const {
@@ -133,75 +131,111 @@ void ResultCache::put(const CacheEntry& e) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw Error("cannot create cache directory " + dir_ + ": " + ec.message());
-  nlohmann::json j = e.record;
-  j["key"] = e.key;
-  atomic_write(path_for(e.key), j.dump(1));
+  const std::string text = entry_text(e.key, e.record);
+  if (text.size() > kMaxEntryBytes)
+    throw Error("cache entry of " + std::to_string(text.size()) + " bytes is larger than a reader takes (" +
+                std::to_string(kMaxEntryBytes) + ")");
+  detail::write_file_atomic(path_for(e.key), text);
 }
 
-std::vector<CacheEntry> ResultCache::list() const {
-  std::vector<CacheEntry> out;
+std::vector<CacheEntry> ResultCache::list() const { return scan(false).entries; }
+
+CacheListing ResultCache::scan() const { return scan(false); }
+
+// strict (export): a directory or entry the system refuses to read is an error, since skipping it would write an
+// export that silently lacks entries; otherwise (ls, a tune) a warning.
+CacheListing ResultCache::scan(bool strict) const {
+  CacheListing out;
+  if (!enabled()) return out;
   std::error_code ec;
-  if (!enabled() || !fs::is_directory(dir_, ec)) return out;
+  const bool is_dir = fs::is_directory(dir_, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    if (strict) throw Error("cannot read cache directory " + dir_ + ": " + ec.message());
+    warn("cannot read cache directory " + dir_ + ": " + ec.message());
+    return out;
+  }
+  if (!is_dir) return out;
   std::vector<fs::path> files;
-  for (const auto& de : fs::directory_iterator(dir_, ec))
-    if (de.path().extension() == ".json" && de.path().filename().string()[0] != '.') files.push_back(de.path());
-  if (ec) warn("cannot list cache directory " + dir_ + ": " + ec.message());
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+    if (is_entry_name(it->path())) files.push_back(it->path());
+  if (ec) {
+    if (strict) throw Error("cannot read cache directory " + dir_ + ": " + ec.message());
+    warn("cannot list cache directory " + dir_ + ": " + ec.message());
+  }
   std::sort(files.begin(), files.end());
-  for (const auto& f : files)
-    if (auto e = read_entry(f, true)) out.push_back(std::move(*e));
+  for (const auto& f : files) {
+    EntryRead r = read_entry(f);
+    if (r.entry) {
+      out.entries.push_back(std::move(*r.entry));
+    } else if (!r.why.empty()) {
+      if (strict && r.unreadable) throw Error("cannot read cache entry " + f.string() + ": " + r.why);
+      warn_rejected(f, r);
+      ++out.skipped;
+    }
+  }
   return out;
 }
 
-size_t ResultCache::clear() const {
+ClearCount ResultCache::clear() const {
   if (!enabled()) throw Error("no result cache directory (set GEMMTUNE_CACHE_DIR or HOME)");
   std::error_code ec;
-  if (!fs::is_directory(dir_, ec)) return 0;
+  if (!fs::is_directory(dir_, ec)) return {};
   // Only published entries go, and temp files old enough that their writer is gone: a temp file of a running writer
-  // is about to be renamed into place, and removing it would make that writer fail.
-  size_t removed = 0, failed = 0;
+  // is about to be renamed into place, and removing it would make that writer fail. Entries are counted as list()
+  // counts them (readable ones apart from the rest), so that `clear` after `ls` reports the number `ls` showed.
+  ClearCount removed;
+  size_t failed = 0;
   std::string first_error;
   const auto now = fs::file_time_type::clock::now();
-  for (const auto& de : fs::directory_iterator(dir_, ec)) {
-    const std::string name = de.path().filename().string();
-    const bool entry = de.path().extension() == ".json" && name[0] != '.';
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path path = it->path();
+    const bool entry = is_entry_name(path);
     bool stale_tmp = false;
-    if (name.starts_with(kTmpPrefix)) {
+    if (path.filename().string().starts_with(detail::kTmpPrefix)) {
       std::error_code tec;
-      const auto t = fs::last_write_time(de.path(), tec);
+      const auto t = fs::last_write_time(path, tec);
       stale_tmp = !tec && now - t > kStaleTmpAge;
     }
     if (!entry && !stale_tmp) continue;
+    const bool readable = entry && read_entry(path).entry.has_value();
     std::error_code rec;
-    if (fs::remove(de.path(), rec)) {
-      removed += entry;
+    if (fs::remove(path, rec)) {
+      if (entry) ++(readable ? removed.entries : removed.other);
     } else if (rec) {
       ++failed;
-      if (first_error.empty()) first_error = de.path().string() + ": " + rec.message();
+      if (first_error.empty()) first_error = path.string() + ": " + rec.message();
     }
   }
   if (ec) throw Error("cannot list cache directory " + dir_ + ": " + ec.message());
   if (failed)
-    throw Error("cache clear: removed " + std::to_string(removed) + " entries, could not remove " +
-                std::to_string(failed) + " (" + first_error + ")");
+    throw Error("cache clear: removed " + std::to_string(removed.entries + removed.other) +
+                " entries, could not remove " + std::to_string(failed) + " (" + first_error + ")");
   return removed;
 }
 
 size_t ResultCache::export_to(const std::string& file) const {
+  // The target first: a device or FIFO the user named is refused before the cache is read.
+  std::string target;
+  try {
+    target = detail::output_target(file);
+  } catch (const detail::InputError& e) {
+    throw detail::InputError(std::string("cache export ") + e.what());
+  }
   nlohmann::json j = {{"gemmtune_cache", 1}, {"entries", nlohmann::json::array()}};
-  for (const auto& e : list()) j["entries"].push_back(e.record);
-  fs::path p(file);
+  for (auto& e : scan(true).entries) j["entries"].push_back(std::move(e.record));
+  const fs::path p(target);
   if (p.has_parent_path()) {
     std::error_code ec;
     fs::create_directories(p.parent_path(), ec);
   }
-  atomic_write(fs::absolute(p), j.dump(1));
+  detail::write_file_atomic(target, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
   return j["entries"].size();
 }
 
 size_t ResultCache::import_from(const std::string& file) const {
   if (!enabled()) throw Error("no result cache directory (set GEMMTUNE_CACHE_DIR or HOME)");
   const std::string what = "cache import '" + file + "'";
-  const detail::FileRead f = detail::read_regular_file(file, kMaxExportBytes);
+  const detail::FileRead f = detail::read_regular_file(file, kMaxExportBytes, detail::Follow::user);
   if (f.status == detail::FileRead::missing) throw detail::InputError(what + ": no such file");
   if (f.status == detail::FileRead::rejected) throw detail::InputError(what + ": " + f.why);
   const nlohmann::json j = detail::parse_json(f.data, what);
@@ -212,17 +246,44 @@ size_t ResultCache::import_from(const std::string& file) const {
     throw detail::InputError(what + ": unsupported \"gemmtune_cache\" version " + std::to_string(version));
   const nlohmann::json& entries = top.at("entries");
   if (!entries.is_array()) throw detail::InputError(what + ": \"entries\" must be an array");
-  size_t n = 0, skipped = 0;
-  for (const auto& rec : entries) {
-    if (std::string why = record_problem(rec); !why.empty()) {
-      if (skipped++ == 0) warn(what + ": skipping a malformed entry (" + why + ")");
+  if (entries.size() > kMaxImportEntries)
+    throw detail::InputError(what + ": " + std::to_string(entries.size()) + " entries, more than an import takes (" +
+                             std::to_string(kMaxImportEntries) + ")");
+  // Checked as a reader will check them, before anything is written: an entry the reader would reject is skipped
+  // here, not stored to be a miss with a warning on every use. Of several entries with one key the last wins, as
+  // its file would, and the key counts once.
+  std::unordered_map<std::string, size_t> last;  // key -> index of its last good entry
+  std::vector<std::string> texts(entries.size());
+  size_t skipped = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const nlohmann::json& rec = entries[i];
+    std::string why = record_problem(rec);
+    if (why.empty()) {
+      texts[i] = entry_text(rec["key"].get<std::string>(), rec);
+      if (texts[i].size() > kMaxEntryBytes)
+        why = "larger than " + std::to_string(kMaxEntryBytes) + " bytes";
+    }
+    if (!why.empty()) {
+      if (skipped++ == 0) warn(what + ": skipping entry #" + std::to_string(i) + " (" + why + ")");
+      texts[i].clear();
       continue;
     }
-    put({rec["key"].get<std::string>(), rec});
-    ++n;
+    last[rec["key"].get<std::string>()] = i;
   }
-  if (skipped > 1) warn(what + ": skipped " + std::to_string(skipped) + " malformed entries in all");
-  return n;
+  if (skipped > 1) warn(what + ": skipped " + std::to_string(skipped) + " bad entries in all");
+  if (const size_t repeats = entries.size() - skipped - last.size(); repeats > 0)
+    warn(what + ": " + std::to_string(repeats) + " entries repeat the key of another; the last of each is kept");
+  if (enabled()) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) throw Error("cannot create cache directory " + dir_ + ": " + ec.message());
+  }
+  std::vector<size_t> order;
+  order.reserve(last.size());
+  for (const auto& [key, i] : last) order.push_back(i);
+  std::sort(order.begin(), order.end());  // file order, so that a failure part-way leaves the earlier entries
+  for (size_t i : order) detail::write_file_atomic(path_for(entries[i]["key"].get<std::string>()), texts[i]);
+  return order.size();
 }
 
 }  // namespace gemmtune

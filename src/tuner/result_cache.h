@@ -16,6 +16,19 @@ struct CacheEntry {
   nlohmann::json record;  // {"key", "problem", "device", "winner": "backend:config", "us": ..., "results": [...]}
 };
 
+// What a scan of the directory found: the readable entries, and how many other entry files it skipped (corrupt,
+// unreadable, not a regular file), each with a warning.
+struct CacheListing {
+  std::vector<CacheEntry> entries;
+  size_t skipped = 0;
+};
+
+// What `clear` removed: the entries list() shows, and the other entry files (those list() skips).
+struct ClearCount {
+  size_t entries = 0;
+  size_t other = 0;
+};
+
 class ResultCache {
  public:
   explicit ResultCache(std::string dir = default_dir());
@@ -25,21 +38,35 @@ class ResultCache {
   bool enabled() const { return !dir_.empty(); }
 
   std::optional<CacheEntry> get(const std::string& key) const;
-  void put(const CacheEntry& e) const;  // atomic publish
+  // Atomic publish (src/core/atomic_file.h). Throws gemmtune::Error on an I/O error or an entry larger than a reader
+  // takes (kMaxEntryBytes).
+  void put(const CacheEntry& e) const;
   std::vector<CacheEntry> list() const;  // every readable entry (corrupt ones skipped with a warning)
-  // Removes all published entries and returns how many; temp files of writers still running are left alone. Throws
+  CacheListing scan() const;             // list() and how many files it skipped
+  // Removes all published entries, readable or not; temp files of writers still running are left alone. Throws
   // gemmtune::Error when an entry cannot be removed (a read-only cache).
-  size_t clear() const;
-  // Writes all entries as one JSON document {"gemmtune_cache": 1, "entries": [...]}; returns how many it wrote.
+  ClearCount clear() const;
+  // Writes all entries as one JSON document {"gemmtune_cache": 1, "entries": [...]}; returns how many it wrote. A
+  // corrupt entry is skipped with a warning; a cache directory or entry the system refuses to read (EACCES, EIO) is
+  // a gemmtune::Error, as is a `file` that is not a regular file (detail::InputError; a symlink to one is followed).
   size_t export_to(const std::string& file) const;
-  // Merges entries from an exported file (an entry with the same key is replaced). Returns how many were imported.
-  // Throws detail::InputError (src/core/input.h) when the file is missing, too large, too deeply nested or not a
-  // gemmtune cache export; entries without a key or a backend:config winner are skipped with a warning.
+  // Merges entries from an exported file (an entry with the same key is replaced; of several with one key in the
+  // file the last is kept). Returns how many distinct keys were imported. Throws detail::InputError
+  // (src/core/input.h) when the file is missing, too large, too deeply nested, holds more than kMaxImportEntries
+  // entries or is not a gemmtune cache export; entries without a key or a backend:config winner, or larger than
+  // kMaxEntryBytes, are skipped with a warning.
   size_t import_from(const std::string& file) const;
+
+  // One entry file is a few KB (a winner and up to a few hundred candidate records): a reader refuses a larger one.
+  static constexpr size_t kMaxEntryBytes = size_t(16) << 20;
+  // An export holds at most this many entries (one file each on import, each fsync'd: ~4 ms apiece on ext4): a
+  // tuned cache holds hundreds.
+  static constexpr size_t kMaxImportEntries = 10000;
   const std::string& dir() const { return dir_; }
 
  private:
   std::string path_for(const std::string& key) const;
+  CacheListing scan(bool strict) const;
   std::string dir_;
 };
 

@@ -22,7 +22,11 @@ Operand op_from(const nlohmann::json& j, const std::string& where) {
   o.dtype = *t, o.layout = *l;
   o.ld = f.integer("ld");
   o.batch_stride = f.integer("batch_stride");
-  o.align = int(f.integer("align", 16));
+  // Range-checked before the narrowing to int: 2^32 + 16 must not become 16.
+  const int64_t align = f.integer("align", 16);
+  if (align != 2 && align != 4 && align != 8 && align != 16)
+    throw detail::InputError(where + ": \"align\" must be 2, 4, 8 or 16 (got " + std::to_string(align) + ")");
+  o.align = int(align);
   return o;
 }
 }  // namespace
@@ -49,12 +53,9 @@ Problem problem_from_json(const nlohmann::json& j) {
   auto acc = parse_dtype(f.string("accum"));
   if (!acc) throw detail::InputError("problem JSON: bad \"accum\"");
   p.accum = *acc;
-  for (auto [key, dst] : {std::pair{"alpha", &p.alpha}, {"beta", &p.beta}}) {
-    const double v = f.number(key);
-    if (std::fabs(v) > std::numeric_limits<float>::max())
-      throw detail::InputError("problem JSON: \"" + std::string(key) + "\" is out of the range of a float");
-    *dst = float(v);
-  }
+  for (auto [key, dst] : {std::pair{"alpha", &p.alpha}, {"beta", &p.beta}})
+    if (const std::string why = detail::to_fp32(f.number(key), *dst); !why.empty())
+      throw detail::InputError("problem JSON: \"" + std::string(key) + "\" " + why);
   p.epilogue = parse_epilogue(f.string("epilogue"));
   const std::optional<Scaling> sc = parse_scaling(f.string("scaling", "none"));
   if (!sc) throw detail::InputError("problem JSON: bad \"scaling\"");

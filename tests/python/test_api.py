@@ -286,3 +286,35 @@ def test_run_args_struct_matches_the_c_abi():
     args = _native.GemmArgs(4)  # smaller than the pointers A..D: refused before the (null) Gemm is looked at
     assert L.gt_gemm_run_args(None, ctypes.byref(args), None) == 2
     assert "too small" in L.gt_last_error().decode()
+
+
+def test_impossible_values_are_invalid_input_naming_the_field():
+    p = gt.Problem.make(64, 64, 64)
+    p.a.align = 2**32 + 16
+    with pytest.raises(gt.InvalidInputError, match="align"):
+        p.check()
+    p = gt.Problem.make(64, 64, 64, batch=2)
+    p.b.batch_stride = -7
+    with pytest.raises(gt.InvalidInputError, match="batch_stride=-7"):
+        p.validate()
+    with pytest.raises(gt.InvalidInputError, match=r"Problem\.m must be an integer \(got 64\.9\)"):
+        gt.Problem(64.9, 64, 64).check()
+    with pytest.raises(gt.InvalidInputError, match="Problem.a.ld"):
+        gt.Problem(64, 64, 64, a=gt.Operand("bf16", "row", ld=True)).check()
+    with pytest.raises(gt.InvalidInputError, match="too small for a float"):
+        gt.Problem(64, 64, 64, alpha=1e-50).validate()
+    with pytest.raises(gt.InvalidInputError, match="at most 16"):
+        gt.Problem.make(64, 64, 64, epilogue=",".join(["relu"] * 17)).validate()
+
+
+def test_unknown_backends_and_candidates_are_invalid_input():
+    p = gt.Problem.make(256, 256, 256)
+    with pytest.raises(gt.InvalidInputError, match="unknown backend 'nosuch'"):
+        gt.compile(p, only="nosuch:x")
+    with pytest.raises(gt.InvalidInputError, match="unknown backend 'nosuch'"):
+        gt.candidates(p, backends=["nosuch"])
+    with pytest.raises(gt.InvalidInputError, match="unknown backend 'nosuch'"):
+        gt.Tuner(backends=["nosuch"]).tune(p)
+    # Validated before the GPU is needed: the same error with or without one.
+    with pytest.raises(gt.InvalidInputError, match="sm90"):
+        gt.Tuner.load(p, "sm90:x")

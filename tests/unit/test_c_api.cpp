@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace {
 
@@ -188,3 +191,56 @@ TEST(CApi, RunArgsStructIsChecked) {
 TEST(CApi, Version) { EXPECT_FALSE(std::string(gt_version()).empty()); }
 
 }  // namespace
+
+namespace {
+// kProblem with `edit` applied; its status from gt_list (which checks the problem) and the message.
+std::pair<int, std::string> list_status(const std::function<void(json&)>& edit, const char* options = nullptr) {
+  json p = json::parse(kProblem);
+  edit(p);
+  char* out = nullptr;
+  const int st = gt_list(p.dump().c_str(), options, &out);
+  take(out);
+  return {st, st == GT_OK ? "" : gt_last_error()};
+}
+}  // namespace
+
+TEST(CApiHostile, ImpossibleValuesAreInvalidNamingTheField) {
+  auto [st, msg] = list_status([](json& p) { p["A"]["align"] = (int64_t(1) << 32) + 16; });
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("\"align\" must be 2, 4, 8 or 16 (got 4294967312)"), std::string::npos) << msg;
+  std::tie(st, msg) = list_status([](json& p) { p["batch"] = 2, p["B"]["batch_stride"] = -7; });
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("batch_stride=-7"), std::string::npos) << msg;
+  std::tie(st, msg) = list_status([](json& p) { p["m"] = 64.9; });
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("\"m\" must be an integer"), std::string::npos) << msg;
+  std::tie(st, msg) = list_status([](json& p) { p["alpha"] = 1e-50; });
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("\"alpha\" is too small for a float"), std::string::npos) << msg;
+  std::string chain = "relu";
+  for (int i = 0; i < 16; ++i) chain += ",relu";
+  std::tie(st, msg) = list_status([&](json& p) { p["epilogue"] = chain; });
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("at most 16"), std::string::npos) << msg;
+  std::tie(st, msg) = list_status([](json&) {}, R"({"backends": ["nosuch"]})");
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("unknown backend 'nosuch'"), std::string::npos) << msg;
+  std::tie(st, msg) = list_status([](json&) {}, R"({"assume_sms": 100000})");
+  EXPECT_EQ(st, GT_INVALID);
+  EXPECT_NE(msg.find("assume_sms"), std::string::npos) << msg;
+}
+
+TEST(CApiHostile, UnknownCandidatesAreInvalidAndValidatedBeforeTheGpu) {
+  char* out = nullptr;
+  EXPECT_EQ(gt_compile(kProblem, R"({"only": "nosuch:x"})", nullptr, nullptr, &out), GT_INVALID);
+  take(out);
+  EXPECT_NE(std::string(gt_last_error()).find("unknown backend 'nosuch'"), std::string::npos) << gt_last_error();
+  EXPECT_EQ(gt_tune(kProblem, R"({"max_candidate_s": 1e300})", nullptr, nullptr, &out), GT_INVALID);
+  take(out);
+  gt_gemm* g = nullptr;
+  // A config its backend refuses: the caller's input, on a machine with or without a GPU.
+  EXPECT_EQ(gt_load(kProblem, "sm90:x", &g), GT_INVALID) << gt_last_error();
+  EXPECT_NE(std::string(gt_last_error()).find("sm90"), std::string::npos) << gt_last_error();
+  EXPECT_EQ(gt_load(kProblem, "nosuch:x", &g), GT_INVALID) << gt_last_error();
+  EXPECT_EQ(g, nullptr);
+}

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -665,4 +666,192 @@ TEST_F(Cli, SuiteGroupedKeys) {
                 {"name": "ok2", "masked_m": 128, "groups": 8, "n": 64, "k": 64},
                 {"name": "g7", "masked_m": 128, "groups": 8, "n": 64, "k": 64, "ldd": 8})",
              "shape 'g7': --ldd 8 is smaller than N=64");
+}
+
+// ---- hostile input --------------------------------------------------------------------------------------------
+
+namespace {
+std::string repeat_ops(const std::string& op, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? "," : "") + op;
+  return s;
+}
+// No terminal control byte: C0 but newline, DEL, or a C1 control as UTF-8 (C2 80..C2 9F).
+bool has_control_bytes(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_F(Cli, EpilogueChainLengthIsCapped) {
+  // 16 ops is the documented maximum: it lists; one more is a usage error naming the limit.
+  CliRun ok = run_cli(with({"list", "--backends", "sm90", "--epilogue", repeat_ops("relu", 16)}, kShape), env());
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  expect_usage_error(with({"list", "--epilogue", repeat_ops("relu", 17)}, kShape), "at most 16");
+  // 10,000 ops: refused at once with a short line (the chain is not echoed whole).
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::string> args = with({"compile", "--epilogue", repeat_ops("gelu_tanh", 10000)}, kShape);
+  CliRun r = run_cli(args, env());
+  EXPECT_EQ(r.rc, 2) << describe(args, r).substr(0, 500);
+  EXPECT_LT(r.err.size(), 300u) << r.err.substr(0, 500);
+  EXPECT_NE(r.err.find("10000 ops"), std::string::npos) << r.err.substr(0, 500);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
+TEST_F(Cli, CacheExportRefusesNonRegularTargetsAndFollowsALinkToAFile) {
+  gemmtune::ResultCache((cache.path / "results").string()).put({"k", {{"winner", "sm90:x"}}});
+  TempDir d;
+  // A FIFO and a link to /dev/null stay what they are.
+  const fs::path fifo = d.path / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path devnull_link = d.path / "null-link";
+  fs::create_symlink("/dev/null", devnull_link);
+  for (const fs::path& target : {fifo, devnull_link, fs::path("/dev/null"), d.path}) {
+    const std::vector<std::string> args{"cache", "export", target.string()};
+    CliRun r = run_cli(args, env());
+    EXPECT_EQ(r.rc, 2) << describe(args, r);
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << describe(args, r);
+  }
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(devnull_link)));
+  EXPECT_TRUE(fs::is_character_file(fs::status("/dev/null")));
+  // A link the user names to a regular file is written through: the link stays, its target gets the export.
+  const fs::path real = d.path / "real.json", link = d.path / "link.json";
+  std::ofstream(real) << "old";
+  fs::create_symlink(real, link);
+  CliRun r = run_cli({"cache", "export", link.string()}, env());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(nlohmann::json::parse(slurp(real))["entries"].size(), 1u);
+}
+
+TEST_F(Cli, CacheExportOfAnUnreadableCacheFails) {
+  // A results directory that cannot be read (a symlink loop: refused even for root) is an error, not "0 entries".
+  fs::create_directories(cache.path);
+  fs::create_symlink(cache.path / "results", cache.path / "results");
+  TempDir d;
+  const std::vector<std::string> args{"cache", "export", (d.path / "out.json").string()};
+  CliRun r = run_cli(args, env());
+  EXPECT_NE(r.rc, 0) << describe(args, r);
+  EXPECT_NE(r.err.find("cannot read cache directory"), std::string::npos) << describe(args, r);
+  EXPECT_FALSE(fs::exists(d.path / "out.json"));
+}
+
+TEST_F(Cli, CacheImportSkipsWhatAReaderRejectsCapsTheCountAndCountsKeysOnce) {
+  TempDir d;
+  const std::string file = (d.path / "in.json").string();
+  {
+    nlohmann::json doc{{"gemmtune_cache", 1}, {"entries", nlohmann::json::array()}};
+    doc["entries"].push_back({{"key", "k1"}, {"winner", "sm90:a"}});
+    doc["entries"].push_back({{"key", "k1"}, {"winner", "sm90:b"}});  // same key: the last wins, counted once
+    doc["entries"].push_back({{"key", "big"}, {"winner", "sm90:c"}, {"pad", std::string(17 << 20, 'x')}});
+    doc["entries"].push_back({{"key", "k2"}, {"winner", "sm90:d"}});
+    std::ofstream(file) << doc.dump();
+  }
+  CliRun r = run_cli({"cache", "import", file}, env());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("imported 2 entries"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("larger than"), std::string::npos) << r.err;
+  gemmtune::ResultCache rc((cache.path / "results").string());
+  EXPECT_EQ(rc.list().size(), 2u);
+  EXPECT_EQ(rc.get("k1")->record["winner"], "sm90:b");
+  EXPECT_FALSE(rc.get("big"));
+  // One entry more than the documented cap: refused whole, nothing written.
+  {
+    std::ofstream f(file, std::ios::trunc);
+    f << R"({"gemmtune_cache": 1, "entries": [)";
+    for (size_t i = 0; i <= gemmtune::ResultCache::kMaxImportEntries; ++i)
+      f << (i ? "," : "") << R"({"key": "n)" << i << R"(", "winner": "a:b"})";
+    f << "]}";
+  }
+  expect_usage_error({"cache", "import", file}, "more than an import takes (10000)");
+  EXPECT_EQ(rc.list().size(), 2u);
+}
+
+TEST_F(Cli, SuiteErrorsNameTheFileAndTheShapeSafely) {
+  TempDir d;
+  const std::string suite = (d.path / "s.json").string();
+  std::ofstream(suite) << R"({"shapes": [{"name": "evil\u001b[31m\u009b1m\u0000tail", "m": 16, "n": 16, "k": 16,
+                                          "A": "bf17"}]})";
+  const std::vector<std::string> args{"bench", "--suite", suite};
+  expect_usage_error(args, "s.json' shape 'evil?[31m?1m?tail': --A 'bf17': unknown dtype");
+  CliRun r = run_cli(args, env());
+  EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
+}
+
+TEST_F(Cli, ControlBytesNeverReachTheTerminal) {
+  const fs::path results = cache.path / "results";
+  gemmtune::ResultCache((results).string()).put({"key\u009b31m\x1b[2Jend", {{"winner", "sm90:\x1b]0;x\x07\xff"}}});
+  // A corrupt entry whose file name carries an escape sequence: its warning names it with '?'.
+  std::ofstream(results / "\x1b[31mbad.json") << "{";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"cache", "ls"}}) {
+    CliRun r = run_cli(args, env());
+    ASSERT_EQ(r.rc, 0) << describe(args, r);
+    EXPECT_FALSE(has_control_bytes(r.out)) << r.out;
+    EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
+    EXPECT_NE(r.out.find("key?31m?[2Jend"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("sm90:?]0;x?"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("?[31mbad.json"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, ClearCountsWhatLsCounts) {
+  gemmtune::ResultCache rc((cache.path / "results").string());
+  rc.put({"a", {{"winner", "sm90:x"}}});
+  rc.put({"b", {{"winner", "sm90:y"}}});
+  std::ofstream(cache.path / "results" / "corrupt.json") << "{";
+  CliRun ls = run_cli({"cache", "ls"}, env());
+  ASSERT_EQ(ls.rc, 0);
+  EXPECT_NE(ls.out.find("# 2 entries"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("1 unreadable or corrupt files skipped"), std::string::npos) << ls.out;
+  CliRun cl = run_cli({"cache", "clear"}, env());
+  ASSERT_EQ(cl.rc, 0) << cl.err;
+  EXPECT_NE(cl.out.find("removed 2 entries"), std::string::npos) << cl.out;
+  EXPECT_NE(cl.out.find("and 1 unreadable or corrupt files"), std::string::npos) << cl.out;
+  EXPECT_TRUE(fs::is_empty(cache.path / "results"));
+}
+
+TEST_F(Cli, UserNamedSymlinksAreFollowed) {
+  TempDir d;
+  // A suite through a link: read (its bad shape is reported), not refused as "a symbolic link".
+  std::ofstream(d.path / "s.json") << R"({"shapes": [{"name": "zero", "m": 0, "n": 16, "k": 16}]})";
+  fs::create_symlink(d.path / "s.json", d.path / "link.json");
+  expect_usage_error({"bench", "--suite", (d.path / "link.json").string()}, "shape 'zero'");
+  // An export through a link imports.
+  std::ofstream(d.path / "e.json") << R"({"gemmtune_cache": 1, "entries": [{"key": "k", "winner": "a:b"}]})";
+  fs::create_symlink(d.path / "e.json", d.path / "elink.json");
+  CliRun r = run_cli({"cache", "import", (d.path / "elink.json").string()}, env());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("imported 1 entries"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ValuesTheLibraryCannotHoldAreRefused) {
+  expect_usage_error(with({"list", "--alpha", "1e-50"}, kShape), "--alpha is too small for a float");
+  expect_usage_error(with({"list", "--beta", "1e39"}, kShape), "--beta is out of the range of a float");
+  expect_usage_error(with({"list", "--arch-sms", "100000"}, kShape), "--arch-sms must be in [1, 1024]");
+  expect_usage_error(with({"compile", "--arch-sms", "1025"}, kShape), "--arch-sms");
+  expect_usage_error(with({"tune", "--max-candidate-s", "inf"}, kShape), "--max-candidate-s");
+  expect_usage_error(with({"tune", "--min-time-ms", "1e10"}, kShape), "--min-time-ms");
+  expect_usage_error(with({"tune", "--top-k", "2000000"}, kShape), "--top-k");
+  TempDir d;
+  const std::string suite = (d.path / "s.json").string();
+  std::ofstream(suite) << R"({"shapes": [{"name": "tiny", "m": 16, "n": 16, "k": 16, "alpha": 1e-50}]})";
+  expect_usage_error({"bench", "--suite", suite}, "\"alpha\" is too small for a float");
+  // A subnormal fp32 value is nonzero, so it stays.
+  CliRun r = run_cli(with({"list", "--backends", "sm90", "--alpha", "1e-40"}, kShape), env());
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+TEST_F(Cli, Sm90ConfigNumbersAreRangeChecked) {
+  const std::vector<std::string> args =
+      with({"compile", "--config", "sm90:tile=99999999999x128x64,stages=4,cluster=1x1"}, kShape);
+  CliRun r = run_cli(args, env());
+  EXPECT_EQ(r.rc, 2) << describe(args, r);
+  EXPECT_NE(r.err.find("99999999999"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("out of range"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("1215752191"), std::string::npos) << r.err;
 }

@@ -122,7 +122,7 @@ TEST(ResultCache, ExportImportMergesAndClear) {
   EXPECT_EQ(cb.list().size(), 3u);
   EXPECT_EQ(cb.get("k2")->record["winner"], "sm90:b");  // imported entry replaces
   EXPECT_EQ(cb.get("k3")->record["winner"], "cublaslt:c");  // merge keeps the rest
-  EXPECT_EQ(cb.clear(), 3u);
+  EXPECT_EQ(cb.clear().entries, 3u);
   EXPECT_TRUE(cb.list().empty());
 }
 
@@ -248,11 +248,11 @@ TEST(ResultCacheHostile, ClearLeavesWritersTempFilesAlone) {
   // A writer's temp file, as atomic_write names it, that is about to be renamed into place.
   const fs::path tmp = t.path / ".tmp-12345-1-0";
   { std::ofstream(tmp) << R"({"key": "k2", "winner": "sm90:y"})"; }
-  EXPECT_EQ(c.clear(), 1u);
+  EXPECT_EQ(c.clear().entries, 1u);
   EXPECT_TRUE(fs::exists(tmp)) << "clear removed another process's in-flight temp file";
   // One left behind by a writer that died long ago goes.
   fs::last_write_time(tmp, fs::file_time_type::clock::now() - std::chrono::hours(2));
-  EXPECT_EQ(c.clear(), 0u);
+  EXPECT_EQ(c.clear().entries, 0u);
   EXPECT_FALSE(fs::exists(tmp));
 }
 

@@ -11,9 +11,11 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/input.h"
 #include "gemmtune/gemm.h"
 
 namespace gemmtune::cli {
@@ -44,6 +46,21 @@ inline std::vector<std::string> split(const std::string& s, char sep) {
   }
   return out;
 }
+
+// The lines of `s` (without their '\n').
+inline std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t q = s.find('\n', pos);
+    out.push_back(s.substr(pos, q == std::string::npos ? std::string::npos : q - pos));
+    if (q == std::string::npos) return out;
+    pos = q + 1;
+  }
+}
+
+// A user's value quoted in a message: at most ~60 characters (a 10,000-op --epilogue is not echoed whole).
+inline std::string brief(const std::string& s) { return s.size() > 60 ? s.substr(0, 57) + "..." : s; }
 
 // First line of a possibly multi-line message (NVRTC logs), for tables and one-line errors.
 inline std::string first_line(const std::string& s) {
@@ -103,7 +120,7 @@ struct OperandSpec {
 inline OperandSpec parse_operand(const std::string& opt, const std::string& text, Layout default_layout) {
   auto parts = split(text, ':');
   if (parts.size() > 2 || parts[0].empty())
-    throw UsageError(fmt::format("{} '{}': expected dtype[:layout], e.g. bf16:row or f16:column", opt, text));
+    throw UsageError(fmt::format("{} '{}': expected dtype[:layout], e.g. bf16:row or f16:column", opt, brief(text)));
   auto dt = parse_dtype(lower(parts[0]));
   if (!dt)
     throw UsageError(fmt::format("{} '{}': unknown dtype '{}' (expected bf16, f16, f32, e4m3 or e5m2)", opt, text,
@@ -133,7 +150,8 @@ struct ProblemArgs {
   // Batch strides: -1 (the default) = packed; an explicit 0 broadcasts A, B or C to every batch (Problem's convention).
   int64_t bsa = -1, bsb = -1, bsc = -1, bsd = -1;
   CLI::Option* bs_opt[4] = {};  // the command-line options, to tell an explicit value from the default
-  float alpha = 1.0f, beta = 0.0f;
+  // Read as double and converted in build(): a nonzero value that fp32 cannot hold is an error, not 0 or inf.
+  double alpha = 1.0, beta = 0.0;
   std::string epilogue;
   std::string scaling = "none";
   bool amax = false;
@@ -211,10 +229,17 @@ struct ProblemArgs {
         throw UsageError(ctx(fmt::format("--batch-stride-{} must be >= 0 (got {}; 0 = one matrix for every batch)",
                                          "abcd"[i], bs[i])));
 
-    OperandSpec a = parse_operand("--A", A, Layout::row);
-    OperandSpec b = parse_operand("--B", B, Layout::col);
-    OperandSpec d = parse_operand("--D", D, Layout::row);
-    OperandSpec c = C.empty() ? d : parse_operand("--C", C, d.layout);
+    auto operand = [&](const std::string& opt, const std::string& text, Layout layout) {
+      try {
+        return parse_operand(opt, text, layout);
+      } catch (const UsageError& e) {
+        throw UsageError(ctx(e.what()));
+      }
+    };
+    OperandSpec a = operand("--A", A, Layout::row);
+    OperandSpec b = operand("--B", B, Layout::col);
+    OperandSpec d = operand("--D", D, Layout::row);
+    OperandSpec c = C.empty() ? d : operand("--C", C, d.layout);
 
     Problem p = Problem::make(rows, n, k, a.dtype, d.dtype, a.layout, b.layout, batch);
     if (has_groups) {
@@ -234,8 +259,9 @@ struct ProblemArgs {
     }
     p.a.align = int(align[0]), p.b.align = int(align[1]), p.c.align = int(align[2]), p.d.align = int(align[3]);
     p.a.batch_stride = bsa, p.b.batch_stride = bsb, p.c.batch_stride = bsc, p.d.batch_stride = bsd;
-    p.alpha = alpha;
-    p.beta = beta;
+    for (auto [name, v, dst] : {std::tuple{"--alpha", alpha, &p.alpha}, {"--beta", beta, &p.beta}})
+      if (const std::string why = detail::to_fp32(v, *dst); !why.empty())
+        throw UsageError(ctx(fmt::format("{} {}", name, why)));
     const std::optional<Scaling> sc = parse_scaling(trim(scaling));
     if (!sc)
       throw UsageError(ctx(fmt::format("--scaling '{}': expected none, tensor, row or block", scaling)));
@@ -249,7 +275,8 @@ struct ProblemArgs {
         // The library's message starts with "epilogue '<spec>': "; the option name says that already.
         std::string why = user_message(e.what());
         if (const std::string pre = "epilogue '" + epilogue + "': "; why.starts_with(pre)) why = why.substr(pre.size());
-        throw UsageError(ctx(fmt::format("--epilogue '{}': {}", epilogue, why)));
+        if (why.starts_with("epilogue: ")) why = why.substr(10);
+        throw UsageError(ctx(fmt::format("--epilogue '{}': {}", brief(epilogue), why)));
       }
     }
 

@@ -14,6 +14,7 @@
 
 #include "cli_problem.h"
 #include "core/input.h"
+#include "core/text.h"
 
 namespace gemmtune::cli {
 
@@ -27,7 +28,7 @@ struct SuiteShape {
 // Every field typed and an unknown key an error, since a typo such as "ldb " would otherwise silently mean the
 // default. `path` names the suite in messages and gives its default name. Throws UsageError or detail::InputError.
 inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_view text, const std::string& path) {
-  const std::string what = fmt::format("--suite '{}'", path);
+  const std::string what = fmt::format("--suite '{}'", detail::printable(path));
   const nlohmann::json j = detail::parse_json(text, what);
   const detail::Fields top(j, what);
   top.only({"name", "description", "dtype", "A", "B", "D", "shapes"});
@@ -42,8 +43,10 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
   for (const nlohmann::json& s : top.at("shapes")) {
     std::string where = fmt::format("{} shape #{}", what, i++);
     SuiteShape sh;
+    // The name as text that is safe to print (escape sequences and NULs of a hostile suite become '?'), since
+    // every message about the shape starts with it.
     if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
-      where = fmt::format("{} shape '{}'", what, s["name"].get<std::string>());
+      where = fmt::format("{} shape '{}'", what, brief(detail::printable(s["name"].get<std::string>())));
     const detail::Fields e(s, where);
     e.only({"name", "m", "masked_m", "groups", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd",
             "align_a", "align_b", "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
@@ -72,10 +75,10 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     a.align[2] = e.integer("align_c", 16);
     a.align[3] = e.integer("align_d", 16);
     for (auto [key, dst, fallback] : {std::tuple{"alpha", &a.alpha, 1.0}, {"beta", &a.beta, 0.0}}) {
-      const double v = e.number(key, fallback);
-      if (std::fabs(v) > std::numeric_limits<float>::max())
-        throw UsageError(fmt::format("{}: \"{}\" is out of the range of a float (got {})", where, key, v));
-      *dst = float(v);
+      *dst = e.number(key, fallback);
+      float f;
+      if (const std::string why = detail::to_fp32(*dst, f); !why.empty())
+        throw UsageError(fmt::format("{}: \"{}\" {}", where, key, why));
     }
     a.epilogue = e.string("epilogue", "");
     a.scaling = e.string("scaling", "none");
@@ -87,13 +90,14 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     a.build(where);  // reject a bad suite before any GPU time is spent
     shapes.push_back(std::move(sh));
   }
-  if (shapes.empty()) throw UsageError(fmt::format("--suite '{}': no shapes", path));
+  if (shapes.empty()) throw UsageError(what + ": no shapes");
   return {suite_name, shapes};
 }
 
 inline std::pair<std::string, std::vector<SuiteShape>> load_suite(const std::string& path) {
-  const std::string what = fmt::format("--suite '{}'", path);
-  const detail::FileRead f = detail::read_regular_file(path, std::size_t(64) << 20);
+  const std::string what = fmt::format("--suite '{}'", detail::printable(path));
+  // Follow::user: a suite the user names may be a symlink (a shared suites directory), unlike a cache entry.
+  const detail::FileRead f = detail::read_regular_file(path, std::size_t(64) << 20, detail::Follow::user);
   if (f.status == detail::FileRead::missing) throw UsageError(what + ": cannot open (no such file)");
   if (f.status == detail::FileRead::rejected) throw UsageError(what + ": cannot open (" + f.why + ")");
   return parse_suite(f.data, path);

@@ -29,6 +29,7 @@
 #include "cli_suite.h"
 #include "core/clock.h"
 #include "core/input.h"
+#include "core/text.h"
 #include "gemmtune/gemm.h"
 #include "tuner/pipeline.h"
 #include "tuner/result_cache.h"
@@ -37,6 +38,17 @@ namespace gemmtune::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+using detail::printable;
+
+// "error: <prefix><what>" on stderr: messages quote the user's and files' data (suite names, keys, paths), so they go
+// through printable() like every other line made of untrusted text.
+// Line by line: a compiler log keeps its lines.
+void print_error(const std::string& prefix, const std::string& what) {
+  std::string text;
+  for (const std::string& line : split_lines(prefix + what)) text += (text.empty() ? "" : "\n") + printable(line);
+  std::fprintf(stderr, "error: %s\n", text.c_str());
+}
 
 
 // `--json` with no value (or "-") means stdout; `--json FILE` writes FILE.
@@ -56,6 +68,15 @@ struct JsonOut {
 
 void add_json_option(CLI::App* app, JsonOut& out, const std::string& help) {
   app->add_option("--json", out.path, help)->expected(0, 1);
+}
+
+// --top-k and --threads of tune, bench and compile, within the C ABI's bounds.
+void check_counts(int top_k, int threads) {
+  if (top_k < 0 || top_k > detail::kMaxTopK)
+    throw UsageError(fmt::format("--top-k must be in [0, {}] (got {}; 0 = all)", detail::kMaxTopK, top_k));
+  if (threads < 0 || threads > detail::kMaxThreads)
+    throw UsageError(fmt::format("--threads must be in [0, {}] (got {}; 0 = one per core)", detail::kMaxThreads,
+                                 threads));
 }
 
 // Options of the tuner, shared by `tune` and `bench`.
@@ -109,15 +130,20 @@ struct TuneArgs {
   }
 
   TuneOptions options() const {
-    if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
-    if (threads < 0) throw UsageError(fmt::format("--threads must be >= 0 (got {})", threads));
-    if (min_iters <= 0) throw UsageError(fmt::format("--min-iters must be positive (got {})", min_iters));
-    if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0 (got {})", warmup));
-    if (!(min_time_ms >= 0)) throw UsageError(fmt::format("--min-time-ms must be >= 0 (got {})", min_time_ms));
-    if (!(settle_ms >= 0)) throw UsageError(fmt::format("--settle-ms must be >= 0 (got {})", settle_ms));
-    if (!(max_candidate_s > 0))
-      throw UsageError(fmt::format("--max-candidate-s must be positive (got {})", max_candidate_s));
-    if (!(tolerance > 0)) throw UsageError(fmt::format("--tolerance must be positive (got {})", tolerance));
+    // The bounds of the C ABI's option objects (src/core/input.h): one value, one verdict, whichever way it comes.
+    check_counts(top_k, threads);
+    if (min_iters <= 0 || min_iters > detail::kMaxIters)
+      throw UsageError(fmt::format("--min-iters must be in [1, {}] (got {})", detail::kMaxIters, min_iters));
+    if (warmup < 0 || warmup > detail::kMaxIters)
+      throw UsageError(fmt::format("--warmup must be in [0, {}] (got {})", detail::kMaxIters, warmup));
+    auto time_value = [](const char* name, double v, bool zero_ok) {
+      if (!(v > 0 || (zero_ok && v == 0)) || !(v <= detail::kMaxTimeValue))
+        throw UsageError(fmt::format("{} must be {} and at most 1e9 (got {})", name, zero_ok ? ">= 0" : "> 0", v));
+    };
+    time_value("--min-time-ms", min_time_ms, true);
+    time_value("--settle-ms", settle_ms, true);
+    time_value("--max-candidate-s", max_candidate_s, false);
+    time_value("--tolerance", tolerance, false);
     TuneOptions o;
     o.backends = parse_backends(backends);
     o.top_k = top_k;
@@ -140,7 +166,7 @@ struct TuneArgs {
     o.max_candidate_s = max_candidate_s;
     o.tolerance = tolerance;
     o.interleave = !one_at_a_time;
-    if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", printable(line).c_str()); };
     return o;
   }
 };
@@ -299,7 +325,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
     if (cub && !cub_ok) row["cublas_status"] = std::string(to_string(cub->status)) + " " + first_line(cub->reason);
     rows.push_back(row);
 
-    t.rows.push_back({s.name, std::to_string(p.m), std::to_string(p.n), std::to_string(p.k),
+    t.rows.push_back({printable(s.name), std::to_string(p.m), std::to_string(p.n), std::to_string(p.k),
                       fmt_num(win_ok ? win->us_median : 0, 2, win_ok), fmt_num(win_ok ? win->tflops : 0, 1, win_ok),
                       fmt_num(win_ok ? win->gbps : 0, 0, win_ok), fmt_num(cub_ok ? cub->us_median : 0, 2, cub_ok),
                       fmt_num(speedup, 3), status == "ok" ? winner : winner + "  (" + status + ")"});
@@ -315,13 +341,14 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
                        std::isfinite(speedup) ? fmt::format("{:.4f}", speedup) : "", csv_field(winner),
                        rep.cache_hit ? 1 : 0, csv_field(status));
     std::fprintf(stderr, "[%zu/%zu] %s %ldx%ldx%ld: %s us, %s x cuBLAS, %s%s\n", i + 1, shapes.size(),
-                 s.name.c_str(), long(p.m), long(p.n), long(p.k), fmt_num(win_ok ? win->us_median : 0, 2, win_ok).c_str(),
+                 printable(s.name).c_str(), long(p.m), long(p.n), long(p.k), fmt_num(win_ok ? win->us_median : 0, 2, win_ok).c_str(),
                  fmt_num(speedup, 3).c_str(), winner.c_str(), status == "ok" ? "" : ("  (" + status + ")").c_str());
   }
 
   double geo = n_ratio ? std::exp(log_sum / n_ratio) : NAN;
   std::FILE* out = jo.to_stdout() ? stderr : stdout;
-  std::fprintf(out, "suite %s on %s (driver %d, cuBLASLt %s, gemmtune %s)\n", suite_name.c_str(), dev.name.c_str(),
+  std::fprintf(out, "suite %s on %s (driver %d, cuBLASLt %s, gemmtune %s)\n", printable(suite_name).c_str(),
+               dev.name.c_str(),
                dev.driver_version, lt_version().c_str(), version().c_str());
   t.print(out);
   std::fprintf(out, "geomean x cuBLAS: %s over %d of %zu shapes%s\n", fmt_num(geo, 3).c_str(), n_ratio,
@@ -344,7 +371,8 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
 
 DeviceInfo pick_device(int arch_sms, bool arch_sms_given) {
   if (arch_sms_given) {
-    if (arch_sms <= 0) throw UsageError(fmt::format("--arch-sms must be a positive integer (got {})", arch_sms));
+    if (arch_sms <= 0 || arch_sms > detail::kMaxAssumedSms)
+      throw UsageError(fmt::format("--arch-sms must be in [1, {}] (got {})", detail::kMaxAssumedSms, arch_sms));
     return DeviceInfo::assumed_sm90(arch_sms);
   }
   if (gpu_available()) return current_device();
@@ -398,14 +426,14 @@ int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std:
   std::vector<std::pair<std::string, Problem>> problems;
   if (!suite_path.empty()) {
     if (!config.empty()) throw UsageError("--config and --suite exclude each other");
-    for (const SuiteShape& sh : load_suite(suite_path).second) problems.emplace_back(sh.name, sh.args.build(sh.name));
+    for (const SuiteShape& sh : load_suite(suite_path).second)
+      problems.emplace_back(sh.name, sh.args.build(printable(sh.name)));
   } else {
     problems.emplace_back("", pa.build());
   }
   CompileOptions co;
   co.backends = parse_backends(backends);
-  if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
-  if (threads < 0) throw UsageError(fmt::format("--threads must be >= 0 (got {})", threads));
+  check_counts(top_k, threads);
   co.top_k = top_k;
   co.threads = threads;
   if (!config.empty()) co.only = parse_config_arg(config);
@@ -428,7 +456,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std:
     }
   } cleanup{tmp_cache};
 
-  co.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", line.c_str()); };
+  co.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", printable(line).c_str()); };
   if (!quiet)
     co.on_compiled = [](size_t done, size_t planned, const CompiledCandidate& c) {
       // One line per candidate as it finishes; an nvcc compile (cutlass) in seconds.
@@ -442,7 +470,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std:
   CompileCounts total;
   json reports = json::array();
   for (const auto& [name, p] : problems) {
-    if (!name.empty()) std::fprintf(stderr, "shape %s\n", name.c_str());
+    if (!name.empty()) std::fprintf(stderr, "shape %s\n", printable(name).c_str());
     json r;
     const CompileCounts c = compile_problem(p, co, dev, verbose, out, r);
     total.ok += c.ok, total.broken += c.broken;
@@ -540,21 +568,17 @@ std::string record_us(const json& rec) {
   return fmt::format("{:.2f}", it->get<double>());
 }
 
-// A string from a cache file as table text: control bytes (a terminal escape sequence planted in an imported entry)
-// are shown as '?', not sent to the terminal. The JSON output escapes them itself.
-std::string printable(const std::string& s) {
-  std::string out = s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
-}
-
+// Keys and winners come from cache files (possibly imported from another machine): table text goes through
+// printable() (a planted escape sequence shows as '?'); the JSON output escapes them itself.
 int cmd_cache_ls(const JsonOut& jo) {
   ResultCache cache;
-  auto entries = cache.list();
+  CacheListing listing = cache.scan();
+  auto& entries = listing.entries;
   std::sort(entries.begin(), entries.end(), [](const CacheEntry& a, const CacheEntry& b) { return a.key < b.key; });
   std::FILE* out = jo.to_stdout() ? stderr : stdout;
-  std::fprintf(out, "# %zu entries in %s\n", entries.size(), cache.dir().c_str());
+  std::fprintf(out, "# %zu entries in %s%s\n", entries.size(), printable(cache.dir()).c_str(),
+               listing.skipped ? fmt::format(" ({} unreadable or corrupt files skipped)", listing.skipped).c_str()
+                               : "");
   if (!entries.empty()) {
     Table t{{"winner", "us", "key"}, {false, true, false}, {}};
     for (const auto& e : entries) {
@@ -698,7 +722,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\n", first_line(e.what()).c_str());
+    print_error("", first_line(e.what()));
     return 2;
   }
 
@@ -735,18 +759,21 @@ int run(int argc, char** argv) {
     }
     ResultCache rc;
     if (cache_clear->parsed()) {
-      size_t n = rc.clear();
-      std::printf("removed %zu entries from %s\n", n, rc.dir().c_str());
+      // Entries counted as `ls` counts them; the unreadable or corrupt files `ls` skipped, apart.
+      const ClearCount n = rc.clear();
+      std::printf("removed %zu entries from %s%s\n", n.entries, printable(rc.dir()).c_str(),
+                  n.other ? fmt::format(" (and {} unreadable or corrupt files)", n.other).c_str() : "");
       return 0;
     }
     if (cache_export->parsed()) {
       const size_t n = rc.export_to(export_file);
-      std::printf("exported %zu entries from %s to %s\n", n, rc.dir().c_str(), export_file.c_str());
+      std::printf("exported %zu entries from %s to %s\n", n, printable(rc.dir()).c_str(),
+                  printable(export_file).c_str());
       return 0;
     }
     if (cache_import->parsed()) {
       size_t n = rc.import_from(import_file);
-      std::printf("imported %zu entries into %s\n", n, rc.dir().c_str());
+      std::printf("imported %zu entries into %s\n", n, printable(rc.dir()).c_str());
       return 0;
     }
   }
@@ -762,19 +789,19 @@ int main(int argc, char** argv) {
   try {
     return cli::run(argc, argv);
   } catch (const cli::UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    cli::print_error("", e.what());
     return 2;
   } catch (const detail::InputError& e) {  // a malformed suite, export or cache file: the user's data
-    std::fprintf(stderr, "error: %s\n", e.what());
+    cli::print_error("", e.what());
     return 2;
   } catch (const NoGpuError& e) {
-    std::fprintf(stderr, "error: no GPU: %s\n", cli::first_line(e.what()).c_str());
+    cli::print_error("no GPU: ", cli::first_line(e.what()));
     return 3;
   } catch (const Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    cli::print_error("", e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: internal: %s\n", e.what());
+    cli::print_error("internal: ", e.what());
     return 1;
   }
 }

@@ -1,6 +1,7 @@
 #include "backends/cublaslt/cublaslt_backend.h"
 #include "backends/jit_result.h"
 #include "backends/stream_scratch.h"
+#include "core/fnv.h"
 
 #include <cublasLt.h>
 
@@ -579,12 +580,8 @@ struct EwUnit {
 };
 EwUnit elementwise_unit(const Problem& p) {
   const std::string chain = epi::chain_type(p) + std::string(dtype_name(p.d.dtype));
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : chain) h = (h ^ ch) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
   EwUnit u;
-  u.name = std::string("gt_epi_ew_") + hex;
+  u.name = "gt_epi_ew_" + detail::hex64(detail::fnv1a64(chain));
   u.source = epi::elementwise_source(p, p.d.dtype, u.name);
   return u;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/parse_int.h"
 #include "gemmtune/errors.h"
 #include "gemv/gemv_params.cuh"  // kernels/: the kernels' sizes
 
@@ -45,14 +46,8 @@ Config Config::parse(const std::string& s) {
     const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
     auto num = [&](int i) {
       seen[i] = true;
-      size_t used = 0;
       int x = 0;
-      try {
-        x = std::stoi(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != v.size() || v.empty()) bad(k + " must be an integer, got '" + v + "'");
+      if (std::string why = gemmtune::detail::parse_int(v, x); !why.empty()) bad(k + " '" + v + "' " + why);
       return x;
     };
     if (k == "vec") {

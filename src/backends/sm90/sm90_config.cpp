@@ -3,6 +3,7 @@
 #include "backends/sm90/sm90_config.h"
 
 #include "core/dtype_code.h"
+#include "core/parse_int.h"
 
 #include <cstdio>
 #include <sstream>
@@ -60,17 +61,33 @@ Config Config::parse(const std::string& s) {
   std::istringstream is(s);
   std::string kv;
   auto bad = [&](const std::string& why) { GT_THROW("sm90: bad config '" + s + "': " + why); };
+  std::string k;
+  // One integer of the config, the whole text in int range: named with its key in the message.
+  auto number = [&](std::string_view text, int& out) {
+    if (std::string why = gemmtune::detail::parse_int(text, out); !why.empty()) bad(k + " '" + std::string(text) + "' " + why);
+  };
+  // "AxBxC" into as many integers as `dst` has.
+  auto dims = [&](const std::string& v, std::initializer_list<int*> dst, const char* shape) {
+    size_t start = 0, i = 0;
+    for (int* d : dst) {
+      const size_t x = ++i < dst.size() ? v.find('x', start) : v.size();
+      if (x == std::string::npos) bad(shape);
+      number(std::string_view(v).substr(start, x - start), *d);
+      start = x + 1;
+    }
+  };
   while (std::getline(is, kv, ',')) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
-    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    k = kv.substr(0, eq);
+    const std::string v = kv.substr(eq + 1);
     try {
       if (k == "tile") {
-        if (std::sscanf(v.c_str(), "%dx%dx%d", &c.bm, &c.bn, &c.bk) != 3) bad("tile must be MxNxK");
+        dims(v, {&c.bm, &c.bn, &c.bk}, "tile must be MxNxK");
       } else if (k == "stages") {
-        c.stages = std::stoi(v);
+        number(v, c.stages);
       } else if (k == "cluster") {
-        if (std::sscanf(v.c_str(), "%dx%d", &c.cm, &c.cn) != 2) bad("cluster must be MxN");
+        dims(v, {&c.cm, &c.cn}, "cluster must be MxN");
       } else if (k == "sched") {
         if (v != "coop" && v != "pingpong") bad("sched must be coop or pingpong");
         c.pingpong = v == "pingpong";
@@ -78,7 +95,7 @@ Config Config::parse(const std::string& s) {
         if (v != "m" && v != "n") bad("raster must be m or n");
         c.raster_n = v == "n";
       } else if (k == "group") {
-        c.group = std::stoi(v);
+        number(v, c.group);
       } else if (k == "tiles") {
         if (v != "static" && v != "dynamic" && v != "gpc") bad("tiles must be static, dynamic or gpc");
         c.tiles = v == "dynamic" ? TileOrder::dynamic : v == "gpc" ? TileOrder::gpc : TileOrder::static_order;
