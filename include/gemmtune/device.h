@@ -22,7 +22,8 @@ struct DeviceInfo {
   static DeviceInfo assumed_sm90(int sm_count = 132);
 };
 
-// The current device (device ordinal from GEMMTUNE_DEVICE, default 0). Throws NoGpuError without driver/GPU.
+// The current device: that of the calling thread's current CUDA context, else device GEMMTUNE_DEVICE (default 0).
+// Queried once per process, without creating a context. Throws NoGpuError without driver/GPU.
 const DeviceInfo& current_device();
 // True when a driver and at least one GPU are present (never throws).
 bool gpu_available();

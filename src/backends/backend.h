@@ -64,7 +64,11 @@ class Backend {
 
   // "" when this backend can be used in this process, else why not: an optional backend whose dependency is missing
   // (Triton not importable, no CUTLASS headers or nvcc) says so here, e.g. "python3 -c 'import triton' failed: ...".
-  // An unavailable backend is skipped with this reason wherever backends are enumerated. Cheap after the first call.
+  // The first call probes (starts a Python interpreter, nvcc --version: 0.1-1 s), so it is made only where a candidate
+  // of this backend is needed: its enumeration for a problem it supports (enumerate_ranked, a wrapping backend's
+  // enumerate), the compile or is_compiled of one of its candidates, and `gemmtune version`. Never for the backends a
+  // tune merely names (its result-cache key), nor for a cached winner of another backend. The answer is cached for
+  // the process (thread-safe: compiles run in parallel); an unavailable backend has no candidates and compiles none.
   virtual std::string unavailable() const { return ""; }
 
   // True for a backend whose compile() takes tens of seconds a candidate (nvcc). The tuner then times only its
@@ -80,6 +84,7 @@ class Backend {
   }
 
   // "" when this backend can run the problem at all, else the reason (e.g. "sm90: lda*2 bytes not 16-byte aligned").
+  // From the problem and device alone: no probe of unavailable(), which enumerate_ranked asks next.
   virtual std::string supports(const Problem& p, const DeviceInfo& dev) const = 0;
   // How this backend runs a supported problem, one phrase for `list`: the path each operand takes where there is a
   // choice (e.g. "A, B: TMA; D: staged 16-byte stores (ldd=50257 is not a multiple of 8 elements)"). "" = nothing to say.

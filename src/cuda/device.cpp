@@ -32,9 +32,23 @@ const DeviceInfo& current_device() {
   static std::once_flag once;
   static DeviceInfo info;
   std::call_once(once, [] {
-    cuda::ensure_context();
+    // The device of the thread's current context (a caller's, e.g. PyTorch's), else the one ensure_context() would
+    // make current, asked by ordinal: creating its context here would cost a cache hit (Tuner::tune answered from the
+    // result cache) 100 ms or more on an H100, for attributes the driver has without one. What needs a context makes
+    // one (cuda::ensure_context).
     CUdevice dev;
-    GT_CU(cuCtxGetDevice(&dev));
+    CUcontext cur = nullptr;
+    if (cuda::cu().cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur) {
+      GT_CU(cuCtxGetDevice(&dev));
+    } else {
+      const int ordinal = cuda::device_ordinal_from_env();
+      int count = 0;
+      GT_CU(cuDeviceGetCount(&count));
+      if (count == 0) throw NoGpuError("no CUDA GPU visible");
+      if (ordinal >= count)
+        throw Error("GEMMTUNE_DEVICE=" + std::to_string(ordinal) + " but only " + std::to_string(count) + " GPU(s)");
+      GT_CU(cuDeviceGet(&dev, ordinal));
+    }
     char name[256] = {};
     GT_CU(cuDeviceGetName(name, sizeof(name), dev));
     info.name = name;

@@ -18,6 +18,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "cuda/toolkit_library.h"
 #include "gemmtune/errors.h"
 #include "jit/disk_cache.h"
 #include "jit/resources.h"
@@ -35,6 +36,39 @@ namespace {
 
 // Bump when anything compile() does to a unit changes outside of what the key already hashes.
 constexpr const char* kKeyVersion = "gemmtune-jit-1";
+
+// NVRTC, loaded when a unit is first compiled (cuda/toolkit_library.h): the NVRTC of the toolkit whose headers this
+// was built with, whose major version is in the soname.
+#define GEMMTUNE_NVRTC_FUNCS(X)                                                                             \
+  X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) \
+  X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetErrorString)
+
+const cuda::ToolkitLibrary& nvrtc_library() {
+  static const cuda::ToolkitLibrary lib("libnvrtc.so." + std::to_string(CUDA_VERSION / 1000), "NVRTC");
+  return lib;
+}
+
+struct Nvrtc {
+  GEMMTUNE_NVRTC_FUNCS(GEMMTUNE_TOOLKIT_DECL)
+};
+
+// The table, loaded once (thread-safe); throws gemmtune::Error when NVRTC cannot be loaded.
+const Nvrtc& nvrtc() {
+  static const Nvrtc n = [] {
+    Nvrtc t;
+#define GEMMTUNE_NVRTC_LOAD(name) t.name = reinterpret_cast<decltype(&::name)>(nvrtc_library().symbol(#name));
+    GEMMTUNE_NVRTC_FUNCS(GEMMTUNE_NVRTC_LOAD)
+#undef GEMMTUNE_NVRTC_LOAD
+    return t;
+  }();
+  return n;
+}
+
+std::string version_string(decltype(&::nvrtcVersion) fn) {
+  int major = 0, minor = 0;
+  fn(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
 
 
 bool is_identifier(const std::string& s) {
@@ -79,7 +113,7 @@ const std::vector<std::string>& toolkit_include_flags() {
   static const std::vector<std::string> flags = [] {
     std::vector<fs::path> candidates;
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
+    if (dladdr(reinterpret_cast<void*>(nvrtc().nvrtcVersion), &info) && info.dli_fname) {
       std::error_code ec;
       fs::path lib = fs::canonical(info.dli_fname, ec);
       if (!ec) {
@@ -163,35 +197,35 @@ std::shared_ptr<Cubin> nvrtc_compile(const std::string& source, const std::strin
   };
 
   nvrtcProgram prog = nullptr;
-  nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (kernel_name + ".cu").c_str(),
+  nvrtcResult r = nvrtc().nvrtcCreateProgram(&prog, source.c_str(), (kernel_name + ".cu").c_str(),
                                      static_cast<int>(headers.names.size()), headers.contents.data(),
                                      headers.names.data());
-  if (r != NVRTC_SUCCESS) fail(std::string("nvrtcCreateProgram failed (") + nvrtcGetErrorString(r) + ")", "");
+  if (r != NVRTC_SUCCESS) fail(std::string("nvrtcCreateProgram failed (") + nvrtc().nvrtcGetErrorString(r) + ")", "");
   struct Destroy {
     nvrtcProgram* p;
-    ~Destroy() { nvrtcDestroyProgram(p); }
+    ~Destroy() { nvrtc().nvrtcDestroyProgram(p); }
   } destroy{&prog};
 
-  r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  r = nvrtc().nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   std::string log;
   std::size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+  if (nvrtc().nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
     log.resize(log_size);
-    nvrtcGetProgramLog(prog, log.data());
+    nvrtc().nvrtcGetProgramLog(prog, log.data());
     // The text ends at the first NUL: NVRTC 13 reports a size that can include more than one terminating NUL, which
     // would otherwise travel into JSON reports as "\u0000".
     log.resize(std::strlen(log.c_str()));
   }
-  if (r != NVRTC_SUCCESS) fail(std::string("compilation failed (") + nvrtcGetErrorString(r) + ")", log);
+  if (r != NVRTC_SUCCESS) fail(std::string("compilation failed (") + nvrtc().nvrtcGetErrorString(r) + ")", log);
 
   auto c = std::make_shared<Cubin>();
   std::size_t size = 0;
-  r = nvrtcGetCUBINSize(prog, &size);
+  r = nvrtc().nvrtcGetCUBINSize(prog, &size);
   if (r != NVRTC_SUCCESS || size == 0)
     fail("no CUBIN produced (is --gpu-architecture a real sm_XX, not compute_XX?)", log);
   c->image.resize(size);
-  r = nvrtcGetCUBIN(prog, c->image.data());
-  if (r != NVRTC_SUCCESS) fail(std::string("nvrtcGetCUBIN failed (") + nvrtcGetErrorString(r) + ")", log);
+  r = nvrtc().nvrtcGetCUBIN(prog, c->image.data());
+  if (r != NVRTC_SUCCESS) fail(std::string("nvrtcGetCUBIN failed (") + nvrtc().nvrtcGetErrorString(r) + ")", log);
   c->kernel_name = kernel_name;
   c->key = key;
   c->log = std::move(log);
@@ -221,13 +255,15 @@ MemoryCache& memory_cache() {
 const std::map<std::string, std::string>& embedded_headers() { return detail::embedded_kernel_headers(); }
 
 std::string nvrtc_version() {
-  static const std::string v = [] {
-    int major = 0, minor = 0;
-    nvrtcVersion(&major, &minor);
-    return std::to_string(major) + "." + std::to_string(minor);
-  }();
-  return v;
+  // NVRTC in the process already (loaded by a compile, or PyTorch's): its own version, at no cost.
+  if (auto* fn = reinterpret_cast<decltype(&::nvrtcVersion)>(nvrtc_library().resident_symbol("nvrtcVersion")))
+    return version_string(fn);
+  // Not loaded: the one this process would load is the toolkit's whose headers it was built with, and an NVRTC's
+  // version is its toolkit's major.minor.
+  return std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
 }
+
+std::string nvrtc_library_version() { return version_string(nvrtc().nvrtcVersion); }
 
 std::string kernel_cache_dir() {
   if (const char* e = std::getenv("GEMMTUNE_CACHE_DIR"); e && *e) return (fs::path(e) / "kernels").string();

@@ -45,8 +45,11 @@ CUfunction load(const Cubin& cubin);
 // The embedded headers: path relative to kernels/ -> content.
 const std::map<std::string, std::string>& embedded_headers();
 
-// NVRTC version as "major.minor".
+// NVRTC's version as "major.minor", for the cache keys, without loading NVRTC (a cache hit needs no compiler): the
+// version of the NVRTC the process has loaded, else of the toolkit this library was built with (the NVRTC it loads).
 std::string nvrtc_version();
+// The version the NVRTC library itself reports, loading it; throws gemmtune::Error when it cannot be loaded.
+std::string nvrtc_library_version();
 
 // A 64-bit FNV-1a hash of `s`, for unique kernel names (the cache key is the SHA-256 of the whole unit).
 inline uint64_t name_hash(const std::string& s) { return gemmtune::detail::fnv1a64(s); }

@@ -89,9 +89,13 @@ std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev
   for (const auto& b : enabled_backends(names)) {
     RankedList l;
     l.backend = b;
-    l.skipped = b->unavailable();
-    l.unavailable = !l.skipped.empty();
-    if (!l.unavailable) l.skipped = b->supports(p, dev);
+    // The problem first: an optional backend's probe (Triton's: a Python interpreter) runs only for a problem it
+    // would have candidates for.
+    l.skipped = b->supports(p, dev);
+    if (l.skipped.empty()) {
+      l.skipped = b->unavailable();
+      l.unavailable = !l.skipped.empty();
+    }
     if (l.skipped.empty()) {
       try {
         l.path = b->path(p, dev);

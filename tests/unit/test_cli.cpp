@@ -241,6 +241,59 @@ TEST_F(Cli, Version) {
   EXPECT_NE(r.out.find("nvrtc"), std::string::npos);
 }
 
+// The optional backends' probes (Backend::unavailable: Triton's `import triton`, CUTLASS's headers found through
+// Python) run only for a command that needs that backend: GEMMTUNE_PYTHON is a script that leaves a mark when it is
+// started, and CUTLASS_DIR is empty, so that either probe would start it.
+TEST_F(Cli, PythonStartsOnlyForTheBackendsThatNeedIt) {
+  TempDir py;
+  const fs::path mark = py.path / "started", script = py.path / "python";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho \"$*\" >> '" << mark.string() << "'\nexit 1\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  auto e = env();
+  e["GEMMTUNE_PYTHON"] = script.string();
+  e["CUTLASS_DIR"] = "";
+  auto started = [&](const std::vector<std::string>& args) {
+    std::error_code ec;
+    fs::remove(mark, ec);
+    const CliRun r = run_cli(args, e);
+    EXPECT_EQ(r.rc, 0) << describe(args, r);
+    return fs::exists(mark) ? slurp(mark) : std::string();
+  };
+  for (const auto& args : {with({"list", "--backends", "sm90"}, kShape), with({"list", "--backends", "sm90,gemv"}, kShape),
+                           with({"compile", "--backends", "sm90,gemv", "--top-k", "1"}, kShape)})
+    EXPECT_EQ(started(args), "") << "Python started for " << describe(args, {});
+  EXPECT_NE(started(with({"list", "--backends", "triton"}, kShape)).find("import triton"), std::string::npos);
+  EXPECT_NE(started(with({"list", "--backends", "cutlass"}, kShape)).find("cutlass_library"), std::string::npos);
+  const std::string all = started(with({"list"}, kShape));
+  EXPECT_NE(all.find("import triton"), std::string::npos) << all;
+  EXPECT_NE(all.find("cutlass_library"), std::string::npos) << all;
+  // `version` is the diagnostic: it probes every backend.
+  EXPECT_NE(started({"version"}).find("import triton"), std::string::npos);
+}
+
+// NVRTC and cuBLASLt are opened when first needed (cuda/toolkit_library.h), not at the process's start: `list` of
+// sm90 needs neither, `compile` needs NVRTC only, `version` reports both. The loader names each library it opens
+// (LD_DEBUG=files, on stderr).
+TEST_F(Cli, ToolkitLibrariesLoadOnlyWhenNeeded) {
+  auto e = env();
+  e["LD_DEBUG"] = "files";
+  auto loads = [&](const std::vector<std::string>& args, const std::string& lib) {
+    const CliRun r = run_cli(args, e);
+    EXPECT_EQ(r.rc, 0) << describe(args, r);
+    return r.err.find("file=" + lib) != std::string::npos;
+  };
+  const auto list = with({"list", "--backends", "sm90"}, kShape);
+  EXPECT_FALSE(loads(list, "libnvrtc")) << "list loads NVRTC";
+  EXPECT_FALSE(loads(list, "libcublasLt")) << "list loads cuBLASLt";
+  const auto compile = with({"compile", "--backends", "sm90", "--top-k", "1", "--no-cache"}, kShape);
+  EXPECT_TRUE(loads(compile, "libnvrtc"));
+  EXPECT_FALSE(loads(compile, "libcublasLt")) << "compile of sm90 loads cuBLASLt";
+  EXPECT_TRUE(loads({"version"}, "libcublasLt"));
+}
+
 TEST_F(Cli, CompileWithoutGpuPrintsJson) {
   std::vector<std::string> args = with({"compile"}, with(kShape, {"--top-k", "2", "--json", "--arch-sms", "132"}));
   CliRun r = run_cli(args, env());

@@ -19,6 +19,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -600,12 +601,23 @@ int cmd_cache_ls(const JsonOut& jo) {
 
 std::string short_version() { return "gemmtune " + version(); }
 
+// A toolkit library's version as the library reports it (loading it), or why it cannot be loaded; `built` (the version
+// the cache keys name while the library is not loaded: the toolkit's headers) too when it differs.
+std::string library_version(const std::function<std::string()>& loaded, const std::string& built) {
+  try {
+    const std::string v = loaded();
+    return v == built ? v : v + " (built with " + built + ")";
+  } catch (const std::exception& e) {
+    return "unavailable (" + first_line(e.what()) + ")";
+  }
+}
+
+// The diagnostic: loads NVRTC and cuBLASLt and probes every backend's dependency (Triton and CUTLASS through Python),
+// which no other command does unless it needs that backend.
 int cmd_version() {
   std::printf("gemmtune %s\n", version().c_str());
-  std::string nv = nvrtc_version_or_empty();
-  std::printf("nvrtc    %s\n", nv.empty() ? "unknown" : nv.c_str());
-  std::string lt = lt_version();
-  std::printf("cublaslt %s\n", lt.empty() ? "unknown" : lt.c_str());
+  std::printf("nvrtc    %s\n", library_version(jit::nvrtc_library_version, nvrtc_version_or_empty()).c_str());
+  std::printf("cublaslt %s\n", library_version(cublaslt_library_version, lt_version()).c_str());
   std::vector<std::string> names, unavailable;
   for (const auto& b : all_backends()) {
     const std::string why = b->unavailable();

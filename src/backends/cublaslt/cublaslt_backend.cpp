@@ -22,6 +22,7 @@
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
+#include "cuda/toolkit_library.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
@@ -36,10 +37,47 @@ constexpr uint64_t kMaxWorkspace = 32ull << 20;  // what the heuristic may ask f
 constexpr uint32_t kBiasAlignment = 16;  // a fused bias pointer's alignment the heuristic may rely on (checked at launch)
 constexpr int kHeuristicCount = 32;
 
+// ---- cuBLASLt, loaded when first used (cuda/toolkit_library.h): enumeration, a load, `gemmtune version` ----
+
+#define GEMMTUNE_CUBLASLT_FUNCS(X)                                                                                  \
+  X(cublasLtGetVersion) X(cublasLtGetStatusName) X(cublasLtCreate) X(cublasLtMatmul) X(cublasLtMatmulDescCreate)   \
+  X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulPreferenceCreate)                 \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatrixLayoutCreate)         \
+  X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulAlgoInit)                     \
+  X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoCapGetAttribute)                \
+  X(cublasLtMatmulAlgoConfigGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute)
+
+const cuda::ToolkitLibrary& lt_library() {
+  static const cuda::ToolkitLibrary lib("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), "cuBLASLt");
+  return lib;
+}
+
+struct CublasLt {
+  GEMMTUNE_CUBLASLT_FUNCS(GEMMTUNE_TOOLKIT_DECL)
+};
+
+// The table, loaded once (thread-safe); throws gemmtune::Error when cuBLASLt cannot be loaded.
+const CublasLt& lt() {
+  static const CublasLt t = [] {
+    CublasLt x;
+#define GEMMTUNE_CUBLASLT_LOAD(name) x.name = reinterpret_cast<decltype(&::name)>(lt_library().symbol(#name));
+    GEMMTUNE_CUBLASLT_FUNCS(GEMMTUNE_CUBLASLT_LOAD)
+#undef GEMMTUNE_CUBLASLT_LOAD
+    return x;
+  }();
+  return t;
+}
+
+std::string version_string(size_t v) {  // major*10000 + minor*100 + patch
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 // ---- errors ----
 
 [[noreturn]] void lt_fail(cublasStatus_t s, const char* call, const char* file, int line) {
-  const char* name = cublasLtGetStatusName(s);
+  const char* name = lt().cublasLtGetStatusName(s);
+  const std::string_view table = "lt().";  // the call as cuBLASLt names it
+  if (std::string_view(call).substr(0, table.size()) == table) call += table.size();
   detail::throw_error(std::string("cublaslt: ") + call + " failed: " + (name ? name : "unknown status") + " (" +
                           std::to_string(static_cast<int>(s)) + ")",
                       file, line);
@@ -53,7 +91,7 @@ constexpr int kHeuristicCount = 32;
   } while (0)
 
 std::string status_name(cublasStatus_t s) {
-  const char* name = cublasLtGetStatusName(s);
+  const char* name = lt().cublasLtGetStatusName(s);
   return name ? name : ("status " + std::to_string(static_cast<int>(s)));
 }
 
@@ -64,7 +102,7 @@ cublasLtHandle_t lt_handle() {
   // A magic static: thread-safe, and retried on the next call if creation throws.
   static const cublasLtHandle_t handle = [] {
     cublasLtHandle_t h = nullptr;
-    GT_LT(cublasLtCreate(&h));
+    GT_LT(lt().cublasLtCreate(&h));
     return h;
   }();
   return handle;
@@ -384,13 +422,13 @@ struct LtDescs {
 
   explicit LtDescs(const LtProblem& lp) {
     try {
-      GT_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      GT_LT(lt().cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
       int32_t ta = lp.transa, tb = lp.transb;
-      GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-      GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+      GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+      GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
       if (lp.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
         cublasLtEpilogue_t ep = lp.epilogue;
-        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)));
+        GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)));
       }
       // The heuristic reads pointers' alignment, not their data: a 16-byte aligned stand-in until launch sets the
       // real pointer. Scale modes and the fp8 pointers (scales, amax) change which kernels are valid, so the heuristic
@@ -399,30 +437,30 @@ struct LtDescs {
       if (lp.fp8) {
         if (lp.scale_mode_a != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F || lp.scale_mode_b != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) {
           int32_t ma = lp.scale_mode_a, mb = lp.scale_mode_b;
-          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma, sizeof(ma)));
-          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb, sizeof(mb)));
+          GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma, sizeof(ma)));
+          GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb, sizeof(mb)));
         }
-        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &stand_in, sizeof(stand_in)));
-        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &stand_in, sizeof(stand_in)));
+        GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &stand_in, sizeof(stand_in)));
+        GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &stand_in, sizeof(stand_in)));
         const int8_t fast = lp.fast_accum ? 1 : 0;
-        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+        GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
         if (lp.d_scale)
-          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &stand_in, sizeof(stand_in)));
+          GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &stand_in, sizeof(stand_in)));
         if (lp.amax)
-          GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &stand_in, sizeof(stand_in)));
+          GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &stand_in, sizeof(stand_in)));
       }
       if (lp.bias) {
         int32_t bt = lp.bias_type;
-        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
-        GT_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof(stand_in)));
+        GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+        GT_LT(lt().cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof(stand_in)));
       }
       a = layout(lp.a, lp.batch);
       b = layout(lp.b, lp.batch);
       c = layout(lp.c, lp.batch);
       d = layout(lp.d, lp.batch);
-      GT_LT(cublasLtMatmulPreferenceCreate(&pref));
+      GT_LT(lt().cublasLtMatmulPreferenceCreate(&pref));
       uint64_t ws = kMaxWorkspace;
-      GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+      GT_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
       // The pointers' alignment the problem declares (Operand::align), so the heuristic picks only algorithms that
       // take such pointers (a sliced view's, off 16 bytes).
       const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
@@ -431,7 +469,7 @@ struct LtDescs {
       const LtMatrix* mats[4] = {&lp.a, &lp.b, &lp.c, &lp.d};
       for (int i = 0; i < 4; ++i) {
         told[i] = mats[i]->align;
-        GT_LT(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &told[i], sizeof(told[i])));
+        GT_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &told[i], sizeof(told[i])));
       }
     } catch (...) {
       release();
@@ -445,19 +483,19 @@ struct LtDescs {
  private:
   static cublasLtMatrixLayout_t layout(const LtMatrix& m, int32_t batch) {
     cublasLtMatrixLayout_t l = nullptr;
-    GT_LT(cublasLtMatrixLayoutCreate(&l, m.type, m.rows, m.cols, m.ld));
+    GT_LT(lt().cublasLtMatrixLayoutCreate(&l, m.type, m.rows, m.cols, m.ld));
     if (batch > 1) {
-      GT_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+      GT_LT(lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
       int64_t stride = m.stride;
-      GT_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+      GT_LT(lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
     }
     return l;
   }
   void release() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (pref) lt().cublasLtMatmulPreferenceDestroy(pref);
     for (auto* l : {&a, &b, &c, &d})
-      if (*l) cublasLtMatrixLayoutDestroy(*l);
-    if (op) cublasLtMatmulDescDestroy(op);
+      if (*l) lt().cublasLtMatrixLayoutDestroy(*l);
+    if (op) lt().cublasLtMatmulDescDestroy(op);
     pref = nullptr, a = b = c = d = nullptr, op = nullptr;
   }
 };
@@ -468,14 +506,14 @@ template <class T>
 T get_cfg(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, const char* what) {
   T v{};
   size_t written = 0;
-  cublasStatus_t s = cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+  cublasStatus_t s = lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
   if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, what, __FILE__, __LINE__);
   return v;
 }
 
 template <class T>
 void set_cfg(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T v, const char* what) {
-  cublasStatus_t s = cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &v, sizeof(v));
+  cublasStatus_t s = lt().cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &v, sizeof(v));
   if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, what, __FILE__, __LINE__);
 }
 
@@ -495,10 +533,10 @@ AlgoConfig config_of(const cublasLtMatmulAlgo_t& algo) {
 
 // Rebuilds the algorithm from its config; "" or why cuBLASLt refuses it.
 std::string algo_from_config(const AlgoConfig& c, const LtProblem& lp, cublasLtMatmulAlgo_t& algo) {
-  cublasStatus_t s = cublasLtMatmulAlgoInit(lt_handle(), CUBLAS_COMPUTE_32F, CUDA_R_32F, lp.a.type, lp.b.type,
+  cublasStatus_t s = lt().cublasLtMatmulAlgoInit(lt_handle(), CUBLAS_COMPUTE_32F, CUDA_R_32F, lp.a.type, lp.b.type,
                                             lp.c.type, lp.d.type, c.algo, &algo);
   if (s != CUBLAS_STATUS_SUCCESS)
-    return "cublaslt: cublasLtMatmulAlgoInit(algo=" + std::to_string(c.algo) + ") failed: " + status_name(s);
+    return "cublaslt: lt().cublasLtMatmulAlgoInit(algo=" + std::to_string(c.algo) + ") failed: " + status_name(s);
   struct Set {
     cublasLtMatmulAlgoConfigAttributes_t attr;
     const void* v;
@@ -516,7 +554,7 @@ std::string algo_from_config(const AlgoConfig& c, const LtProblem& lp, cublasLtM
       {CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &c.inner, sizeof(c.inner), "inner"},
   };
   for (const Set& set : sets) {
-    s = cublasLtMatmulAlgoConfigSetAttribute(&algo, set.attr, set.v, set.n);
+    s = lt().cublasLtMatmulAlgoConfigSetAttribute(&algo, set.attr, set.v, set.n);
     if (s != CUBLAS_STATUS_SUCCESS) return std::string("cublaslt: cannot set ") + set.name + ": " + status_name(s);
   }
   return "";
@@ -525,7 +563,7 @@ std::string algo_from_config(const AlgoConfig& c, const LtProblem& lp, cublasLtM
 uint32_t cap_u32(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
   uint32_t v = 0;
   size_t written = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return 1;
+  if (lt().cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return 1;
   return v == 0 ? 1 : v;
 }
 
@@ -539,7 +577,7 @@ struct Checked {
 Checked check_algo(const cublasLtMatmulAlgo_t& algo, const LtDescs& ds) {
   Checked r;
   cublasLtMatmulHeuristicResult_t res{};
-  cublasStatus_t s = cublasLtMatmulAlgoCheck(lt_handle(), ds.op, ds.a, ds.b, ds.c, ds.d, &algo, &res);
+  cublasStatus_t s = lt().cublasLtMatmulAlgoCheck(lt_handle(), ds.op, ds.a, ds.b, ds.c, ds.d, &algo, &res);
   if (s != CUBLAS_STATUS_SUCCESS) {
     r.reason = "cublaslt: cublasLtMatmulAlgoCheck rejects the algorithm: " + status_name(s);
     return r;
@@ -564,7 +602,7 @@ std::vector<cublasLtMatmulHeuristicResult_t> heuristic(const LtDescs& ds, int co
   std::vector<cublasLtMatmulHeuristicResult_t> res(count);
   int returned = 0;
   cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(lt_handle(), ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref, count, res.data(), &returned);
+      lt().cublasLtMatmulAlgoGetHeuristic(lt_handle(), ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref, count, res.data(), &returned);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;  // no algorithm for this problem
   else if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
   res.resize(returned);
@@ -659,11 +697,11 @@ class LtExecutable final : public Executable {
       GT_REQUIRE(args.bias, "cublaslt: epilogue '" + p_.epilogue.key() + "' needs GemmArgs::bias (null)");
       GT_REQUIRE(reinterpret_cast<uintptr_t>(args.bias) % kBiasAlignment == 0,
                  "cublaslt: a fused bias must be " + std::to_string(kBiasAlignment) + "-byte aligned");
-      GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
+      GT_LT(lt().cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
                                            sizeof(args.bias)));
     }
     void* ws = ws_size_ > 0 ? ws_.get(reinterpret_cast<CUstream>(stream)).ws : nullptr;
-    GT_LT(cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, d,
+    GT_LT(lt().cublasLtMatmul(lt_handle(), descs_.op, &lp_.alpha, a, descs_.a, b, descs_.b, &lp_.beta, c, descs_.c, d,
                          descs_.d, &algo_, ws, ws_size_, reinterpret_cast<cudaStream_t>(stream)));
     if (mid) launch_elementwise(args, mid, stream);
   }
@@ -678,16 +716,16 @@ class LtExecutable final : public Executable {
                                                  std::string(scaling_name(p_.scaling)) + " scaling)");
     const float* sa = lp_.swapped ? args.scale_b : args.scale_a;
     const float* sb = lp_.swapped ? args.scale_a : args.scale_b;
-    GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa)));
-    GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof(sb)));
+    GT_LT(lt().cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa)));
+    GT_LT(lt().cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof(sb)));
     if (lp_.d_scale) {
       GT_REQUIRE(args.scale_d, "cublaslt: an e4m3 D needs GemmArgs::scale_d");
-      GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &args.scale_d,
+      GT_LT(lt().cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &args.scale_d,
                                            sizeof(args.scale_d)));
     }
     if (lp_.amax) {
       GT_REQUIRE(args.amax, "cublaslt: a problem with amax needs GemmArgs::amax");
-      GT_LT(cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &args.amax,
+      GT_LT(lt().cublasLtMatmulDescSetAttribute(descs_.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &args.amax,
                                            sizeof(args.amax)));
       GT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(args.amax), 0, 1, reinterpret_cast<CUstream>(stream)));
     }
@@ -932,8 +970,13 @@ std::string cublaslt_mapping(const Problem& p0, const std::string& config) {
 }
 
 std::string cublaslt_version() {
-  const size_t v = cublasLtGetVersion();  // major*10000 + minor*100 + patch
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  // cuBLASLt in the process already (loaded by this backend, or PyTorch's): its own version, at no cost.
+  if (auto* fn = reinterpret_cast<decltype(&::cublasLtGetVersion)>(lt_library().resident_symbol("cublasLtGetVersion")))
+    return version_string(fn());
+  // Not loaded: the one this process would load is the toolkit's whose headers it was built with.
+  return version_string(CUBLAS_VERSION);
 }
+
+std::string cublaslt_library_version() { return version_string(lt().cublasLtGetVersion()); }
 
 }  // namespace gemmtune

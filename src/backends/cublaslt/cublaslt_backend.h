@@ -40,7 +40,12 @@ std::shared_ptr<Backend> make_cublaslt_backend();
 // refuses the problem or the config.
 std::string cublaslt_mapping(const Problem& p, const std::string& config);
 
-// cublasLtGetVersion() as "major.minor.patch", e.g. "13.0.2": part of the result-cache key. Needs no GPU.
+// cuBLASLt's version as "major.minor.patch", e.g. "13.1.0", for the result-cache key, without loading cuBLASLt (a
+// cache hit does not need it): the version of the cuBLASLt the process has loaded, else of the toolkit this library was
+// built with (the cuBLASLt it loads). Needs no GPU.
 std::string cublaslt_version();
+// The version the cuBLASLt library itself reports (cublasLtGetVersion), loading it; throws gemmtune::Error when it
+// cannot be loaded. Needs no GPU.
+std::string cublaslt_library_version();
 
 }  // namespace gemmtune

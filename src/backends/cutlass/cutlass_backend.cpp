@@ -146,14 +146,15 @@ class CutlassBackend final : public Backend {
     return cutlass_be::is_built(cutlass_be::unit_key(source(p, parsed)));
   }
 
+  // The problem alone: the toolchain is looked for (Python, nvcc --version) only for a problem that has candidates.
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
-    // Unavailable here: nothing is supported, so that a wrapping backend (pad) does not list candidates either.
-    if (const std::string& why = cutlass_be::toolchain_error(); !why.empty()) return "cutlass: unavailable: " + why;
     return cutlass_be::problem_reason(p, dev);
   }
 
   std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
+    // Unavailable: no candidates, so that a wrapping backend (pad) does not list any either.
+    if (!unavailable().empty()) return out;
     for (const Config& c : cutlass_be::enumerate_configs(p, dev)) out.push_back(Candidate{kName, c.str()});
     return out;
   }
