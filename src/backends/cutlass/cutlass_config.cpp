@@ -1,5 +1,6 @@
 // cutlass config: the canonical line, the rules (one validity function for enumerate, validate and error messages)
 // and the wave-quantization ranking.
+#include "core/parse_int.h"
 #include "backends/cutlass/cutlass_config.h"
 
 #include <algorithm>
@@ -68,15 +69,9 @@ Config Config::parse(const std::string& s) {
     std::istringstream is(v);
     std::string part;
     while (std::getline(is, part, 'x')) {
-      size_t used = 0;
       int x = 0;
-      try {
-        x = std::stoi(part, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (part.empty() || used != part.size() || x <= 0) bad(k + " must be " + std::to_string(n) + " positive "
-                                                              "integers joined by 'x', got '" + v + "'");
+      if (!detail::parse_int(part, x, 1).empty())
+        bad(k + " must be " + std::to_string(n) + " positive integers joined by 'x', got '" + v + "'");
       out.push_back(x);
     }
     if (static_cast<int>(out.size()) != n)

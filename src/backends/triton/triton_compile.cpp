@@ -303,14 +303,17 @@ void fill_from_meta(Kernel& k, const nlohmann::json& m) {
 std::shared_ptr<Kernel> disk_load(const std::string& key, bool* corrupt) {
   *corrupt = false;
   const std::string path = disk_entry_path(key);
+  int os_error = 0;
   auto reject = [&](const std::string& why) -> std::shared_ptr<Kernel> {
     *corrupt = true;
-    warn("corrupt Triton kernel cache entry " + path + " (" + why + "); recompiling");
+    // A file the system refused to read (EACCES, EIO) is unreadable, not corrupt: its content was never checked.
+    warn(std::string(os_error ? "unreadable" : "corrupt") + " Triton kernel cache entry " + path + " (" + why +
+         "); recompiling");
     return nullptr;
   };
   nlohmann::json meta;
   std::string image, why;
-  switch (jit::detail::read_entry(path, kMagic, key, meta, image, why)) {
+  switch (jit::detail::read_entry(path, kMagic, key, meta, image, why, &os_error)) {
     case jit::detail::EntryRead::missing:
       return nullptr;
     case jit::detail::EntryRead::corrupt:

@@ -1,4 +1,5 @@
 // triton config: the canonical line, the rules, the ranking and the compile request of a config for a problem.
+#include "core/parse_int.h"
 #include "backends/triton/triton_config.h"
 
 #include <algorithm>
@@ -128,14 +129,8 @@ Config Config::parse(const std::string& s) {
     if (seen[k]) bad("'" + k + "' given twice");
     seen[k] = true;
     auto num = [&]() {
-      size_t used = 0;
       int x = 0;
-      try {
-        x = std::stoi(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (v.empty() || used != v.size()) bad(k + " must be an integer, got '" + v + "'");
+      if (const std::string why = detail::parse_int(v, x); !why.empty()) bad(k + " '" + v + "' " + why);
       return x;
     };
     if (k == "tmpl") {
