@@ -2,14 +2,15 @@
 # Wall time of a warm `gemmtune tune` (answered from the result cache) in a new process, and what CUDA's own start
 # costs on this host (dlopen of libcuda, cuInit, primary context), which a cache hit pays only in part: it needs
 # cuInit for the device's name, SMs and driver (the cache key), not a context.
-#   tools/dev/warm_tune.sh [GEMMTUNE_BIN] [RUNS]      (GPU host; default build/gemmtune, 5 runs)
+#   [WARM_ARGS='--m M --n N --k K ...'] tools/dev/warm_tune.sh [GEMMTUNE_BIN] [RUNS]   (GPU host; default build/gemmtune, 5 runs)
 # The first tune fills a throw-away result cache (a cold tune: tens of seconds); each timed run then prints its wall
 # time. It also says whether a warm run started Python (GEMMTUNE_PYTHON is wrapped by a script that leaves a mark) or
 # loaded NVRTC or cuBLASLt (LD_DEBUG=files): a cache hit of an sm90 winner should do neither.
 set -euo pipefail
 bin=${1:-build/gemmtune}
 runs=${2:-5}
-shape=(--m 4096 --n 4096 --k 4096)
+# WARM_ARGS: the tune's problem and options (default: 4096^3 bf16, every backend).
+read -r -a shape <<<"${WARM_ARGS:---m 4096 --n 4096 --k 4096}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GEMMTUNE_CACHE_DIR=$work/cache
