@@ -9,7 +9,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -426,6 +428,20 @@ inline int64_t written_outside(const Problem& p, const std::vector<uint8_t>& d) 
   for (size_t i = 0; i < d.size(); ++i) bad += !logical[i] && d[i] != 0xFF;
   return bad;
 }
+
+// A fresh, empty result and kernel cache for one test (GEMMTUNE_CACHE_DIR; the worker process inherits it), removed
+// afterwards.
+struct FreshCache {
+  std::string dir;
+  FreshCache() {
+    char tmpl[] = "/tmp/gemmtune-gpu-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~FreshCache() { std::filesystem::remove_all(dir); }
+  FreshCache(const FreshCache&) = delete;
+  FreshCache& operator=(const FreshCache&) = delete;
+};
 
 // ---- running a tuned GEMM ----
 

@@ -27,20 +27,21 @@ inline void PrintTo(Status s, std::ostream* os) { *os << to_string(s); }
 
 namespace {
 
-struct FreshCache {
-  std::string dir;
-  FreshCache() {
-    char tmpl[] = "/tmp/gemmtune-crash-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker inherits it
-  }
-  ~FreshCache() { fs::remove_all(dir); }
-};
+using test::FreshCache;
 
 struct Fault {
   explicit Fault(const std::string& plan) { setenv("GEMMTUNE_WORKER_FAULT", plan.c_str(), 1); }
   ~Fault() { unsetenv("GEMMTUNE_WORKER_FAULT"); }
 };
+
+// Runs the CLI with `args` (stdout and stderr into `out`); its exit status.
+int cli(const std::string& args, std::string& out) {
+  FILE* pipe = popen((std::string(GEMMTUNE_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  return WEXITSTATUS(pclose(pipe));
+}
 
 class CrashIsolation : public test::GpuTest {
  protected:
@@ -203,16 +204,9 @@ TEST_F(CrashIsolation, ThroughTheCAbi) {
 // The command line: the LM head over sliced operands (lda 4200, ldb 4100, N = 5003), every backend.
 TEST_F(CrashIsolation, CliTunesTheSlicedLmHead) {
   FreshCache cache;
-  const std::string cmd = std::string(GEMMTUNE_CLI_PATH) +
-                          " tune --m 512 --n 5003 --k 4096 --lda 4200 --ldb 4100 --B bf16:col --top-k 4 --no-cache"
-                          " --json 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_TRUE(pipe);
+  const std::string args = "tune --m 512 --n 5003 --k 4096 --lda 4200 --ldb 4100 --B bf16:col --top-k 4 --no-cache --json";
   std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  const int rc = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << out;
+  EXPECT_EQ(cli(args, out), 0) << out;
   EXPECT_NE(out.find("\"winner\""), std::string::npos) << out;
 }
 
@@ -221,15 +215,9 @@ TEST_F(CrashIsolation, CliGoesOnPastACrash) {
   FreshCache cache;
   const std::string v = victim();
   Fault f("trap,timing," + v);
-  const std::string cmd = std::string(GEMMTUNE_CLI_PATH) +
-                          " tune --m 384 --n 256 --k 320 --backends cublaslt --top-k 4 --no-cache --settle-ms 0 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_TRUE(pipe);
+  const std::string args = "tune --m 384 --n 256 --k 320 --backends cublaslt --top-k 4 --no-cache --settle-ms 0";
   std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  const int rc = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << out;
+  EXPECT_EQ(cli(args, out), 0) << out;
   EXPECT_NE(out.find("crashed"), std::string::npos) << out;
   EXPECT_NE(out.find("winner:"), std::string::npos) << out;
 }

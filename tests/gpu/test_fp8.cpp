@@ -220,15 +220,7 @@ void run_cases(const std::vector<Case>& cases) {
   }
 }
 
-struct FreshCache {
-  std::string dir;
-  FreshCache() {
-    char tmpl[] = "/tmp/gemmtune-fp8-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker inherits it
-  }
-  ~FreshCache() { std::filesystem::remove_all(dir); }
-};
+using test::FreshCache;
 
 class Fp8Gpu : public test::GpuTest {};
 

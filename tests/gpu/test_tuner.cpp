@@ -20,15 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct FreshCache {
-  std::string dir;
-  FreshCache() {
-    char tmpl[] = "/tmp/gemmtune-tuner-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("GEMMTUNE_CACHE_DIR", dir.c_str(), 1);  // the worker (found next to the library) inherits it
-  }
-  ~FreshCache() { fs::remove_all(dir); }
-};
+using test::FreshCache;
 
 TuneOptions quick() {
   TuneOptions o;
