@@ -407,8 +407,10 @@ bool parse_skip_line(const std::string& line, const std::vector<std::string>& ba
   return false;
 }
 
-ClassRun run_class(const Options& o, size_t index, const SweepClass& c, const std::vector<std::string>& backends) {
-  ClassRun run;
+// A class's run record, and the backends it runs (CUTLASS only on the classes of this sweep's subset: the others are
+// noted as not swept).
+std::vector<std::string> start_run(const Options& o, size_t index, const SweepClass& c,
+                                   const std::vector<std::string>& backends, ClassRun& run) {
   run.index = index, run.cls = c;
   std::vector<std::string> names;
   for (const auto& b : backends) {
@@ -418,6 +420,12 @@ ClassRun run_class(const Options& o, size_t index, const SweepClass& c, const st
     }
     names.push_back(b);
   }
+  return names;
+}
+
+ClassRun run_class(const Options& o, size_t index, const SweepClass& c, const std::vector<std::string>& backends) {
+  ClassRun run;
+  const std::vector<std::string> names = start_run(o, index, c, backends, run);
   TuneOptions t;
   t.backends = names;
   t.top_k = 0;
@@ -525,15 +533,7 @@ void prebuild(const Options& o, const std::vector<std::pair<size_t, SweepClass>>
 ClassRun compile_class(const Options& o, size_t index, const SweepClass& c, const std::vector<std::string>& backends,
                        const DeviceInfo& dev) {
   ClassRun run;
-  run.index = index, run.cls = c;
-  std::vector<std::string> names;
-  for (const auto& b : backends) {
-    if (b == "cutlass" && !cutlass_on(o, c.name)) {
-      run.not_swept.emplace_back(b, "outside the CUTLASS classes of this sweep (" + cutlass_scope(o) + ")");
-      continue;
-    }
-    names.push_back(b);
-  }
+  const std::vector<std::string> names = start_run(o, index, c, backends, run);
   const auto t0 = std::chrono::steady_clock::now();
   try {
     std::vector<PreparedCandidate> cands;
