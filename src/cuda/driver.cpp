@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "core/env.h"
 #include "gemmtune/errors.h"
 
 namespace gemmtune::cuda {
@@ -94,15 +95,8 @@ void check(CUresult r, const char* call, const char* file, int line) {
 }
 
 int device_ordinal_from_env() {
-  const char* e = std::getenv("GEMMTUNE_DEVICE");
-  if (!e || !*e) return 0;
   // atoi would read "junk" (or "1x") as a device number: an ordinal is all digits or an error.
-  const std::string_view text(e);
-  int ordinal = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ordinal);
-  if (ec != std::errc() || end != text.data() + text.size() || ordinal < 0)
-    throw Error("GEMMTUNE_DEVICE='" + std::string(text) + "' is not a device ordinal (0, 1, ...)");
-  return ordinal;
+  return static_cast<int>(env::integer("GEMMTUNE_DEVICE", 0, 0, 1023));
 }
 
 void ensure_context() {

@@ -24,6 +24,8 @@
 #include "jit/resources.h"
 #include "jit/sha256.h"
 
+#include "core/env.h"
+
 namespace gemmtune::jit {
 
 namespace detail {
@@ -76,11 +78,6 @@ bool is_identifier(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
 }
 
-bool env_flag(const char* name) {
-  const char* e = std::getenv(name);
-  return e && *e && std::string(e) != "0";
-}
-
 // All embedded headers, hashed once: any header change invalidates every key. Tracking which headers a unit really
 // includes would save nothing worth the risk (the headers total tens of KB).
 const std::string& headers_digest() {
@@ -121,8 +118,8 @@ const std::vector<std::string>& toolkit_include_flags() {
         candidates.push_back(lib.parent_path().parent_path().parent_path() / "include");
       }
     }
-    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* e = std::getenv(env)) candidates.push_back(fs::path(e) / "include");
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const auto e = env::get(var)) candidates.push_back(fs::path(*e) / "include");
     candidates.push_back("/usr/local/cuda/include");
     std::vector<std::string> r;
     for (const auto& dir : candidates) {
@@ -160,8 +157,9 @@ std::string make_key(const std::string& source, const std::string& kernel_name, 
 }
 
 void dump(const std::string& kernel_name, const std::string& source, const Cubin* cubin) {
-  const char* dir = std::getenv("GEMMTUNE_DUMP_DIR");
-  if (!dir || !*dir) return;
+  const auto dir_env = env::get("GEMMTUNE_DUMP_DIR");
+  if (!dir_env) return;
+  const std::string& dir = *dir_env;
   std::error_code ec;
   fs::create_directories(dir, ec);
   auto write = [&](const std::string& ext, const char* data, std::size_t n) {
@@ -266,13 +264,13 @@ std::string nvrtc_version() {
 std::string nvrtc_library_version() { return version_string(nvrtc().nvrtcVersion); }
 
 std::string kernel_cache_dir() {
-  if (const char* e = std::getenv("GEMMTUNE_CACHE_DIR"); e && *e) return (fs::path(e) / "kernels").string();
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return (fs::path(home) / ".cache" / "gemmtune" / "kernels").string();
+  if (const auto e = env::get("GEMMTUNE_CACHE_DIR")) return (fs::path(*e) / "kernels").string();
+  if (const auto home = env::get("HOME"))
+    return (fs::path(*home) / ".cache" / "gemmtune" / "kernels").string();
   return "";
 }
 
-bool disk_cache_enabled() { return !env_flag("GEMMTUNE_NO_DISK_CACHE") && !kernel_cache_dir().empty(); }
+bool disk_cache_enabled() { return !env::flag("GEMMTUNE_NO_DISK_CACHE") && !kernel_cache_dir().empty(); }
 
 std::string cache_key(const std::string& source, const std::string& kernel_name, const CompileOptions& opts) {
   return make_key(source, kernel_name, opts);

@@ -11,15 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/env.h"
+
 namespace gemmtune::jit {
 
 // Worker count for compiles: $GEMMTUNE_COMPILE_THREADS if set (>0), else the number of hardware threads.
 inline int default_compile_threads() {
-  if (const char* e = std::getenv("GEMMTUNE_COMPILE_THREADS")) {
-    int n = std::atoi(e);
-    if (n > 0) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  const int64_t hw = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(env::integer("GEMMTUNE_COMPILE_THREADS", hw, 1, 4096));
 }
 
 // Calls fn(i) for every i in [0, n) on up to `threads` threads (<= 0: default_compile_threads()). Items are handed

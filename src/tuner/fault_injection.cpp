@@ -9,6 +9,8 @@
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
+#include "core/env.h"
+
 namespace gemmtune {
 
 namespace {
@@ -97,10 +99,10 @@ bool one_of(const std::string& v, const char* const* list, size_t n) {
 }  // namespace
 
 std::vector<FaultPlan> fault_plans_from_env() {
-  const char* e = std::getenv("GEMMTUNE_WORKER_FAULT");
   std::vector<FaultPlan> plans;
-  if (!e || !*e) return plans;
-  const std::string all = e;
+  const auto value = env::get("GEMMTUNE_WORKER_FAULT");
+  if (!value) return plans;
+  const std::string& all = *value;
   for (size_t start = 0; start <= all.size();) {
     const size_t end = std::min(all.find(';', start), all.size());
     const std::string v = all.substr(start, end - start);

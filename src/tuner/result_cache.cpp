@@ -19,6 +19,8 @@
 #include "core/text.h"
 #include "gemmtune/errors.h"
 
+#include "core/env.h"
+
 namespace fs = std::filesystem;
 
 namespace gemmtune {
@@ -104,11 +106,11 @@ bool is_entry_name(const fs::path& p) {
 ResultCache::ResultCache(std::string dir) : dir_(std::move(dir)) {}
 
 std::string ResultCache::default_dir() {
-  if (const char* d = std::getenv("GEMMTUNE_CACHE_DIR"); d && *d) return (fs::path(d) / "results").string();
+  if (const auto d = env::get("GEMMTUNE_CACHE_DIR")) return (fs::path(*d) / "results").string();
   // Without HOME there is no per-user place: no cache, as for the kernel cache (a shared /tmp directory would let
   // other users plant results).
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return (fs::path(home) / ".cache" / "gemmtune" / "results").string();
+  if (const auto home = env::get("HOME"))
+    return (fs::path(*home) / ".cache" / "gemmtune" / "results").string();
   return "";
 }
 

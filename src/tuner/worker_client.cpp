@@ -22,6 +22,8 @@
 #include "tuner/routing.h"
 #include "tuner/serialize.h"
 
+#include "core/env.h"
+
 extern char** environ;
 
 namespace gemmtune {
@@ -30,8 +32,8 @@ namespace fs = std::filesystem;
 
 std::optional<std::string> find_worker() {
   auto ok = [](const fs::path& p) { return access(p.c_str(), X_OK) == 0; };
-  if (const char* e = std::getenv("GEMMTUNE_WORKER"); e && *e) {
-    if (ok(e)) return std::string(e);
+  if (const auto e = env::get("GEMMTUNE_WORKER")) {
+    if (ok(*e)) return *e;
     return std::nullopt;
   }
   Dl_info info{};
@@ -472,9 +474,8 @@ bool serve(const std::string& line, const std::vector<FaultPlan>& faults,
 // Waits for the next request line; false when none comes within the idle limit (GEMMTUNE_WORKER_IDLE_S, default
 // 60 s): a kept worker holds a CUDA context (hundreds of MiB of GPU memory) that the user's own work may need.
 bool next_request(std::string& line) {
-  double idle_s = 60;
-  if (const char* e = std::getenv("GEMMTUNE_WORKER_IDLE_S"); e && *e) idle_s = std::atof(e);
-  if (std::cin.rdbuf()->in_avail() <= 0 && idle_s > 0) {
+  const double idle_s = env::positive("GEMMTUNE_WORKER_IDLE_S", 60, 86400);
+  if (std::cin.rdbuf()->in_avail() <= 0) {
     pollfd pfd{0, POLLIN, 0};
     int rc;
     do rc = poll(&pfd, 1, int(std::min(idle_s, 86400.0) * 1000));

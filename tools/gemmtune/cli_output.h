@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cublaslt/cublaslt_backend.h"
+#include "core/env.h"
 #include "cli_problem.h"
 #include "gemmtune/gemm.h"
 #include "jit/jit.h"
@@ -144,10 +145,12 @@ inline std::string nvrtc_version_or_empty() {
 // SM/memory clocks, power and temperature from nvidia-smi (null when it is not there): BENCHMARKING.md asks for
 // clocks read before and after a benchmark.
 inline json read_clocks() {
-  const char* devenv = std::getenv("GEMMTUNE_DEVICE");
-  std::string dev = devenv && *devenv ? devenv : "0";
-  for (char ch : dev)
-    if (!std::isdigit(static_cast<unsigned char>(ch))) return nullptr;
+  std::string dev;
+  try {
+    dev = std::to_string(env::integer("GEMMTUNE_DEVICE", 0, 0, 1023));
+  } catch (const Error&) {
+    return nullptr;  // the tune said why already
+  }
   std::string cmd = "nvidia-smi -i " + dev +
                     " --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu "
                     "--format=csv,noheader,nounits 2>/dev/null";

@@ -32,6 +32,8 @@
 #include "jit/jit.h"
 #include "jit/sha256.h"
 
+#include "core/env.h"
+
 extern char** environ;
 
 namespace gemmtune::cutlass_be {
@@ -42,10 +44,7 @@ namespace {
 // Bumped when the unit's ABI (cutlass_abi.h) or the cache layout changes.
 constexpr const char* kKeyVersion = "gemmtune-cutlass-1";
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
+std::string env_text(const char* name) { return env::get(name).value_or(""); }
 
 bool is_file(const fs::path& p) {
   std::error_code ec;
@@ -76,7 +75,7 @@ std::string read_cutlass_version(const std::string& include_dir) {
 }
 
 std::string find_in_path(const std::string& exe) {
-  std::istringstream is(env("PATH"));
+  std::istringstream is(env_text("PATH"));
   std::string dir;
   while (std::getline(is, dir, ':'))
     if (!dir.empty() && access((fs::path(dir) / exe).c_str(), X_OK) == 0) return (fs::path(dir) / exe).string();
@@ -89,12 +88,12 @@ std::string find_toolchain(Toolchain& out) {
   out = Toolchain{};
   std::string missing;
   // CUTLASS headers.
-  if (std::string dir = env("CUTLASS_DIR"); !dir.empty()) {
+  if (std::string dir = env_text("CUTLASS_DIR"); !dir.empty()) {
     if (is_file(fs::path(dir) / "include" / "cutlass" / "cutlass.h")) out.include_dir = (fs::path(dir) / "include").string();
     else if (is_file(fs::path(dir) / "cutlass" / "cutlass.h")) out.include_dir = dir;
     else missing = "CUTLASS_DIR=" + dir + " holds neither include/cutlass/cutlass.h nor cutlass/cutlass.h";
   } else {
-    std::string py = env("GEMMTUNE_PYTHON");
+    std::string py = env_text("GEMMTUNE_PYTHON");
     if (py.empty()) py = "python3";
     try {
       const ProcessResult r = run_process(
@@ -120,8 +119,8 @@ std::string find_toolchain(Toolchain& out) {
   }
   // nvcc.
   std::vector<std::string> tries;
-  if (std::string v = env("CUDACXX"); !v.empty()) tries.push_back(v);
-  if (std::string v = env("CUDA_HOME"); !v.empty()) tries.push_back((fs::path(v) / "bin" / "nvcc").string());
+  if (std::string v = env_text("CUDACXX"); !v.empty()) tries.push_back(v);
+  if (std::string v = env_text("CUDA_HOME"); !v.empty()) tries.push_back((fs::path(v) / "bin" / "nvcc").string());
   tries.push_back("/usr/local/cuda/bin/nvcc");
   if (std::string v = find_in_path("nvcc"); !v.empty()) tries.push_back(v);
   for (const auto& t : tries)
@@ -257,7 +256,7 @@ class NvccSlots {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const long long mem = static_cast<long long>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
     long n = std::max(1L, std::min(cores > 0 ? cores : 1L, static_cast<long>(mem / (2LL << 30))));
-    if (std::string v = env("GEMMTUNE_NVCC_JOBS"); !v.empty() && std::atol(v.c_str()) > 0) n = std::atol(v.c_str());
+    n = env::integer("GEMMTUNE_NVCC_JOBS", n, 1, 1024);
     free_ = n;
   }
   void acquire() {
@@ -332,7 +331,7 @@ BuildResult do_build(const std::string& source, const std::string& ident, const 
   for (const auto& f : nvcc_flags(tc)) argv.push_back(f);
   argv.insert(argv.end(), {"-o", (work / "unit.so").string(), (work / "unit.cu").string()});
   double timeout_s = 900;
-  if (std::string t = env("GEMMTUNE_NVCC_TIMEOUT_S"); !t.empty()) timeout_s = std::atof(t.c_str());
+  timeout_s = env::positive("GEMMTUNE_NVCC_TIMEOUT_S", timeout_s, 1e6);
   nvcc_slots().acquire();
   struct Release {
     ~Release() { nvcc_slots().release(); }

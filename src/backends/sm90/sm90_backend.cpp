@@ -21,6 +21,8 @@
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
+#include "core/env.h"
+
 namespace gemmtune {
 namespace {
 
@@ -187,7 +189,7 @@ class Sm90Executable final : public Executable {
       order_ = cuda::DeviceBuffer(order.size() * sizeof(int));
       order_.upload(order.data(), order.size() * sizeof(int));
     }
-    if (const char* v = std::getenv("GEMMTUNE_SM90_VERBOSE"); v && *v && *v != '0')
+    if (env::flag("GEMMTUNE_SM90_VERBOSE"))
       std::fprintf(stderr, "sm90: %s: %d SMs, max active %d-CTA clusters %d, %lld cluster tiles, grid %u, smem %d\n",
                    cand_.str().c_str(), sms, cs, max_clusters, static_cast<long long>(ctiles), grid_, smem_);
   }

@@ -4,6 +4,8 @@
 
 #include "backends/sm90/sm90_config.h"
 
+#include "core/env.h"
+
 namespace gemmtune::sm90 {
 namespace {
 
@@ -264,7 +266,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
            std::to_string(smem_max) + cs;
   // Debugging switch: GEMMTUNE_SM90_PINGPONG_MULTITILE=0 limits ping-pong to one tile per CTA, which takes the
   // mainloop ordering barrier between a CTA's tiles (Sm90Gpu.ManyTilesPerCta) out of the picture.
-  if (const char* mt = std::getenv("GEMMTUNE_SM90_PINGPONG_MULTITILE"); c.pingpong && mt && std::string(mt) == "0") {
+  if (c.pingpong && env::get("GEMMTUNE_SM90_PINGPONG_MULTITILE") == "0") {
     const int sms = sm_count(dev);
     if (cluster_tiles(c, v) > sms / (c.cm * c.cn) / 2)
       return "sm90: ping-pong limited to one tile per CTA (GEMMTUNE_SM90_PINGPONG_MULTITILE=0)" + cs;

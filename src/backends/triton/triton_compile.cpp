@@ -31,6 +31,8 @@
 #include "jit/jit.h"
 #include "jit/sha256.h"
 
+#include "core/env.h"
+
 extern char** environ;
 
 namespace gemmtune::jit::detail {
@@ -180,8 +182,7 @@ Answer ask(Helper& h, const std::string& job, std::chrono::steady_clock::time_po
 }
 
 bool warm_helpers() {
-  const char* e = std::getenv("GEMMTUNE_TRITON_WARM");
-  return !(e && std::string(e) == "0");
+  return env::get("GEMMTUNE_TRITON_WARM") != "0";
 }
 
 // ---- availability ----
@@ -191,7 +192,7 @@ struct Probe {
 };
 
 Probe run_probe(const std::string& python) {
-  const bool from_env = std::getenv("GEMMTUNE_PYTHON") && *std::getenv("GEMMTUNE_PYTHON");
+  const bool from_env = env::get("GEMMTUNE_PYTHON").has_value();
   const std::string who = from_env ? "GEMMTUNE_PYTHON=" + python : python;
   ProcessResult r;
   try {
@@ -347,13 +348,7 @@ MemoryCache& memory_cache() {
 }
 
 double timeout_s() {
-  if (const char* e = std::getenv("GEMMTUNE_TRITON_TIMEOUT_S"); e && *e) {
-    char* end = nullptr;
-    const double v = std::strtod(e, &end);
-    if (end && *end == '\0' && v > 0) return v;
-    warn(std::string("GEMMTUNE_TRITON_TIMEOUT_S='") + e + "' is not a positive number of seconds; using 600");
-  }
-  return 600;
+  return env::positive("GEMMTUNE_TRITON_TIMEOUT_S", 600, 1e6);
 }
 
 std::shared_ptr<const Kernel> with_hit(const std::shared_ptr<const Kernel>& k, bool from_disk) {
@@ -369,8 +364,7 @@ std::shared_ptr<const Kernel> with_hit(const std::shared_ptr<const Kernel>& k, b
 const std::map<std::string, std::string>& templates() { return jit::detail::embedded_triton_templates(); }
 
 std::string python_exe() {
-  if (const char* e = std::getenv("GEMMTUNE_PYTHON"); e && *e) return e;
-  return "python3";
+  return env::get("GEMMTUNE_PYTHON").value_or("python3");
 }
 
 std::string probe(const std::string& python, std::string* version) {
