@@ -71,6 +71,11 @@ class Backend {
   // the process (thread-safe: compiles run in parallel); an unavailable backend has no candidates and compiles none.
   virtual std::string unavailable() const { return ""; }
 
+  // What a tuning result of this backend depends on besides the problem and the device: its name and the versions of
+  // the compiler or library that makes its kernels, e.g. "cublaslt@13.1.0". Part of the result cache's key (a new
+  // cuBLASLt or NVRTC retunes). It must not probe: a warm tune computes it for every enabled backend.
+  virtual std::string fingerprint() const { return name(); }
+
   // True for a backend whose compile() takes tens of seconds a candidate (nvcc). The tuner then times only its
   // candidates that is_compiled() already (built ahead by `gemmtune compile`), and names the others as skipped,
   // unless TuneOptions::wait_compile.

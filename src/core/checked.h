@@ -27,12 +27,4 @@ inline std::optional<int64_t> checked_mul(std::optional<int64_t> a, std::optiona
   return a && b ? checked_mul(*a, *b) : std::nullopt;
 }
 
-// The product of all factors, or nullopt when any partial product overflows.
-template <class... T>
-std::optional<int64_t> checked_product(int64_t first, T... rest) {
-  std::optional<int64_t> r = first;
-  ((r = checked_mul(r, std::optional<int64_t>(int64_t(rest)))), ...);
-  return r;
-}
-
 }  // namespace gemmtune::detail

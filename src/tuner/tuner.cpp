@@ -7,10 +7,8 @@
 #include <set>
 
 #include "backends/backend.h"
-#include "backends/cublaslt/cublaslt_backend.h"
 #include "core/clock.h"
 #include "gemmtune/errors.h"
-#include "jit/jit.h"
 #include "tuner/evaluate.h"
 #include "tuner/pipeline.h"
 #include "tuner/result_cache.h"
@@ -80,13 +78,14 @@ const Problem& Gemm::problem() const {
 // ---------------------------------------------------------------------------------------------------------------
 namespace {
 
+// The problem, the device, this library's version and each enabled backend's fingerprint (Backend::fingerprint:
+// the versions its kernels depend on), in name order.
 std::string cache_key(const Problem& p, const DeviceInfo& dev, const std::vector<std::shared_ptr<Backend>>& backends) {
-  std::set<std::string> names;
-  for (const auto& b : backends) names.insert(b->name());
+  std::set<std::string> fps;
+  for (const auto& b : backends) fps.insert(b->fingerprint());
   std::string bs;
-  for (const auto& n : names) bs += (bs.empty() ? "" : ",") + n;
-  return p.key() + "|" + dev.key() + "|cublaslt" + cublaslt_version() + "|nvrtc" + jit::nvrtc_version() +
-         "|gemmtune" + version() + "|backends=" + bs;
+  for (const auto& f : fps) bs += (bs.empty() ? "" : ",") + f;
+  return p.key() + "|" + dev.key() + "|gemmtune" + version() + "|backends=" + bs;
 }
 
 void progress(const TuneOptions& o, const std::string& s) {

@@ -511,12 +511,6 @@ T get_cfg(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t
   return v;
 }
 
-template <class T>
-void set_cfg(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T v, const char* what) {
-  cublasStatus_t s = lt().cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &v, sizeof(v));
-  if (s != CUBLAS_STATUS_SUCCESS) lt_fail(s, what, __FILE__, __LINE__);
-}
-
 AlgoConfig config_of(const cublasLtMatmulAlgo_t& algo) {
   AlgoConfig c;
   c.algo = get_cfg<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID, "get ALGO_CONFIG_ID");
@@ -767,6 +761,10 @@ class LtExecutable final : public Executable {
 class CublasLtBackend final : public Backend {
  public:
   std::string name() const override { return kName; }
+  // The algorithms are cuBLASLt's; a separate epilogue is an NVRTC kernel.
+  std::string fingerprint() const override {
+    return name() + "@" + cublaslt_version() + "+nvrtc" + jit::nvrtc_version();
+  }
 
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
     return problem_reason(resolved(p), dev);

@@ -184,6 +184,7 @@ class GemvExecutable final : public Executable {
 class GemvBackend final : public Backend {
  public:
   std::string name() const override { return "gemv"; }
+  std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
 
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
     return gemv::problem_reason(p, dev);

@@ -156,6 +156,8 @@ class PadExecutable final : public Executable {
 class PadBackend final : public Backend {
  public:
   std::string name() const override { return kName; }
+  // Its copy kernels come from NVRTC; the kernels it wraps are their own backends' (each in the key when enabled).
+  std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
 
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
     return pad::problem_reason(resolved(p), dev);

@@ -339,6 +339,7 @@ class Sm90Executable final : public Executable {
 class Sm90Backend final : public Backend {
  public:
   std::string name() const override { return "sm90"; }
+  std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
 
   std::string supports(const Problem& p, const DeviceInfo& dev) const override {
     return sm90::problem_reason(p, dev);
