@@ -471,10 +471,9 @@ bool serve(const std::string& line, const std::vector<FaultPlan>& faults,
 
 }  // namespace
 
-// Waits for the next request line; false when none comes within the idle limit (GEMMTUNE_WORKER_IDLE_S, default
-// 60 s): a kept worker holds a CUDA context (hundreds of MiB of GPU memory) that the user's own work may need.
-bool next_request(std::string& line) {
-  const double idle_s = env::positive("GEMMTUNE_WORKER_IDLE_S", 60, 86400);
+// Waits for the next request line; false when none comes within `idle_s` (GEMMTUNE_WORKER_IDLE_S): a kept worker
+// holds a CUDA context (hundreds of MiB of GPU memory) that the user's own work may need.
+bool next_request(std::string& line, double idle_s) {
   if (std::cin.rdbuf()->in_avail() <= 0) {
     pollfd pfd{0, POLLIN, 0};
     int rc;
@@ -488,15 +487,17 @@ bool next_request(std::string& line) {
 int worker_main() {
   auto emit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n" << std::flush; };
   std::vector<FaultPlan> faults;
+  double idle_s = 60;
   try {
     faults = fault_plans_from_env();
+    idle_s = env::positive("GEMMTUNE_WORKER_IDLE_S", 60, 86400);
   } catch (const std::exception& e) {
     emit({{"event", "fatal"}, {"message", e.what()}});
     return 2;
   }
   std::string line;
   bool any = false;
-  while (next_request(line)) {
+  while (next_request(line, idle_s)) {
     if (line.empty()) continue;
     any = true;
     if (!serve(line, faults, emit)) return 3;
