@@ -9,10 +9,12 @@
 namespace gemmtune {
 
 const std::vector<std::shared_ptr<Backend>>& all_backends() {
-  // pad wraps the others' candidates (it asks this registry for them at enumeration, never while it is being built).
-  static const std::vector<std::shared_ptr<Backend>> backends = {make_sm90_backend(), make_gemv_backend(),
-                                                                       make_cublaslt_backend(), make_triton_backend(),
-                                                                       make_cutlass_backend(), make_pad_backend()};
+  static const std::vector<std::shared_ptr<Backend>> backends = [] {
+    std::vector<std::shared_ptr<Backend>> v = {make_sm90_backend(), make_gemv_backend(), make_cublaslt_backend(),
+                                               make_triton_backend(), make_cutlass_backend()};
+    v.push_back(make_pad_backend(v));  // pad wraps the others' candidates
+    return v;
+  }();
   return backends;
 }
 

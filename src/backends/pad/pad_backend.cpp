@@ -155,6 +155,7 @@ class PadExecutable final : public Executable {
 
 class PadBackend final : public Backend {
  public:
+  explicit PadBackend(std::vector<std::shared_ptr<Backend>> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return kName; }
   // Its copy kernels come from NVRTC; the kernels it wraps are their own backends' (each in the key when enabled).
   std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
@@ -172,8 +173,8 @@ class PadBackend final : public Backend {
     const Problem q = pad::padded_problem(p, a, b);
     std::vector<std::vector<Candidate>> per;
     std::string no_gpu;
-    for (const auto& inner : all_backends()) {
-      if (inner->name() == kName || !inner->supports(q, dev).empty()) continue;
+    for (const auto& inner : inner_) {
+      if (!inner->supports(q, dev).empty()) continue;
       std::vector<Candidate> r;
       try {
         r = inner->enumerate(q, dev);
@@ -206,7 +207,8 @@ class PadBackend final : public Backend {
     if (c.backend != kName) throw Error("pad: candidate is for backend '" + c.backend + "'");
     Parsed r;
     r.cfg = Config::parse(c.config);
-    r.inner = find_backend(r.cfg.inner.backend);
+    for (const auto& b : inner_)
+      if (b->name() == r.cfg.inner.backend) r.inner = b;
     if (!r.inner) throw Error("pad: config '" + c.config + "': unknown inner backend '" + r.cfg.inner.backend + "'");
     try {
       r.inner_cfg = r.inner->parse(r.cfg.inner);
@@ -243,8 +245,8 @@ class PadBackend final : public Backend {
   // A wrapped candidate compiles as slowly as its inner backend: pad is a slow-compile backend when any backend it
   // wraps is one, and a candidate of it is compiled when its inner kernel is (the copies are NVRTC-fast).
   bool slow_compile() const override {
-    for (const auto& b : all_backends())
-      if (b.get() != this && b->slow_compile()) return true;
+    for (const auto& b : inner_)
+      if (b->slow_compile()) return true;
     return false;
   }
   bool is_compiled(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
@@ -292,11 +294,16 @@ class PadBackend final : public Backend {
         r.inner->load(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, art.inner);
     return std::make_unique<PadExecutable>(p, c, r.cfg, std::move(inner), art);
   }
+
+ private:
+  std::vector<std::shared_ptr<Backend>> inner_;  // the backends whose candidates it wraps (the registry's others)
 };
 
 }  // namespace
 
-std::shared_ptr<Backend> make_pad_backend() { return std::make_shared<PadBackend>(); }
+std::shared_ptr<Backend> make_pad_backend(std::vector<std::shared_ptr<Backend>> inner) {
+  return std::make_shared<PadBackend>(std::move(inner));
+}
 
 namespace pad {
 

@@ -7,6 +7,7 @@
 // aligned get no pad candidates. Config: pad_config.h.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/jit_backend.h"
@@ -15,7 +16,8 @@
 
 namespace gemmtune {
 
-std::shared_ptr<Backend> make_pad_backend();
+// `inner`: the backends whose candidates it wraps (the registry's others; pad never asks the registry itself).
+std::shared_ptr<Backend> make_pad_backend(std::vector<std::shared_ptr<Backend>> inner);
 
 namespace pad {
 
