@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "gemmtune/epilogue.h"
 #include "gemmtune/problem.h"
 #include "tuner/result_cache.h"
@@ -51,19 +52,7 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// A fresh temp directory, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "gemmtune-test-cli-XXXXXX").string();
-    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using gemmtune::test::TempDir;
 
 // Runs the CLI with `args`; stdout/stderr go to files (no pipe deadlock on long output). `env` overrides variables.
 CliRun run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {

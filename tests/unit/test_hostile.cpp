@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "backends/backend.h"
 #include "core/atomic_file.h"
 #include "core/fnv.h"
@@ -28,18 +29,7 @@ namespace fs = std::filesystem;
 using namespace gemmtune;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gemmtune-test-hostile-XXXXXX";
-    path = mkdtemp(tmpl);
-    fs::permissions(path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using gemmtune::test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

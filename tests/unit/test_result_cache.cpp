@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "temp_dir.h"
 #include "core/input.h"
 #include "gemmtune/errors.h"
 #include "tuner/result_cache.h"
@@ -17,14 +18,7 @@ namespace fs = std::filesystem;
 using namespace gemmtune;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gemmtune-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using gemmtune::test::TempDir;
 CacheEntry entry(const std::string& key, const std::string& winner, double us) {
   return {key, {{"winner", winner}, {"us", us}, {"results", nlohmann::json::array()}}};
 }
