@@ -41,13 +41,7 @@ const DeviceInfo& current_device() {
     if (cuda::cu().cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur) {
       GT_CU(cuCtxGetDevice(&dev));
     } else {
-      const int ordinal = cuda::device_ordinal_from_env();
-      int count = 0;
-      GT_CU(cuDeviceGetCount(&count));
-      if (count == 0) throw NoGpuError("no CUDA GPU visible");
-      if (ordinal >= count)
-        throw Error("GEMMTUNE_DEVICE=" + std::to_string(ordinal) + " but only " + std::to_string(count) + " GPU(s)");
-      GT_CU(cuDeviceGet(&dev, ordinal));
+      dev = cuda::device_of(cuda::device_ordinal_from_env(), "GEMMTUNE_DEVICE=");
     }
     char name[256] = {};
     GT_CU(cuDeviceGetName(name, sizeof(name), dev));

@@ -106,9 +106,7 @@ void ensure_context() {
   make_current(device_ordinal_from_env(), "GEMMTUNE_DEVICE=");
 }
 
-void make_current(int ordinal, const char* named_by) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+CUdevice device_of(int ordinal, const char* named_by) {
   int count = 0;
   GT_CU(cuDeviceGetCount(&count));
   if (count == 0) throw NoGpuError("no CUDA GPU visible");
@@ -116,6 +114,13 @@ void make_current(int ordinal, const char* named_by) {
     throw Error(std::string(named_by) + std::to_string(ordinal) + " but only " + std::to_string(count) + " GPU(s)");
   CUdevice dev;
   GT_CU(cuDeviceGet(&dev, ordinal));
+  return dev;
+}
+
+void make_current(int ordinal, const char* named_by) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  const CUdevice dev = device_of(ordinal, named_by);
   CUcontext ctx;
   GT_CU(cuDevicePrimaryCtxRetain(&ctx, dev));  // shared with the CUDA runtime (and PyTorch)
   GT_CU(cuCtxSetCurrent(ctx));

@@ -49,6 +49,8 @@ void ensure_context();
 // was current before: what a binding calls for the device of the tensors it launches on.
 // `named_by` prefixes the ordinal in the error for one out of range.
 void make_current(int ordinal, const char* named_by = "device ");
+// The device of that ordinal, checked against the visible count (NoGpuError when none is visible), without a context.
+CUdevice device_of(int ordinal, const char* named_by = "device ");
 
 }  // namespace gemmtune::cuda
 
