@@ -39,5 +39,7 @@ class ToolkitLibrary {
 
 // A table's member for the library function `name`, with its declared type.
 #define GEMMTUNE_TOOLKIT_DECL(name) decltype(&::name) name = nullptr;
+// Fills that member of table `t` from library `lib` (the names a table's loader gives them).
+#define GEMMTUNE_TOOLKIT_LOAD(name) t.name = reinterpret_cast<decltype(&::name)>(lib.symbol(#name));
 
 }  // namespace gemmtune::cuda

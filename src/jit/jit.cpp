@@ -56,14 +56,13 @@ struct Nvrtc {
 
 // The table, loaded once (thread-safe); throws gemmtune::Error when NVRTC cannot be loaded.
 const Nvrtc& nvrtc() {
-  static const Nvrtc n = [] {
+  static const Nvrtc table = [] {
     Nvrtc t;
-#define GEMMTUNE_NVRTC_LOAD(name) t.name = reinterpret_cast<decltype(&::name)>(nvrtc_library().symbol(#name));
-    GEMMTUNE_NVRTC_FUNCS(GEMMTUNE_NVRTC_LOAD)
-#undef GEMMTUNE_NVRTC_LOAD
+    const cuda::ToolkitLibrary& lib = nvrtc_library();
+    GEMMTUNE_NVRTC_FUNCS(GEMMTUNE_TOOLKIT_LOAD)
     return t;
   }();
-  return n;
+  return table;
 }
 
 std::string version_string(decltype(&::nvrtcVersion) fn) {

@@ -58,14 +58,13 @@ struct CublasLt {
 
 // The table, loaded once (thread-safe); throws gemmtune::Error when cuBLASLt cannot be loaded.
 const CublasLt& lt() {
-  static const CublasLt t = [] {
-    CublasLt x;
-#define GEMMTUNE_CUBLASLT_LOAD(name) x.name = reinterpret_cast<decltype(&::name)>(lt_library().symbol(#name));
-    GEMMTUNE_CUBLASLT_FUNCS(GEMMTUNE_CUBLASLT_LOAD)
-#undef GEMMTUNE_CUBLASLT_LOAD
-    return x;
+  static const CublasLt table = [] {
+    CublasLt t;
+    const cuda::ToolkitLibrary& lib = lt_library();
+    GEMMTUNE_CUBLASLT_FUNCS(GEMMTUNE_TOOLKIT_LOAD)
+    return t;
   }();
-  return t;
+  return table;
 }
 
 std::string version_string(size_t v) {  // major*10000 + minor*100 + patch
