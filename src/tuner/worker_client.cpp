@@ -240,6 +240,14 @@ struct RequestState {
 
 std::string one_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// A candidate's progress line once it has its result, in a worker or in this process.
+std::string result_line(const CandidateResult& r) {
+  if (r.status != Status::ok) return "  " + r.candidate.str() + "  " + to_string(r.status) + ": " + r.reason;
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%9.2f us %8.1f TFLOP/s  err %.1e", r.us_median, r.tflops, r.error);
+  return "  " + r.candidate.str() + "  " + buf;
+}
+
 }  // namespace
 
 void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<PreparedCandidate>& cands,
@@ -299,15 +307,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
           ++st.results;
           st.suspect = st.suspect || leaves_worker_suspect(r.status);
           if (r.status == Status::crashed) st.crashed = r.candidate.str();
-          if (o.progress) {
-            const bool ok = r.status == Status::ok;
-            char buf[160];
-            if (ok)
-              std::snprintf(buf, sizeof(buf), "%9.2f us %8.1f TFLOP/s  err %.1e", r.us_median, r.tflops, r.error);
-            else
-              std::snprintf(buf, sizeof(buf), "%s", to_string(r.status));
-            progress("  " + r.candidate.str() + "  " + buf + (ok ? "" : ": " + r.reason));
-          }
+          progress(result_line(r));
           st.in_flight = RequestState::kNone;
           st.timing = 0;
           timeout = o.max_candidate_s + 10;
@@ -387,12 +387,7 @@ void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands
     progress("warning: gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process");
   }
   EvaluateHooks hooks;
-  hooks.on_result = [&](size_t, const CandidateResult& r) {
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
-    progress("  " + r.candidate.str() + "  " +
-             (r.status == Status::ok ? std::string(buf) : to_string(r.status) + (": " + r.reason)));
-  };
+  hooks.on_result = [&](size_t, const CandidateResult& r) { progress(result_line(r)); };
   hooks.on_timing = [&](const std::vector<size_t>& idx) {
     progress("  timing " + std::to_string(idx.size()) + " verified candidates side by side");
   };
