@@ -26,8 +26,8 @@ struct CompileOptions {
   std::optional<Candidate> only;      // compile exactly this candidate
   int top_k = 8;                      // per backend, 0 = all; a failed compile (a spill) gives its slot to the next
   int threads = 0;                    // parallel compiles; 0 = hardware concurrency
-  std::function<void(size_t done, size_t planned, const CompiledCandidate&)> on_compiled;  // progress, in order done
-  std::function<void(const std::string&)> note;  // a backend left out ("sm90: does not support this problem: ...")
+  // Progress (gemmtune/progress.h): `compiled` per candidate in the order done, `note` per backend left out.
+  std::function<void(const ProgressEvent&)> progress;
 };
 
 struct CompileReport {

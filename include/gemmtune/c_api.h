@@ -33,8 +33,11 @@ typedef enum gt_status {
 
 typedef struct gt_gemm gt_gemm; /* a loaded Gemm (gemmtune::Gemm) */
 
-/* A progress line (tuning, compiling); called on the calling thread or a compile thread, one call at a time. */
-typedef void (*gt_progress_fn)(const char* line, void* user);
+/* A progress event (tuning, compiling) as a JSON object: "kind" (gemmtune/progress.h: "result", "compiled",
+   "backend_skipped", ...), "line" (its text, as the CLI prints it) and the fields of its kind ("backend", "result" (a
+   candidate result as in gt_tune's report), "count", "total", "ms", "isolated", "text"). Called on the calling thread
+   or a compile thread, one call at a time. */
+typedef void (*gt_progress_fn)(const char* event_json, void* user);
 
 GT_API const char* gt_version(void);
 GT_API const char* gt_last_error(void);

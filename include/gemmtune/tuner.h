@@ -12,6 +12,8 @@
 
 namespace gemmtune {
 
+struct ProgressEvent;  // gemmtune/progress.h
+
 enum class Isolation {
   process,     // verify and time in a worker process (gemmtune-worker): a crashing candidate cannot kill the tuner
   in_process,  // everything in this process: faster start, but a sticky CUDA error ends the tuning
@@ -39,7 +41,8 @@ struct TuneOptions {
   bool interleave = true;                   // time the verified candidates side by side, interleaved round by
                                             // round (each gets ~min_time_ms); false: each on its own, in turn
   double tolerance = 1e-2;                  // normalized error above this fails verification
-  std::function<void(const std::string&)> progress;  // progress lines (the CLI prints them on stderr)
+  std::function<void(const ProgressEvent&)> progress;  // progress events (gemmtune/progress.h); the CLI prints
+                                                       // their text on stderr
 };
 
 // The fate of one candidate during tuning.

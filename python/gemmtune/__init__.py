@@ -8,12 +8,12 @@
 PyTorch users: ``gemmtune.torch`` (custom ops, torch.compile integration, module swap). docs/PYTHON.md has it all.
 """
 from . import cache
-from ._api import (Candidate, CandidateResult, CompileReport, Gemm, Operand, Problem, Tuner, TuneReport, candidates,
-                   compile, device, gpu_available, problem_from_dict, version)
+from ._api import (Candidate, CandidateResult, CompileReport, Gemm, Operand, Problem, ProgressEvent, Tuner, TuneReport,
+                   candidates, compile, device, gpu_available, problem_from_dict, version)
 from ._errors import CudaError, Error, InvalidInputError, NoGpuError
 
 __version__ = version()
 
-__all__ = ["Candidate", "CandidateResult", "CompileReport", "Gemm", "Operand", "Problem", "Tuner", "TuneReport",
-           "candidates", "compile", "device", "gpu_available", "problem_from_dict", "version", "cache", "Error",
-           "InvalidInputError", "NoGpuError", "CudaError"]
+__all__ = ["Candidate", "CandidateResult", "CompileReport", "Gemm", "Operand", "Problem", "ProgressEvent", "Tuner",
+           "TuneReport", "candidates", "compile", "device", "gpu_available", "problem_from_dict", "version", "cache",
+           "Error", "InvalidInputError", "NoGpuError", "CudaError"]

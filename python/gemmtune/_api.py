@@ -18,17 +18,47 @@ DTYPES = ("bf16", "f16", "f32", "e4m3", "e5m2")
 LAYOUTS = ("row", "col")
 SCALINGS = ("none", "tensor", "row", "block")
 
-Progress = Union[None, bool, Callable[[str], None]]
+Progress = Union[None, bool, Callable[["ProgressEvent"], None]]
+
+
+class ProgressEvent(str):
+    """One progress event of a tune or a compile (gemmtune/progress.h). As a str it is the event's line, the text the
+    CLI prints; `kind` says what happened ("result", "compiled", "backend_skipped", "runoff_result", "warning", ...)
+    and the fields its kind sets: `backend`, `result` (a CandidateResult), `count`, `total`, `ms`, `isolated`,
+    `text`."""
+
+    kind: str
+    backend: str
+    result: Optional["CandidateResult"]
+    count: int
+    total: int
+    ms: float
+    isolated: bool
+    text: str
+
+    @staticmethod
+    def from_json(doc: str) -> "ProgressEvent":
+        j = json.loads(doc)
+        e = ProgressEvent(j.get("line", ""))
+        e.kind = j["kind"]
+        e.backend = j.get("backend", "")
+        e.result = CandidateResult.from_dict(j["result"]) if "result" in j else None
+        e.count, e.total = j.get("count", 0), j.get("total", 0)
+        e.ms = j.get("ms", 0.0)
+        e.isolated = j.get("isolated", False)
+        e.text = j.get("text", "")
+        return e
 
 
 def _progress_fn(progress: Progress):
+    """The C callback's side of `progress`: each event (JSON) as a ProgressEvent to the caller's function."""
     if progress is True:
-        return lambda line: print(line, file=sys.stderr, flush=True)
-    if progress is False or progress is None:
+        progress = lambda e: print(e, file=sys.stderr, flush=True)  # noqa: E731
+    elif progress is False or progress is None:
         return None
-    if not callable(progress):
-        raise TypeError("progress must be None, a bool or a callable taking one line (str)")
-    return progress
+    elif not callable(progress):
+        raise TypeError("progress must be None, a bool or a callable taking one ProgressEvent (a str)")
+    return lambda doc: progress(ProgressEvent.from_json(doc))
 
 
 def _integer(name: str, v) -> int:

@@ -109,9 +109,9 @@ def _progress_cb(progress):
         return PROGRESS_FN(), None
     errors = []
 
-    def cb(line, _user):
+    def cb(event_json, _user):
         try:
-            progress(line.decode("utf-8", "replace"))
+            progress(event_json.decode("utf-8", "replace"))
         except BaseException as e:  # noqa: BLE001 - an exception cannot cross the C boundary: re-raised after
             errors.append(e)
 

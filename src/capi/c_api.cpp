@@ -68,7 +68,9 @@ void put(char** out, const std::string& s) {
   std::memcpy(p, s.c_str(), s.size() + 1);
   *out = p;
 }
-void put(char** out, const json& j) { put(out, j.dump()); }
+// Text from compilers and drivers may hold bytes that are not UTF-8: replaced, never an exception.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+void put(char** out, const json& j) { put(out, dump(j)); }
 
 json parse(const char* text, const char* what) {
   if (!text) throw detail::InputError(std::string(what) + " is null");
@@ -162,6 +164,12 @@ double positive(const detail::Fields& f, const char* key, double fallback, bool 
   return v;
 }
 
+// The C callback as the library's progress function: each event as JSON (serialize.h).
+std::function<void(const ProgressEvent&)> progress_of(gt_progress_fn progress, void* user) {
+  if (!progress) return nullptr;
+  return [progress, user](const ProgressEvent& e) { progress(dump(to_json(e)).c_str(), user); };
+}
+
 TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
   const detail::Fields f(j, "tune options");
   f.only({"backends", "top_k", "only", "use_cache", "force", "isolation", "compile_threads", "min_time_ms",
@@ -188,7 +196,7 @@ TuneOptions tune_options(const json& j, gt_progress_fn progress, void* user) {
   o.interleave = f.boolean("interleave", o.interleave);
   o.tolerance = positive(f, "tolerance", o.tolerance, false);
   o.wait_compile = f.boolean("wait_compile", o.wait_compile);
-  if (progress) o.progress = [progress, user](const std::string& line) { progress(line.c_str(), user); };
+  o.progress = progress_of(progress, user);
   return o;
 }
 
@@ -283,19 +291,7 @@ int gt_compile(const char* problem_json, const char* options_json, gt_progress_f
     if (f.has("only")) co.only = candidate_of(f.string("only"));
     co.top_k = int_in(f, "top_k", co.top_k, 0, detail::kMaxTopK);
     co.threads = int_in(f, "threads", 0, 0, detail::kMaxThreads);
-    if (progress) {
-      co.on_compiled = [progress, user](size_t done, size_t planned, const CompiledCandidate& c) {
-        const CandidateResult& r = c.result;
-        std::string line = "[" + std::to_string(done) + "/" + std::to_string(planned) + "] " + r.candidate.str() +
-                           ": " + to_string(r.status);
-        if (r.status == Status::ok)
-          line += " " + std::to_string(int(r.compile_ms + 0.5)) + " ms" + (r.compile_cache_hit ? " (cache hit)" : "");
-        else if (!r.reason.empty())
-          line += " (" + r.reason + ")";
-        progress(line.c_str(), user);
-      };
-      co.note = [progress, user](const std::string& s) { progress(s.c_str(), user); };
-    }
+    co.progress = progress_of(progress, user);
     const CompileReport rep = compile_candidates(p, device_of(f), co);
     json cands = json::array();
     for (const CompiledCandidate& c : rep.candidates) {

@@ -1,4 +1,5 @@
 #include "gemmtune/bench.h"
+#include "gemmtune/progress.h"
 
 #include <algorithm>
 #include <chrono>
@@ -32,7 +33,8 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
     // its copy kernel and its inner candidate's).
     lists = enumerate_ranked(p, dev, o.backends.empty() ? std::vector<std::string>{"sm90", "gemv", "pad"} : o.backends);
     for (const RankedList& l : lists)
-      if (o.note && !l.note().empty()) o.note(l.note());
+      if (o.progress && !l.note().empty())
+        o.progress({.kind = ProgressKind::note, .backend = l.backend->name(), .text = l.note()});
     planned = top_candidates(lists, o.top_k).size();
     if (planned == 0) throw Error("no candidates to compile for " + p.str());
   }
@@ -50,7 +52,9 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
   size_t done = 0;
   const auto on_done = [&](const PreparedCandidate& pc) {
     ++done;
-    if (o.on_compiled) o.on_compiled(done, std::max(planned, done), to_compiled(pc));
+    if (o.progress)
+      o.progress({.kind = ProgressKind::compiled, .result = to_compiled(pc).result, .count = done,
+                  .total = std::max(planned, done)});
   };
   const CompileFn compile = [&](PreparedCandidate& pc) {
     compile_one(p, dev, pc);

@@ -109,4 +109,15 @@ nlohmann::json to_json(const DeviceInfo& d) {
           {"smem_per_block_optin", d.smem_per_block_optin}, {"driver_version", d.driver_version}, {"real", d.real}};
 }
 
+nlohmann::json to_json(const ProgressEvent& e) {
+  nlohmann::json j = {{"kind", to_string(e.kind)}, {"line", to_string(e)}};
+  if (!e.backend.empty()) j["backend"] = e.backend;
+  if (e.result) j["result"] = to_json(*e.result);
+  if (e.count || e.total) j["count"] = e.count, j["total"] = e.total;
+  if (e.kind == ProgressKind::compile_summary) j["ms"] = e.ms;
+  if (e.kind == ProgressKind::evaluating) j["isolated"] = e.isolated;
+  if (!e.text.empty()) j["text"] = e.text;
+  return j;
+}
+
 }  // namespace gemmtune

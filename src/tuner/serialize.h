@@ -2,6 +2,7 @@
 // JSON forms of the value types, for the result cache, the worker protocol and the CLI's --json output.
 #include <nlohmann/json.hpp>
 
+#include "gemmtune/progress.h"
 #include "gemmtune/tuner.h"
 
 namespace gemmtune {
@@ -13,5 +14,8 @@ nlohmann::json to_json(const CandidateResult& r);
 CandidateResult result_from_json(const nlohmann::json& j);
 
 nlohmann::json to_json(const DeviceInfo& d);
+
+// A progress event: "kind", its text as "line", and the fields its kind sets (gemmtune/progress.h).
+nlohmann::json to_json(const ProgressEvent& e);
 
 }  // namespace gemmtune

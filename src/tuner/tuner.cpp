@@ -1,4 +1,5 @@
 #include "gemmtune/tuner.h"
+#include "gemmtune/progress.h"
 
 #include <algorithm>
 #include <chrono>
@@ -88,9 +89,10 @@ std::string cache_key(const Problem& p, const DeviceInfo& dev, const std::vector
   return p.key() + "|" + dev.key() + "|gemmtune" + version() + "|backends=" + bs;
 }
 
-void progress(const TuneOptions& o, const std::string& s) {
-  if (o.progress) o.progress(s);
+void progress(const TuneOptions& o, const ProgressEvent& e) {
+  if (o.progress) o.progress(e);
 }
+void warn(const TuneOptions& o, const std::string& text) { progress(o, {.kind = ProgressKind::warning, .text = text}); }
 
 // A cached record that no longer stands (not an error: the tune runs again).
 struct StaleEntry {
@@ -168,25 +170,23 @@ std::vector<size_t> runoff(const Problem& p, std::vector<PreparedCandidate>& can
   try {
     time_interleaved(p, rr, ro);
   } catch (const std::exception& e) {
-    progress(o, std::string("warning: runoff failed, keeping the first timings (") + e.what() + ")");
+    warn(o, std::string("runoff failed, keeping the first timings (") + e.what() + ")");
     return {};
   }
-  progress(o, "runoff of the " + std::to_string(top.size()) + " fastest, side by side:");
+  progress(o, {.kind = ProgressKind::runoff, .count = top.size()});
   std::vector<size_t> raced;
   for (size_t j = 0; j < top.size(); ++j) {
     const CandidateResult& t = rr[j].result;
     CandidateResult& r = cands[top[j]].result;
     if (t.status != Status::ok) {
       r.status = t.status, r.reason = "in the runoff: " + t.reason;
-      progress(o, "  " + r.candidate.str() + "  " + to_string(r.status) + " (" + r.reason + ")");
+      progress(o, {.kind = ProgressKind::runoff_result, .result = r});
       continue;
     }
     raced.push_back(top[j]);
     r.us_median = t.us_median, r.us_min = t.us_min, r.us_max = t.us_max;
     r.timed_iters = t.timed_iters, r.tflops = t.tflops, r.gbps = t.gbps;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%9.2f us", r.us_median);
-    progress(o, "  " + r.candidate.str() + "  " + buf);
+    progress(o, {.kind = ProgressKind::runoff_result, .result = r});
   }
   return raced;
 }
@@ -274,14 +274,16 @@ TuneReport Tuner::tune(const Problem& p0) {
         for (const auto& r : e->record.value("results", nlohmann::json::array())) rep.results.push_back(result_from_json(r));
         rep.cache_hit = true;
         rep.wall_ms = wall();
-        progress(opts_, "cache hit: " + rep.winner->str());
+        CandidateResult cached;
+        cached.candidate = *rep.winner;
+        progress(opts_, {.kind = ProgressKind::cache_hit, .result = cached});
         return rep;
       } catch (const StaleEntry& st) {
-        progress(opts_, "cached winner is stale, retuning (" + st.why + ")");
+        progress(opts_, {.kind = ProgressKind::cache_stale, .text = st.why});
         rep.results.clear();
         rep.winner.reset();
       } catch (const std::exception& ex) {
-        progress(opts_, std::string("warning: unusable cache entry, retuning (") + ex.what() + ")");
+        warn(opts_, std::string("unusable cache entry, retuning (") + ex.what() + ")");
         rep.results.clear();
         rep.winner.reset();
       }
@@ -302,13 +304,13 @@ TuneReport Tuner::tune(const Problem& p0) {
     std::vector<RankedList> lists = enumerate_ranked(p, dev, opts_.backends);
     for (const RankedList& l : lists) {
       if (!l.skipped.empty()) {
-        progress(opts_, l.backend->name() + ": skipped (" + l.skipped + ")");
+        progress(opts_, {.kind = ProgressKind::backend_skipped, .backend = l.backend->name(), .text = l.skipped});
         refusals += "; " + l.skipped;
         continue;
       }
       const size_t n = opts_.top_k > 0 ? std::min(l.ranked.size(), size_t(opts_.top_k)) : l.ranked.size();
-      progress(opts_, l.backend->name() + ": " + std::to_string(n) + " of " + std::to_string(l.ranked.size()) +
-                          " candidates");
+      progress(opts_, {.kind = ProgressKind::backend_planned, .backend = l.backend->name(), .count = n,
+                       .total = l.ranked.size()});
     }
     // Slow-compile backends (nvcc): unless waiting, only what is built already is timed; the rest is reported.
     if (!opts_.wait_compile) not_built = take_uncompiled(lists, p, dev, opts_.top_k);
@@ -316,21 +318,15 @@ TuneReport Tuner::tune(const Problem& p0) {
       size_t n = 0;
       for (const auto& pc : not_built) n += pc.backend == l.backend;
       if (n > 0)
-        progress(opts_, l.backend->name() + ": " + std::to_string(n) + " skipped, " + kNotCompiledReason + " (" +
-                            std::to_string(l.ranked.size()) + " compiled)");
+        progress(opts_, {.kind = ProgressKind::not_compiled, .backend = l.backend->name(), .count = n,
+                         .total = l.ranked.size()});
     }
     // A line per slow compile as it finishes (nvcc: tens of seconds each). Cache hits and the fast compiles of a
     // backend that is slow only for some candidates (pad wrapping sm90) would only be noise; a failure is not.
     const auto done = [&](const PreparedCandidate& pc) {
       if (!pc.backend || !pc.backend->slow_compile()) return;
       if (pc.status() == Status::pending && pc.result.compile_ms < 1000) return;
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), " %.1f s%s", pc.result.compile_ms / 1000,
-                    pc.result.compile_cache_hit ? " (cache hit)" : "");
-      const std::string what = pc.status() == Status::pending
-                                   ? std::string("ok")
-                                   : to_string(pc.status()) + (" (" + pc.result.reason.substr(0, pc.result.reason.find('\n')) + ")");
-      progress(opts_, "  compiled " + pc.candidate().str() + ": " + what + buf);
+      progress(opts_, {.kind = ProgressKind::compiled, .result = pc.result});
     };
     cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile, done);
   }
@@ -339,20 +335,16 @@ TuneReport Tuner::tune(const Problem& p0) {
                 not_built.front().backend->name() + " candidates " + kNotCompiledReason + refusals);
   if (cands.empty()) throw Error("no backend supports this problem (" + p.str() + ")" + refusals);
   {
-    int failed = 0;
+    size_t failed = 0;
     for (const auto& c : cands) failed += c.status() != Status::pending;
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "compiled %zu candidates in %.0f ms (%d failed)", cands.size(),
-                  ms_since(tc), failed);
-    progress(opts_, buf);
+    progress(opts_,
+             {.kind = ProgressKind::compile_summary, .count = failed, .total = cands.size(), .ms = ms_since(tc)});
     for (const auto& c : cands)
-      if (c.status() != Status::pending)
-        progress(opts_, "  " + c.candidate().str() + ": " + to_string(c.status()) + " (" + c.result.reason + ")");
+      if (c.status() != Status::pending) progress(opts_, {.kind = ProgressKind::candidate_failed, .result = c.result});
   }
 
   // Verify and time.
-  progress(opts_, opts_.isolation == Isolation::process ? "verifying and timing in a worker process"
-                                                        : "verifying and timing in-process");
+  progress(opts_, {.kind = ProgressKind::evaluating, .isolated = opts_.isolation == Isolation::process});
   evaluate_candidates(p, cands, opts_);
 
   const std::vector<size_t> raced = runoff(p, cands, opts_);
@@ -376,7 +368,7 @@ TuneReport Tuner::tune(const Problem& p0) {
       try {
         cache.put({rep.cache_key, rec});
       } catch (const Error& e) {
-        progress(opts_, std::string("warning: result not cached: ") + e.what());
+        warn(opts_, std::string("result not cached: ") + e.what());
       }
     }
   }

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "gemmtune/errors.h"
+#include "gemmtune/progress.h"
 #include "tuner/evaluate.h"
 #include "tuner/fault_injection.h"
 #include "tuner/routing.h"
@@ -240,21 +241,14 @@ struct RequestState {
 
 std::string one_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-// A candidate's progress line once it has its result, in a worker or in this process.
-std::string result_line(const CandidateResult& r) {
-  if (r.status != Status::ok) return "  " + r.candidate.str() + "  " + to_string(r.status) + ": " + r.reason;
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%9.2f us %8.1f TFLOP/s  err %.1e", r.us_median, r.tflops, r.error);
-  return "  " + r.candidate.str() + "  " + buf;
-}
-
 }  // namespace
 
 void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<PreparedCandidate>& cands,
                         const TuneOptions& o) {
-  auto progress = [&](const std::string& s) {
-    if (o.progress) o.progress(s);
+  auto progress = [&](const ProgressEvent& e) {
+    if (o.progress) o.progress(e);
   };
+  auto worker = [&](const std::string& text) { progress({.kind = ProgressKind::worker, .text = text}); };
   TuneOptions wo = o;               // interleave turns off after a worker died while timing side by side
   std::string after;                // the last failure survived ("" none): a setup failure after it is retried
   int setup_failures = 0;
@@ -285,7 +279,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
       try {
         ev = nlohmann::json::parse(*line);
       } catch (const std::exception&) {
-        progress("worker: " + *line);  // stray output from a library: pass it on
+        worker(*line);  // stray output from a library: pass it on
         continue;
       }
       const std::string kind = ev.value("event", "");
@@ -298,7 +292,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
           st.in_flight = RequestState::kNone;
           st.timing = ev.at("indices").size();
           timeout = o.max_candidate_s * double(st.timing) + 10;
-          progress("  timing " + std::to_string(st.timing) + " verified candidates side by side");
+          progress({.kind = ProgressKind::timing, .count = size_t(st.timing)});
         } else if (kind == "result") {
           const size_t i = ev.at("index").get<size_t>();
           if (i >= map.size()) throw Error("result index out of range");
@@ -307,7 +301,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
           ++st.results;
           st.suspect = st.suspect || leaves_worker_suspect(r.status);
           if (r.status == Status::crashed) st.crashed = r.candidate.str();
-          progress(result_line(r));
+          progress({.kind = ProgressKind::result, .result = r});
           st.in_flight = RequestState::kNone;
           st.timing = 0;
           timeout = o.max_candidate_s + 10;
@@ -318,7 +312,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
           break;
         }
       } catch (const std::exception& e) {
-        progress(std::string("worker: malformed event (") + e.what() + "): " + one_line(*line));
+        worker(std::string("malformed event (") + e.what() + "): " + one_line(*line));
       }
     }
     if (st.done && st.fatal.empty()) {
@@ -336,8 +330,8 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
     const std::string detail = st.fatal.empty() ? "worker " + how : one_line(st.fatal) + " (worker " + how + ")";
     if (st.timing > 0 && pending(cands)) {
       // Not one candidate's fault as far as we can tell: time the rest one at a time, which attributes it.
-      progress("  " + detail + " while timing " + std::to_string(st.timing) +
-               " candidates side by side; timing them again one at a time");
+      worker(detail + " while timing " + std::to_string(st.timing) +
+             " candidates side by side; timing them again one at a time");
       wo.interleave = false;
       after = "the side-by-side timing";
     } else if (st.in_flight != RequestState::kNone) {
@@ -350,7 +344,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
         r.reason = st.fatal.empty() ? "worker process " + how + " while running this candidate"
                                     : one_line(st.fatal) + " (worker " + how + ")";
       }
-      progress("  " + r.candidate.str() + ": " + to_string(r.status) + " (" + r.reason + ")");
+      progress({.kind = ProgressKind::result, .result = r});
       after = r.candidate.str();
       setup_failures = 0;
     } else if (!st.crashed.empty() || st.results > 0) {
@@ -368,10 +362,10 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
         if (cands[i].status() == Status::pending)
           cands[i].result.status = Status::skipped,
           cands[i].result.reason = "no worker could start after " + after + " failed: " + detail;
-      progress("  " + std::to_string(map.size()) + " candidates skipped: no worker could start after " + after +
-               " failed (" + detail + ")");
+      worker(std::to_string(map.size()) + " candidates skipped: no worker could start after " + after + " failed (" +
+             detail + ")");
     } else {
-      progress("  worker setup failed after " + after + " (" + detail + "); starting another");
+      worker("setup failed after " + after + " (" + detail + "); starting another");
       // The memory of a worker killed a moment ago may not be free yet.
       std::this_thread::sleep_for(std::chrono::milliseconds(250 << setup_failures));
     }
@@ -379,17 +373,17 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
 }
 
 void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
-  auto progress = [&](const std::string& s) {
-    if (o.progress) o.progress(s);
+  auto progress = [&](const ProgressEvent& e) {
+    if (o.progress) o.progress(e);
   };
   if (o.isolation == Isolation::process) {
     if (const auto worker = find_worker()) return evaluate_in_worker(*worker, p, cands, o);
-    progress("warning: gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process");
+    progress({.kind = ProgressKind::warning, .text = "gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process"});
   }
   EvaluateHooks hooks;
-  hooks.on_result = [&](size_t, const CandidateResult& r) { progress(result_line(r)); };
+  hooks.on_result = [&](size_t, const CandidateResult& r) { progress({.kind = ProgressKind::result, .result = r}); };
   hooks.on_timing = [&](const std::vector<size_t>& idx) {
-    progress("  timing " + std::to_string(idx.size()) + " verified candidates side by side");
+    progress({.kind = ProgressKind::timing, .count = idx.size()});
   };
   evaluate(p, cands, o, hooks);
 }

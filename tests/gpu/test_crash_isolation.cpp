@@ -15,6 +15,7 @@
 
 #include "gemmtune/c_api.h"
 #include "gemmtune/gemm.h"
+#include "gemmtune/progress.h"
 #include "gpu/gpu_test_util.h"
 #include "tuner/serialize.h"
 
@@ -131,7 +132,7 @@ TEST_F(CrashIsolation, StickyErrorInTheSetupAfterACrash) {
   const std::string v = victim();
   std::vector<std::string> lines;
   TuneOptions o = options();
-  o.progress = [&](const std::string& s) { lines.push_back(s); };
+  o.progress = [&](const ProgressEvent& e) { lines.push_back(to_string(e)); };
   TuneReport rep;
   {
     Fault f("illegal_address,verify," + v + ";trap,restart,*");
@@ -141,7 +142,7 @@ TEST_F(CrashIsolation, StickyErrorInTheSetupAfterACrash) {
     EXPECT_EQ(r.status, r.candidate.str() == v ? Status::crashed : Status::ok) << r.candidate.str() << ": " << r.reason;
   EXPECT_TRUE(rep.winner);
   bool retried = false;
-  for (const auto& l : lines) retried = retried || l.find("worker setup failed after") != std::string::npos;
+  for (const auto& l : lines) retried = retried || l.find("worker: setup failed after") != std::string::npos;
   EXPECT_TRUE(retried) << "the first worker after the crash was to fail in its setup";
 }
 

@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "gemmtune/gemm.h"
+#include "gemmtune/progress.h"
 #include "gemmtune/tuner.h"
 #include "gpu_jobs.h"
 #include "gpu_test_util.h"
@@ -246,7 +247,7 @@ TEST_F(CutlassGpu, TuneWaitsForCompilesOnlyWhenAsked) {
   o.top_k = 2;
   o.min_iters = 10, o.min_time_ms = 5, o.warmup_iters = 2;
   std::vector<std::string> lines;
-  o.progress = [&](const std::string& l) { lines.push_back(l); };
+  o.progress = [&](const ProgressEvent& e) { lines.push_back(to_string(e)); };
   Problem p = Problem::make(1000, 1024, 512, DType::bf16, DType::bf16);
   p.epilogue = parse_epilogue("bias,gelu_tanh");
   try {

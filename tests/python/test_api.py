@@ -118,6 +118,9 @@ def test_compile_only_path():
         assert c.registers > 0 and c.spill_bytes == 0 and c.smem_bytes > 0 and c.compile_ms > 0
         assert c.extra["compiled"] is True
     assert any("[1/" in s for s in lines), lines
+    compiled = [e for e in lines if e.kind == "compiled"]
+    assert compiled and all(isinstance(e, gt.ProgressEvent) and e.result.candidate.backend == "sm90" for e in compiled)
+    assert sorted(e.count for e in compiled) == list(range(1, len(compiled) + 1)) and compiled[0].total == len(compiled)
     # The same candidate again comes from the kernel cache.
     again = gt.compile(p, only=ok[0].candidate)
     assert len(again.candidates) == 1 and again.candidates[0].status == "ok"

@@ -39,6 +39,7 @@
 #include "backends/cutlass/cutlass_nvcc.h"
 #include "gemmtune/device.h"
 #include "gemmtune/errors.h"
+#include "gemmtune/progress.h"
 #include "gemmtune/tuner.h"
 #include "jit/jit.h"
 #include "sweep/sweep_classes.h"
@@ -393,19 +394,6 @@ struct ClassRun {
   double wall_s = 0;
 };
 
-// "<backend>: skipped (<reason>)" progress lines of the tuner: backends that refuse the whole class.
-bool parse_skip_line(const std::string& line, const std::vector<std::string>& backends, std::string& backend,
-                     std::string& reason) {
-  for (const auto& b : backends) {
-    const std::string head = b + ": skipped (";
-    if (line.rfind(head, 0) == 0 && line.size() > head.size() && line.back() == ')') {
-      backend = b;
-      reason = line.substr(head.size(), line.size() - head.size() - 1);
-      return true;
-    }
-  }
-  return false;
-}
 
 // A class's run record, and the backends it runs (CUTLASS only on the classes of this sweep's subset: the others are
 // noted as not swept).
@@ -436,11 +424,10 @@ ClassRun run_class(const Options& o, size_t index, const SweepClass& c, const st
   t.compile_threads = o.threads;
   t.max_candidate_s = o.max_candidate_s;
   std::mutex mu;
-  t.progress = [&](const std::string& line) {
+  t.progress = [&](const ProgressEvent& e) {
     std::lock_guard<std::mutex> lk(mu);
-    if (o.progress) std::fprintf(stderr, "  [%s] %s\n", c.name.c_str(), line.c_str());
-    std::string b, why;
-    if (parse_skip_line(line, names, b, why)) run.backend_refusals.emplace_back(b, why);
+    if (o.progress) std::fprintf(stderr, "  [%s] %s\n", c.name.c_str(), to_string(e).c_str());
+    if (e.kind == ProgressKind::backend_skipped) run.backend_refusals.emplace_back(e.backend, e.text);
   };
   const auto t0 = std::chrono::steady_clock::now();
   if (names.empty()) {

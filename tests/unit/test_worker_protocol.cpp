@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gemmtune/errors.h"
+#include "gemmtune/progress.h"
 #include "tuner/pipeline.h"
 #include "tuner/worker_client.h"
 
@@ -52,7 +53,10 @@ class WorkerProtocol : public ::testing::Test {
     }
     TuneOptions o;
     o.max_candidate_s = max_candidate_s;
-    o.progress = [&](const std::string& s) { lines_.push_back(s); };
+    o.progress = [&](const ProgressEvent& e) {
+      lines_.push_back(to_string(e));
+      if (e.kind == ProgressKind::result) reported_.push_back(e.result->candidate.config);
+    };
     evaluate_in_worker(GEMMTUNE_SOURCE_DIR "/tests/unit/data/fake_worker.py",
                        Problem::make(64, 64, 64, DType::bf16, DType::bf16), cands, o);
     return cands;
@@ -77,6 +81,7 @@ class WorkerProtocol : public ::testing::Test {
   fs::path dir_;
   std::string state_;
   std::vector<std::string> lines_;
+  std::vector<std::string> reported_;  // the candidates of the `result` events, in order
 };
 
 using J = nlohmann::json;
@@ -101,6 +106,8 @@ TEST_F(WorkerProtocol, StickyErrorAtVerificationIsThatCandidatesAndTheRestGoOn) 
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_EQ(reqs[1]["results"].size(), 2u) << "only the candidates left go to the second worker";
   EXPECT_TRUE(reqs[1]["after_failure"].get<bool>());
+  // Each candidate's fate is one typed `result` event, the crash included.
+  EXPECT_EQ(reported_, (std::vector<std::string>{"fake0", "fake1", "fake2", "fake3"}));
 }
 
 TEST_F(WorkerProtocol, SignalWhileACandidateRunsIsThatCandidatesCrash) {

@@ -32,6 +32,7 @@
 #include "core/input.h"
 #include "core/text.h"
 #include "gemmtune/gemm.h"
+#include "gemmtune/progress.h"
 #include "tuner/pipeline.h"
 #include "tuner/result_cache.h"
 
@@ -41,6 +42,9 @@ namespace {
 namespace fs = std::filesystem;
 
 using detail::printable;
+
+// A progress event's line on stderr.
+void print_progress(const ProgressEvent& e) { std::fprintf(stderr, "%s\n", printable(to_string(e)).c_str()); }
 
 // "error: <prefix><what>" on stderr: messages quote the user's and files' data (suite names, keys, paths), so they go
 // through printable() like every other line made of untrusted text.
@@ -167,7 +171,7 @@ struct TuneArgs {
     o.max_candidate_s = max_candidate_s;
     o.tolerance = tolerance;
     o.interleave = !one_at_a_time;
-    if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", printable(line).c_str()); };
+    if (!quiet) o.progress = print_progress;
     return o;
   }
 };
@@ -457,16 +461,10 @@ int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std:
     }
   } cleanup{tmp_cache};
 
-  co.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", printable(line).c_str()); };
-  if (!quiet)
-    co.on_compiled = [](size_t done, size_t planned, const CompiledCandidate& c) {
-      // One line per candidate as it finishes; an nvcc compile (cutlass) in seconds.
-      const CandidateResult& r = c.result;
-      const std::string t = r.compile_ms >= 1000 ? fmt::format("{:.1f} s", r.compile_ms / 1000)
-                                                 : fmt::format("{:.1f} ms", r.compile_ms);
-      std::fprintf(stderr, "[%zu/%zu] %s: %s %s%s\n", done, planned, r.candidate.str().c_str(),
-                   to_string(r.status), t.c_str(), r.status == Status::ok && r.compile_cache_hit ? " (cache hit)" : "");
-    };
+  // A backend left out is always said; a line per candidate as it finishes unless quiet.
+  co.progress = [quiet](const ProgressEvent& e) {
+    if (!quiet || e.kind == ProgressKind::note) print_progress(e);
+  };
   std::FILE* out = jo.to_stdout() ? stderr : stdout;
   CompileCounts total;
   json reports = json::array();
