@@ -378,7 +378,8 @@ void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands
   };
   if (o.isolation == Isolation::process) {
     if (const auto worker = find_worker()) return evaluate_in_worker(*worker, p, cands, o);
-    progress({.kind = ProgressKind::warning, .text = "gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process"});
+    progress({.kind = ProgressKind::warning,
+              .text = "gemmtune-worker not found (set GEMMTUNE_WORKER); timing in-process"});
   }
   EvaluateHooks hooks;
   hooks.on_result = [&](size_t, const CandidateResult& r) { progress({.kind = ProgressKind::result, .result = r}); };
