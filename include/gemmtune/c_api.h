@@ -54,6 +54,10 @@ GT_API int gt_device(char** out_json);
  * "n_out", "scale_len_a", "scale_len_b", "epilogue_vector_len": {"bias_col": n, ...}}. Malformed JSON is GT_INVALID; a
  * problem that check() refuses is not (its reason is in "check"). */
 GT_API int gt_problem_info(const char* problem_json, char** out_json);
+/* The plan of one call of a binding's op from its tensors' metadata (src/capi/call_plan.h has both documents): the
+ * problem, the output to allocate, the inputs to copy first, the key a selection may be shared by. A call gemmtune
+ * refuses is GT_INVALID, its message naming the op and what is wrong. */
+GT_API int gt_call_plan(const char* call_json, char** out_json);
 
 /* The ranked candidates, ["backend:config", ...]; options: {"backends": [...], "top_k": n, "assume_sms": n}
  * (assume_sms: list for an assumed sm_90 GPU instead of the current one). */

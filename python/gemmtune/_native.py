@@ -72,6 +72,7 @@ def _load(path: str) -> ctypes.CDLL:
     L.gt_use_device.restype = ctypes.c_int
     L.gt_device.argtypes = [ctypes.POINTER(vp)]
     L.gt_problem_info.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
+    L.gt_call_plan.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
     L.gt_list.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(vp)]
     for name in ("gt_compile", "gt_tune", "gt_bench"):
         getattr(L, name).argtypes = [ctypes.c_char_p, ctypes.c_char_p, PROGRESS_FN, vp, ctypes.POINTER(vp)]
@@ -83,7 +84,7 @@ def _load(path: str) -> ctypes.CDLL:
     L.gt_gemm_destroy.restype = None
     L.gt_gemm_destroy.argtypes = [vp]
     L.gt_cache.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(vp)]
-    for name in ("gt_device", "gt_problem_info", "gt_list", "gt_compile", "gt_tune", "gt_bench", "gt_select",
+    for name in ("gt_device", "gt_problem_info", "gt_call_plan", "gt_list", "gt_compile", "gt_tune", "gt_bench", "gt_select",
                  "gt_load", "gt_gemm_info", "gt_gemm_run", "gt_gemm_run_args", "gt_cache"):
         getattr(L, name).restype = ctypes.c_int
     return L

@@ -14,6 +14,7 @@
 #include "gemmtune/bench.h"
 #include "gemmtune/gemm.h"
 #include "backends/backend.h"
+#include "capi/call_plan.h"
 #include "tuner/result_cache.h"
 #include "tuner/serialize.h"
 
@@ -264,6 +265,10 @@ int gt_problem_info(const char* problem_json, char** out_json) {
     }
     put(out_json, out);
   });
+}
+
+int gt_call_plan(const char* call_json, char** out_json) {
+  return guarded([&] { put(out_json, plan_call(parse(call_json, "call JSON"))); });
 }
 
 int gt_list(const char* problem_json, const char* options_json, char** out_json) {

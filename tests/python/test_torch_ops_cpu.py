@@ -159,24 +159,23 @@ def test_odd_alignment_slices():
     assert p.a.align == 2 and p.a.ld == 130
     p = plan(rnd(64, 136)[:, 4:132], rnd(96, 128).t()).problem
     assert p.a.align == 8
-    assert D.layout_of(4, 8, 8, 1, 2) == ("row", 8)
 
 
 def test_no_unit_stride_is_copied():
     a = rnd(64, 256)[:, ::2]
     pl = plan(a, rnd(96, 128).t())
-    assert pl.fix is not None and (pl.problem.a.layout, pl.problem.a.ld, pl.problem.a.align) == ("row", 128, 16)
-    fixed = pl.fix(a, None, None, None, None, None, None, None, None)
-    assert fixed[0].is_contiguous() and torch.equal(fixed[0], a)
+    assert pl.copies and (pl.problem.a.layout, pl.problem.a.ld, pl.problem.a.align) == ("row", 128, 16)
+    fixed = pl.fix(a=a)["a"]
+    assert fixed.is_contiguous() and torch.equal(fixed, a)
 
 
 def test_fp8_at_odd_address_is_copied():
     a = rnd(32, 65, dtype=e4m3)[:, 1:]
     pl = plan(a, rnd(48, 64, dtype=e4m3).t(), scale_a=torch.ones(1), scale_b=torch.ones(1), out_dtype=bf)
-    assert pl.fix is not None and pl.problem.a.align == 16 and pl.problem.scaling == "tensor"
+    assert pl.copies and pl.problem.a.align == 16 and pl.problem.scaling == "tensor"
     a_odd = rnd(32 * 64 + 1, dtype=e4m3)[1:].view(32, 64)  # contiguous, at an odd address
     pl = plan(a_odd, rnd(48, 64, dtype=e4m3).t(), scale_a=torch.ones(1), scale_b=torch.ones(1), out_dtype=bf)
-    fixed = pl.fix(a_odd, None, None, None, None, None, None, None, None)[0]
+    fixed = pl.fix(a=a_odd)["a"]
     assert fixed.data_ptr() % 16 == 0 and torch.equal(fixed.view(torch.uint8), a_odd.view(torch.uint8))
 
 
@@ -204,36 +203,41 @@ def test_residual_in_another_layout_is_copied():
     a, w = rnd(64, 128), rnd(96, 128)
     r = rnd(96, 64).t()
     pl = plan(a, w.t(), residual=r, epilogue="residual")
-    res = pl.fix(a, w.t(), None, None, r, None, None, None, None)[4]
+    res = pl.fix(residual=r)["residual"]
     assert res.stride() == (96, 1) and torch.equal(res, r)
 
 
 def test_linear_form_flattens_leading_dims():
     x, w = rnd(2, 5, 64), rnd(96, 64)
-    pl = D.build("gemmtune.linear", x, w, linear=True, epilogue="silu_glu")
-    assert pl.out_shape == (2, 5, 48) and pl.fix is None and pl.problem.m == 10 and pl.problem.b.layout == "col"
+    pl = D.build("gemmtune.linear", x, w, kind="linear", epilogue="silu_glu")
+    assert pl.out_shape == (2, 5, 48) and not pl.copies and pl.problem.m == 10 and pl.problem.b.layout == "col"
     xs = rnd(5, 2, 64).transpose(0, 1)  # cannot be flattened without a copy
-    pl = D.build("gemmtune.linear", xs, w, linear=True)
-    x2 = pl.fix(xs, w, None, None, None, None, None, None, None)[0]
-    assert x2.shape == (10, 64) and torch.equal(x2.view(2, 5, 64), xs)
+    pl = D.build("gemmtune.linear", xs, w, kind="linear")
+    x2 = pl.fix(a=xs)["a"]
+    assert x2.is_contiguous() and torch.equal(x2, xs) and pl.problem.a.ld == 64
 
 
 def test_fp8_scalings():
     a, b = rnd(64, 256, dtype=e4m3), rnd(96, 256, dtype=e4m3).t()
-    sa, sb, sc = ops._scales("t", a, b, torch.ones(64, 1), torch.ones(1, 96))
-    assert sc == "row" and sa.shape == (64,) and sb.shape == (96,)
+    def scaled(sa, sb):
+        return D.build("t", a, b, kind="scaled_mm", scale_a=sa, scale_b=sb, out_dtype=bf)
+
+    pl = scaled(torch.ones(64, 1), torch.ones(1, 96))
+    assert pl.problem.scaling == "row" and not pl.copies
     ta = torch.arange(64 * 2, dtype=torch.float32).view(64, 2)  # (M, K/128), row-major as given
     tb = torch.arange(2 * 1, dtype=torch.float32).view(2, 1)
-    sa, sb, sc = ops._scales("t", a, b, ta, tb)
-    assert sc == "block"
-    # gemmtune reads scale_a[(k/128)*M + m] and scale_b[(n/128)*ceil(K/128) + k/128]
-    assert sa.reshape(-1)[1 * 64 + 5] == ta[5, 1] and sb.reshape(-1)[1] == tb[1, 0]
+    pl = scaled(ta, tb)
+    assert pl.problem.scaling == "block"
+    # gemmtune reads scale_a[(k/128)*M + m] and scale_b[(n/128)*ceil(K/128) + k/128]: the copy's memory order
+    fixed = pl.fix(scale_a=ta, scale_b=tb)
+    sa, sb = fixed["scale_a"], fixed["scale_b"]
+    assert sa.t().reshape(-1)[1 * 64 + 5] == ta[5, 1] and sb.data_ptr() == tb.data_ptr()
     outer = ta.t().contiguous().t()  # torch's outer-dim-major layout: no copy
-    assert ops._scales("t", a, b, outer, tb)[0].data_ptr() == outer.data_ptr()
-    p = plan(a, b, scale_a=sa.reshape(-1), scale_b=sb.reshape(-1), scaling="block", out_dtype=bf).problem
+    assert not scaled(outer, tb).copies
+    p = plan(a, b, scale_a=sa.t().reshape(-1), scale_b=sb.reshape(-1), scaling="block", out_dtype=bf).problem
     assert p.scaling == "block"
     with pytest.raises(gemmtune.InvalidInputError, match="no scaling gemmtune supports"):
-        ops._scales("t", a, b, torch.ones(64, 2), torch.ones(2, 96))  # 1x128 B scales
+        scaled(torch.ones(64, 2), torch.ones(2, 96))  # 1x128 B scales
 
 
 @pytest.mark.parametrize("kw,match", [
@@ -271,7 +275,7 @@ def test_cpu_tensors_are_refused_with_the_op_name():
 
 def test_empty_outputs_launch_nothing():
     y = D.build("t", rnd(0, 64), rnd(96, 64).t())
-    assert y == ((0, 96), bf)
+    assert y.empty and (y.out_shape, y.out_dtype) == ((0, 96), bf)
 
 
 # -- the hit path and the capture guard, with a mocked launch ----------------------------------------------------

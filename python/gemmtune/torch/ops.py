@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from .._errors import InvalidInputError
-from . import _dispatch, _grouped
+from . import _dispatch
 
 _NS = "gemmtune"
 _lib = torch.library.Library(_NS, "DEF")
@@ -45,124 +45,29 @@ _lib.define('linear(Tensor x, Tensor weight, Tensor? bias=None, str epilogue="no
 _lib.define("scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
             "Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor")
 
-_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
-
-# -- shapes (shared by the CUDA and the fake implementations) ----------------------------------------------------
-
-
-def _need(cond, op, msg):
-    if not cond:
-        raise InvalidInputError(f"{op}: {msg}")
-
-
-def _dtypes(op, *named):
-    """The fake implementations refuse what the launch would, so a compiled graph fails at trace time."""
-    for name, t in named:
-        if t is not None and t.dtype not in (torch.bfloat16, torch.float16):
-            hint = " (run under torch.autocast('cuda') or cast to bfloat16/float16)" if t.dtype == torch.float32 else ""
-            raise InvalidInputError(f"{op}: {name} has dtype {t.dtype}; gemmtune.{op.split('.')[-1]} takes bfloat16 or "
-                                    f"float16 inputs{hint}")
-
-
-def _mm_shape(a, b, op="gemmtune.mm"):
-    _need(a.dim() == 2 and b.dim() == 2, op, f"a and b must be 2-D, got {tuple(a.shape)} and {tuple(b.shape)}")
-    _need(a.shape[1] == b.shape[0], op, f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: inner dims differ")
-    return (a.shape[0], b.shape[1])
-
-
-def _bmm_shape(a, b, op="gemmtune.bmm"):
-    _need(a.dim() == 3 and b.dim() == 3, op, f"a and b must be 3-D, got {tuple(a.shape)} and {tuple(b.shape)}")
-    _need(a.shape[0] == b.shape[0], op, f"batch sizes differ: a {tuple(a.shape)}, b {tuple(b.shape)} (expand the "
-          "shared one: a stride-0 batch is read without a copy)")
-    _need(a.shape[2] == b.shape[1], op, f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: inner dims differ")
-    return (a.shape[0], a.shape[1], b.shape[2])
-
-
-def _linear_shape(x, weight, bias, epilogue, residual, op="gemmtune.linear"):
-    _need(x.dim() >= 1, op, "x must have at least one dim (..., K)")
-    _need(weight.dim() == 2, op, f"weight must be 2-D (N, K) as nn.Linear's, got {tuple(weight.shape)}")
-    N, K = weight.shape
-    _need(x.shape[-1] == K, op, f"x is {tuple(x.shape)} and weight is {tuple(weight.shape)}: K differs "
-          f"({x.shape[-1]} vs {K})")
-    glu = _dispatch.has_glu(epilogue)
-    _need(not glu or N % 2 == 0, op, f"the epilogue {epilogue!r} has a GLU, which needs an even N (got {N})")
-    n_out = N // 2 if glu else N
-    if bias is not None:
-        _need(bias.dim() == 1, op, f"bias must be 1-D, got shape {tuple(bias.shape)}")
-    shape = (*x.shape[:-1], n_out)
-    if residual is not None:
-        _need(tuple(residual.shape) == tuple(shape), op,
-              f"residual has shape {tuple(residual.shape)}, it must have the output's shape {tuple(shape)}")
-    return shape
-
-
-def _scaled_out_dtype(a, out_dtype):
-    return out_dtype if out_dtype is not None else a.dtype
-
-
-# -- the implementations -----------------------------------------------------------------------------------------
+# -- the implementations (every shape, dtype and argument rule is the library's: _dispatch.build) ----------------
 
 
 def _mm(a: Tensor, b: Tensor) -> Tensor:
-    if a.dim() != 2 or b.dim() != 2:
-        _mm_shape(a, b)
-    return _dispatch.gemm(a, b, op="gemmtune.mm")
+    return _dispatch.gemm(a, b, op="gemmtune.mm", kind="mm")
 
 
 def _bmm(a: Tensor, b: Tensor) -> Tensor:
-    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:
-        _bmm_shape(a, b)
-    return _dispatch.gemm(a, b, op="gemmtune.bmm")
+    return _dispatch.gemm(a, b, op="gemmtune.bmm", kind="bmm")
 
 
 def _linear(x: Tensor, weight: Tensor, bias=None, epilogue: str = "none", residual=None) -> Tensor:
-    # The shapes are checked on the dispatcher's miss (its key holds them): a hit builds no views.
     return _dispatch.gemm(x, weight, bias=bias, residual=residual, epilogue=epilogue, op="gemmtune.linear",
-                          linear=True)
-
-
-def _scales(op, a, b, scale_a, scale_b):
-    """torch._scaled_mm's scale tensors -> gemmtune's flat fp32 vectors and scaling name (include/gemmtune/problem.h).
-    Block scales are transposed views; a copy happens only when their layout is not the one gemmtune reads."""
-    M, K = a.shape
-    N = b.shape[1]
-    kb, nb = -(-K // 128), -(-N // 128)
-    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
-        _need(t.dtype == torch.float32, op, f"{name} has dtype {t.dtype}; gemmtune takes float32 scales")
-    sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
-    if scale_a.numel() == 1 and scale_b.numel() == 1:
-        return scale_a.reshape(1), scale_b.reshape(1), "tensor"
-    _need(scale_a.dim() == 2 and scale_b.dim() == 2, op,
-          f"row-wise and block-wise scales are 2-D, got scale_a {sa} and scale_b {sb}")
-    if sa == (M, 1) and sb == (1, N):
-        return scale_a.reshape(M), scale_b.reshape(N), "row"
-    if sa == (M, kb) and sb == (kb, nb):
-        # gemmtune: scale_a[(k/128)*M + m] (torch's outer-dim-major (M, Kb), stride (1, M)), and
-        # scale_b[(n/128)*Kb + k/128] ((Kb, Nb) with stride (1, Kb)).
-        return scale_a.t().contiguous(), scale_b.t().contiguous(), "block"
-    raise InvalidInputError(
-        f"{op}: scale_a {sa} with scale_b {sb} is no scaling gemmtune supports for M={M}, N={N}, K={K}: tensor-wise "
-        f"(one element each), row-wise (({M}, 1), (1, {N})) or block-wise 1x128 A with 128x128 B (({M}, {kb}), "
-        f"({kb}, {nb}))")
+                          kind="linear")
 
 
 def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None, scale_result=None,
                out_dtype=None, use_fast_accum: bool = False) -> Tensor:
-    op = "gemmtune.scaled_mm"
-    _mm_shape(a, b, op)
-    _need(a.dtype in _FP8 and b.dtype in _FP8, op,
-          f"a and b must be float8 (e4m3fn / e5m2), got {a.dtype} and {b.dtype}")
-    sa, sb, scaling = _scales(op, a, b, scale_a, scale_b)
-    od = _scaled_out_dtype(a, out_dtype)
-    # As torch._scaled_mm: scale_result scales an fp8 result only.
-    sd = scale_result if (scale_result is not None and od in _FP8) else None
-    if sd is not None:
-        sd = sd.reshape(1)
     # use_fast_accum is not passed on: the tuner chooses among its backends' accumulation modes (sm90 acc=fast or
     # promote, cuBLASLt fast_accum=0|1), each verified against an fp64 reference before it can win.
-    return _dispatch.gemm(a, b, bias=bias, epilogue="bias" if bias is not None else "none", scale_a=sa,
-                          scale_b=sb, scale_d=sd, scaling=scaling, out_dtype=od, op=op)
+    return _dispatch.gemm(a, b, bias=bias, scale_a=scale_a, scale_b=scale_b, scale_d=scale_result,
+                          out_dtype=out_dtype, op="gemmtune.scaled_mm", kind="scaled_mm")
 
 
 _lib.impl("mm", _mm, "CUDA")
@@ -191,35 +96,31 @@ for _name in ("mm", "bmm", "linear", "scaled_mm"):
 # -- fake (meta) implementations ---------------------------------------------------------------------------------
 
 
-def _empty(like, shape, dtype=None):
-    return like.new_empty(shape, dtype=dtype if dtype is not None else like.dtype)
+def _fake(kind, op, a, b, **kw):
+    """The output a call would allocate; the fakes refuse what the launch would, so a compiled graph fails at trace
+    time."""
+    return _dispatch.fake_out(a, _dispatch.build(op, a, b, kind=kind, fake=True, **kw))
 
 
 @torch.library.register_fake(f"{_NS}::mm", lib=_lib)
 def _mm_fake(a, b):
-    _dtypes("gemmtune.mm", ("a", a), ("b", b))
-    return _empty(a, _mm_shape(a, b))
+    return _fake("mm", "gemmtune.mm", a, b)
 
 
 @torch.library.register_fake(f"{_NS}::bmm", lib=_lib)
 def _bmm_fake(a, b):
-    _dtypes("gemmtune.bmm", ("a", a), ("b", b))
-    return _empty(a, _bmm_shape(a, b))
+    return _fake("bmm", "gemmtune.bmm", a, b)
 
 
 @torch.library.register_fake(f"{_NS}::linear", lib=_lib)
 def _linear_fake(x, weight, bias=None, epilogue="none", residual=None):
-    _dtypes("gemmtune.linear", ("x", x), ("weight", weight))
-    return _empty(x, _linear_shape(x, weight, bias, epilogue, residual))
+    return _fake("linear", "gemmtune.linear", x, weight, bias=bias, epilogue=epilogue, residual=residual)
 
 
 @torch.library.register_fake(f"{_NS}::scaled_mm", lib=_lib)
 def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
-    op = "gemmtune.scaled_mm"
-    shape = _mm_shape(a, b, op)
-    _need(a.dtype in _FP8 and b.dtype in _FP8, op,
-          f"a and b must be float8 (e4m3fn / e5m2), got {a.dtype} and {b.dtype}")
-    return _empty(a, shape, _scaled_out_dtype(a, out_dtype))
+    return _fake("scaled_mm", "gemmtune.scaled_mm", a, b, scale_a=scale_a, scale_b=scale_b, bias=bias,
+                 scale_d=scale_result, out_dtype=out_dtype)
 
 
 # -- autocast ----------------------------------------------------------------------------------------------------
@@ -266,8 +167,14 @@ def _setup_linear(ctx, inputs, output):
     ctx.save_for_backward(x, weight)
 
 
+def _bias_only(epilogue: str) -> bool:
+    """Whether a chain adds at most a bias, whose gradient needs no pre-activation output (which a fused op never
+    stores)."""
+    return all(op.split(":")[0] in ("bias", "bias_col", "none", "") for op in "".join(epilogue.split()).lower().split(","))
+
+
 def _linear_backward(ctx, grad):
-    if ctx.epilogue not in ("none", "bias"):
+    if not _bias_only(ctx.epilogue):
         raise NotImplementedError(
             f"gemmtune.linear with epilogue {ctx.epilogue!r} has no backward: use it for inference (torch.no_grad()), "
             "or F.linear and the activation in torch for training")
@@ -384,9 +291,17 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None,
     return torch.ops.gemmtune.scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
-# -- grouped GEMMs (mixture-of-experts; _grouped.py builds and launches them) -----------------------------------
+# -- grouped GEMMs (mixture-of-experts) ---------------------------------------------------------------------------
+#
+# Three forms, each one Problem (include/gemmtune/problem.h, "Grouped GEMMs"): contiguous (mat_a (M, K) with groups of
+# consecutive rows ending at offs, int32 (G,) on the device; mat_b (G, K, N): torch._grouped_mm's 2-D x 3-D form),
+# masked (a (G, M_max, K), b (G, K, N), counts int32 (G,) valid rows per group: DeepGEMM's layout) and batched (3-D x
+# 3-D without offs). b is usually the expert weights (G, N, K) seen through .transpose(-2, -1): read without a copy.
+# The output is allocated as torch._grouped_mm allocates it (row-major, its pitch padded to 16 bytes); rows that
+# belong to no group are not written. The epilogue chain applies to each group's output; its one tensor is a bias
+# shared by every group. A contiguous call's selection serves every token count of its M bucket (Problem::key()).
 
-# torch._grouped_mm's arguments keep their places; the epilogue chain (the grouped docs in _grouped.py) comes last.
+# torch._grouped_mm's arguments keep their places; the epilogue chain comes last.
 _lib.define("grouped_mm(Tensor mat_a, Tensor mat_b, Tensor? offs=None, Tensor? bias=None, ScalarType? out_dtype=None, "
             'str epilogue="none") -> Tensor')
 _lib.define('grouped_mm_masked(Tensor a, Tensor b, Tensor counts, ScalarType? out_dtype=None, str epilogue="none") '
@@ -398,26 +313,20 @@ _GROUPED = ("grouped_mm", "grouped_mm_masked", "scaled_grouped_mm")
 
 
 def _grouped_mm(mat_a: Tensor, mat_b: Tensor, offs=None, bias=None, out_dtype=None, epilogue: str = "none") -> Tensor:
-    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, op="gemmtune.grouped_mm", epilogue=epilogue)
+    return _dispatch.grouped(mat_a, mat_b, offs, bias, out_dtype, op="gemmtune.grouped_mm", epilogue=epilogue)
 
 
 def _grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None, epilogue: str = "none") -> Tensor:
-    return _grouped.grouped_gemm(a, b, counts, None, out_dtype, masked=True, op="gemmtune.grouped_mm_masked",
-                                 epilogue=epilogue)
-
-
-def _no_scale_result(op, scale_result):
-    _need(scale_result is None, op, "scale_result is not supported (as in torch._scaled_grouped_mm): the output is "
-          "bfloat16, float16 or float32")
+    return _dispatch.grouped(a, b, counts, None, out_dtype, kind="grouped_masked", op="gemmtune.grouped_mm_masked",
+                             epilogue=epilogue)
 
 
 def _scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Tensor, scale_b: Tensor, offs=None, bias=None,
                        scale_result=None, out_dtype=None, use_fast_accum: bool = False,
                        epilogue: str = "none") -> Tensor:
-    op = "gemmtune.scaled_grouped_mm"
-    _no_scale_result(op, scale_result)
     # use_fast_accum is not passed on, as in scaled_mm: the tuner picks the accumulation among verified candidates.
-    return _grouped.grouped_gemm(mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b, op=op, epilogue=epilogue)
+    return _dispatch.grouped(mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b, scale_result,
+                             kind="scaled_grouped", op="gemmtune.scaled_grouped_mm", epilogue=epilogue)
 
 
 _lib.impl("grouped_mm", _grouped_mm, "CUDA")
@@ -429,23 +338,21 @@ for _name in _GROUPED:
 
 @torch.library.register_fake(f"{_NS}::grouped_mm", lib=_lib)
 def _grouped_mm_fake(mat_a, mat_b, offs=None, bias=None, out_dtype=None, epilogue="none"):
-    return _grouped.empty_out(mat_a, _grouped.shape_of("gemmtune.grouped_mm", mat_a, mat_b, offs, bias, out_dtype,
-                                                       epilogue=epilogue))
+    return _fake("grouped", "gemmtune.grouped_mm", mat_a, mat_b, offs=offs, bias=bias, out_dtype=out_dtype,
+                 epilogue=epilogue)
 
 
 @torch.library.register_fake(f"{_NS}::grouped_mm_masked", lib=_lib)
 def _grouped_mm_masked_fake(a, b, counts, out_dtype=None, epilogue="none"):
-    return _grouped.empty_out(a, _grouped.shape_of("gemmtune.grouped_mm_masked", a, b, counts, None, out_dtype,
-                                                   masked=True, epilogue=epilogue))
+    return _fake("grouped_masked", "gemmtune.grouped_mm_masked", a, b, offs=counts, out_dtype=out_dtype,
+                 epilogue=epilogue)
 
 
 @torch.library.register_fake(f"{_NS}::scaled_grouped_mm", lib=_lib)
 def _scaled_grouped_mm_fake(mat_a, mat_b, scale_a, scale_b, offs=None, bias=None, scale_result=None, out_dtype=None,
                             use_fast_accum=False, epilogue="none"):
-    op = "gemmtune.scaled_grouped_mm"
-    _no_scale_result(op, scale_result)
-    return _grouped.empty_out(mat_a, _grouped.shape_of(op, mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b,
-                                                       epilogue=epilogue))
+    return _fake("scaled_grouped", "gemmtune.scaled_grouped_mm", mat_a, mat_b, scale_a=scale_a, scale_b=scale_b,
+                 offs=offs, bias=bias, scale_d=scale_result, out_dtype=out_dtype, epilogue=epilogue)
 
 
 for _name in ("grouped_mm", "grouped_mm_masked"):
@@ -463,7 +370,7 @@ def _grouped_mm_backward(ctx, grad):
     """The gradients through torch's own grouped GEMMs: dA_g = dY_g B_g^T (the same contiguous form) and
     dB_g = A_g^T dY_g (the K-grouped form gemmtune does not compute). A chain beyond the bias has none (as linear's):
     its gradient would need the pre-activation output, which the fused op never stores."""
-    if any(name not in ("bias", "bias_col") for name, _ in _dispatch.parse_chain(ctx.epilogue)):
+    if not _bias_only(ctx.epilogue):
         raise NotImplementedError(
             f"gemmtune.grouped_mm with epilogue {ctx.epilogue!r} has no backward: use it for inference "
             "(torch.no_grad()), or gemmtune.grouped_mm without an epilogue and the activation in torch for training")
