@@ -426,6 +426,9 @@ class Planner {
     p.amax = has("amax");
     if (any_fp8)
       p.scaling = scaled ? torch_scales(M, N, K) : flat_scales(M, N, K, fp8(ta));
+    if (any_fp8 && scaled && scaling_)
+      need(parse_scaling(*scaling_) == p.scaling, "scaling '" + *scaling_ + "' was asked for, but the scales' shapes "
+           "say " + std::string(scaling_name(p.scaling)));
     else
       need((!scaling_ || *scaling_ == "none") && !has("scale_a") && !has("scale_b"),
            "scales and scaling apply to float8 inputs (a is " + a.dtype + ", b is " + b.dtype + ")");

@@ -249,11 +249,11 @@ def test_unknown_pointwise_not_rewritten():
 def test_refused_problem_not_rewritten(monkeypatch):
     seen = []
 
-    def refuse(p):
-        seen.append(p.epilogue)
-        return "refused by the test"
+    def refuse(op, kind, metas, epilogue="none", **kw):
+        seen.append(epilogue)
+        raise gemmtune.InvalidInputError("refused by the test")
 
-    monkeypatch.setattr(gemmtune.Problem, "check", refuse)
+    monkeypatch.setattr(_dispatch, "plan_of", refuse)
     m = LinAct(torch.relu).to(DT)
     with torch.no_grad():
         _, g, _ = compiled_graph(m, torch.randn(8, 64, dtype=DT))
@@ -479,11 +479,11 @@ def test_plan_addmm_modes():
     a, b = _Node([64, 32], [32, 1]), _Node([32, 48], [1, 32])
     out = _Layout([64, 48], [48, 1])
     kw, p = inductor._plan("addmm", [_Node([64, 48], [0, 1]), a, b], out, {"alpha": 2, "beta": 1})
-    assert kw["mode"] == "bias" and p.epilogue == "bias" and p.alpha == 2.0
+    assert kw["mode"] == "bias" and p.epilogue == "bias:bf16" and p.alpha == 2.0
     kw, p = inductor._plan("addmm", [_Node([64, 48], [1, 0]), a, b], out, {"alpha": 1, "beta": 1})
-    assert kw["mode"] == "bias_row" and p.epilogue == "bias_row"
-    # a broadcast C with beta != 1 can only be a C operand, whose zero row stride check() refuses
-    assert "ldc" in inductor._plan("addmm", [_Node([64, 48], [0, 1]), a, b], out, {"alpha": 1, "beta": 0.5})
+    assert kw["mode"] == "bias_row" and p.epilogue == "bias_row:bf16"
+    # a broadcast C with beta != 1 can only be a C operand, which has no row stride: copied on every call, refused
+    assert "c would be copied" in inductor._plan("addmm", [_Node([64, 48], [0, 1]), a, b], out, {"alpha": 1, "beta": 0.5})
     kw, p = inductor._plan("addmm", [_Node([64, 48], [48, 1]), a, b], out, {"alpha": 1, "beta": 0.5})
     assert kw["mode"] == "c" and p.beta == 0.5 and p.c.layout == "row" and p.b.layout == "col"
 
@@ -515,7 +515,7 @@ def test_plan_scaled_mm():
     r = inductor._plan("scaled_mm", [a, b, ra, rb], _Layout([64, 48], [48, 1]), {"out_dtype": DT})
     assert (r[0]["scaling"] == "row") if isinstance(r, tuple) else r
     bad = _Node([3], [1], dtype=torch.float32)
-    assert "scale shapes" in inductor._plan("scaled_mm", [a, b, bad, one], _Layout([64, 48], [48, 1]), {})
+    assert "scales are 2-D" in inductor._plan("scaled_mm", [a, b, bad, one], _Layout([64, 48], [48, 1]), {})
 
 
 def test_host_cost_floor_refuses_small_problems(monkeypatch):

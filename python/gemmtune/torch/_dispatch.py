@@ -95,10 +95,15 @@ def build(op, a, b, *, kind="gemm", fake=False, epilogue="none", alpha=1.0, beta
     if not isinstance(epilogue, str):
         raise InvalidInputError(f"{op}: epilogue must be a str (a gemmtune chain such as 'silu_glu' or "
                                 f"'bias,gelu_tanh'), got {type(epilogue).__name__}")
-    ts = {"a": a, "b": b, **tensors}
+    metas = {name: _meta(t, fake) for name, t in {"a": a, "b": b, **tensors}.items() if t is not None}
+    return plan_of(op, kind, metas, epilogue=epilogue, alpha=alpha, beta=beta, scaling=scaling, out_dtype=out_dtype)
+
+
+def plan_of(op, kind, metas: dict, epilogue="none", alpha=1.0, beta=0.0, scaling=None, out_dtype=None) -> Plan:
+    """build() from the tensors' metadata ({name: {"shape", "strides", "dtype", "align"}}): for callers that have
+    sizes and strides but no tensors (Inductor's IR nodes)."""
     call = {"op": op, "kind": kind, "epilogue": epilogue, "alpha": float(alpha), "beta": float(beta),
-            "scaling": scaling, "out_dtype": None if out_dtype is None else str(out_dtype),
-            "tensors": {name: _meta(t, fake) for name, t in ts.items() if t is not None}}
+            "scaling": scaling, "out_dtype": None if out_dtype is None else str(out_dtype), "tensors": metas}
     j = _native.call_json("gt_call_plan", json.dumps(call))
     out = j["out"]
     p = Plan(j["empty"], tuple(out["shape"]), tuple(out["strides"]), _TORCH[out["dtype"]], j["out_direct"])

@@ -28,7 +28,8 @@ that mechanism stays off, so torch.compile behaves as plain torch. The internals
 What the pass fuses into ``torch.ops.gemmtune.linear``: mm / addmm (and the reshapes around a 3-D linear), then a
 bias add, activations, one GLU over the two halves of the output (``act(gate) * up`` with gate the first half, from
 ``chunk``/``split`` or two slices), and a residual add of a tensor of the output's shape. It rewrites only when every
-inner value has a single user, the dtypes are bf16/f16, and ``gemmtune.Problem.check()`` accepts the fused problem.
+inner value has a single user, the dtypes are bf16/f16, and the library plans the fused call without a refusal or a
+copy.
 A plain matmul (+ bias) is left to the autotuner, where the gemmtune choice competes.
 
 Limits: the choice is a Python extern kernel, so it is not offered under ``cpp_wrapper`` / AOTInductor, and with
@@ -37,7 +38,6 @@ static. ``stats()`` counts choices offered and refused (with reasons) and fusion
 """
 from __future__ import annotations
 
-import math
 import threading
 import warnings
 from typing import Any, Optional
@@ -99,12 +99,6 @@ def enabled() -> dict:
 # Problems from shapes, strides and dtypes (IR nodes and FX fake values alike)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _dtype_name(dt) -> Optional[str]:
-    import torch
-    return {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32",
-            torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}.get(dt)
-
-
 def _ints(xs) -> Optional[list]:
     """Static ints, or None when any is symbolic."""
     out = []
@@ -116,44 +110,10 @@ def _ints(xs) -> Optional[list]:
     return out
 
 
-def _operand(size, stride, dtype: str, offset_bytes: int = 0):
-    """A gemmtune Operand for a 2-D (rows x cols) or 3-D (batch, rows, cols) matrix view, or None."""
-    import gemmtune
-    if len(size) not in (2, 3):
-        return None
-    rows, cols = size[-2:]
-    srow, scol = stride[-2:]
-    if scol == 1 or cols == 1:
-        layout, ld = "row", (srow if rows > 1 else cols)
-    elif srow == 1 or rows == 1:
-        layout, ld = "col", (scol if cols > 1 else rows)
-    else:
-        return None
-    bs = stride[0] if len(size) == 3 else -1
-    align = 16
-    while align > 1 and offset_bytes % align:
-        align //= 2
-    return gemmtune.Operand(dtype, layout, max(int(ld), 1), int(bs), max(align, 2))
-
-
-def _problem(a_size, a_stride, b_size, b_stride, ab_dtype, out_dtype, epilogue="none", beta=0.0, c=None,
-             a_off=0, b_off=0, scaling="none"):
-    """The gemmtune Problem of A (.., M, K) @ B (.., K, N) into a row-major D; None when not expressible."""
-    import gemmtune
-    ab, od = _dtype_name(ab_dtype), _dtype_name(out_dtype)
-    if ab is None or od is None:
-        return None
-    a = _operand(a_size, a_stride, ab, a_off)
-    b = _operand(b_size, b_stride, ab, b_off)
-    if a is None or b is None:
-        return None
-    m, k = a_size[-2:]
-    n = b_size[-1]
-    batch = a_size[0] if len(a_size) == 3 else 1
-    d = gemmtune.Operand(od, "row")
-    p = gemmtune.Problem(int(m), int(n), int(k), int(batch), a, b, c or gemmtune.Operand(od, "row"), d,
-                         beta=float(beta), epilogue=epilogue, scaling=scaling)
-    return p
+def _meta(size, stride, offset, dtype) -> dict:
+    """What the library reads of a tensor (_dispatch._meta) from an IR node's layout."""
+    return {"shape": list(size), "strides": list(stride), "dtype": str(dtype),
+            "align": (offset * dtype.itemsize) & 15 or 16}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -179,8 +139,9 @@ def gemmtune_addmm(inp, a, b, *, alpha=1.0, beta=1.0, mode="c", out):
 
 def gemmtune_scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum=False, scaling="tensor",
                        out):
-    return _dispatch.gemm(a, b, out=out, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                            epilogue="bias" if bias is not None else "none", scaling=scaling, out_dtype=out_dtype)
+    # torch._scaled_mm's scales, whose shapes say the scaling (the library checks it is the one planned).
+    return _dispatch.gemm(a, b, out=out, scale_a=scale_a, scale_b=scale_b, bias=bias, scaling=scaling,
+                          out_dtype=out_dtype, op="gemmtune.scaled_mm", kind="scaled_mm")
 
 
 _KERNELS = {"mm": gemmtune_mm, "addmm": gemmtune_addmm, "bmm": gemmtune_bmm, "scaled_mm": gemmtune_scaled_mm}
@@ -215,64 +176,56 @@ def _node_meta(node):
 
 def _plan(op: str, nodes, layout, kwargs_in: dict):
     """(kwargs for the kernel, Problem) for gemmtune on these IR nodes, or a string saying why not."""
-    import torch
     metas = [_node_meta(n) for n in nodes]
     if any(m is None for m in metas):
         return "symbolic shapes or strides"
-    out = _ints(layout.size)
-    if out is None:
+    out, out_stride = _ints(layout.size), _ints(layout.stride)
+    if out is None or out_stride is None:
         return "symbolic output shape"
     if layout.device.type not in _CHOICE_DEVICES:
         return f"device {layout.device.type}"
     kwargs: dict = {}
+    call: dict = {}
+    tensors = {"out": _meta(out, out_stride, int(layout.offset), layout.dtype)}
     if op in ("mm", "bmm"):
-        (asz, ast, aoff, adt, _), (bsz, bst, boff, bdt, _) = metas
-        if adt != bdt or layout.dtype != adt:
-            return "mixed dtypes"
-        p = _problem(asz, ast, bsz, bst, adt, layout.dtype, a_off=aoff * adt.itemsize, b_off=boff * bdt.itemsize)
+        a, b = metas
+        kind = "gemm"
     elif op == "addmm":
-        (isz, ist, ioff, idt, _), (asz, ast, aoff, adt, _), (bsz, bst, boff, bdt, _) = metas
+        inp, a, b = metas
+        isz, ist, ioff, idt, _ = inp
         alpha, beta = float(kwargs_in.get("alpha", 1)), float(kwargs_in.get("beta", 1))
-        if adt != bdt or layout.dtype != adt:
-            return "mixed dtypes"
         if ist[0] == 0 and ist[1] == 1 and beta == 1.0 and idt == layout.dtype:
-            mode, epi, c = "bias", "bias", None
+            mode, call = "bias", {"epilogue": "bias"}
+            tensors["bias"] = _meta([isz[1]], [ist[1]], ioff, idt)
         elif ist[1] == 0 and ist[0] == 1 and beta == 1.0 and idt == layout.dtype:
-            mode, epi, c = "bias_row", "bias_row", None
+            mode, call = "bias_row", {"epilogue": "bias_row"}
+            tensors["bias"] = _meta([isz[0]], [ist[0]], ioff, idt)
         else:
-            mode, epi = "c", "none"
-            c = _operand(isz, ist, _dtype_name(idt) or "?", ioff * idt.itemsize)
-            if c is None or _dtype_name(idt) is None:
-                return "addmm input layout"
-        p = _problem(asz, ast, bsz, bst, adt, layout.dtype, epilogue=epi, beta=(beta if mode == "c" else 0.0),
-                     c=c, a_off=aoff * adt.itemsize, b_off=boff * bdt.itemsize)
-        if p is not None:
-            p.alpha = alpha
-        kwargs = {"alpha": alpha, "beta": beta, "mode": mode}
+            mode, call = "c", {"beta": beta}
+            tensors["c"] = _meta(*inp[:4])
+        call["alpha"] = alpha
+        kind, kwargs = "gemm", {"alpha": alpha, "beta": beta, "mode": mode}
     else:  # scaled_mm
-        (asz, ast, aoff, adt, _), (bsz, bst, boff, bdt, _) = metas[:2]
-        sa, sb = metas[2][0], metas[3][0]
-        if metas[2][3] != torch.float32 or metas[3][3] != torch.float32:
-            return "scales are not fp32"
-        na, nb = math.prod(sa), math.prod(sb)
-        m, n = asz[0], bsz[1]
-        if na == 1 and nb == 1:
-            scaling = "tensor"
-        elif na == m and nb == n:
-            scaling = "row"
-        else:
-            return f"scale shapes {sa}, {sb}"
-        epi = "bias" if len(nodes) > 4 else "none"
-        p = _problem(asz, ast, bsz, bst, adt, layout.dtype, epilogue=epi, scaling=scaling,
-                     a_off=aoff * adt.itemsize, b_off=boff * bdt.itemsize)
-        kwargs = {"out_dtype": kwargs_in.get("out_dtype"), "use_fast_accum": bool(kwargs_in.get("use_fast_accum")),
-                  "scaling": scaling}
-    if p is None:
-        return "dtype or layout gemmtune does not take"
-    why = p.check()
-    if why:
-        return why
-    return kwargs, p
+        a, b = metas[:2]
+        tensors.update(scale_a=_meta(*metas[2][:4]), scale_b=_meta(*metas[3][:4]))
+        if len(metas) > 4:
+            tensors["bias"] = _meta(*metas[4][:4])
+        kind, call = "scaled_mm", {"out_dtype": layout.dtype}
+        kwargs = {"out_dtype": kwargs_in.get("out_dtype"), "use_fast_accum": bool(kwargs_in.get("use_fast_accum"))}
+    if op != "scaled_mm" and (a[3] != b[3] or layout.dtype != a[3]):
+        return "mixed dtypes"
+    tensors.update(a=_meta(*a[:4]), b=_meta(*b[:4]))
+    try:
+        plan = _dispatch.plan_of(f"gemmtune.{op}", kind, tensors, **call)
+    except Exception as e:  # noqa: BLE001 - the library's refusal (or its absence) is the reason not to offer
+        return str(e)
+    if plan.empty:
+        return "empty output"
+    if plan.copies:
+        return f"{', '.join(_dispatch._ARGS[i] for i, _, _ in plan.copies)} would be copied on every call"
+    if op == "scaled_mm":
+        kwargs["scaling"] = plan.problem.scaling
+    return kwargs, plan.problem
 
 
 def _example(size, stride, offset, dtype, device):
@@ -687,19 +640,24 @@ def _match(mm, order: dict) -> Optional[_Match]:
     return m
 
 
-def _fused_problem(m: _Match):
-    import gemmtune
-    xv, bv, fv = _val(m.x), _val(m.b), _val(m.mm)
-    if xv.dim() != 2 or bv.dim() != 2:
-        return None
-    sizes = _ints(list(xv.shape) + list(bv.shape))
-    strides = _ints(list(xv.stride()) + list(bv.stride()))
-    if sizes is None or strides is None:
-        return None
-    epi = ",".join(m.ops)
-    p = _problem(sizes[:2], strides[:2], sizes[2:], strides[2:], xv.dtype, fv.dtype, epilogue=epi,
-                 c=gemmtune.Operand(_dtype_name(fv.dtype), "row"))
-    return p
+def _fusable(m: _Match) -> bool:
+    """Whether the library plans the fused linear as it is (no refusal, no copy of an input). The residual reaches
+    the op reshaped to the output's shape: it is planned as a packed matrix of D's shape."""
+    xv, bv = _val(m.x), _val(m.b)
+    if xv.dim() != 2 or bv.dim() != 2 or _ints(list(xv.shape) + list(bv.shape)) is None:
+        return False
+    metas = {"a": _dispatch._meta(xv, True), "b": _dispatch._meta(bv, True)}
+    if m.bias is not None:
+        metas["bias"] = _dispatch._meta(_val(m.bias), True)
+    if m.residual is not None:
+        n_out = int(bv.shape[1]) // (2 if m.glu else 1)
+        metas["residual"] = {"shape": [int(xv.shape[0]), n_out], "strides": [n_out, 1],
+                             "dtype": str(_val(m.residual).dtype)}
+    try:
+        plan = _dispatch.plan_of("gemmtune.linear", "gemm", metas, epilogue=",".join(m.ops))
+    except Exception:  # noqa: BLE001 - refused: left as it is
+        return False
+    return not plan.empty and not plan.copies
 
 
 def _fake_val(target, args):
@@ -782,8 +740,7 @@ def _fuse(graph) -> int:
             m = _match(node, order)
             if m is None:
                 continue
-            p = _fused_problem(m)
-            if p is None or p.check():
+            if not _fusable(m):
                 continue
         except Exception:
             continue

@@ -170,7 +170,8 @@ def _setup_linear(ctx, inputs, output):
 def _bias_only(epilogue: str) -> bool:
     """Whether a chain adds at most a bias, whose gradient needs no pre-activation output (which a fused op never
     stores)."""
-    return all(op.split(":")[0] in ("bias", "bias_col", "none", "") for op in "".join(epilogue.split()).lower().split(","))
+    ops = "".join(epilogue.split()).lower().split(",")
+    return all(op.split(":")[0] in ("bias", "bias_col", "none", "") for op in ops)
 
 
 def _linear_backward(ctx, grad):
