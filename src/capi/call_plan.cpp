@@ -424,14 +424,15 @@ class Planner {
     }
     p.epilogue = e;
     p.amax = has("amax");
-    if (any_fp8)
+    if (any_fp8) {
       p.scaling = scaled ? torch_scales(M, N, K) : flat_scales(M, N, K, fp8(ta));
-    if (any_fp8 && scaled && scaling_)
-      need(parse_scaling(*scaling_) == p.scaling, "scaling '" + *scaling_ + "' was asked for, but the scales' shapes "
-           "say " + std::string(scaling_name(p.scaling)));
-    else
+      if (scaled && scaling_)
+        need(parse_scaling(*scaling_) == p.scaling, "scaling '" + *scaling_ + "' was asked for, but the scales' "
+             "shapes say " + std::string(scaling_name(p.scaling)));
+    } else {
       need((!scaling_ || *scaling_ == "none") && !has("scale_a") && !has("scale_b"),
            "scales and scaling apply to float8 inputs (a is " + a.dtype + ", b is " + b.dtype + ")");
+    }
     for (const char* name : {"scale_d", "amax"}) {
       if (!has(name) || (name == std::string("scale_d") && scaled && *td != DType::e4m3)) continue;
       const Tensor& s = t(name);
@@ -442,18 +443,13 @@ class Planner {
     // As torch._scaled_mm: scale_result scales an fp8 result only.
     if (scaled && has("scale_d") && *td != DType::e4m3) unused_.push_back("scale_d");
     json out = finish(p);
-    for (const char* name : {"bias", "row_scale", "col_scale"}) {
-      if (!has(name)) continue;
-      const EpiOpKind k = name == std::string("row_scale")   ? EpiOpKind::row_scale
-                          : name == std::string("col_scale") ? EpiOpKind::col_scale
-                          : p.epilogue.has(EpiOpKind::bias_row) ? EpiOpKind::bias_row
-                                                                : EpiOpKind::bias_col;
-      const int64_t want = p.epilogue_vector_len(k);
-      need(t(name).numel() == want,
-           std::string(name) + " has " + std::to_string(t(name).numel()) + " elements, the epilogue '" +
-               p.epilogue.key() + "' needs " + std::to_string(want) + " (" +
-               (k == EpiOpKind::bias_row || k == EpiOpKind::row_scale ? "M" : "the columns at its place") + ")");
-    }
+    for (auto [name, k] : {std::pair{"bias", p.epilogue.has(EpiOpKind::bias_row) ? EpiOpKind::bias_row
+                                                                                 : EpiOpKind::bias_col},
+                           {"row_scale", EpiOpKind::row_scale}, {"col_scale", EpiOpKind::col_scale}})
+      if (has(name)) {
+        const std::string why = p.check_epilogue_vector(k, t(name).numel());
+        need(why.empty(), why);
+      }
     if (any_fp8)
       for (auto [name, which] : {std::pair{"scale_a", 'A'}, {"scale_b", 'B'}}) {
         const int64_t want = p.scale_len(which);
