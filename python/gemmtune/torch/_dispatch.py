@@ -143,7 +143,7 @@ class _Entry:
     out_direct: bool
     copies: tuple
     unused: tuple
-    plain: bool                  # nothing to copy or drop: the short launch
+    plain: bool                  # nothing to copy or drop: the short launch (plain ops: with no optional tensor)
     problem_str: str
     key: str
 
@@ -235,7 +235,13 @@ def grouped(a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=No
     ready = getattr(_tls, "ready", None)
     if ready is None or dev not in ready:
         _bind_context(dev)
-    return _launch(e, dev, None, [a, b, None, bias, None, None, None, scale_a, scale_b, None, None, offs])
+    if not e.plain:
+        return _launch(e, dev, None, [a, b, None, bias, None, None, None, scale_a, scale_b, None, None, offs])
+    d = torch.empty_strided(e.out_shape, e.out_strides, dtype=e.out_dtype, device=e.torch_device)
+    e.gemm.run_raw(a.data_ptr(), b.data_ptr(), 0, d.data_ptr(), 0 if bias is None else bias.data_ptr(), 0, 0, 0,
+                   0 if scale_a is None else scale_a.data_ptr(), 0 if scale_b is None else scale_b.data_ptr(), 0, 0,
+                   _raw_stream(dev), group_rows=0 if offs is None else offs.data_ptr())
+    return d
 
 
 def _launch(e: _Entry, dev: int, out, ts: list):
@@ -322,7 +328,7 @@ def _miss(key, op, a, call: dict, tensors: dict):
         grouped_problem = plan.problem.grouping != "none"
         e = _Entry(g, None if grouped_problem else g._run, None if grouped_problem else g._h, a.device,
                    plan.out_shape, plan.out_strides, plan.out_dtype, plan.out_direct, plan.copies, plan.unused,
-                   not plan.copies and not plan.unused and not grouped_problem, plan.problem_text, plan.key)
+                   not plan.copies and not plan.unused, plan.problem_text, plan.key)
         _sel[key] = e
         return e
 
