@@ -19,6 +19,8 @@ using Dims = std::vector<int64_t>;
 using detail::InputError;
 
 constexpr int kMaxDims = 8;
+constexpr int64_t kMaxSize = int64_t(1) << 31;   // a size (a GEMM's dims are < 2^31)
+constexpr int64_t kMaxElems = int64_t(1) << 40;  // a tensor's elements, a stride
 
 // Python's tuple spelling, which the binding's users read: (300, 64), (300,), ().
 std::string tup(const Dims& d) {
@@ -122,7 +124,7 @@ std::optional<Mat> flatten(const Tensor& t) {
     if (t.shape[i] == 1) continue;
     if (first) {
       s0 = t.strides[i], first = false;
-    } else if (t.strides[i] != s0 * rows) {
+    } else if (int64_t want; __builtin_mul_overflow(s0, rows, &want) || t.strides[i] != want) {
       return std::nullopt;
     }
     rows *= t.shape[i];
@@ -174,8 +176,13 @@ class Planner {
     const int64_t align = f.integer("align", 16);
     if (t.shape.size() != t.strides.size() || t.shape.size() > size_t(kMaxDims))
       throw InputError(where + ": shape and strides must have one entry per dim (at most 8)");
-    for (int64_t s : t.shape)
-      if (s < 0 || s >= (int64_t(1) << 40)) throw InputError(where + ": a size is out of range");
+    // Bounded so that no product of sizes and strides below overflows: a GEMM's dims are < 2^31 anyway.
+    int64_t numel = 1;
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      if (t.shape[i] < 0 || t.shape[i] >= kMaxSize || t.strides[i] <= -kMaxElems || t.strides[i] >= kMaxElems ||
+          __builtin_mul_overflow(numel, t.shape[i], &numel) || numel >= kMaxElems)
+        throw InputError(where + ": a size or stride is out of range (sizes below 2^31, strides and elements below "
+                         "2^40)");
     if (align < 1) throw InputError(where + ": \"align\" must be >= 1");
     t.align = int(std::min<int64_t>(align & -align, 16));
     return t;
@@ -255,7 +262,13 @@ class Planner {
     return e;
   }
 
+  void check_out(const Dims& shape) const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      need(!__builtin_mul_overflow(n, d, &n) && n < kMaxElems, "the output " + tup(shape) + " has too many elements");
+  }
   void out_json(const Dims& shape, const Dims& strides, DType dt) {
+    check_out(shape);
     res_["out"] = {{"shape", shape}, {"strides", strides}, {"dtype", dtype_name(dt)}};
   }
 
@@ -362,6 +375,7 @@ class Planner {
     if (linear && has("residual"))
       need(t("residual").shape == out_shape, "residual has shape " + tup(t("residual").shape) +
                                                  ", it must have the output's shape " + tup(out_shape));
+    check_out(out_shape);
     Dims out_strides = packed(out_shape);
     out_json(out_shape, out_strides, *td);
     if (M == 0 || N == 0 || batch == 0) return empty();

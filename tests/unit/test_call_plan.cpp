@@ -280,6 +280,13 @@ TEST(CallPlan, MalformedCallsAreInvalid) {
     EXPECT_EQ(gt_call_plan(c.dump().c_str(), &out), GT_INVALID) << c.dump();
     EXPECT_EQ(out, nullptr);
   }
+  // Sizes and strides that would overflow a product are refused, as is an output too large to address.
+  EXPECT_REFUSED(call("mm", {{"a", packed({1 << 30, 1})}, {"b", packed({1, 1 << 30})}}), "too many elements");
+  for (const json& t : {tensor({int64_t(1) << 31, 1}, {1, 1}), tensor({2, 2}, {int64_t(1) << 40, 1}),
+                        packed({1 << 30, 1 << 30})}) {
+    char* none = nullptr;
+    EXPECT_EQ(gt_call_plan(call("mm", {{"a", t}, {"b", packed({1, 8})}}).dump().c_str(), &none), GT_INVALID);
+  }
   char* out = nullptr;
   EXPECT_EQ(gt_call_plan("{", &out), GT_INVALID);
   EXPECT_EQ(gt_call_plan(nullptr, &out), GT_INVALID);
