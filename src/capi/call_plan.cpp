@@ -36,7 +36,6 @@ Dims packed(const Dims& shape) {
 }
 
 struct Tensor {
-  bool present = false;
   Dims shape, strides;
   std::string dtype;  // as given
   int align = 16;
@@ -169,7 +168,6 @@ class Planner {
     const detail::Fields f(j, where);
     f.only({"shape", "strides", "dtype", "align"});
     Tensor t;
-    t.present = true;
     t.shape = f.at("shape").get<Dims>();
     t.strides = f.at("strides").get<Dims>();
     t.dtype = f.string("dtype");
@@ -284,13 +282,11 @@ class Planner {
     res_["epilogue"] = p.epilogue.key();
     res_["copies"] = copies_;
     res_["unused"] = unused_;
-    if (!res_.contains("out_direct")) res_["out_direct"] = false;
     return res_;
   }
 
   json empty() {
     res_["empty"] = true;
-    if (!res_.contains("out_direct")) res_["out_direct"] = false;
     return res_;
   }
 
@@ -690,7 +686,7 @@ class Planner {
   double alpha_ = 1.0, beta_ = 0.0;
   std::optional<std::string> scaling_, out_dtype_;
   std::map<std::string, Tensor> t_;
-  json res_ = json::object(), copies_ = json::object(), unused_ = json::array();
+  json res_ = {{"out_direct", false}}, copies_ = json::object(), unused_ = json::array();
 };
 
 }  // namespace
