@@ -23,6 +23,7 @@ struct Select<false, A, B> {
 
 template <Spec S>
 struct GemmConfig {
+  static_assert(spec_error(S) == nullptr, "not a valid sm90 Spec: gt_sm90::spec_error(S) names the broken rule");
   static constexpr Plan P = derive(S);
   static constexpr int BM = S.bm, BN = S.bn, BK = P.bk, STAGES = S.stages;
   static constexpr int CM = S.cm, CN = S.cn, CS = S.cm * S.cn;
@@ -34,18 +35,11 @@ struct GemmConfig {
   // Static order with a stream-K tail: the last round and a half of tiles is shared out evenly by k-blocks (see
   // sm90/sm90_tile_stream.cuh).
   static constexpr bool SK = S.sk;
-  static_assert(!(SK && DYNAMIC), "the stream-K tail needs the static tile order");
 
   // load=cp (sm90_cp_loader.cuh): A and/or B through cp.async pieces of CP_A / CP_B bytes (0: by TMA), all producer
   // threads loading; kTmaBytes: what TMA brings into a stage.
   static constexpr bool CP = P.cp;
   static constexpr int CP_A = S.cp_a, CP_B = S.cp_b, kTmaBytes = P.tma_bytes;
-  static_assert((CP_A == 0 || CP_A == 4 || CP_A == 8 || CP_A == 16) &&
-                    (CP_B == 0 || CP_B == 4 || CP_B == 8 || CP_B == 16),
-                "load=cp takes 4, 8 or 16-byte pieces");
-  static_assert(!CP || (S.cm == 1 && S.cn == 1), "load=cp needs a 1x1 cluster (cp.async does not multicast)");
-  static_assert(!CP || !S.dynamic, "load=cp needs a static tile order (every producer thread walks the tiles)");
-  static_assert(!CP || S.in == kBF16 || S.in == kF16, "load=cp copies 16-bit elements");
 
   static constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -57,31 +51,8 @@ struct GemmConfig {
   static constexpr int IN_A = S.in, IN_B = S.in_b != 0 ? S.in_b : S.in;
   static constexpr int SCALE = S.scale;
   static constexpr int GROUPED = S.grouped;  // 0 none, 1 contiguous, 2 masked (scheduler/group_tiles.cuh)
-  static_assert(GROUPED == 0 || (CM == 1 && !DYNAMIC && !SK && !CP),
-                "grouped kernels: cluster 1xN (the CTAs of a cluster share one group's A rows), static tile order, "
-                "TMA loads");
   static constexpr bool PROMOTE = S.promote;
-  static_assert(S.in == kBF16 || S.in == kF16 || FP8, "A and B must be bf16, f16, e4m3 or e5m2");
-  static_assert(FP8 == gt::dtype_code_fp8(IN_B) && (FP8 || IN_B == S.in),
-                "A and B: both 16-bit (one type) or both fp8");
-  static_assert(!FP8 || (!A_MN && !B_MN), "fp8 operands must be K-major (row-major A, col-major B)");
-  static_assert(!FP8 || !P.cp, "load=cp copies 16-bit elements");
-  static_assert(FP8 == (SCALE != kScaleNone), "fp8 inputs need a scaling, 16-bit ones take none");
-  static_assert(!PROMOTE || FP8, "promoted accumulation is the fp8 path's");
-  static_assert(SCALE != kScaleBlock || PROMOTE, "block scales are applied as each k-block is promoted");
-  static_assert(SCALE != kScaleBlock || BN % 128 == 0 || 128 % BN == 0 || BN == 192,
-                "block scales need tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)");
-  static_assert(!PROMOTE || 2 * P.acc_regs <= 192, "promote keeps two accumulator sets: exceeds the register budget");
   using Mma = typename Select<FP8, WgmmaF8<BN, IN_A, IN_B>, Wgmma<BN, F16>>::T;
-  static_assert(BM == 64 || BM == 128 || BM == 256, "tile M must be 64, 128 or 256");
-  static_assert(WM % 64 == 0 && WM >= 64, "each consumer warpgroup needs a multiple of 64 rows (coop: tile M >= 128)");
-  static_assert(BN % 8 == 0 && BN >= 16 && BN <= 256, "tile N must be a multiple of 8 in [16, 256]");
-  static_assert(!B_MN || BN % 64 == 0, "N-major B needs tile N a multiple of 64 (128-byte swizzle atoms)");
-  static_assert(STAGES >= 2 && STAGES <= 16, "stages must be in [2, 16]");
-  static_assert(CS == 1 || CS == 2 || (CM == 2 && CN == 2), "cluster must be 1x1, 2x1, 1x2 or 2x2");
-  static_assert(kAccRegs <= 192, "accumulators exceed the register budget of a consumer warpgroup");
-  static_assert((OUT >= 0 && OUT <= 2 || OUT == kE4M3) && CT >= 0 && CT <= 2, "bad output / C dtype");
-  static_assert(OUT != kE4M3 || (FP8 && !HAS_C), "an e4m3 D needs fp8 inputs and takes no C");
 
   static constexpr int kAParts = P.a_parts, kBParts = P.b_parts;
   static constexpr int kABoxRows = P.a_box_rows, kBBoxRows = P.b_box_rows, kBRows = P.b_rows;

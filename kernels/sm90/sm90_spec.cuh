@@ -138,6 +138,54 @@ constexpr Plan derive(const Spec& s) {
   return p;
 }
 
+// The structural rules of a spec: nullptr when the kernels can be built for it, else why not, in the config line's
+// terms. GemmConfig static_asserts it and the host's config_reason (src/backends/sm90/sm90_rules.cpp) returns it, so
+// each rule is stated once; the host adds only the rules that combine a problem and a config. The first checks are
+// the problem's (problem_reason refuses those first, in the user's terms).
+constexpr const char* spec_error(const Spec& s) {
+  const bool fp8 = gt::dtype_code_fp8(s.in);
+  const int in_b = s.in_b != 0 ? s.in_b : s.in;
+  const bool cp = s.cp_a > 0 || s.cp_b > 0;
+  if (s.in != kBF16 && s.in != kF16 && !fp8) return "A and B must be bf16, f16, e4m3 or e5m2";
+  if (fp8 != gt::dtype_code_fp8(in_b) || (!fp8 && in_b != s.in)) return "A and B: both 16-bit (one type) or both fp8";
+  if (fp8 && (s.a_mn || s.b_mn)) return "fp8 operands must be K-major (row-major A, col-major B)";
+  if (fp8 == (s.scale == kScaleNone)) return "fp8 inputs need a scaling, 16-bit ones take none";
+  if (!((s.out >= 0 && s.out <= 2) || s.out == kE4M3) || s.ct < 0 || s.ct > 2) return "bad output / C dtype";
+  if (s.out == kE4M3 && (!fp8 || s.has_c)) return "an e4m3 D needs fp8 inputs and takes no C";
+  if (s.bm != 64 && s.bm != 128 && s.bm != 256) return "tile M must be 64, 128 or 256";
+  if (s.bn < 16 || s.bn > 256 || s.bn % 8 != 0) return "tile N must be a multiple of 8 in [16, 256]";
+  if (!s.pingpong && s.bm < 128) return "the cooperative schedule needs tile M >= 128";
+  if (s.pingpong && s.bm > 128) return "the ping-pong schedule needs tile M <= 128";
+  if (s.stages < 2 || s.stages > 16) return "stages must be in [2, 16]";
+  if ((s.cm != 1 && s.cm != 2) || (s.cn != 1 && s.cn != 2)) return "cluster must be 1x1, 2x1, 1x2 or 2x2";
+  if (s.promote && !fp8) return "promoted accumulation (acc=promote) is the fp8 path's";
+  if (s.scale == kScaleBlock && !s.promote) return "block scaling needs acc=promote (scales apply per 128-K block)";
+  if (s.scale == kScaleBlock && s.bn % 128 != 0 && 128 % s.bn != 0 && s.bn != 192)
+    return "block scaling needs tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)";
+  if (s.dynamic && s.sk) return "the stream-K tail (tail=sk) needs a static or gpc tile order";
+  if (s.grouped != 0 && s.cm != 1)
+    return "grouped GEMMs take clusters 1x1 or 1x2 (the CTAs of a 2x1 cluster would hold rows of two groups while "
+           "sharing one B)";
+  if (s.grouped != 0 && (s.dynamic || s.sk))
+    return "grouped GEMMs walk their tiles in a static or gpc order, without a stream-K tail";
+  if (s.grouped != 0 && cp) return "grouped GEMMs load A and B by TMA only";
+  auto piece = [](int b) { return b == 0 || b == 4 || b == 8 || b == 16; };
+  if (!piece(s.cp_a) || !piece(s.cp_b)) return "load=cp takes 4, 8 or 16-byte pieces";
+  if (cp && s.cm * s.cn != 1) return "load=cp needs cluster 1x1 (cp.async does not multicast)";
+  if (cp && s.dynamic) return "load=cp needs a static or gpc tile order (every producer thread walks the tiles)";
+  if (cp && s.in != kBF16 && s.in != kF16) return "load=cp copies 16-bit elements";
+  if (s.b_mn && s.bn % 64 != 0)
+    return "N-major B in the kernel (row-major B, or M-major A with a column-major D) needs tile N a multiple of 64";
+  // A consumer thread gets 232 registers (setmaxnreg), at most 192 of them accumulators; whether a config within
+  // that spills depends on the epilogue and the compiler: the compile's ptxas report says, not a rule.
+  const Plan p = derive(s);
+  if (s.promote && 2 * p.acc_regs > 192)
+    return "acc=promote keeps two accumulator sets: twice the accumulator registers per thread exceed the 192 of a "
+           "consumer warpgroup (take tile N <= 128 per 64 rows)";
+  if (p.acc_regs > 192) return "the accumulator registers per thread exceed the 192 of a consumer warpgroup";
+  return nullptr;
+}
+
 // Run-time arguments besides the tensor maps, passed by value to the kernel.
 struct GemmParams {
   int m, n, k, batch;

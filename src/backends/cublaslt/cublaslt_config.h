@@ -37,7 +37,8 @@ struct AlgoConfig {
 
   // The canonical one-line form (see above).
   std::string str() const;
-  // Accepts the keys in any order, each exactly once; throws gemmtune::Error naming the offending part.
+  // Accepts the keys in any order, each exactly once (backends/config_fields.h); throws gemmtune::Error naming the
+  // offending part.
   static AlgoConfig parse(const std::string& s);
   bool operator==(const AlgoConfig&) const = default;
 };
@@ -61,10 +62,5 @@ struct CandidateConfig {
   static CandidateConfig parse(const std::string& s);
   bool operator==(const CandidateConfig&) const = default;
 };
-
-// Names of enum ids as used in the config string ("128x256", "#999", "undef"/"auto" for 0).
-std::string tile_name(uint32_t id);
-std::string stages_name(uint32_t id);
-std::string cluster_name(uint32_t id);
 
 }  // namespace gemmtune::cublaslt

@@ -7,7 +7,7 @@
 #include <deque>
 #include <mutex>
 
-#include "backends/canonical_config.h"
+#include "backends/config_fields.h"
 #include "backends/cutlass/cutlass_abi.h"
 #include "backends/cutlass/cutlass_codegen.h"
 #include "backends/cutlass/cutlass_config.h"
@@ -160,14 +160,14 @@ class CutlassBackend final : public Backend {
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
-    return parse_canonical<Config>(kName, c);
+    return config::parse_candidate<Config>(kName, c);
   }
 
   using Backend::compile, Backend::load, Backend::validate;
 
   std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
                        const DeviceInfo& dev) const override {
-    return validate_canonical(kName, c, config_of<Config>(parsed, kName),
+    return config::validate_canonical(kName, c, config_of<Config>(parsed, kName),
                               [&](const Config& cfg) { return cutlass_be::config_reason(cfg, p, dev); });
   }
 

@@ -1,14 +1,11 @@
 // cutlass config: the canonical line, the rules (one validity function for enumerate, validate and error messages)
 // and the wave-quantization ranking.
-#include "core/parse_int.h"
 #include "backends/cutlass/cutlass_config.h"
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
-#include "core/check.h"
-#include "gemmtune/errors.h"
+#include "backends/config_fields.h"
 
 namespace gemmtune::cutlass_be {
 namespace {
@@ -51,64 +48,20 @@ std::string tma_reason(const Problem& p, char which) {
 
 bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
 
+using config::Form;
+const config::Fields<Config>& fields() {
+  static const config::Fields<Config> f{
+      "cutlass",
+      {config::choice<&Config::sched>("sched", Form::required, {{"coop", Sched::coop}, {"pingpong", Sched::pingpong}}),
+       config::dims<&Config::tile_m, &Config::tile_n, &Config::tile_k>("tile", "", Form::required, 1),
+       config::dims<&Config::cluster_m, &Config::cluster_n>("cluster", "", Form::required, 1)}};
+  return f;
+}
+
 }  // namespace
 
-std::string Config::str() const {
-  std::ostringstream os;
-  os << "sched=" << (sched == Sched::coop ? "coop" : "pingpong") << ",tile=" << tile_m << "x" << tile_n << "x"
-     << tile_k << ",cluster=" << cluster_m << "x" << cluster_n;
-  return os.str();
-}
-
-Config Config::parse(const std::string& s) {
-  Config c;
-  auto bad = [&](const std::string& why) { GT_THROW("cutlass: bad config '" + s + "': " + why); };
-  // "AxB" or "AxBxC" into ints.
-  auto dims = [&](const std::string& k, const std::string& v, int n) {
-    std::vector<int> out;
-    std::istringstream is(v);
-    std::string part;
-    while (std::getline(is, part, 'x')) {
-      int x = 0;
-      if (!detail::parse_int(part, x, 1).empty())
-        bad(k + " must be " + std::to_string(n) + " positive integers joined by 'x', got '" + v + "'");
-      out.push_back(x);
-    }
-    if (static_cast<int>(out.size()) != n)
-      bad(k + " must be " + std::to_string(n) + " integers joined by 'x', got '" + v + "'");
-    return out;
-  };
-  bool seen_sched = false, seen_tile = false, seen_cluster = false;
-  std::istringstream is(s);
-  std::string kv;
-  while (std::getline(is, kv, ',')) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
-    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    auto once = [&](bool& seen) {
-      if (seen) bad("'" + k + "' given twice");
-      seen = true;
-    };
-    if (k == "sched") {
-      once(seen_sched);
-      if (v == "coop") c.sched = Sched::coop;
-      else if (v == "pingpong") c.sched = Sched::pingpong;
-      else bad("sched must be coop or pingpong, got '" + v + "'");
-    } else if (k == "tile") {
-      once(seen_tile);
-      const auto d = dims(k, v, 3);
-      c.tile_m = d[0], c.tile_n = d[1], c.tile_k = d[2];
-    } else if (k == "cluster") {
-      once(seen_cluster);
-      const auto d = dims(k, v, 2);
-      c.cluster_m = d[0], c.cluster_n = d[1];
-    } else {
-      bad("unknown key '" + k + "' (known: sched, tile, cluster)");
-    }
-  }
-  if (!seen_sched || !seen_tile || !seen_cluster) bad("sched, tile and cluster are required");
-  return c;
-}
+std::string Config::str() const { return fields().str(*this); }
+Config Config::parse(const std::string& s) { return fields().parse(s); }
 
 int k_tile(const Problem& p) { return is_fp8(p.a.dtype) ? 128 : 64; }
 

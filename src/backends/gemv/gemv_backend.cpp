@@ -7,7 +7,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "backends/canonical_config.h"
+#include "backends/config_fields.h"
 #include "backends/gemv/gemv_config.h"
 #include "backends/jit_backend.h"
 #include "backends/stream_scratch.h"
@@ -199,14 +199,14 @@ class GemvBackend final : public Backend {
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
-    return parse_canonical<Config>("gemv", c);
+    return config::parse_candidate<Config>("gemv", c);
   }
 
   using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
 
   std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
                        const DeviceInfo& dev) const override {
-    return validate_canonical("gemv", c, config_of<Config>(parsed, "gemv"),
+    return config::validate_canonical("gemv", c, config_of<Config>(parsed, "gemv"),
                               [&](const Config& cfg) { return gemv::config_reason(cfg, p, dev); });
   }
 

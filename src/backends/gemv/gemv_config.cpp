@@ -2,12 +2,7 @@
 // (kernels/gemv/gemv_params.cuh, which the kernels read too).
 #include "backends/gemv/gemv_config.h"
 
-#include <cstdio>
-#include <sstream>
-
-#include "core/check.h"
-#include "core/parse_int.h"
-#include "gemmtune/errors.h"
+#include "backends/config_fields.h"
 #include "gemv/gemv_params.cuh"  // kernels/: the kernels' sizes
 
 namespace gemmtune::gemv {
@@ -21,65 +16,25 @@ int n_blocks(const Config& c, const Problem& p) {
   return gt_gemv::mma_vector_blocks(static_cast<int>(c.vec_m ? p.m : p.n));
 }
 
+using config::Form;
+const config::Fields<Config>& fields() {
+  static const config::Fields<Config> f{
+      "gemv",
+      {config::choice<&Config::vec_m>("vec", Form::required, {{"m", true}, {"n", false}}),
+       config::integer<&Config::warps>("warps", Form::required),
+       config::integer<&Config::rows>("rows", Form::required),
+       config::integer<&Config::ksplit>("ksplit", Form::required),
+       config::integer<&Config::unroll>("unroll", Form::required),
+       config::choice<&Config::mma>("mma", Form::optional, {{"0", false}, {"1", true}}),
+       config::integer<&Config::ring>("ring", Form::optional),
+       config::integer<&Config::csplit>("csplit", Form::optional),
+       config::integer<&Config::occ>("occ", Form::optional)}};
+  return f;
+}
 }  // namespace
 
-std::string Config::str() const {
-  std::ostringstream os;
-  os << "vec=" << (vec_m ? "m" : "n") << ",warps=" << warps << ",rows=" << rows << ",ksplit=" << ksplit
-     << ",unroll=" << unroll;
-  if (mma) os << ",mma=1";
-  if (ring) os << ",ring=" << ring;
-  if (csplit != 1) os << ",csplit=" << csplit;
-  if (occ != 1) os << ",occ=" << occ;
-  return os.str();
-}
-
-Config Config::parse(const std::string& s) {
-  Config c;
-  std::istringstream is(s);
-  std::string kv;
-  auto bad = [&](const std::string& why) { GT_THROW("gemv: bad config '" + s + "': " + why); };
-  bool seen[8] = {};
-  while (std::getline(is, kv, ',')) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
-    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    auto num = [&](int i) {
-      seen[i] = true;
-      int x = 0;
-      if (std::string why = gemmtune::detail::parse_int(v, x); !why.empty()) bad(k + " '" + v + "' " + why);
-      return x;
-    };
-    if (k == "vec") {
-      if (v != "m" && v != "n") bad("vec must be m or n");
-      c.vec_m = v == "m";
-      seen[0] = true;
-    } else if (k == "warps") {
-      c.warps = num(1);
-    } else if (k == "rows") {
-      c.rows = num(2);
-    } else if (k == "ksplit") {
-      c.ksplit = num(3);
-    } else if (k == "unroll") {
-      c.unroll = num(4);
-    } else if (k == "mma") {
-      if (v != "0" && v != "1") bad("mma must be 0 or 1");
-      c.mma = v == "1";
-    } else if (k == "ring") {
-      c.ring = num(5);
-    } else if (k == "csplit") {
-      c.csplit = num(6);
-    } else if (k == "occ") {
-      c.occ = num(7);
-    } else {
-      bad("unknown key '" + k + "' (expected vec, warps, rows, ksplit, unroll, mma, ring, csplit, occ)");
-    }
-  }
-  const char* names[5] = {"vec", "warps", "rows", "ksplit", "unroll"};
-  for (int i = 0; i < 5; ++i)
-    if (!seen[i]) bad(std::string("missing ") + names[i]);
-  return c;
-}
+std::string Config::str() const { return fields().str(*this); }
+Config Config::parse(const std::string& s) { return fields().parse(s); }
 
 View make_view(const Problem& p, bool vec_m) {
   View v;

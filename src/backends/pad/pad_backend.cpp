@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/config_fields.h"
 #include "backends/jit_backend.h"
 #include "backends/pad/pad_config.h"
 #include "backends/stream_scratch.h"
@@ -237,9 +238,7 @@ class PadBackend final : public Backend {
     const Problem q = pad::padded_problem(p, r.cfg.a, r.cfg.b);
     if (std::string why = r.inner->validate(q, r.cfg.inner, *r.inner_cfg, dev); !why.empty())
       return "pad: on the padded problem: " + why;
-    if (r.cfg.str() != c.config)
-      return "pad: config '" + c.config + "' is not canonical (expected '" + r.cfg.str() + "')";
-    return "";
+    return config::canonical_reason(kName, c.config, r.cfg.str());
   }
 
   // A wrapped candidate compiles as slowly as its inner backend: pad is a slow-compile backend when any backend it

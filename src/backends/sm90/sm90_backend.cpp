@@ -11,7 +11,7 @@
 #include "backends/sm90/sm90_cluster_order.h"
 #include "backends/sm90/sm90_config.h"
 #include "backends/sm90/sm90_plan.h"
-#include "backends/canonical_config.h"
+#include "backends/config_fields.h"
 #include "backends/jit_backend.h"
 #include "backends/stream_scratch.h"
 #include "core/check.h"
@@ -357,14 +357,14 @@ class Sm90Backend final : public Backend {
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
-    return parse_canonical<Config>("sm90", c);
+    return config::parse_candidate<Config>("sm90", c);
   }
 
   using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
 
   std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
                        const DeviceInfo& dev) const override {
-    return validate_canonical("sm90", c, config_of<Config>(parsed, "sm90"),
+    return config::validate_canonical("sm90", c, config_of<Config>(parsed, "sm90"),
                               [&](const Config& cfg) { return sm90::config_reason(cfg, p, dev); });
   }
 

@@ -2,14 +2,10 @@
 // (kernels/sm90/sm90_spec.cuh: derived once, read by the kernels too).
 #include "backends/sm90/sm90_config.h"
 
+#include "backends/config_fields.h"
 #include "core/dtype_code.h"
-#include "core/parse_int.h"
 
-#include <cstdio>
 #include <sstream>
-
-#include "core/check.h"
-#include "gemmtune/errors.h"
 
 namespace gemmtune::sm90 {
 namespace {
@@ -40,89 +36,31 @@ OperandDesc desc_of(const Problem& p, char w, int64_t rows, int64_t cols) {
   return d;
 }
 
+using config::Form;
+// The config line's fields, in print order; a knob is one row here plus its member in Config.
+const config::Fields<Config>& fields() {
+  static const config::Fields<Config> f{
+      "sm90",
+      {config::dims<&Config::bm, &Config::bn, &Config::bk>("tile", "MxNxK", Form::printed),
+       config::integer<&Config::stages>("stages", Form::printed),
+       config::dims<&Config::cm, &Config::cn>("cluster", "MxN", Form::printed),
+       config::choice<&Config::pingpong>("sched", Form::printed, {{"coop", false}, {"pingpong", true}}),
+       config::choice<&Config::raster_n>("raster", Form::printed, {{"m", false}, {"n", true}}),
+       config::integer<&Config::group>("group", Form::printed),
+       config::choice<&Config::tiles>(
+           "tiles", Form::optional,
+           {{"static", TileOrder::static_order}, {"dynamic", TileOrder::dynamic}, {"gpc", TileOrder::gpc}}),
+       config::choice<&Config::sk>("tail", Form::optional, {{"dp", false}, {"sk", true}}),
+       config::choice<&Config::epi_warp>("epi", Form::optional, {{"warpgroup", false}, {"warp", true}}),
+       config::choice<&Config::swap>("swap", Form::optional, {{"0", false}, {"1", true}}),
+       config::choice<&Config::cp>("load", Form::optional, {{"tma", false}, {"cp", true}}),
+       config::choice<&Config::acc>("acc", Form::optional, {{"fast", Accum::fast}, {"promote", Accum::promote}})}};
+  return f;
+}
 }  // namespace
 
-std::string Config::str() const {
-  std::ostringstream os;
-  os << "tile=" << bm << "x" << bn << "x" << bk << ",stages=" << stages << ",cluster=" << cm << "x" << cn
-     << ",sched=" << (pingpong ? "pingpong" : "coop") << ",raster=" << (raster_n ? "n" : "m") << ",group=" << group;
-  if (tiles == TileOrder::dynamic) os << ",tiles=dynamic";
-  if (tiles == TileOrder::gpc) os << ",tiles=gpc";
-  if (sk) os << ",tail=sk";
-  if (epi_warp) os << ",epi=warp";
-  if (swap) os << ",swap=1";
-  if (cp) os << ",load=cp";
-  if (acc != Accum::none) os << ",acc=" << (acc == Accum::fast ? "fast" : "promote");
-  return os.str();
-}
-
-Config Config::parse(const std::string& s) {
-  Config c;
-  std::istringstream is(s);
-  std::string kv;
-  auto bad = [&](const std::string& why) { GT_THROW("sm90: bad config '" + s + "': " + why); };
-  std::string k;
-  // One integer of the config, the whole text in int range: named with its key in the message.
-  auto number = [&](std::string_view text, int& out) {
-    if (std::string why = gemmtune::detail::parse_int(text, out); !why.empty()) bad(k + " '" + std::string(text) + "' " + why);
-  };
-  // "AxBxC" into as many integers as `dst` has.
-  auto dims = [&](const std::string& v, std::initializer_list<int*> dst, const char* shape) {
-    size_t start = 0, i = 0;
-    for (int* d : dst) {
-      const size_t x = ++i < dst.size() ? v.find('x', start) : v.size();
-      if (x == std::string::npos) bad(shape);
-      number(std::string_view(v).substr(start, x - start), *d);
-      start = x + 1;
-    }
-  };
-  while (std::getline(is, kv, ',')) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
-    k = kv.substr(0, eq);
-    const std::string v = kv.substr(eq + 1);
-    try {
-      if (k == "tile") {
-        dims(v, {&c.bm, &c.bn, &c.bk}, "tile must be MxNxK");
-      } else if (k == "stages") {
-        number(v, c.stages);
-      } else if (k == "cluster") {
-        dims(v, {&c.cm, &c.cn}, "cluster must be MxN");
-      } else if (k == "sched") {
-        if (v != "coop" && v != "pingpong") bad("sched must be coop or pingpong");
-        c.pingpong = v == "pingpong";
-      } else if (k == "raster") {
-        if (v != "m" && v != "n") bad("raster must be m or n");
-        c.raster_n = v == "n";
-      } else if (k == "group") {
-        number(v, c.group);
-      } else if (k == "tiles") {
-        if (v != "static" && v != "dynamic" && v != "gpc") bad("tiles must be static, dynamic or gpc");
-        c.tiles = v == "dynamic" ? TileOrder::dynamic : v == "gpc" ? TileOrder::gpc : TileOrder::static_order;
-      } else if (k == "tail") {
-        if (v != "dp" && v != "sk") bad("tail must be dp or sk");
-        c.sk = v == "sk";
-      } else if (k == "epi") {
-        if (v != "warpgroup" && v != "warp") bad("epi must be warpgroup or warp");
-        c.epi_warp = v == "warp";
-      } else if (k == "load") {
-        if (v != "tma" && v != "cp") bad("load must be tma or cp");
-        c.cp = v == "cp";
-      } else if (k == "acc") {
-        if (v != "fast" && v != "promote") bad("acc must be fast or promote");
-        c.acc = v == "fast" ? Accum::fast : Accum::promote;
-      } else if (k == "swap") {
-        if (v != "0" && v != "1") bad("swap must be 0 or 1");
-        c.swap = v == "1";
-      } else {
-        bad("unknown key '" + k + "'");
-      }
-    } catch (const std::logic_error&) {
-      bad("bad number in '" + kv + "'");
-    }
-  }
-  return c;
-}
+std::string Config::str() const { return fields().str(*this); }
+Config Config::parse(const std::string& s) { return fields().parse(s); }
 
 KernelView kernel_view(const Problem& p, bool swap) {
   PlanProblem pp;

@@ -184,30 +184,10 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
   if (fp8 && c.bk != 128) return "sm90: tile K must be 128 with fp8 inputs (128 bytes of an 8-bit type)" + cs;
   if (!fp8 && c.acc != Accum::none) return "sm90: acc= (fast / promote) applies to fp8 inputs only" + cs;
   if (fp8 && c.acc == Accum::none) return "sm90: fp8 inputs need acc=fast or acc=promote" + cs;
-  if (p.scaling == Scaling::block) {
-    if (c.acc != Accum::promote) return "sm90: block scaling needs acc=promote (scales apply per 128-K block)" + cs;
-    if (c.swap) return "sm90: block scaling takes no swap=1 (the block scales are A's and B's own layouts)" + cs;
-    if (c.bn % 128 != 0 && 128 % c.bn != 0 && c.bn != 192)
-      return "sm90: block scaling needs tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)" +
-             cs;
-  }
-  if (c.bm != 64 && c.bm != 128 && c.bm != 256) return "sm90: tile M must be 64, 128 or 256" + cs;
-  if (c.bn < 16 || c.bn > 256 || c.bn % 8 != 0) return "sm90: tile N must be a multiple of 8 in [16, 256]" + cs;
-  if (!c.pingpong && c.bm < 128) return "sm90: the cooperative schedule needs tile M >= 128" + cs;
-  if (c.pingpong && c.bm > 128) return "sm90: the ping-pong schedule needs tile M <= 128" + cs;
-  if (c.stages < 2 || c.stages > 16) return "sm90: stages must be in [2, 16]" + cs;
-  if (!((c.cm == 1 || c.cm == 2) && (c.cn == 1 || c.cn == 2)))
-    return "sm90: cluster must be 1x1, 2x1, 1x2 or 2x2" + cs;
+  if (p.scaling == Scaling::block && c.swap)
+    return "sm90: block scaling takes no swap=1 (the block scales are A's and B's own layouts)" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;
-  if (c.dynamic() && c.sk) return "sm90: the stream-K tail (tail=sk) needs a static or gpc tile order" + cs;
-  if (p.grouped()) {
-    if (c.cm != 1)
-      return "sm90: grouped GEMMs take clusters 1x1 or 1x2 (the CTAs of a 2x1 cluster would hold rows of two groups "
-             "while sharing one B)" + cs;
-    if (c.dynamic() || c.sk)
-      return "sm90: grouped GEMMs walk their tiles in a static or gpc order, without a stream-K tail" + cs;
-    if (c.swap) return "sm90: grouped GEMMs take no swap=1 (groups split D's rows)" + cs;
-  }
+  if (p.grouped() && c.swap) return "sm90: grouped GEMMs take no swap=1 (groups split D's rows)" + cs;
   if (c.swap) {
     if (p.epilogue.has_glu())
       return "sm90: swap=1 takes no GLU (its gate and up columns would sit in different threads); a config without "
@@ -217,14 +197,11 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
   const KernelView v = kernel_view(p, c.swap);
-  if (c.cp) {
-    if (!needs_cp(v)) return "sm90: load=cp: TMA loads A and B of this problem (" + load_path(p, v) + ")" + cs;
-    if (c.cm * c.cn != 1) return "sm90: load=cp needs cluster 1x1 (cp.async does not multicast)" + cs;
-    if (c.dynamic())
-      return "sm90: load=cp needs a static or gpc tile order (every producer thread walks the tiles)" + cs;
-  } else if (needs_cp(v)) {
-    return "sm90: TMA cannot load A or B (" + load_path(p, v) + "): needs load=cp" + cs;
-  }
+  if (c.cp && !needs_cp(v)) return "sm90: load=cp: TMA loads A and B of this problem (" + load_path(p, v) + ")" + cs;
+  if (!c.cp && needs_cp(v)) return "sm90: TMA cannot load A or B (" + load_path(p, v) + "): needs load=cp" + cs;
+  // The kernel's own rules (tile, schedule, stages, cluster, tile order, load=cp, accumulators): one function for
+  // the kernels' static_assert and this.
+  if (const char* why = gt_sm90::spec_error(spec(c, v))) return "sm90: " + std::string(why) + cs;
   if (c.bn % 16 != 0) {
     // Tile N = 8 (mod 16) makes narrow epilogue strips; of the unswizzled ones only the 112-byte strips of tile N 168
     // are verified on the GPU (and the 32-byte swizzled ones of f32 D).
@@ -233,9 +210,6 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
       return "sm90: tile N=" + std::to_string(c.bn) + ": its D rows (" + std::to_string(c.bn * elem_size(v.d.type)) +
              " bytes) split into " + std::to_string(eb) + "-byte epilogue strips; take a multiple of 16, or 168" + cs;
   }
-  if (v.b_mn && c.bn % 64 != 0)
-    return std::string("sm90: ") + (v.transposed ? "M-major A with col-major D" : "row-major B") +
-           " (N-major in the kernel) needs tile N a multiple of 64" + cs;
   if (const EpiOp* g = p.epilogue.find(EpiOpKind::glu)) {
     const int blk = g->glu == GluLayout::interleaved ? static_cast<int>(g->glu_block) : c.bn / 2;
     if (c.bn % (2 * blk) != 0 || blk % 8 != 0)
@@ -250,15 +224,6 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
              cs;
   }
   const gt_sm90::Plan pl = plan(c, v);
-  // A consumer thread gets 232 registers (setmaxnreg), of which the kernel gives at most 192 to accumulators
-  // (GemmConfig's static_assert). Whether a config within that budget spills depends on the epilogue and the
-  // compiler: the compile's ptxas report decides, not a rule here.
-  if (c.acc == Accum::promote && 2 * pl.acc_regs > 192)
-    return "sm90: acc=promote keeps two accumulator sets: 2 x " + std::to_string(pl.acc_regs) + " registers per "
-           "thread exceed the 192 of a consumer warpgroup (take tile N <= 128 per 64 rows)" + cs;
-  if (pl.acc_regs > 192)
-    return "sm90: " + std::to_string(pl.acc_regs) + " accumulator registers per thread exceed the 192 of a consumer "
-           "warpgroup" + cs;
   const int smem = pl.smem_bytes;
   const int smem_max = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   if (smem > smem_max)

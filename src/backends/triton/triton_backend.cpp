@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "backends/canonical_config.h"
+#include "backends/config_fields.h"
 #include "backends/stream_scratch.h"
 #include "backends/triton/triton_compile.h"
 #include "backends/triton/triton_config.h"
@@ -224,14 +224,14 @@ class TritonBackend final : public Backend {
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
-    return parse_canonical<Config>("triton", c);
+    return config::parse_candidate<Config>("triton", c);
   }
 
   using Backend::compile, Backend::load, Backend::validate;
 
   std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
                        const DeviceInfo& dev) const override {
-    return validate_canonical("triton", c, config_of<Config>(parsed, "triton"),
+    return config::validate_canonical("triton", c, config_of<Config>(parsed, "triton"),
                               [&](const Config& cfg) { return triton::config_reason(cfg, p, dev); });
   }
 

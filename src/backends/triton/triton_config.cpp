@@ -1,17 +1,13 @@
 // triton config: the canonical line, the rules, the ranking and the compile request of a config for a problem.
-#include "core/parse_int.h"
 #include "backends/triton/triton_config.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "backends/config_fields.h"
 #include "backends/jit_backend.h"
-#include "core/check.h"
-#include "gemmtune/errors.h"
 
 namespace gemmtune::triton {
 namespace {
@@ -22,7 +18,6 @@ constexpr int kMaxAccRegs = 128;        // fp32 accumulator registers a thread m
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
-const char* tmpl_name(Template t) { return t == Template::tma ? "tma" : "masked"; }
 
 // The templates' op codes (kernels/triton/gemm_epilogue.py).
 int op_code(const EpiOp& op) {
@@ -95,6 +90,17 @@ double cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
   return waves * (std::max(mma, loads) + 0.25 * std::min(mma, loads));
 }
 
+using config::Form;
+const config::Fields<Config>& fields() {
+  static const config::Fields<Config> f{
+      "triton",
+      {config::choice<&Config::tmpl>("tmpl", Form::required, {{"tma", Template::tma}, {"masked", Template::masked}}),
+       config::integer<&Config::bm>("bm", Form::required), config::integer<&Config::bn>("bn", Form::required),
+       config::integer<&Config::bk>("bk", Form::required), config::integer<&Config::stages>("stages", Form::required),
+       config::integer<&Config::warps>("warps", Form::required), config::integer<&Config::gm>("gm", Form::required)}};
+  return f;
+}
+
 }  // namespace
 
 std::string triton_dtype(DType t) {
@@ -108,55 +114,8 @@ std::string triton_dtype(DType t) {
   return "?";
 }
 
-std::string Config::str() const {
-  std::ostringstream os;
-  os << "tmpl=" << tmpl_name(tmpl) << ",bm=" << bm << ",bn=" << bn << ",bk=" << bk << ",stages=" << stages
-     << ",warps=" << warps << ",gm=" << gm;
-  return os.str();
-}
-
-Config Config::parse(const std::string& s) {
-  Config c;
-  std::istringstream is(s);
-  std::string kv;
-  auto bad = [&](const std::string& why) { GT_THROW("triton: bad config '" + s + "': " + why); };
-  if (s.empty()) bad("empty");
-  std::map<std::string, bool> seen;
-  while (std::getline(is, kv, ',')) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) bad("expected key=value, got '" + kv + "'");
-    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    if (seen[k]) bad("'" + k + "' given twice");
-    seen[k] = true;
-    auto num = [&]() {
-      int x = 0;
-      if (const std::string why = detail::parse_int(v, x); !why.empty()) bad(k + " '" + v + "' " + why);
-      return x;
-    };
-    if (k == "tmpl") {
-      if (v == "tma") c.tmpl = Template::tma;
-      else if (v == "masked") c.tmpl = Template::masked;
-      else bad("tmpl must be tma or masked, got '" + v + "'");
-    } else if (k == "bm") {
-      c.bm = num();
-    } else if (k == "bn") {
-      c.bn = num();
-    } else if (k == "bk") {
-      c.bk = num();
-    } else if (k == "stages") {
-      c.stages = num();
-    } else if (k == "warps") {
-      c.warps = num();
-    } else if (k == "gm") {
-      c.gm = num();
-    } else {
-      bad("unknown key '" + k + "' (expected tmpl, bm, bn, bk, stages, warps, gm)");
-    }
-  }
-  for (const char* k : {"tmpl", "bm", "bn", "bk", "stages", "warps", "gm"})
-    if (!seen[k]) bad(std::string("missing '") + k + "'");
-  return c;
-}
+std::string Config::str() const { return fields().str(*this); }
+Config Config::parse(const std::string& s) { return fields().parse(s); }
 
 bool tma_ok(const Problem& p) { return p.access_bytes('A') == 16 && p.access_bytes('B') == 16; }
 
