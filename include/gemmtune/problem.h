@@ -50,6 +50,12 @@ struct Operand {
   bool operator==(const Operand&) const = default;
 };
 
+// One of the four operands of D = A * B + C.
+enum class Which : uint8_t { A, B, C, D };
+inline constexpr Which kOperands[] = {Which::A, Which::B, Which::C, Which::D};
+std::string_view which_name(Which w);  // "A", "B", "C", "D"
+std::string_view which_lower(Which w);  // "a", "b", "c", "d": the suffix of lda, bsa, ...
+
 inline constexpr int64_t kScaleBlock = 128;  // K (and N, for B) extent of one block scale (Scaling::block)
 
 struct Problem {
@@ -67,7 +73,7 @@ struct Problem {
 
   bool grouped() const { return grouping != Grouping::none; }
   // Matrices operand `which` holds: batch, except B of a contiguous grouped problem (G).
-  int64_t count(char which) const;
+  int64_t count(Which which) const;
 
   // A packed problem with row-major D (and C) of dtype `out`; layouts of A and B as given.
   static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la = Layout::row,
@@ -113,19 +119,19 @@ struct Problem {
   // would lose more than the GEMM's own rounding).
   DType epilogue_default_dtype() const;
 
-  // fp32 values GemmArgs::scale_a ('A') or scale_b ('B') holds under this problem's scaling: 1 (tensor), M or N
+  // fp32 values GemmArgs::scale_a (A) or scale_b (B) holds under this problem's scaling: 1 (tensor), M or N
   // (row), M * ceil(K/128) or ceil(N/128) * ceil(K/128) (block); 0 without scaling.
-  int64_t scale_len(char which) const;
+  int64_t scale_len(Which which) const;
 
   // The widest access, a power of two up to 16 bytes, on which every row (column) of operand `which` starts: the
   // largest power of two dividing its pointer alignment, its pitch in bytes and, with batch > 1, its batch stride in
   // bytes. 16: TMA and 16-byte loads take the operand as it is; less: the backends' narrower paths.
-  int access_bytes(char which) const;
+  int access_bytes(Which which) const;
 
   // Number of rows/cols of an operand as stored (e.g. A is M x K; D is M x n_out()).
-  static int64_t rows_of(char which, const Problem& p);
-  static int64_t cols_of(char which, const Problem& p);
-  const Operand& operand(char which) const;
+  static int64_t rows_of(Which which, const Problem& p);
+  static int64_t cols_of(Which which, const Problem& p);
+  const Operand& operand(Which which) const;
 
   bool operator==(const Problem&) const = default;
 };

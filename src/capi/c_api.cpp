@@ -260,7 +260,7 @@ int gt_problem_info(const char* problem_json, char** out_json) {
       for (EpiOpKind k : {EpiOpKind::bias_col, EpiOpKind::bias_row, EpiOpKind::row_scale, EpiOpKind::col_scale})
         if (p.epilogue.has(k)) lens[epi_kind_name(k)] = p.epilogue_vector_len(k);
       out.update({{"key", p.key()}, {"str", p.str()}, {"flops", p.flops()}, {"min_bytes", p.min_bytes()},
-                  {"n_out", p.n_out()}, {"scale_len_a", p.scale_len('A')}, {"scale_len_b", p.scale_len('B')},
+                  {"n_out", p.n_out()}, {"scale_len_a", p.scale_len(Which::A)}, {"scale_len_b", p.scale_len(Which::B)},
                   {"epilogue_vector_len", lens}});
     }
     put(out_json, out);

@@ -461,11 +461,11 @@ class Planner {
         need(why.empty(), why);
       }
     if (any_fp8)
-      for (auto [name, which] : {std::pair{"scale_a", 'A'}, {"scale_b", 'B'}}) {
+      for (auto [name, which] : {std::pair{"scale_a", Which::A}, {"scale_b", Which::B}}) {
         const int64_t want = p.scale_len(which);
         const std::string sc(scaling_name(p.scaling));
         if (!has(name))
-          need(which == 'A' && !fp8(ta), std::string(name) + " is required with " + sc + " scaling (" +
+          need(which == Which::A && !fp8(ta), std::string(name) + " is required with " + sc + " scaling (" +
                                              std::to_string(want) + " float32 values)");
         else
           need(t(name).numel() == want, std::string(name) + " has " + std::to_string(t(name).numel()) + " elements, " +
@@ -647,7 +647,7 @@ class Planner {
     p.groups = p.grouping == Grouping::none ? 1 : groups;
     json out = finish(p);
     if (sc != Scaling::none)
-      for (auto [name, which] : {std::pair{"scale_a", 'A'}, {"scale_b", 'B'}})
+      for (auto [name, which] : {std::pair{"scale_a", Which::A}, {"scale_b", Which::B}})
         need(t(name).numel() == p.scale_len(which),
              std::string(name) + " has " + std::to_string(t(name).numel()) + " elements, " +
                  std::string(scaling_name(sc)) + " scaling of " + p.str() + " needs " +

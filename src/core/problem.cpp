@@ -9,9 +9,18 @@
 
 namespace gemmtune {
 
+std::string_view which_name(Which w) {
+  static constexpr std::string_view names[] = {"A", "B", "C", "D"};
+  return names[static_cast<int>(w)];
+}
+std::string_view which_lower(Which w) {
+  static constexpr std::string_view names[] = {"a", "b", "c", "d"};
+  return names[static_cast<int>(w)];
+}
+
 namespace {
-std::string op_str(char which, const Operand& o) {
-  return std::string(1, which) + "=" + std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout));
+std::string op_str(Which which, const Operand& o) {
+  return std::string(which_name(which)) + "=" + std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout));
 }
 
 // Shortest text that reads back as the same float (str() must paste back: 1e-7 is not 0.000000).
@@ -48,18 +57,18 @@ Problem Problem::make_grouped(Grouping grouping, int64_t groups, int64_t m, int6
   return p;
 }
 
-int64_t Problem::rows_of(char which, const Problem& p) {
+int64_t Problem::rows_of(Which which, const Problem& p) {
   switch (which) {
-    case 'a': case 'A': return p.m;
-    case 'b': case 'B': return p.k;
+    case Which::A: return p.m;
+    case Which::B: return p.k;
     default: return p.m;  // C, D
   }
 }
 
-int64_t Problem::cols_of(char which, const Problem& p) {
+int64_t Problem::cols_of(Which which, const Problem& p) {
   switch (which) {
-    case 'a': case 'A': return p.k;
-    case 'd': case 'D': return p.n_out();
+    case Which::A: return p.k;
+    case Which::D: return p.n_out();
     default: return p.n;  // B, C
   }
 }
@@ -103,9 +112,9 @@ DType Problem::epilogue_dtype(EpiOpKind kind) const {
 
 DType Problem::epilogue_default_dtype() const { return is_fp8(d.dtype) ? DType::bf16 : d.dtype; }
 
-int64_t Problem::scale_len(char which) const {
+int64_t Problem::scale_len(Which which) const {
   const int64_t kb = (k + kScaleBlock - 1) / kScaleBlock;
-  const bool is_a = which == 'a' || which == 'A';
+  const bool is_a = which == Which::A;
   switch (scaling) {
     case Scaling::none: return 0;
     case Scaling::tensor: return 1;
@@ -115,23 +124,23 @@ int64_t Problem::scale_len(char which) const {
   return 0;
 }
 
-int64_t Problem::count(char which) const {
-  const bool is_b = which == 'b' || which == 'B';
+int64_t Problem::count(Which which) const {
+  const bool is_b = which == Which::B;
   return grouping == Grouping::contiguous && is_b ? groups : batch;
 }
 
-const Operand& Problem::operand(char which) const {
+const Operand& Problem::operand(Which which) const {
   switch (which) {
-    case 'a': case 'A': return a;
-    case 'b': case 'B': return b;
-    case 'c': case 'C': return c;
+    case Which::A: return a;
+    case Which::B: return b;
+    case Which::C: return c;
     default: return d;
   }
 }
 
 Problem& Problem::resolve() {
   if (grouping == Grouping::masked && batch == 1) batch = groups;
-  for (char w : {'A', 'B', 'C', 'D'}) {
+  for (Which w : kOperands) {
     Operand& o = const_cast<Operand&>(operand(w));
     const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
     if (o.ld == 0) o.ld = o.layout == Layout::row ? std::max<int64_t>(cols, 1) : std::max<int64_t>(rows, 1);
@@ -160,16 +169,16 @@ std::string Problem::check() const {
            std::string(dtype_name(d.dtype)) + ")";
   if (!std::isfinite(alpha) || !std::isfinite(beta)) return "alpha and beta must be finite";
   if (std::string why = check_epilogue(); !why.empty()) return why;
-  for (char w : {'A', 'B', 'C', 'D'})
+  for (Which w : kOperands)
     if (operand(w).batch_stride < -1)
-      return std::string(1, w) + ": batch_stride=" + std::to_string(operand(w).batch_stride) +
+      return std::string(which_name(w)) + ": batch_stride=" + std::to_string(operand(w).batch_stride) +
              " must be >= 0 (or -1: packed)";
-  for (char w : {'A', 'B', 'C', 'D'}) {
-    if (w == 'C' && beta == 0.0f) continue;  // C is not read
+  for (Which w : kOperands) {
+    if (w == Which::C && beta == 0.0f) continue;  // C is not read
     const Operand& o = operand(w);
     const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
     const int64_t min_ld = o.layout == Layout::row ? cols : rows;
-    const std::string name(1, w);
+    const std::string name(which_name(w));
     const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
     const int es = static_cast<int>(dtype_size(o.dtype));
     if (o.align != 2 && o.align != 4 && o.align != 8 && o.align != 16)
@@ -179,7 +188,7 @@ std::string Problem::check() const {
       return name + ": align=" + std::to_string(o.align) + " is less than its element size (" + std::to_string(es) +
              " bytes of " + std::string(dtype_name(o.dtype)) + ")";
     if (o.ld < min_ld)
-      return "ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " is too small for " +
+      return "ld" + std::string(which_lower(w)) + "=" + std::to_string(o.ld) + " is too small for " +
              std::string(layout_name(o.layout)) + "-major " + name + " (" + shape + "): need >= " +
              std::to_string(min_ld);
     const int64_t count_w = count(w);
@@ -197,7 +206,7 @@ std::string Problem::check() const {
     const std::optional<int64_t> bytes = checked_mul(
         checked_add(checked_mul(o.batch_stride, count_w - 1), footprint), int64_t(dtype_size(o.dtype)));
     if (!bytes || *bytes > (int64_t(1) << 62)) return name + " spans more than 2^62 bytes";
-    if (w == 'D' && batch > 1 && o.batch_stride < *footprint)
+    if (w == Which::D && batch > 1 && o.batch_stride < *footprint)
       return "D batch stride " + std::to_string(o.batch_stride) + " makes batches overlap (each needs " +
              std::to_string(*footprint) + " elements)";
   }
@@ -296,8 +305,8 @@ std::string Problem::key() const {
   std::string s = "gemm:m" + std::to_string(key_m) + ":n" + std::to_string(n) + ":k" + std::to_string(k) + ":b" +
                   std::to_string(batch);
   if (grouped()) s.append(":grp=").append(grouping_name(grouping)).append(std::to_string(groups));
-  for (char w : {'A', 'B', 'C', 'D'}) {
-    if (w == 'C' && beta == 0.0f) continue;
+  for (Which w : kOperands) {
+    if (w == Which::C && beta == 0.0f) continue;
     const Operand& o = operand(w);
     // Appended piecewise: GCC 12's -Wrestrict misfires on `":" + std::string(...)`.
     s.append(":").append(op_str(w, o)).append(":ld").append(std::to_string(o.ld));
@@ -318,17 +327,17 @@ std::string Problem::str() const {
                   " --n=" + std::to_string(n) + " --k=" + std::to_string(k);
   if (grouped()) s += " --groups=" + std::to_string(groups);
   if (batch != 1 && grouping != Grouping::masked) s += " --batch=" + std::to_string(batch);
-  for (char w : {'A', 'B', 'C', 'D'}) {
-    if (w == 'C' && beta == 0.0f) continue;
+  for (Which w : kOperands) {
+    if (w == Which::C && beta == 0.0f) continue;
     const Operand& o = operand(w);
     s += " --" + op_str(w, o);
     const int64_t rows = rows_of(w, *this), cols = cols_of(w, *this);
     const int64_t packed_ld = o.layout == Layout::row ? cols : rows;
-    const char lw = char(w + 32);
-    if (o.ld != packed_ld) s += " --ld" + std::string(1, lw) + "=" + std::to_string(o.ld);
+    const std::string lw(which_lower(w));
+    if (o.ld != packed_ld) s += " --ld" + lw + "=" + std::to_string(o.ld);
     if (count(w) > 1 && std::optional<int64_t>(o.batch_stride) != packed_batch_stride(o, rows, cols))
-      s += " --batch-stride-" + std::string(1, lw) + "=" + std::to_string(o.batch_stride);
-    if (o.align != 16) s += " --align-" + std::string(1, lw) + "=" + std::to_string(o.align);
+      s += " --batch-stride-" + lw + "=" + std::to_string(o.batch_stride);
+    if (o.align != 16) s += " --align-" + lw + "=" + std::to_string(o.align);
   }
   if (alpha != 1.0f) s += " --alpha=" + float_str(alpha);
   if (beta != 0.0f) s += " --beta=" + float_str(beta);
@@ -338,7 +347,7 @@ std::string Problem::str() const {
   return s;
 }
 
-int Problem::access_bytes(char which) const {
+int Problem::access_bytes(Which which) const {
   const Operand& o = operand(which);
   const uint64_t es = dtype_size(o.dtype);
   const uint64_t bits = static_cast<uint64_t>(o.align) | (static_cast<uint64_t>(o.ld) * es) |
@@ -351,13 +360,13 @@ double Problem::flops() const { return 2.0 * double(m) * double(n) * double(k) *
 double Problem::min_bytes() const {
   double bytes = double(batch) * (double(m) * double(k) * dtype_size(a.dtype) +
                                   double(m) * double(n_out()) * dtype_size(d.dtype)) +
-                 double(count('B')) * double(k) * double(n) * dtype_size(b.dtype);
+                 double(count(Which::B)) * double(k) * double(n) * dtype_size(b.dtype);
   if (beta != 0.0f) bytes += double(batch) * double(m) * double(n) * dtype_size(c.dtype);
   for (EpiOpKind k : {EpiOpKind::bias_col, EpiOpKind::bias_row, EpiOpKind::row_scale, EpiOpKind::col_scale})
     bytes += double(epilogue_vector_len(k)) * dtype_size(epilogue_dtype(k));
   if (epilogue.has(EpiOpKind::residual))
     bytes += double(batch) * double(m) * double(n_out()) * dtype_size(epilogue_dtype(EpiOpKind::residual));
-  bytes += 4.0 * double(scale_len('A') + scale_len('B'));
+  bytes += 4.0 * double(scale_len(Which::A) + scale_len(Which::B));
   return bytes;
 }
 

@@ -26,16 +26,16 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 class Bench {
  public:
   explicit Bench(const Problem& p) : p_(p), routings_(grouped_routings(p)) {
-    for (char w : {'A', 'B', 'C', 'D'}) span_[idx(w)] = (w == 'C' && p.beta == 0.0f) ? 0 : operand_span(p, w);
+    for (Which w : kOperands) span_[idx(w)] = (w == Which::C && p.beta == 0.0f) ? 0 : operand_span(p, w);
     // Epilogue operands: vectors by their position in the chain, the residual shaped (and strided) like D.
     for (int e = 0; e < kEpi; ++e) {
-      epi_span_[e] = kEpiKinds[e] == EpiOpKind::residual ? (p.epilogue.has(EpiOpKind::residual) ? span_[idx('D')] : 0)
+      epi_span_[e] = kEpiKinds[e] == EpiOpKind::residual ? (p.epilogue.has(EpiOpKind::residual) ? span_[idx(Which::D)] : 0)
                                                          : p.epilogue_vector_len(kEpiKinds[e]);
       if (kEpiKinds[e] == EpiOpKind::bias_col && epi_span_[e] == 0) epi_span_[e] = p.epilogue_vector_len(EpiOpKind::bias_row);
     }
     size_t set_bytes = 0;
-    for (char w : {'A', 'B', 'C', 'D'}) set_bytes += bytes(w);
-    set_bytes += size_t(p.scale_len('A') + p.scale_len('B')) * sizeof(float);
+    for (Which w : kOperands) set_bytes += bytes(w);
+    set_bytes += size_t(p.scale_len(Which::A) + p.scale_len(Which::B)) * sizeof(float);
     for (int e = 0; e < kEpi; ++e) set_bytes += epi_bytes(e);
     const DeviceInfo& dev = current_device();
     size_t free_b = 0, total_b = 0;
@@ -48,25 +48,25 @@ class Bench {
     const size_t nsets = timing_set_count(set_bytes, size_t(dev.l2_bytes), fit);
     std::random_device rd;
     const uint64_t seed = (uint64_t(rd()) << 32) ^ rd();  // fresh inputs on every run
-    for (char w : {'A', 'B', 'C', 'D'}) geo_[idx(w)] = operand_geometry(p, w);
+    for (Which w : kOperands) geo_[idx(w)] = operand_geometry(p, w);
     for (size_t i = 0; i < nsets; ++i) {
       Set s;
-      for (char w : {'A', 'B', 'C', 'D'}) s.buf[idx(w)] = guarded(bytes(w));
-      for (char w : {'A', 'B', 'C'})
+      for (Which w : kOperands) s.buf[idx(w)] = guarded(bytes(w));
+      for (Which w : {Which::A, Which::B, Which::C})
         if (span_[idx(w)]) fill_input(s.buf[idx(w)], at(s, w), p.operand(w).dtype, span_[idx(w)], geo_[idx(w)],
                                       seed + 977 * i + w);
       for (int e = 0; e < kEpi; ++e)
         if (epi_span_[e]) {
           s.epi[e] = guarded(epi_bytes(e));
           // The residual is shaped (and strided) like D; the vectors are one row.
-          const OperandGeometry g = kEpiKinds[e] == EpiOpKind::residual ? geo_[idx('D')] : row_geometry(epi_span_[e]);
+          const OperandGeometry g = kEpiKinds[e] == EpiOpKind::residual ? geo_[idx(Which::D)] : row_geometry(epi_span_[e]);
           fill_input(s.epi[e], epi_at(s, e), epi_dtype(e), epi_span_[e], g, seed + 977 * i + 'E' + e);
         }
       // Scaled GEMMs: positive scales, a different one in every row, column or block, so that a kernel applying
       // the wrong one fails; an e4m3 D's scale puts the largest outputs past +-448 (its saturation is checked too).
       if (p.scaling != Scaling::none) {
         for (int w = 0; w < 2; ++w) {
-          const int64_t len = p.scale_len(w == 0 ? 'A' : 'B');
+          const int64_t len = p.scale_len(w == 0 ? Which::A : Which::B);
           s.scale[w] = guarded(size_t(len) * sizeof(float));
           fill_nan(s.scale[w].get(), DType::f32, int64_t(s.scale[w].bytes() / sizeof(float)), stream_.get());
           fill_uniform(static_cast<float*>(scale_at(s, w)), len, seed + 977 * i + 'S' + w, 0.5f, 2.0f,
@@ -95,7 +95,7 @@ class Bench {
 
   GemmArgs args(size_t i) const {
     const Set& s = sets_[i % sets_.size()];
-    GemmArgs a{at(s, 'A'), at(s, 'B'), span_[2] ? at(s, 'C') : nullptr, at(s, 'D')};
+    GemmArgs a{at(s, Which::A), at(s, Which::B), span_[2] ? at(s, Which::C) : nullptr, at(s, Which::D)};
     a.bias = epi_at(s, 0), a.residual = epi_at(s, 1), a.row_scale = epi_at(s, 2), a.col_scale = epi_at(s, 3);
     if (p_.scaling != Scaling::none) {
       a.scale_a = static_cast<const float*>(scale_at(s, 0));
@@ -156,7 +156,7 @@ class Bench {
   }
 
  private:
-  static int idx(char w) { return w - 'A'; }
+  static int idx(Which w) { return static_cast<int>(w); }
   // Every buffer has kGuard bytes before and after what the problem addresses (plus the < 16-byte offset of `at`):
   // inputs there hold NaN, so a kernel that reads outside an operand computes NaN; D's guards hold the poison and
   // must keep it.
@@ -182,7 +182,7 @@ class Bench {
     if (g.disjoint) poison_outside(data, t, lo, hi, g, stream_.get());
   }
 
-  size_t bytes(char w) const { return size_t(span_[idx(w)]) * dtype_size(p_.operand(w).dtype); }
+  size_t bytes(Which w) const { return size_t(span_[idx(w)]) * dtype_size(p_.operand(w).dtype); }
   // GemmArgs' epilogue operands in order: bias (per column or per row), residual, row_scale, col_scale.
   static constexpr int kEpi = 4;
   static constexpr EpiOpKind kEpiKinds[kEpi] = {EpiOpKind::bias_col, EpiOpKind::residual, EpiOpKind::row_scale,
@@ -199,7 +199,7 @@ class Bench {
   };
   // Operand w of set s: offset from the (256-byte aligned) allocation by its declared alignment when that is below
   // 16, so that the candidates run on pointers exactly as aligned as the problem says (a sliced view's).
-  void* at(const Set& s, char w) const {
+  void* at(const Set& s, Which w) const {
     const int al = p_.operand(w).align;
     return static_cast<char*>(s.buf[idx(w)].get()) + kGuard + (al < 16 ? al : 0);
   }
@@ -208,14 +208,14 @@ class Bench {
   }
   void* scale_at(const Set& s, int w) const { return static_cast<char*>(s.scale[w].get()) + kGuard; }
   // D's geometry for the outside check: its matrices when they are disjoint, else its span as one block.
-  OperandGeometry d_geometry() const { return geo_[idx('D')].disjoint ? geo_[idx('D')] : row_geometry(span_[idx('D')]); }
+  OperandGeometry d_geometry() const { return geo_[idx(Which::D)].disjoint ? geo_[idx(Which::D)] : row_geometry(span_[idx(Which::D)]); }
   void poison_d(const Set& s) {
-    const cuda::DeviceBuffer& buf = s.buf[idx('D')];
+    const cuda::DeviceBuffer& buf = s.buf[idx(Which::D)];
     fill_nan(buf.get(), p_.d.dtype, int64_t(buf.bytes() / dtype_size(p_.d.dtype)), stream_.get());
   }
   uint64_t count_d_outside(const Set& s) {
-    const auto [lo, hi] = extent(s.buf[idx('D')], at(s, 'D'), p_.d.dtype);
-    return count_outside(at(s, 'D'), p_.d.dtype, lo, hi, d_geometry(), stream_.get());
+    const auto [lo, hi] = extent(s.buf[idx(Which::D)], at(s, Which::D), p_.d.dtype);
+    return count_outside(at(s, Which::D), p_.d.dtype, lo, hi, d_geometry(), stream_.get());
   }
   Problem p_;
   std::vector<std::vector<int32_t>> routings_;  // grouped: row counts per group, one list per routing

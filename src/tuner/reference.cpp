@@ -93,14 +93,14 @@ void gpu_spin(uint64_t ns, Stream s) {
   launch(get("gt_ref_spin"), 1, 1, 1, 32, params, s);
 }
 
-int64_t operand_span(const Problem& p, char which) {
+int64_t operand_span(const Problem& p, Which which) {
   const Operand& o = p.operand(which);
   const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
   const int64_t outer = o.layout == Layout::row ? rows : cols, inner = o.layout == Layout::row ? cols : rows;
   return o.batch_stride * (p.count(which) - 1) + o.ld * (outer - 1) + inner;  // count: B's G matrices, grouped
 }
 
-OperandGeometry operand_geometry(const Problem& p, char which) {
+OperandGeometry operand_geometry(const Problem& p, Which which) {
   const Operand& o = p.operand(which);
   const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
   OperandGeometry g;
@@ -231,7 +231,7 @@ void reference_epilogue(const Problem& p, const GemmArgs& args, const float* in,
 
 // Scale values between consecutive matrices of operand `which` (the groups of a grouped problem): row and block
 // scales are per matrix, a tensor scale is shared.
-long long per_matrix_scales(const Problem& p, char which) {
+long long per_matrix_scales(const Problem& p, Which which) {
   if (p.scaling != Scaling::row && p.scaling != Scaling::block) return 0;
   return p.scale_len(which) / std::max<int64_t>(p.count(which), 1);
 }
@@ -274,7 +274,7 @@ void reference_gemm(const Problem& p, const GemmArgs& args, float* ref, Stream s
   } rp{p.m, p.n, p.k, p.batch, p.a.ld, p.b.ld, p.c.ld, p.a.batch_stride, p.b.batch_stride, p.c.batch_stride,
        p.a.layout == Layout::row, p.b.layout == Layout::row, p.c.layout == Layout::row, p.alpha, p.beta,
        int(p.scaling), args.scale_a, args.scale_b, int(p.grouping), p.groups, args.group_rows,
-       per_matrix_scales(p, 'A'), per_matrix_scales(p, 'B')};
+       per_matrix_scales(p, Which::A), per_matrix_scales(p, Which::B)};
   const void* a = args.a;
   const void* b = args.b;
   const void* c = p.beta != 0.0f ? args.c : nullptr;

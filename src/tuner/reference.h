@@ -43,7 +43,7 @@ struct OperandGeometry {
   int64_t outer = 0, inner = 0, ld = 0, bs = 0, count = 1, span = 0;
   bool disjoint = true;
 };
-OperandGeometry operand_geometry(const Problem& p, char which);
+OperandGeometry operand_geometry(const Problem& p, Which which);
 // The elements [lo, hi) around `data` (lo < 0: a guard region before the operand) that belong to no matrix of `g`
 // get fill_nan's poison; count_outside counts those that no longer hold it (synchronizes). Both need g.disjoint.
 void poison_outside(void* data, DType dtype, int64_t lo, int64_t hi, const OperandGeometry& g, Stream s);
@@ -57,6 +57,6 @@ void gpu_spin(uint64_t ns, Stream s);
 std::string reference_unit_source(const std::string& unit);
 
 // Elements an operand spans in memory, batches included (for allocation).
-int64_t operand_span(const Problem& p, char which);
+int64_t operand_span(const Problem& p, Which which);
 
 }  // namespace gemmtune

@@ -46,21 +46,22 @@ void Gemm::run(const GemmArgs& args, Stream stream) const {
   if (p.scaling != Scaling::none) {
     if (!args.scale_b || (!args.scale_a && is_fp8(p.a.dtype)))
       throw Error("Gemm::run: scaling=" + std::string(scaling_name(p.scaling)) + " needs GemmArgs::scale_a and scale_b (" +
-                  std::to_string(p.scale_len('A')) + " and " + std::to_string(p.scale_len('B')) + " fp32 values)");
+                  std::to_string(p.scale_len(Which::A)) + " and " + std::to_string(p.scale_len(Which::B)) + " fp32 values)");
     if (is_fp8(p.d.dtype) && !args.scale_d) throw Error("Gemm::run: an e4m3 D needs GemmArgs::scale_d (one fp32)");
     if (p.amax && !args.amax) throw Error("Gemm::run: the problem has amax but GemmArgs::amax is null");
   }
   // The kernel was chosen for pointers of the problem's alignment (Operand::align): a less aligned one would fault
   // or read the wrong bytes in a vectorised or TMA kernel.
-  const std::pair<char, const void*> ptrs[] = {{'A', args.a}, {'B', args.b}, {'C', args.c}, {'D', args.d}};
+  const std::pair<Which, const void*> ptrs[] = {{Which::A, args.a}, {Which::B, args.b}, {Which::C, args.c}, {Which::D, args.d}};
   for (const auto& [w, ptr] : ptrs) {
-    if (w == 'C' && p.beta == 0.0f) continue;
+    if (w == Which::C && p.beta == 0.0f) continue;
     const uintptr_t al = static_cast<uintptr_t>(p.operand(w).align);
     const uintptr_t u = reinterpret_cast<uintptr_t>(ptr);
     if (u % al != 0) {
       const uintptr_t has = u & (~u + 1);  // the largest power of two dividing the address
-      throw Error(std::string("Gemm::run: the ") + w + " pointer is " + std::to_string(has) +
-                  "-byte aligned, but the problem declares align=" + std::to_string(al) + " for " + w +
+      const std::string name(which_name(w));
+      throw Error("Gemm::run: the " + name + " pointer is " + std::to_string(has) +
+                  "-byte aligned, but the problem declares align=" + std::to_string(al) + " for " + name +
                   " (Operand::align): select a Gemm for a problem with align=" + std::to_string(has) +
                   (has == 1 ? " (odd addresses are not element-aligned: not supported)" : ""));
     }

@@ -53,14 +53,14 @@ inline std::string run_job(const Backend& be, const Job& j, std::mt19937_64& rng
   if (!j.compile_error.empty()) return "compile: " + j.compile_error;
   if (j.cr.spill_bytes > 0) return spill_skip(j.cr);
   auto exe = be.load(p, j.cand, j.cr);
-  const auto a = random_operand(p, 'A', rng), b = random_operand(p, 'B', rng);
+  const auto a = random_operand(p, Which::A, rng), b = random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = random_operand(p, 'C', rng);
+  if (p.beta != 0.0f) c = random_operand(p, Which::C, rng);
   const EpilogueData e = random_epilogue(p, rng);
   const std::vector<double> ref = apply_epilogue(p, reference_d(p, a, b, c), e);
   auto da = upload(a), db = upload(b), dc = upload(c), bias = upload(e.bias), res = upload(e.residual),
        rs = upload(e.row_scale), cs = upload(e.col_scale);
-  std::vector<uint8_t> d = poisoned_operand(p, 'D');
+  std::vector<uint8_t> d = poisoned_operand(p, Which::D);
   auto dd = upload(d);
   GemmArgs args{da.get(), db.get(), c.empty() ? nullptr : dc.get(), dd.get()};
   args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();

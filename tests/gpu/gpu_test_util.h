@@ -182,14 +182,14 @@ inline int64_t elem_offset(const Operand& o, int64_t batch, int64_t r, int64_t c
 }
 
 // Elements operand `which` spans, batches included. `p` must be resolved.
-inline int64_t span_elems(const Problem& p, char which) {
+inline int64_t span_elems(const Problem& p, Which which) {
   const Operand& o = p.operand(which);
   const int64_t rows = Problem::rows_of(which, p), cols = Problem::cols_of(which, p);
   const int64_t footprint = o.layout == Layout::row ? (rows - 1) * o.ld + cols : (cols - 1) * o.ld + rows;
   return o.batch_stride * (p.batch - 1) + footprint;
 }
 
-inline size_t span_bytes(const Problem& p, char which) {
+inline size_t span_bytes(const Problem& p, Which which) {
   return static_cast<size_t>(span_elems(p, which)) * dtype_size(p.operand(which).dtype);
 }
 
@@ -197,7 +197,7 @@ inline size_t span_bytes(const Problem& p, char which) {
 
 // The whole span filled with N(0,1) values rounded to the operand's dtype (padding too: a kernel that reads padding
 // gets garbage, not zeros).
-inline std::vector<uint8_t> random_operand(const Problem& p, char which, std::mt19937_64& rng) {
+inline std::vector<uint8_t> random_operand(const Problem& p, Which which, std::mt19937_64& rng) {
   const DType t = p.operand(which).dtype;
   const int64_t n = span_elems(p, which);
   std::vector<uint8_t> v(static_cast<size_t>(n) * dtype_size(t));
@@ -207,7 +207,7 @@ inline std::vector<uint8_t> random_operand(const Problem& p, char which, std::mt
 }
 
 // All bytes 0xFF: NaN in bf16, f16, f32, e4m3 and e5m2.
-inline std::vector<uint8_t> poisoned_operand(const Problem& p, char which) {
+inline std::vector<uint8_t> poisoned_operand(const Problem& p, Which which) {
   return std::vector<uint8_t>(span_bytes(p, which), 0xFF);
 }
 
@@ -249,8 +249,8 @@ struct Scales {
 inline Scales random_scales(const Problem& p, std::mt19937_64& rng, bool null_a = false) {
   std::uniform_real_distribution<float> dist(0.5f, 2.0f);
   Scales s;
-  if (!null_a) s.a.resize(static_cast<size_t>(p.scale_len('A')));
-  s.b.resize(static_cast<size_t>(p.scale_len('B')));
+  if (!null_a) s.a.resize(static_cast<size_t>(p.scale_len(Which::A)));
+  s.b.resize(static_cast<size_t>(p.scale_len(Which::B)));
   for (float& x : s.a) x = dist(rng);
   for (float& x : s.b) x = dist(rng);
   return s;
@@ -343,7 +343,7 @@ inline EpilogueData random_epilogue(const Problem& p, std::mt19937_64& rng) {
   if (int64_t n = p.epilogue_vector_len(EpiOpKind::col_scale))
     e.col_scale = random_vector(p.epilogue_dtype(EpiOpKind::col_scale), n, rng);
   if (p.epilogue.has(EpiOpKind::residual))
-    e.residual = random_vector(p.epilogue_dtype(EpiOpKind::residual), span_elems(p, 'D'), rng);
+    e.residual = random_vector(p.epilogue_dtype(EpiOpKind::residual), span_elems(p, Which::D), rng);
   return e;
 }
 
@@ -449,10 +449,10 @@ struct FreshCache {
 inline double run_and_check(const Gemm& g, uint64_t seed) {
   const Problem& p = g.problem();
   std::mt19937_64 rng(seed);
-  auto a = random_operand(p, 'A', rng), b = random_operand(p, 'B', rng);
+  auto a = random_operand(p, Which::A, rng), b = random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = random_operand(p, 'C', rng);
-  auto d = poisoned_operand(p, 'D');
+  if (p.beta != 0.0f) c = random_operand(p, Which::C, rng);
+  auto d = poisoned_operand(p, Which::D);
   cuda::DeviceBuffer da(a.size()), db(b.size()), dc(c.size()), dd(d.size());
   da.upload(a.data(), a.size());
   db.upload(b.data(), b.size());

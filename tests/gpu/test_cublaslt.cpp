@@ -44,7 +44,7 @@ Problem make_problem(const Shape& s, DType in, DType out, Layout la, Layout lb, 
     p.batch = 3;
     p.alpha = 0.75f;
     p.beta = 0.5f;
-    for (char w : {'A', 'B', 'C', 'D'}) {
+    for (Which w : kOperands) {
       Operand& o = const_cast<Operand&>(p.operand(w));
       const int64_t rows = Problem::rows_of(w, p), cols = Problem::cols_of(w, p);
       o.ld = (o.layout == Layout::row ? cols : rows) + 8;
@@ -58,9 +58,9 @@ Problem make_problem(const Shape& s, DType in, DType out, Layout la, Layout lb, 
 class Runner {
  public:
   explicit Runner(const Problem& p) : p_(p), rng_(std::random_device{}()) {
-    a_ = test::random_operand(p_, 'A', rng_);
-    b_ = test::random_operand(p_, 'B', rng_);
-    if (p_.beta != 0.0f) c_ = test::random_operand(p_, 'C', rng_);
+    a_ = test::random_operand(p_, Which::A, rng_);
+    b_ = test::random_operand(p_, Which::B, rng_);
+    if (p_.beta != 0.0f) c_ = test::random_operand(p_, Which::C, rng_);
     ref_ = test::reference_d(p_, a_, b_, c_);
     da_ = cuda::DeviceBuffer(a_.size());
     db_ = cuda::DeviceBuffer(b_.size());
@@ -70,12 +70,12 @@ class Runner {
       dc_ = cuda::DeviceBuffer(c_.size());
       dc_.upload(c_.data(), c_.size());
     }
-    dd_ = cuda::DeviceBuffer(test::span_bytes(p_, 'D'));
+    dd_ = cuda::DeviceBuffer(test::span_bytes(p_, Which::D));
   }
 
   // Runs one candidate on poisoned D; "" when correct, else what went wrong.
   std::string check(const Backend& be, const Candidate& cand) {
-    const std::vector<uint8_t> poison = test::poisoned_operand(p_, 'D');
+    const std::vector<uint8_t> poison = test::poisoned_operand(p_, Which::D);
     dd_.upload(poison.data(), poison.size());
     try {
       const std::string why = be.validate(p_, cand, current_device());
@@ -284,10 +284,10 @@ TEST_P(CublasLtFp8Gpu, EveryCandidateMatchesReference) {
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<float> scale_dist(0.5f, 2.0f);
   const int64_t M = p.m, N = p.n, K = p.k, KB = (K + kScaleBlock - 1) / kScaleBlock;
-  std::vector<uint8_t> a(test::span_bytes(p, 'A')), b(test::span_bytes(p, 'B'));
+  std::vector<uint8_t> a(test::span_bytes(p, Which::A)), b(test::span_bytes(p, Which::B));
   for (auto& x : a) x = random_fp8(p.a.dtype, rng);
   for (auto& x : b) x = random_fp8(p.b.dtype, rng);
-  std::vector<float> sa(p.scale_len('A')), sb(p.scale_len('B'));
+  std::vector<float> sa(p.scale_len(Which::A)), sb(p.scale_len(Which::B));
   for (auto& x : sa) x = scale_dist(rng);
   for (auto& x : sb) x = scale_dist(rng);
   auto scale_a = [&](int64_t m, int64_t k) {
@@ -322,7 +322,7 @@ TEST_P(CublasLtFp8Gpu, EveryCandidateMatchesReference) {
   if (d8)
     for (double& v : ref) v = std::clamp(v * sd, -448.0, 448.0);
 
-  cuda::DeviceBuffer da(a.size()), db(b.size()), dd(test::span_bytes(p, 'D'));
+  cuda::DeviceBuffer da(a.size()), db(b.size()), dd(test::span_bytes(p, Which::D));
   cuda::DeviceBuffer dsa(sa.size() * 4), dsb(sb.size() * 4), dsd(4), damax(4), dbias(bias.size());
   da.upload(a.data(), a.size());
   db.upload(b.data(), b.size());

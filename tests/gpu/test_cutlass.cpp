@@ -197,9 +197,9 @@ TEST_F(CutlassGpu, Fp8TensorAndRowScaling) {
     ASSERT_EQ(j.compile_error, "");
     const Problem& p = j.p;
     auto exe = backend_->load(p, j.cand, j.cr);
-    const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+    const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
     std::vector<uint8_t> cbuf;
-    if (p.beta != 0.0f) cbuf = test::random_operand(p, 'C', rng);
+    if (p.beta != 0.0f) cbuf = test::random_operand(p, Which::C, rng);
     const test::Scales sc = test::random_scales(p, rng);
     const test::EpilogueData e = test::random_epilogue(p, rng);
     const std::vector<double> ref = test::apply_epilogue(p, test::reference_scaled(p, a, b, cbuf, sc), e);
@@ -211,7 +211,7 @@ TEST_F(CutlassGpu, Fp8TensorAndRowScaling) {
     auto da = test::upload(a), db = test::upload(b), dc = test::upload(cbuf), bias = test::upload(e.bias),
          rs = test::upload(e.row_scale), cs = test::upload(e.col_scale);
     auto sa = up(sc.a.data(), sc.a.size() * sizeof(float)), sb = up(sc.b.data(), sc.b.size() * sizeof(float));
-    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
     auto dd = test::upload(d);
     GemmArgs args{da.get(), db.get(), cbuf.empty() ? nullptr : dc.get(), dd.get()};
     args.bias = bias.get(), args.row_scale = rs.get(), args.col_scale = cs.get();

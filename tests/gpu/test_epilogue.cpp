@@ -68,14 +68,14 @@ std::string check_cublaslt(const Problem& p, std::mt19937_64& rng, int* ran_fuse
   auto be = make_cublaslt_backend();
   const DeviceInfo& dev = current_device();
   if (std::string why = be->supports(p, dev); !why.empty()) return "supports: " + why;
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   const test::EpilogueData e = test::random_epilogue(p, rng);
   const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, {}), e);
   Device dv;
   dv.a = upload(a), dv.b = upload(b);
   dv.bias = upload(e.bias), dv.residual = upload(e.residual), dv.row_scale = upload(e.row_scale);
   dv.col_scale = upload(e.col_scale);
-  dv.d = cuda::DeviceBuffer(test::span_bytes(p, 'D'));
+  dv.d = cuda::DeviceBuffer(test::span_bytes(p, Which::D));
   std::ostringstream errs;
   for (const char* mode : {"fused", "separate"}) {
     const Candidate cand{"cublaslt", std::string("default,epi=") + mode};
@@ -85,7 +85,7 @@ std::string check_cublaslt(const Problem& p, std::mt19937_64& rng, int* ran_fuse
       continue;  // fused: the chain has no cuBLASLt epilogue
     }
     if (std::string(mode) == "fused") ++*ran_fused;
-    const std::vector<uint8_t> poison = test::poisoned_operand(p, 'D');
+    const std::vector<uint8_t> poison = test::poisoned_operand(p, Which::D);
     dv.d.upload(poison.data(), poison.size());
     try {
       CompileResult cr = be->compile(p, cand, dev);
@@ -142,7 +142,7 @@ TEST_F(EpilogueGpu, TunerReferenceMatchesCpuReference) {
   for (const char* chain : kChains)
     for (Layout ld : {Layout::row, Layout::col}) {
       const Problem p = make({37, 96, 72, 2}, chain, ld, DType::f32);
-      const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+      const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
       const test::EpilogueData e = test::random_epilogue(p, rng);
       const std::vector<double> want = test::apply_epilogue(p, test::reference_d(p, a, b, {}), e);
       Device dv;

@@ -82,9 +82,9 @@ struct Data {
 Data make_data(const Case& cs, std::mt19937_64& rng) {
   const Problem& p = cs.p;
   Data d;
-  d.a = test::random_operand(p, 'A', rng);
-  d.b = test::random_operand(p, 'B', rng);
-  if (p.beta != 0.0f) d.c = test::random_operand(p, 'C', rng);
+  d.a = test::random_operand(p, Which::A, rng);
+  d.b = test::random_operand(p, Which::B, rng);
+  if (p.beta != 0.0f) d.c = test::random_operand(p, Which::C, rng);
   d.e = test::random_epilogue(p, rng);
   d.s = test::random_scales(p, rng, cs.null_scale_a);
   d.v = test::apply_epilogue(p, test::reference_scaled(p, d.a, d.b, d.c, d.s), d.e);
@@ -110,7 +110,7 @@ std::string run_job(const Case& cs, const Job& j, const Data& data) {
   auto sa = upload(data.s.a), sb = upload(data.s.b), sd = upload(&data.s.d, sizeof(float));
   const float nan = std::nanf("");
   cuda::DeviceBuffer amax = upload(&nan, sizeof(float));
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
   auto dd = upload(d);
   GemmArgs args{da.get(), db.get(), data.c.empty() ? nullptr : dc.get(), dd.get()};
   args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cols.get();
@@ -358,7 +358,7 @@ TEST_F(Fp8Gpu, TunerReferenceMatchesCpuReference) {
     for (size_t i = 0; i < got.size(); ++i) num += (got[i] - data.v[i]) * (got[i] - data.v[i]), den += data.v[i] * data.v[i];
     EXPECT_LE(std::sqrt(num / den), 1e-5) << p.str();
     // D as a kernel that rounds exactly would write it.
-    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t j = 0; j < p.n_out(); ++j)
         test::store_elem(p.d.dtype, d.data(), test::elem_offset(p.d, 0, i, j),
@@ -397,7 +397,7 @@ TEST_F(Fp8Gpu, TunerSelectsAndRunsAScaledGemm) {
        sd = upload(&data.s.d, sizeof(float));
   const float nan = std::nanf("");
   cuda::DeviceBuffer amax = upload(&nan, sizeof(float));
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
   auto dd = upload(d);
   GemmArgs args{da.get(), db.get(), nullptr, dd.get()};
   args.scale_a = static_cast<const float*>(sa.get());

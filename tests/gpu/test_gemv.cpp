@@ -326,16 +326,16 @@ TEST_F(GemvGpu, AnyAlignment) {
     EXPECT_EQ(r.cr.spill_bytes, 0) << r.cr.log;
     const Problem& p = r.p;
     auto exe = be->load(p, r.cand, r.cr);
-    const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+    const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
     std::vector<uint8_t> cv;
-    if (p.beta != 0.0f) cv = test::random_operand(p, 'C', rng);
+    if (p.beta != 0.0f) cv = test::random_operand(p, Which::C, rng);
     const test::EpilogueData e = test::random_epilogue(p, rng);
     const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, cv), e);
     auto [da, pa] = place(a, p.a.align);
     auto [db, pb] = place(b, p.b.align);
     auto dc = test::upload(cv), bias = test::upload(e.bias), res = test::upload(e.residual),
          rs = test::upload(e.row_scale), cs = test::upload(e.col_scale);
-    std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+    std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
     auto dd = test::upload(d);
     GemmArgs args{pa, pb, cv.empty() ? nullptr : dc.get(), dd.get()};
     args.bias = bias.get(), args.residual = res.get(), args.row_scale = rs.get(), args.col_scale = cs.get();
@@ -428,7 +428,7 @@ void run_fp8_case(const Fp8Case& c, std::mt19937_64& rng, int* ran) {
   fill(c.a, c.m * c.k, ab, av);
   fill(c.b, c.n * c.k, bb, bv);
   std::uniform_real_distribution<float> uni(0.5f, 2.0f);
-  std::vector<float> sa(size_t(p.scale_len('A'))), sb(size_t(p.scale_len('B')));
+  std::vector<float> sa(size_t(p.scale_len(Which::A))), sb(size_t(p.scale_len(Which::B)));
   for (float& x : sa) x = uni(rng);
   for (float& x : sb) x = uni(rng);
   const float sd = 0.75f;

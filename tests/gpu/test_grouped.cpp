@@ -70,7 +70,7 @@ Problem make_grouped(const Spec& s) {
 }
 
 // Elements operand w spans: count(w) matrices (B holds G of them in a contiguous problem).
-int64_t span_of(const Problem& p, char w) {
+int64_t span_of(const Problem& p, Which w) {
   const Operand& o = p.operand(w);
   const int64_t rows = Problem::rows_of(w, p), cols = Problem::cols_of(w, p);
   const int64_t footprint = o.layout == Layout::row ? (rows - 1) * o.ld + cols : (cols - 1) * o.ld + rows;
@@ -93,9 +93,9 @@ struct Data {
 
 Data make_data(const Problem& p, std::mt19937_64& rng) {
   Data d;
-  d.a = random_span(p.a.dtype, span_of(p, 'A'), rng);
-  d.b = random_span(p.b.dtype, span_of(p, 'B'), rng);
-  if (p.beta != 0.0f) d.c = random_span(p.c.dtype, span_of(p, 'C'), rng);
+  d.a = random_span(p.a.dtype, span_of(p, Which::A), rng);
+  d.b = random_span(p.b.dtype, span_of(p, Which::B), rng);
+  if (p.beta != 0.0f) d.c = random_span(p.c.dtype, span_of(p, Which::C), rng);
   d.e = test::random_epilogue(p, rng);
   if (p.scaling != Scaling::none) d.s = test::random_scales(p, rng);
   return d;
@@ -282,7 +282,7 @@ std::string run_candidate(const Problem& p, const Candidate& c, const std::vecto
   }
   const Data data = make_data(p, rng);
   DeviceData dev(data);
-  const std::vector<uint8_t> poison(size_t(span_of(p, 'D')) * dtype_size(p.d.dtype), 0xFF);
+  const std::vector<uint8_t> poison(size_t(span_of(p, Which::D)) * dtype_size(p.d.dtype), 0xFF);
   cuda::DeviceBuffer dd(poison.size());
   cuda::StreamOwner stream;
   for (size_t r = 0; r < routings.size(); ++r) {
@@ -440,9 +440,9 @@ TEST_F(GroupedGpu, TunerReferenceMatchesHostReference) {
       if (rg[i / size_t(p.n_out())] >= 0) num += (got[i] - want[i]) * (got[i] - want[i]), den += want[i] * want[i];
     EXPECT_LE(std::sqrt(num / den), 1e-5);
     // D as an exact kernel would write it: the groups' rows rounded to D's dtype, the rest poisoned as fill_nan does.
-    std::vector<uint8_t> d(size_t(span_of(p, 'D')) * dtype_size(p.d.dtype));
+    std::vector<uint8_t> d(size_t(span_of(p, Which::D)) * dtype_size(p.d.dtype));
     cuda::DeviceBuffer dd(d.size());
-    fill_nan(dd.get(), p.d.dtype, span_of(p, 'D'), stream.get());
+    fill_nan(dd.get(), p.d.dtype, span_of(p, Which::D), stream.get());
     stream.sync();
     dd.download(d.data(), d.size());
     for (int64_t z = 0; z < p.batch; ++z)

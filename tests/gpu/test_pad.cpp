@@ -78,14 +78,14 @@ std::string run_job(const Backend& be, const Job& j, std::mt19937_64& rng) {
   const Problem& p = j.p;
   auto exe = be.load(p, j.cand, j.cr);
   if (!(exe->candidate() == j.cand)) return "executable reports candidate " + exe->candidate().str();
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = test::random_operand(p, 'C', rng);
+  if (p.beta != 0.0f) c = test::random_operand(p, Which::C, rng);
   const std::vector<double> ref = test::reference_d(p, a, b, c);
   const Placed da = place(a, p.a.align), db = place(b, p.b.align);
   Placed dc;
   if (!c.empty()) dc = place(c, 16);
-  const std::vector<uint8_t> poison = test::poisoned_operand(p, 'D');
+  const std::vector<uint8_t> poison = test::poisoned_operand(p, Which::D);
   cuda::DeviceBuffer dd(poison.size());
   GemmArgs args{da.ptr(), db.ptr(), c.empty() ? nullptr : dc.ptr(), dd.get()};
   cuda::StreamOwner s[2];

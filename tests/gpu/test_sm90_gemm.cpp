@@ -63,10 +63,10 @@ std::string run_one(const Problem& p, const std::string& config, std::mt19937_64
   const CompileResult cr = be->compile(p, cand, dev);
   if (cr.spill_bytes > 0) return test::spill_skip(cr);
   auto exe = be->load(p, cand, cr);
-  auto ha = test::random_operand(p, 'A', rng), hb = test::random_operand(p, 'B', rng);
+  auto ha = test::random_operand(p, Which::A, rng), hb = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> hc;
-  if (p.beta != 0.0f) hc = test::random_operand(p, 'C', rng);
-  auto hd = test::poisoned_operand(p, 'D');
+  if (p.beta != 0.0f) hc = test::random_operand(p, Which::C, rng);
+  auto hd = test::poisoned_operand(p, Which::D);
   cuda::DeviceBuffer da(ha.size()), db(hb.size()), dd(hd.size()), dc(hc.size());
   da.upload(ha.data(), ha.size());
   db.upload(hb.data(), hb.size());

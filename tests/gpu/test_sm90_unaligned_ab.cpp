@@ -68,15 +68,15 @@ std::string run_case(const Case& c, std::mt19937_64& rng) {
   const CompileResult cr = be->compile(p, cand, dev);
   if (cr.spill_bytes > 0) return test::spill_skip(cr);
   auto exe = be->load(p, cand, cr);
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> cv;
-  if (p.beta != 0.0f) cv = test::random_operand(p, 'C', rng);
+  if (p.beta != 0.0f) cv = test::random_operand(p, Which::C, rng);
   const test::EpilogueData e = test::random_epilogue(p, rng);
   const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, cv), e);
   const void *pa = nullptr, *pb = nullptr;
   auto da = upload_at(a, c.a_off, pa), db = upload_at(b, c.b_off, pb);
   auto dc = test::upload(cv), bias = test::upload(e.bias), res = test::upload(e.residual);
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
   auto dd = test::upload(d);
   GemmArgs args{pa, pb, cv.empty() ? nullptr : dc.get(), dd.get()};
   args.bias = bias.get(), args.residual = res.get();

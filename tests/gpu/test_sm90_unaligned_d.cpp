@@ -98,9 +98,9 @@ std::string run_case(const Backend& be, const Case& c, std::mt19937_64& rng) {
   if (!c.compile_error.empty()) return "compile: " + c.compile_error;
   if (c.cr.spill_bytes > 0) return "SKIP spills " + std::to_string(c.cr.spill_bytes) + " bytes";
   auto exe = be.load(p, c.cand, c.cr);
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> cv;
-  if (p.beta != 0.0f) cv = test::random_operand(p, 'C', rng);
+  if (p.beta != 0.0f) cv = test::random_operand(p, Which::C, rng);
   const test::EpilogueData e = test::random_epilogue(p, rng);
   const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, cv), e);
   // The residual is D-shaped and sits at D's offset where its element size allows (its pairs follow D's alignment).
@@ -110,7 +110,7 @@ std::string run_case(const Backend& be, const Case& c, std::mt19937_64& rng) {
           : 0;
   auto da = upload_at(a, 0), db = upload_at(b, 0), dc = upload_at(cv, c.c_off), bias = upload_at(e.bias, 0),
        res = upload_at(e.residual, res_off), rs = upload_at(e.row_scale, 0), cs = upload_at(e.col_scale, 0);
-  const size_t span = test::span_bytes(p, 'D'), total = c.d_off + span + kGuard;
+  const size_t span = test::span_bytes(p, Which::D), total = c.d_off + span + kGuard;
   const std::vector<uint8_t> poison(total, 0xFF);
   cuda::DeviceBuffer dd(total);
   auto at = [](const cuda::DeviceBuffer& buf, int off) -> void* {

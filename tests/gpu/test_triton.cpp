@@ -70,9 +70,9 @@ std::string run_job(const Backend& be, const Case& cs, const Job& j, std::mt1993
   const Problem& p = cs.p;
   if (!j.compile_error.empty()) return "compile: " + j.compile_error;
   auto exe = be.load(p, j.cand, j.cr);
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
-  if (p.beta != 0.0f) c = test::random_operand(p, 'C', rng);
+  if (p.beta != 0.0f) c = test::random_operand(p, Which::C, rng);
   const test::EpilogueData e = test::random_epilogue(p, rng);
   const bool scaled = p.scaling != Scaling::none;
   const test::Scales s = scaled ? test::random_scales(p, rng) : test::Scales{};
@@ -81,7 +81,7 @@ std::string run_job(const Backend& be, const Case& cs, const Job& j, std::mt1993
   auto da = upload_at(a.data(), a.size(), cs.base_offset), db = upload_at(b.data(), b.size(), cs.base_offset);
   auto dc = upload(c), bias = upload(e.bias), res = upload(e.residual), rs = upload(e.row_scale),
        cols = upload(e.col_scale), sa = upload(s.a), sb = upload(s.b);
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
   auto dd = upload(d);
   GemmArgs args{static_cast<const char*>(da.get()) + cs.base_offset,
                 static_cast<const char*>(db.get()) + cs.base_offset, c.empty() ? nullptr : dc.get(), dd.get()};
@@ -265,11 +265,11 @@ TEST_F(TritonGpu, TuneRestrictedToTriton) {
   Gemm g = t.select(p);
   EXPECT_EQ(g.candidate().backend, "triton");
   std::mt19937_64 rng(42);
-  const auto a = test::random_operand(p, 'A', rng), b = test::random_operand(p, 'B', rng);
+  const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   const test::EpilogueData e = test::random_epilogue(p, rng);
   const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, {}), e);
   auto da = upload(a), db = upload(b), bias = upload(e.bias);
-  std::vector<uint8_t> d = test::poisoned_operand(p, 'D');
+  std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
   auto dd = upload(d);
   GemmArgs args{da.get(), db.get(), nullptr, dd.get()};
   args.bias = bias.get();

@@ -39,37 +39,37 @@ struct Spec {
   // Leading dimensions and batch strides back to "packed", so that done() packs them for the final layouts, batch
   // and epilogue (a GLU halves D's columns); ld() and stride() set explicit ones.
   void unresolve() {
-    for (char w : {'A', 'B', 'C', 'D'}) op(w).ld = 0, op(w).batch_stride = -1;
+    for (Which w : kOperands) op(w).ld = 0, op(w).batch_stride = -1;
   }
 
-  Operand& op(char w) { return const_cast<Operand&>(p.operand(w)); }
+  Operand& op(Which w) { return const_cast<Operand&>(p.operand(w)); }
   // Leading dimensions in elements (0 = packed).
   Spec& ld(int64_t a, int64_t b, int64_t c, int64_t d) {
-    op('A').ld = a, op('B').ld = b, op('C').ld = c, op('D').ld = d;
+    op(Which::A).ld = a, op(Which::B).ld = b, op(Which::C).ld = c, op(Which::D).ld = d;
     return *this;
   }
-  Spec& ld(char w, int64_t v) { return op(w).ld = v, *this; }
+  Spec& ld(Which w, int64_t v) { return op(w).ld = v, *this; }
   // Base-pointer alignment in bytes (Operand::align).
   Spec& align(int a, int b, int c, int d) {
-    op('A').align = a, op('B').align = b, op('C').align = c, op('D').align = d;
+    op(Which::A).align = a, op(Which::B).align = b, op(Which::C).align = c, op(Which::D).align = d;
     return *this;
   }
-  Spec& align(char w, int v) { return op(w).align = v, *this; }
+  Spec& align(Which w, int v) { return op(w).align = v, *this; }
   Spec& beta(float b, float alpha = 1.0f) { return p.beta = b, p.alpha = alpha, *this; }
   // D (and C, which must match it when read) column-major.
   Spec& d_col() {
-    op('C').layout = op('D').layout = Layout::col;
+    op(Which::C).layout = op(Which::D).layout = Layout::col;
     return *this;
   }
-  Spec& c_dtype(DType t) { return op('C').dtype = t, *this; }
+  Spec& c_dtype(DType t) { return op(Which::C).dtype = t, *this; }
   Spec& epi(const std::string& chain) { return p.epilogue = parse_epilogue(chain), *this; }
   Spec& batch(int64_t b) { return p.batch = b, *this; }
   // A batch stride in elements (0 broadcasts one matrix to every batch: A, B, C).
-  Spec& stride(char w, int64_t s) { return op(w).batch_stride = s, *this; }
+  Spec& stride(Which w, int64_t s) { return op(w).batch_stride = s, *this; }
   Spec& scaled(Scaling s) { return p.scaling = s, *this; }
   Spec& amax() { return p.amax = true, *this; }
   Spec& dtypes(DType a, DType b) {
-    op('A').dtype = a, op('B').dtype = b;
+    op(Which::A).dtype = a, op(Which::B).dtype = b;
     return *this;
   }
   Problem done() {
@@ -131,11 +131,11 @@ inline std::vector<SweepClass> sweep_classes() {
 
       // ---- batches ----
       {"batch3", Spec(127, 64, 96).batch(3).done(), "3 packed batches, odd M"},
-      {"batch4_bcast_b", Spec(64, 96, 128).batch(4).stride('B', 0).done(), "4 batches sharing one B (batch stride 0)"},
-      {"batch3_bcast_b_decode", Spec(4, 512, 256).batch(3).stride('B', 0).done(),
+      {"batch4_bcast_b", Spec(64, 96, 128).batch(4).stride(Which::B, 0).done(), "4 batches sharing one B (batch stride 0)"},
+      {"batch3_bcast_b_decode", Spec(4, 512, 256).batch(3).stride(Which::B, 0).done(),
        "3 decode batches (M = 4) sharing one B"},
       {"batch2_bcast_ac_padded",
-       Spec(72, 64, 80).batch(2).stride('A', 0).stride('C', 0).stride('D', 72 * 64 + 8).beta(1.0f).done(),
+       Spec(72, 64, 80).batch(2).stride(Which::A, 0).stride(Which::C, 0).stride(Which::D, 72 * 64 + 8).beta(1.0f).done(),
        "broadcast A and C, padded D batch stride"},
 
       // ---- epilogues ----
@@ -146,7 +146,7 @@ inline std::vector<SweepClass> sweep_classes() {
       {"epi_silu_scales", Spec(100, 64, 96).epi("row_scale,col_scale,silu").done(), "row and column scales, silu"},
       {"epi_sigmoid_residual", Spec(64, 136, 72).epi("sigmoid,residual").beta(1.0f, 0.5f).done(),
        "sigmoid, residual, beta C, alpha 0.5"},
-      {"epi_silu_glu", Spec(96, 256, 128).epi("silu_glu").ld('D', 136).done(),
+      {"epi_silu_glu", Spec(96, 256, 128).epi("silu_glu").ld(Which::D, 136).done(),
        "SwiGLU (halves): D is M x N/2, on a padded pitch"},
       {"epi_gelu_glu_interleave", Spec(64, 256, 64).epi("bias,gelu_tanh_glu:interleave32,col_scale,residual").done(),
        "bias, gelu_tanh GLU interleaved by 32, col_scale and residual after it"},

@@ -61,8 +61,8 @@ TEST(GpuTestUtil, ReferenceIsLayoutInvariant) {
     p.a.ld = (p.a.layout == Layout::row ? K : M) + 3;  // padded
     p.a.batch_stride = p.a.ld * (p.a.layout == Layout::row ? M : K) + 5;
     p.resolve();
-    std::vector<uint8_t> a(test::span_bytes(p, 'A'), 0xFF), b(test::span_bytes(p, 'B'), 0xFF),
-        c(test::span_bytes(p, 'C'), 0xFF);
+    std::vector<uint8_t> a(test::span_bytes(p, Which::A), 0xFF), b(test::span_bytes(p, Which::B), 0xFF),
+        c(test::span_bytes(p, Which::C), 0xFF);
     for (int64_t bi = 0; bi < B; ++bi) {
       for (int64_t i = 0; i < M; ++i)
         for (int64_t k = 0; k < K; ++k)
@@ -85,7 +85,7 @@ TEST(GpuTestUtil, ReferenceIsLayoutInvariant) {
       EXPECT_EQ(ref, first) << "layout combo " << li;
     }
     // D stored from the reference: error 0, nothing written outside; one poisoned element makes the error NaN.
-    std::vector<uint8_t> d(test::span_bytes(p, 'D'), 0xFF);
+    std::vector<uint8_t> d(test::span_bytes(p, Which::D), 0xFF);
     for (int64_t bi = 0; bi < B; ++bi)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j)

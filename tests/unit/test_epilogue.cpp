@@ -113,8 +113,8 @@ TEST(Epilogue, GluHalvesD) {
   const Problem p = with_epi("silu_glu", 64, 512, 128);
   EXPECT_EQ(p.check(), "");
   EXPECT_EQ(p.n_out(), 256);
-  EXPECT_EQ(Problem::cols_of('D', p), 256);
-  EXPECT_EQ(Problem::cols_of('B', p), 512);
+  EXPECT_EQ(Problem::cols_of(Which::D, p), 256);
+  EXPECT_EQ(Problem::cols_of(Which::B, p), 512);
   EXPECT_EQ(p.d.ld, 256);
   const Problem plain = Problem::make(64, 512, 128, DType::bf16, DType::bf16);
   EXPECT_LT(p.min_bytes(), plain.min_bytes());

@@ -93,28 +93,28 @@ TEST(PadConfig, BadStringsNameTheBadPart) {
 
 TEST(PadProblem, AlignmentRule) {
   Problem p = make(256, 256, 4096);
-  EXPECT_TRUE(pad::aligned(p, 'A'));
-  EXPECT_TRUE(pad::aligned(p, 'b'));
+  EXPECT_TRUE(pad::aligned(p, Which::A));
+  EXPECT_TRUE(pad::aligned(p, Which::B));
   p.a.ld = 4100;  // 8200 bytes
-  EXPECT_FALSE(pad::aligned(p, 'A'));
-  EXPECT_TRUE(has(pad::misalignment(p, 'A'), "lda=4100 (8200 bytes) is not a multiple of 16 bytes"))
-      << pad::misalignment(p, 'A');
+  EXPECT_FALSE(pad::aligned(p, Which::A));
+  EXPECT_TRUE(has(pad::misalignment(p, Which::A), "lda=4100 (8200 bytes) is not a multiple of 16 bytes"))
+      << pad::misalignment(p, Which::A);
   p.a.ld = 4104;
-  EXPECT_TRUE(pad::aligned(p, 'A'));
+  EXPECT_TRUE(pad::aligned(p, Which::A));
   p.b.align = 8;
-  EXPECT_TRUE(has(pad::misalignment(p, 'B'), "B's pointer is only 8-byte aligned")) << pad::misalignment(p, 'B');
+  EXPECT_TRUE(has(pad::misalignment(p, Which::B), "B's pointer is only 8-byte aligned")) << pad::misalignment(p, Which::B);
   // A batch stride counts only with several batches, and a broadcast (0) is aligned.
   Problem q = make(64, 64, 64, Layout::row, Layout::col, DType::bf16, 3);
   q.a.batch_stride = 64 * 64 + 4;
   q.b.batch_stride = 0;
-  EXPECT_FALSE(pad::aligned(q, 'A'));
-  EXPECT_TRUE(has(pad::misalignment(q, 'A'), "batch stride 4100 (8200 bytes)")) << pad::misalignment(q, 'A');
-  EXPECT_TRUE(pad::aligned(q, 'B'));
+  EXPECT_FALSE(pad::aligned(q, Which::A));
+  EXPECT_TRUE(has(pad::misalignment(q, Which::A), "batch stride 4100 (8200 bytes)")) << pad::misalignment(q, Which::A);
+  EXPECT_TRUE(pad::aligned(q, Which::B));
   // f32: 4 elements make 16 bytes.
   Problem f = make(64, 64, 68, Layout::row, Layout::col, DType::f32);
-  EXPECT_TRUE(pad::aligned(f, 'A'));
+  EXPECT_TRUE(pad::aligned(f, Which::A));
   f.a.ld = 70;
-  EXPECT_FALSE(pad::aligned(f, 'A'));
+  EXPECT_FALSE(pad::aligned(f, Which::A));
 }
 
 TEST(PadProblem, PaddedFields) {
@@ -131,8 +131,8 @@ TEST(PadProblem, PaddedFields) {
   EXPECT_EQ(q.m, p.m);
   EXPECT_EQ(q.k, p.k);  // the logical K: readers stop there
   EXPECT_EQ(q.check(), "");
-  EXPECT_TRUE(pad::aligned(q, 'A'));
-  EXPECT_FALSE(pad::aligned(q, 'B'));
+  EXPECT_TRUE(pad::aligned(q, Which::A));
+  EXPECT_FALSE(pad::aligned(q, Which::B));
 
   // Column-major B (K x N) with a sliced pitch and an odd batch stride: packed, batch stride = pitch x N.
   Problem b = make(64, 96, 100, Layout::row, Layout::col, DType::bf16, 3);
@@ -152,7 +152,7 @@ TEST(PadProblem, PaddedFields) {
   const Problem qbc = pad::padded_problem(bc, true, false);
   EXPECT_EQ(qbc.a.ld, 64);
   EXPECT_EQ(qbc.a.batch_stride, 0);
-  EXPECT_EQ(pad::copy_of(bc, 'A').batch, 1);
+  EXPECT_EQ(pad::copy_of(bc, Which::A).batch, 1);
 
   // f32 rounds to 4 elements.
   Problem f = make(64, 64, 70, Layout::row, Layout::row, DType::f32);
@@ -160,12 +160,12 @@ TEST(PadProblem, PaddedFields) {
 
   // The copy writes exactly the operand the padded problem describes.
   for (const Problem* x : {&p, &b, &bc, &f})
-    for (char w : {'A', 'B'}) {
+    for (Which w : {Which::A, Which::B}) {
       const Problem q = pad::padded_problem(*x, true, true);
-      const Operand& o = w == 'A' ? q.a : q.b;
+      const Operand& o = w == Which::A ? q.a : q.b;
       const pad::Copy c = pad::copy_of(*x, w);
-      EXPECT_EQ(c.dst_ld, o.ld) << w << " of " << x->str();
-      EXPECT_EQ(c.dst_bs, o.batch_stride) << w << " of " << x->str();
+      EXPECT_EQ(c.dst_ld, o.ld) << which_name(w) << " of " << x->str();
+      EXPECT_EQ(c.dst_bs, o.batch_stride) << which_name(w) << " of " << x->str();
       EXPECT_EQ(c.elem_bytes * c.dst_ld % 16, 0);
     }
 }
@@ -173,8 +173,8 @@ TEST(PadProblem, PaddedFields) {
 TEST(PadProblem, Copy) {
   Problem p = make(2048, 4096, 4100);
   p.a.align = 8;
-  pad::Copy c = pad::copy_of(p, 'A');
-  EXPECT_EQ(c.which, 'A');
+  pad::Copy c = pad::copy_of(p, Which::A);
+  EXPECT_EQ(c.which, Which::A);
   EXPECT_EQ(c.elem_bytes, 2);
   EXPECT_EQ(c.lines, 2048);
   EXPECT_EQ(c.inner, 4100);
@@ -185,21 +185,21 @@ TEST(PadProblem, Copy) {
   EXPECT_EQ(c.bytes(), 2048 * 4104 * 2);
   // The load width is what the pointer, the pitch and the batch stride all allow.
   p.a.align = 2;
-  EXPECT_EQ(pad::copy_of(p, 'A').load_bytes, 2);
+  EXPECT_EQ(pad::copy_of(p, Which::A).load_bytes, 2);
   p.a.align = 16;
   p.a.ld = 4101;
-  EXPECT_EQ(pad::copy_of(p, 'A').load_bytes, 2);
+  EXPECT_EQ(pad::copy_of(p, Which::A).load_bytes, 2);
   p.a.ld = 4102;
-  EXPECT_EQ(pad::copy_of(p, 'A').load_bytes, 4);
+  EXPECT_EQ(pad::copy_of(p, Which::A).load_bytes, 4);
   p.a.ld = 4104;
-  EXPECT_EQ(pad::copy_of(p, 'A').load_bytes, 16);
+  EXPECT_EQ(pad::copy_of(p, Which::A).load_bytes, 16);
   Problem bt = make(64, 64, 64, Layout::row, Layout::col, DType::bf16, 2);
   bt.a.batch_stride = 64 * 64 + 2;
-  EXPECT_EQ(pad::copy_of(bt, 'A').load_bytes, 4);
+  EXPECT_EQ(pad::copy_of(bt, Which::A).load_bytes, 4);
   Problem f = make(64, 64, 70, Layout::row, Layout::row, DType::f32);
   f.a.align = 4;
-  EXPECT_EQ(pad::copy_of(f, 'A').load_bytes, 4);
-  EXPECT_EQ(pad::copy_of(f, 'A').chunks, 18);
+  EXPECT_EQ(pad::copy_of(f, Which::A).load_bytes, 4);
+  EXPECT_EQ(pad::copy_of(f, Which::A).chunks, 18);
 
   // The workspace: each copy at a multiple of 256 bytes.
   Problem ab = make(100, 96, 100);

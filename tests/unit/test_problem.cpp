@@ -326,29 +326,27 @@ TEST(ProblemFp8, ScalingNames) {
 TEST(ProblemFp8, ScaleLengths) {
   EXPECT_EQ(kScaleBlock, 128);
   const Problem none = tn(200, 328, 400);
-  EXPECT_EQ(none.scale_len('A'), 0);
-  EXPECT_EQ(none.scale_len('B'), 0);
+  EXPECT_EQ(none.scale_len(Which::A), 0);
+  EXPECT_EQ(none.scale_len(Which::B), 0);
   const Problem t = fp8(200, 328, 400, Scaling::tensor);
-  EXPECT_EQ(t.scale_len('A'), 1);
-  EXPECT_EQ(t.scale_len('B'), 1);
+  EXPECT_EQ(t.scale_len(Which::A), 1);
+  EXPECT_EQ(t.scale_len(Which::B), 1);
   const Problem r = fp8(200, 328, 400, Scaling::row);
-  EXPECT_EQ(r.scale_len('A'), 200);  // per row of A
-  EXPECT_EQ(r.scale_len('B'), 328);  // per column of B (output channel)
+  EXPECT_EQ(r.scale_len(Which::A), 200);  // per row of A
+  EXPECT_EQ(r.scale_len(Which::B), 328);  // per column of B (output channel)
   // Block: A is M x ceil(K/128), B ceil(N/128) x ceil(K/128); ragged K and N round up.
   const Problem b = fp8(200, 328, 400, Scaling::block);
-  EXPECT_EQ(b.scale_len('A'), 200 * 4);
-  EXPECT_EQ(b.scale_len('B'), 3 * 4);
-  EXPECT_EQ(b.scale_len('a'), b.scale_len('A'));
-  EXPECT_EQ(b.scale_len('b'), b.scale_len('B'));
+  EXPECT_EQ(b.scale_len(Which::A), 200 * 4);
+  EXPECT_EQ(b.scale_len(Which::B), 3 * 4);
   const Problem exact = fp8(256, 256, 512, Scaling::block);
-  EXPECT_EQ(exact.scale_len('A'), 256 * 4);
-  EXPECT_EQ(exact.scale_len('B'), 2 * 4);
+  EXPECT_EQ(exact.scale_len(Which::A), 256 * 4);
+  EXPECT_EQ(exact.scale_len(Which::B), 2 * 4);
   const Problem tiny = fp8(1, 16, 16, Scaling::block);
-  EXPECT_EQ(tiny.scale_len('A'), 1);
-  EXPECT_EQ(tiny.scale_len('B'), 1);
+  EXPECT_EQ(tiny.scale_len(Which::A), 1);
+  EXPECT_EQ(tiny.scale_len(Which::B), 1);
   const Problem edge = fp8(1, 129, 129, Scaling::block);
-  EXPECT_EQ(edge.scale_len('A'), 2);
-  EXPECT_EQ(edge.scale_len('B'), 2 * 2);
+  EXPECT_EQ(edge.scale_len(Which::A), 2);
+  EXPECT_EQ(edge.scale_len(Which::B), 2 * 2);
 }
 
 TEST(ProblemFp8, EpilogueOperandsDefaultToBf16ForAnFp8D) {
@@ -429,11 +427,10 @@ TEST(ProblemGrouped, ResolveAndCount) {
   EXPECT_EQ(c.check(), "");
   EXPECT_TRUE(c.grouped());
   EXPECT_EQ(c.batch, 1);
-  EXPECT_EQ(c.count('A'), 1);
-  EXPECT_EQ(c.count('B'), 8);  // one weight per group
-  EXPECT_EQ(c.count('b'), 8);
-  EXPECT_EQ(c.count('C'), 1);
-  EXPECT_EQ(c.count('D'), 1);
+  EXPECT_EQ(c.count(Which::A), 1);
+  EXPECT_EQ(c.count(Which::B), 8);  // one weight per group
+  EXPECT_EQ(c.count(Which::C), 1);
+  EXPECT_EQ(c.count(Which::D), 1);
   EXPECT_EQ(c.a.batch_stride, 0);
   EXPECT_EQ(c.b.batch_stride, 256 * 512);
   EXPECT_DOUBLE_EQ(c.flops(), 2.0 * 5000 * 512 * 256);
@@ -441,7 +438,7 @@ TEST(ProblemGrouped, ResolveAndCount) {
   const Problem m = grouped(Grouping::masked, 64, 512, 256, 4);
   EXPECT_EQ(m.check(), "");
   EXPECT_EQ(m.batch, 4);  // resolve(): one matrix per group
-  for (char w : {'A', 'B', 'C', 'D'}) EXPECT_EQ(m.count(w), 4) << w;
+  for (Which w : kOperands) EXPECT_EQ(m.count(w), 4) << which_name(w);
   EXPECT_EQ(m.a.batch_stride, 64 * 256);
   EXPECT_EQ(m.d.batch_stride, 64 * 512);
   EXPECT_DOUBLE_EQ(m.flops(), 2.0 * 64 * 512 * 256 * 4);
@@ -452,7 +449,7 @@ TEST(ProblemGrouped, ResolveAndCount) {
 
   const Problem plain = tn(64, 64, 64);
   EXPECT_FALSE(plain.grouped());
-  EXPECT_EQ(plain.count('B'), 1);
+  EXPECT_EQ(plain.count(Which::B), 1);
 }
 
 TEST(ProblemGrouped, CheckGroupingSaysWhy) {
@@ -509,21 +506,21 @@ TEST(ProblemGrouped, KeyBucketsContiguousM) {
 TEST(ProblemGrouped, ScaleLengthsPerGroup) {
   // Contiguous: A's scales follow its M rows, B's are per group.
   Problem c = grouped(Grouping::contiguous, 200, 328, 400, 8, DType::e4m3);
-  EXPECT_EQ(c.scale_len('A'), 200);
-  EXPECT_EQ(c.scale_len('B'), 8 * 328);
+  EXPECT_EQ(c.scale_len(Which::A), 200);
+  EXPECT_EQ(c.scale_len(Which::B), 8 * 328);
   c.scaling = Scaling::block;
-  EXPECT_EQ(c.scale_len('A'), 200 * 4);
-  EXPECT_EQ(c.scale_len('B'), 8 * 3 * 4);
+  EXPECT_EQ(c.scale_len(Which::A), 200 * 4);
+  EXPECT_EQ(c.scale_len(Which::B), 8 * 3 * 4);
   c.scaling = Scaling::tensor;
-  EXPECT_EQ(c.scale_len('A'), 1);
-  EXPECT_EQ(c.scale_len('B'), 1);
+  EXPECT_EQ(c.scale_len(Which::A), 1);
+  EXPECT_EQ(c.scale_len(Which::B), 1);
   // Masked: G matrices of A (M_max rows each) and of B.
   Problem m = grouped(Grouping::masked, 64, 328, 400, 4, DType::e4m3);
-  EXPECT_EQ(m.scale_len('A'), 4 * 64);
-  EXPECT_EQ(m.scale_len('B'), 4 * 328);
+  EXPECT_EQ(m.scale_len(Which::A), 4 * 64);
+  EXPECT_EQ(m.scale_len(Which::B), 4 * 328);
   m.scaling = Scaling::block;
-  EXPECT_EQ(m.scale_len('A'), 4 * 64 * 4);
-  EXPECT_EQ(m.scale_len('B'), 4 * 3 * 4);
+  EXPECT_EQ(m.scale_len(Which::A), 4 * 64 * 4);
+  EXPECT_EQ(m.scale_len(Which::B), 4 * 3 * 4);
 }
 
 TEST(ProblemGrouped, MinBytesCountsEveryWeight) {

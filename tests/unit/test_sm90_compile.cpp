@@ -375,9 +375,9 @@ TEST(Sm90Config, Reasons) {
   Problem b = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
   b.resolve();
   EXPECT_EQ(be->supports(b, dev), "");
-  for (char w : {'a', 'b'}) {
+  for (Which w : {Which::A, Which::B}) {
     Problem x = b;
-    (w == 'a' ? x.a : x.b).batch_stride = 0;
+    (w == Which::A ? x.a : x.b).batch_stride = 0;
     EXPECT_NE(be->supports(x, dev).find("broadcast operands are not supported"), std::string::npos)
         << be->supports(x, dev);
     EXPECT_TRUE(be->enumerate(x, dev).empty());

@@ -86,22 +86,22 @@ TEST(SweepClasses, ProblemsStaySmall) {
 }
 
 TEST(SweepClasses, CoverPitchClassesOfEveryOperand) {
-  for (char w : {'A', 'B', 'C', 'D'}) {
+  for (Which w : kOperands) {
     for (int bytes : {2, 4, 8, 16}) {
-      expect_covered(std::string(1, w) + " on a " + std::to_string(bytes) + "-byte pitch", [&](const Problem& p) {
-        if (w == 'C' && p.beta == 0.0f) return false;  // C is read only with beta
+      expect_covered(std::string(which_name(w)) + " on a " + std::to_string(bytes) + "-byte pitch", [&](const Problem& p) {
+        if (w == Which::C && p.beta == 0.0f) return false;  // C is read only with beta
         return p.access_bytes(w) == bytes;
       });
       if (bytes < 16)
-        expect_covered(std::string(1, w) + " with a " + std::to_string(bytes) + "-byte aligned base pointer",
+        expect_covered(std::string(which_name(w)) + " with a " + std::to_string(bytes) + "-byte aligned base pointer",
                        [&](const Problem& p) {
-                         if (w == 'C' && p.beta == 0.0f) return false;
+                         if (w == Which::C && p.beta == 0.0f) return false;
                          return p.operand(w).align == bytes;
                        });
     }
     // A leading dimension past the packed one leaves gaps that must stay untouched (D) and unread (inputs).
-    expect_covered(std::string(1, w) + " padded (ld above the packed value)", [&](const Problem& p) {
-      if (w == 'C' && p.beta == 0.0f) return false;
+    expect_covered(std::string(which_name(w)) + " padded (ld above the packed value)", [&](const Problem& p) {
+      if (w == Which::C && p.beta == 0.0f) return false;
       const Operand& o = p.operand(w);
       const int64_t packed = o.layout == Layout::row ? Problem::cols_of(w, p) : Problem::rows_of(w, p);
       return o.ld > packed;
@@ -137,9 +137,9 @@ TEST(SweepClasses, CoverOddSizes) {
 
 TEST(SweepClasses, CoverBatches) {
   expect_covered("batch > 1", [](const Problem& p) { return p.batch > 1 && !p.grouped(); });
-  for (char w : {'A', 'B', 'C'})
+  for (Which w : {Which::A, Which::B, Which::C})
     expect_covered(std::string("broadcast ") + w + " (batch stride 0)", [&](const Problem& p) {
-      if (w == 'C' && p.beta == 0.0f) return false;
+      if (w == Which::C && p.beta == 0.0f) return false;
       return p.batch > 1 && !p.grouped() && p.operand(w).batch_stride == 0;
     });
   expect_covered("a padded D batch stride", [](const Problem& p) {

@@ -283,7 +283,7 @@ struct ProblemArgs {
     // A leading dimension smaller than the contiguous extent makes rows (or columns) overlap: say which and why.
     struct Ld {
       const char* opt;
-      char which;
+      Which which;
       int64_t ld;
       Layout layout;
       const char* rows;
@@ -291,15 +291,15 @@ struct ProblemArgs {
       int64_t r, c;
     };
     for (const Ld& x :
-         {Ld{"--lda", 'A', lda, a.layout, "M", "K", rows, k}, Ld{"--ldb", 'B', ldb, b.layout, "K", "N", k, n},
-          Ld{"--ldc", 'C', ldc, c.layout, "M", "N", rows, n},
-          Ld{"--ldd", 'D', ldd, d.layout, "M", p.epilogue.has_glu() ? "N/2" : "N", rows, p.n_out()}}) {
+         {Ld{"--lda", Which::A, lda, a.layout, "M", "K", rows, k}, Ld{"--ldb", Which::B, ldb, b.layout, "K", "N", k, n},
+          Ld{"--ldc", Which::C, ldc, c.layout, "M", "N", rows, n},
+          Ld{"--ldd", Which::D, ldd, d.layout, "M", p.epilogue.has_glu() ? "N/2" : "N", rows, p.n_out()}}) {
       if (x.ld == 0) continue;
       bool row = x.layout == Layout::row;
       int64_t need = row ? x.c : x.r;
       if (x.ld < need)
         throw UsageError(ctx(fmt::format("{} {} is smaller than {}={} ({} is {} x {} {}-major, so {} >= {})", x.opt,
-                                         x.ld, row ? x.cols : x.rows, need, x.which, x.rows, x.cols,
+                                         x.ld, row ? x.cols : x.rows, need, which_name(x.which), x.rows, x.cols,
                                          row ? "row" : "column", x.opt + 2, row ? x.cols : x.rows)));
     }
 

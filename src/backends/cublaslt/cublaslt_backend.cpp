@@ -280,12 +280,12 @@ std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
     return pre + "C must have D's layout when beta != 0 (cuBLASLt has no transpose for C), got C=" +
            std::string(layout_name(p.c.layout)) + " D=" + std::string(layout_name(p.d.layout));
   // cuBLASLt's fp8 kernels need every matrix's pointer and leading dimension 16-byte aligned.
-  for (char w : {'A', 'B', 'C', 'D'}) {
-    if (w == 'C' && p.beta == 0.0f) continue;
+  for (Which w : kOperands) {
+    if (w == Which::C && p.beta == 0.0f) continue;
     if (const int acc = p.access_bytes(w); acc < 16) {
       const Operand& o = p.operand(w);
-      return pre + "cuBLASLt's fp8 matmul needs 16-byte aligned rows of every matrix: " + std::string(1, w) + " (" +
-             dn(o.dtype) + ") has ld" + std::string(1, char(w + 32)) + "=" + std::to_string(o.ld) + " = " +
+      return pre + "cuBLASLt's fp8 matmul needs 16-byte aligned rows of every matrix: " + std::string(which_name(w)) + " (" +
+             dn(o.dtype) + ") has ld" + std::string(which_lower(w)) + "=" + std::to_string(o.ld) + " = " +
              std::to_string(o.ld * int64_t(dtype_size(o.dtype))) + " bytes, align=" + std::to_string(o.align) +
              (p.batch > 1 ? ", batch stride " + std::to_string(o.batch_stride) : "") + ": " + std::to_string(acc) +
              "-byte aligned";

@@ -24,9 +24,9 @@ std::string layout_tag(Layout l) { return l == Layout::row ? "cutlass::layout::R
 
 // The (rows, cols, batch) stride of an operand in CUTLASS 3's stride types: A (M,K,L), B (N,K,L), C/D (M,N,L). The
 // static unit stride sits on the contiguous mode.
-std::string stride_expr(char which, Layout l, const std::string& ld, const std::string& bs) {
+std::string stride_expr(Which which, Layout l, const std::string& ld, const std::string& bs) {
   // For B, CUTLASS's first mode is N: a column-major B (K contiguous) has its unit stride on mode 1 (K).
-  const bool unit_first = which == 'B' ? l == Layout::row : l == Layout::col;
+  const bool unit_first = which == Which::B ? l == Layout::row : l == Layout::col;
   return unit_first ? "cute::make_stride(cute::Int<1>{}, x." + ld + ", x." + bs + ")"
                     : "cute::make_stride(x." + ld + ", cute::Int<1>{}, x." + bs + ")";
 }
@@ -141,7 +141,7 @@ FusionCode generate_fusion(const Problem& p) {
                ", fu::Sm90AuxLoad<ResDesc::Stages, typename EpiDesc::EpilogueTile, " + t +
                ", typename ResDesc::Stride, typename ResDesc::SmemLayoutAtom, typename ResDesc::CopyOpS2R>";
         leaf_args = "{static_cast<const " + t + "*>(x.residual), " + t + "(0), " +
-                    stride_expr('D', p.d.layout, "ldd", "bsd") + "}";
+                    stride_expr(Which::D, p.d.layout, "ldd", "bsd") + "}";
         break;
       }
       default:
@@ -218,13 +218,13 @@ namespace fu = cutlass::epilogue::fusion;
        "  a.mode = cutlass::gemm::GemmUniversalMode::kGemm;\n"
        "  a.problem_shape = {int(x.m), int(x.n), int(x.k), int(x.l)};\n"
        "  a.mainloop.ptr_A = static_cast<const EA*>(x.a);\n"
-       "  a.mainloop.dA = " + stride_expr('A', p.a.layout, "lda", "bsa") + ";\n"
+       "  a.mainloop.dA = " + stride_expr(Which::A, p.a.layout, "lda", "bsa") + ";\n"
        "  a.mainloop.ptr_B = static_cast<const EB*>(x.b);\n"
-       "  a.mainloop.dB = " + stride_expr('B', p.b.layout, "ldb", "bsb") + ";\n";
+       "  a.mainloop.dB = " + stride_expr(Which::B, p.b.layout, "ldb", "bsb") + ";\n";
   if (has_c) s += "  a.epilogue.ptr_C = static_cast<const EC*>(x.c);\n";
-  s += "  a.epilogue.dC = " + stride_expr('C', has_c ? p.c.layout : p.d.layout, "ldc", "bsc") + ";\n"
+  s += "  a.epilogue.dC = " + stride_expr(Which::C, has_c ? p.c.layout : p.d.layout, "ldc", "bsc") + ";\n"
        "  a.epilogue.ptr_D = static_cast<ED*>(x.d);\n"
-       "  a.epilogue.dD = " + stride_expr('D', p.d.layout, "ldd", "bsd") + ";\n"
+       "  a.epilogue.dD = " + stride_expr(Which::D, p.d.layout, "ldd", "bsd") + ";\n"
        "  a.epilogue.thread = " + f.args + ";\n"
        "  int dev = 0;\n"
        "  cudaGetDevice(&dev);\n"

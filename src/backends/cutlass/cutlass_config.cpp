@@ -30,12 +30,12 @@ int64_t tma_elems(DType t) { return 16 / static_cast<int64_t>(dtype_size(t)); }
 
 // "" or why operand `which` cannot go through TMA: 16-byte aligned base, ld and batch stride (access_bytes), and a
 // contiguous extent that is a multiple of 16 bytes (CUTLASS's can_implement checks that too).
-std::string tma_reason(const Problem& p, char which) {
+std::string tma_reason(const Problem& p, Which which) {
   const Operand& o = p.operand(which);
-  const std::string name(1, which);
+  const std::string name(which_name(which));
   if (p.access_bytes(which) < 16)
     return "cutlass: " + name + " is not 16-byte aligned (base align " + std::to_string(o.align) + ", ld" +
-           static_cast<char>(which + ('a' - 'A')) + "=" + std::to_string(o.ld) +
+           std::string(which_lower(which)) + "=" + std::to_string(o.ld) +
            " elements): TMA needs 16-byte aligned rows";
   const int64_t extent = o.layout == Layout::row ? Problem::cols_of(which, p) : Problem::rows_of(which, p);
   if (extent % tma_elems(o.dtype) != 0)
@@ -92,8 +92,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   constexpr int64_t kMaxInt = 2147483647;
   if (p.m > kMaxInt || p.n > kMaxInt || p.k > kMaxInt || p.batch > kMaxInt)
     return "cutlass: M, N, K and batch must each fit in 32 bits";
-  for (char w : std::string(has_c ? "ABCD" : "ABD"))
-    if (std::string r = tma_reason(p, w); !r.empty()) return r;
+  for (Which w : kOperands)
+    if (w != Which::C || has_c)
+      if (std::string r = tma_reason(p, w); !r.empty()) return r;
   for (const EpiOp& op : p.epilogue.ops)
     if (op.kind == EpiOpKind::glu) return "cutlass: gated linear units (" + op.key() + ") are not supported";
   if (p.epilogue.has(EpiOpKind::residual)) {

@@ -50,7 +50,7 @@ Problem resolved(Problem p) {
 }
 
 // The copied operands of a problem: those not aligned.
-std::pair<bool, bool> unaligned(const Problem& p) { return {!pad::aligned(p, 'A'), !pad::aligned(p, 'B')}; }
+std::pair<bool, bool> unaligned(const Problem& p) { return {!pad::aligned(p, Which::A), !pad::aligned(p, Which::B)}; }
 
 // A pad candidate's config as parse() made it: the pad part, the inner backend and its parsed config.
 struct Parsed {
@@ -232,9 +232,9 @@ class PadBackend final : public Backend {
     const Problem p = resolved(p0);
     if (std::string why = pad::problem_reason(p, dev); !why.empty()) return why;
     const Parsed& r = config_of<Parsed>(parsed, kName);
-    for (char w : {'A', 'B'})
-      if ((w == 'A' ? r.cfg.a : r.cfg.b) && pad::aligned(p, w))
-        return std::string("pad: the config copies ") + w + ", which is aligned already (nothing to pad)";
+    for (Which w : {Which::A, Which::B})
+      if ((w == Which::A ? r.cfg.a : r.cfg.b) && pad::aligned(p, w))
+        return std::string("pad: the config copies ") + std::string(which_name(w)) + ", which is aligned already (nothing to pad)";
     const Problem q = pad::padded_problem(p, r.cfg.a, r.cfg.b);
     if (std::string why = r.inner->validate(q, r.cfg.inner, *r.inner_cfg, dev); !why.empty())
       return "pad: on the padded problem: " + why;
@@ -270,13 +270,13 @@ class PadBackend final : public Backend {
     out.compiled = true;
     out.cache_hit = !art->inner.compiled || art->inner.cache_hit;
     const std::string context = c.str() + " for " + p.str();
-    for (char w : {'A', 'B'}) {
-      if (!(w == 'A' ? r.cfg.a : r.cfg.b)) continue;
+    for (Which w : {Which::A, Which::B}) {
+      if (!(w == Which::A ? r.cfg.a : r.cfg.b)) continue;
       auto cubin = compile_copy(pad::copy_of(p, w), dev, context);
       out.cache_hit = out.cache_hit && cubin->cache_hit;
       if (cubin->spill_bytes > 0) out.spill_bytes = std::max(out.spill_bytes, 0) + cubin->spill_bytes;
       if (!cubin->log.empty()) out.log += (out.log.empty() ? "" : "\n") + cubin->log;
-      (w == 'A' ? art->copy_a : art->copy_b) = std::move(cubin);
+      (w == Which::A ? art->copy_a : art->copy_b) = std::move(cubin);
     }
     out.artifact = std::static_pointer_cast<const void>(std::shared_ptr<const Artifact>(std::move(art)));
     out.compile_ms = ms_since(t0);
@@ -324,7 +324,7 @@ std::string path(const Problem& p0) {
   const Problem p = resolved(p0);
   if (std::string why = problem_reason(p, DeviceInfo{}); !why.empty()) return why;
   std::string what;
-  for (char w : {'A', 'B'})
+  for (Which w : {Which::A, Which::B})
     if (!aligned(p, w)) what += std::string(what.empty() ? "" : " and ") + w + " (" + misalignment(p, w) + ")";
   return "copies " + what + " into a 16-byte pitched workspace per stream, then runs the aligned kernel";
 }

@@ -17,17 +17,13 @@ constexpr unsigned kMaxGridYZ = 65535;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-const Operand& op(const Problem& p, char which) { return which == 'a' || which == 'A' ? p.a : p.b; }
-char upper(char which) { return which == 'a' || which == 'A' ? 'A' : 'B'; }
 
 // Lines and line length of an operand as stored: rows of a row-major matrix, columns of a column-major one.
-int64_t lines_of(const Problem& p, char which) {
-  const char w = upper(which);
-  return op(p, w).layout == Layout::row ? Problem::rows_of(w, p) : Problem::cols_of(w, p);
+int64_t lines_of(const Problem& p, Which w) {
+  return p.operand(w).layout == Layout::row ? Problem::rows_of(w, p) : Problem::cols_of(w, p);
 }
-int64_t inner_of(const Problem& p, char which) {
-  const char w = upper(which);
-  return op(p, w).layout == Layout::row ? Problem::cols_of(w, p) : Problem::rows_of(w, p);
+int64_t inner_of(const Problem& p, Which w) {
+  return p.operand(w).layout == Layout::row ? Problem::cols_of(w, p) : Problem::rows_of(w, p);
 }
 
 // Whether the batch stride matters: several batches, each its own matrix (0 broadcasts one matrix).
@@ -67,29 +63,28 @@ Config Config::parse(const std::string& s) {
   return c;
 }
 
-std::string misalignment(const Problem& p, char which) {
-  const char w = upper(which), lw = char(w + 32);
-  const Operand& o = op(p, w);
+std::string misalignment(const Problem& p, Which w) {
+  const Operand& o = p.operand(w);
   const int64_t es = static_cast<int64_t>(dtype_size(o.dtype));
   std::string why;
   auto add = [&](const std::string& s) { why += (why.empty() ? "" : ", ") + s; };
   if (o.ld * es % kAlign != 0)
-    add("ld" + std::string(1, lw) + "=" + std::to_string(o.ld) + " (" + std::to_string(o.ld * es) +
+    add("ld" + std::string(which_lower(w)) + "=" + std::to_string(o.ld) + " (" + std::to_string(o.ld * es) +
         " bytes) is not a multiple of 16 bytes");
   if (strided_batch(p, o) && o.batch_stride * es % kAlign != 0)
     add("batch stride " + std::to_string(o.batch_stride) + " (" + std::to_string(o.batch_stride * es) +
         " bytes) is not a multiple of 16 bytes");
-  if (o.align % kAlign != 0) add(std::string(1, w) + "'s pointer is only " + std::to_string(o.align) + "-byte aligned");
+  if (o.align % kAlign != 0) add(std::string(which_name(w)) + "'s pointer is only " + std::to_string(o.align) + "-byte aligned");
   return why;
 }
 
-bool aligned(const Problem& p, char which) { return p.access_bytes(upper(which)) == kAlign; }
+bool aligned(const Problem& p, Which w) { return p.access_bytes(w) == kAlign; }
 
 Problem padded_problem(const Problem& p, bool a, bool b) {
   Problem q = p;
-  for (char w : {'A', 'B'}) {
-    if (!(w == 'A' ? a : b)) continue;
-    Operand& o = w == 'A' ? q.a : q.b;
+  for (Which w : {Which::A, Which::B}) {
+    if (!(w == Which::A ? a : b)) continue;
+    Operand& o = w == Which::A ? q.a : q.b;
     const int64_t v = kAlign / static_cast<int64_t>(dtype_size(o.dtype));
     const bool strided = strided_batch(p, o);
     o.ld = round_up(inner_of(p, w), v);
@@ -99,9 +94,8 @@ Problem padded_problem(const Problem& p, bool a, bool b) {
   return q;
 }
 
-Copy copy_of(const Problem& p, char which) {
-  const char w = upper(which);
-  const Operand& o = op(p, w);
+Copy copy_of(const Problem& p, Which w) {
+  const Operand& o = p.operand(w);
   Copy c;
   c.which = w;
   c.elem_bytes = static_cast<int>(dtype_size(o.dtype));
@@ -141,10 +135,10 @@ CopyLaunch copy_launch(const Copy& c) {
   return l;
 }
 
-int64_t b_offset(const Problem& p, bool a) { return a ? round_up(copy_of(p, 'A').bytes(), kCopyAlign) : 0; }
+int64_t b_offset(const Problem& p, bool a) { return a ? round_up(copy_of(p, Which::A).bytes(), kCopyAlign) : 0; }
 
 int64_t workspace_bytes(const Problem& p, bool a, bool b) {
-  return b_offset(p, a) + (b ? round_up(copy_of(p, 'B').bytes(), kCopyAlign) : 0);
+  return b_offset(p, a) + (b ? round_up(copy_of(p, Which::B).bytes(), kCopyAlign) : 0);
 }
 
 std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
@@ -152,9 +146,9 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   // reach the inner backend without their group_rows.
   if (p.grouped())
     return "pad: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(p.grouping)) + ")";
-  const bool pa = !aligned(p, 'A'), pb = !aligned(p, 'B');
+  const bool pa = !aligned(p, Which::A), pb = !aligned(p, Which::B);
   if (!pa && !pb) {
-    const bool others = (p.beta == 0.0f || p.access_bytes('C') == kAlign) && p.access_bytes('D') == kAlign;
+    const bool others = (p.beta == 0.0f || p.access_bytes(Which::C) == kAlign) && p.access_bytes(Which::D) == kAlign;
     return others ? "pad: every operand is aligned; nothing to pad"
                   : "pad: A and B are aligned; nothing to pad (it copies A and B, not C or D)";
   }

@@ -28,17 +28,17 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
-// `which` is 'A' or 'B' (either case) throughout.
-bool aligned(const Problem& p, char which);
+// `which` is A or B throughout.
+bool aligned(const Problem& p, Which which);
 // "" when the operand is aligned, else why not, e.g. "ldb=4095 (8190 bytes) is not a multiple of 16 bytes".
-std::string misalignment(const Problem& p, char which);
+std::string misalignment(const Problem& p, Which which);
 
 // `p` (resolved) with the copied operands replaced by their packed, 16-byte pitched, 16-byte aligned copies.
 Problem padded_problem(const Problem& p, bool a, bool b);
 
 // The copy of one operand: its source as lines of contiguous elements (gt_pad::PadCopyParams) and the packed copy.
 struct Copy {
-  char which = 'A';
+  Which which = Which::A;
   int elem_bytes = 2;
   int load_bytes = 2;  // the widest load that every source line start allows: 2, 4, 8 or 16 (>= elem_bytes)
   int64_t lines = 0, inner = 0, chunks = 0;  // chunks: 16-byte chunks of a packed line
@@ -47,7 +47,7 @@ struct Copy {
 
   int64_t bytes() const { return dst_ld * lines * batch * elem_bytes; }  // of the packed copy
 };
-Copy copy_of(const Problem& p, char which);
+Copy copy_of(const Problem& p, Which which);
 
 // The launch of one copy (kernels/common/pad_copy.cuh): 2^lane_bits threads a line, the grid's x, y, z.
 struct CopyLaunch {

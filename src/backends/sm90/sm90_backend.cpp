@@ -271,8 +271,8 @@ class Sm90Executable final : public Executable {
       // Per-group scale offsets (kernels/sm90/sm90_fp8.cuh group_sr / group_sc): A's scales follow its rows as
       // stored (global rows for contiguous; G x M for masked), B's are per group.
       if (view_.scale == gt_sm90::kScaleRow || view_.scale == gt_sm90::kScaleBlock) {
-        params.sr_group = view_.grouped == 2 ? problem_.scale_len('A') / problem_.groups : 0;
-        params.sc_group = problem_.scale_len('B') / problem_.groups;
+        params.sr_group = view_.grouped == 2 ? problem_.scale_len(Which::A) / problem_.groups : 0;
+        params.sc_group = problem_.scale_len(Which::B) / problem_.groups;
       }
     }
     if (view_.d.type == gt::kE4M3) {

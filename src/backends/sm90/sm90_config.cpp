@@ -20,7 +20,7 @@ int scale_code(Scaling s) {
 }
 
 // Operand `w` of a resolved problem.
-OperandDesc desc_of(const Problem& p, char w, int64_t rows, int64_t cols) {
+OperandDesc desc_of(const Problem& p, Which w, int64_t rows, int64_t cols) {
   const Operand& o = p.operand(w);
   const int64_t batch = p.count(w);  // B of a contiguous grouped problem: one matrix per group
   OperandDesc d;
@@ -70,10 +70,10 @@ KernelView kernel_view(const Problem& p, bool swap) {
   pp.batch = p.batch;
   Problem r = p;
   r.resolve();  // packed ld and batch strides filled in, as access_bytes reads them
-  pp.a = desc_of(r, 'A', p.m, p.k);
-  pp.b = desc_of(r, 'B', p.k, p.n);
-  pp.c = desc_of(r, 'C', p.m, p.n);
-  pp.d = desc_of(r, 'D', p.m, p.n_out());
+  pp.a = desc_of(r, Which::A, p.m, p.k);
+  pp.b = desc_of(r, Which::B, p.k, p.n);
+  pp.c = desc_of(r, Which::C, p.m, p.n);
+  pp.d = desc_of(r, Which::D, p.m, p.n_out());
   pp.has_c = p.beta != 0.0f;
   pp.scale = scale_code(p.scaling);
   pp.grouped = p.grouping == Grouping::contiguous ? 1 : p.grouping == Grouping::masked ? 2 : 0;

@@ -82,7 +82,7 @@ std::string grouped_reason(const Problem& p) {
   if (p.groups > gt_sm90::kMaxGroups)
     return pre + "at most " + std::to_string(gt_sm90::kMaxGroups) + " groups (the kernel's tile prefix lives in "
            "shared memory), got " + std::to_string(p.groups);
-  if (p.count('B') > 1 && p.b.batch_stride <= 0)
+  if (p.count(Which::B) > 1 && p.b.batch_stride <= 0)
     return pre + "B's batch_stride must be > 0 (one weight matrix per group; a shared B is a plain GEMM)";
   // The contiguous walk has M / BM + G slots of up to 256 rows: int32 row coordinates.
   if (p.grouping == Grouping::contiguous && p.m + 256 * p.groups >= (int64_t(1) << 31))

@@ -77,7 +77,7 @@ class TritonExecutable final : public Executable {
                                progs * size_t(kernel_->global_scratch_size) + size_t(kernel_->global_scratch_align), 0);
       scratch_.make_first();
     }
-    auto sbat = [&](char w) { return p.count(w) > 1 ? p.operand(w).batch_stride : int64_t(0); };
+    auto sbat = [&](Which w) { return p.count(w) > 1 ? p.operand(w).batch_stride : int64_t(0); };
     args_.m = static_cast<int32_t>(p.m);
     args_.n = static_cast<int32_t>(p.n);
     args_.k = static_cast<int32_t>(p.k);
@@ -86,8 +86,8 @@ class TritonExecutable final : public Executable {
     args_.ldb = p.b.ld;
     args_.ldc = p.c.ld;
     args_.ldd = p.d.ld;
-    args_.sbat_a = sbat('A');
-    args_.sbat_b = sbat('B');
+    args_.sbat_a = sbat(Which::A);
+    args_.sbat_b = sbat(Which::B);
     args_.sbat_c = p.batch > 1 ? p.c.batch_stride : 0;
     args_.sbat_d = p.batch > 1 ? p.d.batch_stride : 0;
     args_.alpha = p.alpha;
@@ -212,8 +212,8 @@ class TritonBackend final : public Backend {
   }
   std::string path(const Problem& p, const DeviceInfo&) const override {
     if (triton::tma_ok(p)) return "A, B: TMA (persistent template) or masked loads";
-    return "A, B: masked loads (A rows on " + std::to_string(p.access_bytes('A')) + "-byte, B on " +
-           std::to_string(p.access_bytes('B')) + "-byte boundaries: no TMA)";
+    return "A, B: masked loads (A rows on " + std::to_string(p.access_bytes(Which::A)) + "-byte, B on " +
+           std::to_string(p.access_bytes(Which::B)) + "-byte boundaries: no TMA)";
   }
 
   std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {

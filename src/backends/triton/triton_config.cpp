@@ -117,7 +117,7 @@ std::string triton_dtype(DType t) {
 std::string Config::str() const { return fields().str(*this); }
 Config Config::parse(const std::string& s) { return fields().parse(s); }
 
-bool tma_ok(const Problem& p) { return p.access_bytes('A') == 16 && p.access_bytes('B') == 16; }
+bool tma_ok(const Problem& p) { return p.access_bytes(Which::A) == 16 && p.access_bytes(Which::B) == 16; }
 
 int smem_estimate(const Config& c, const Problem& p) {
   const int64_t stage = int64_t(c.bm) * c.bk * dtype_size(p.a.dtype) + int64_t(c.bk) * c.bn * dtype_size(p.b.dtype);
@@ -175,7 +175,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (c.bm < 64) return "triton: tmpl=tma needs bm >= 64 (one warpgroup MMA's rows)" + cs;
     if (!tma_ok(p))
       return "triton: tmpl=tma needs 16-byte aligned A and B (base, ld, batch stride); A rows start on " +
-             std::to_string(p.access_bytes('A')) + "-byte, B on " + std::to_string(p.access_bytes('B')) +
+             std::to_string(p.access_bytes(Which::A)) + "-byte, B on " + std::to_string(p.access_bytes(Which::B)) +
              "-byte boundaries (tmpl=masked takes any)" + cs;
   }
   return "";
@@ -286,11 +286,10 @@ Request make_request(const Config& c, const Problem& p) {
   hint("d_ptr", p.d.align);
   // A batch stride is added to the base pointer before the tile offsets: without its hint no load vectorizes (and
   // none is pipelined) even when the base and pitches are aligned. An unbatched operand's stride is passed as 0.
-  const char* stride_names[] = {"sbat_a", "sbat_b", "sbat_c", "sbat_d"};
-  for (char w : {'A', 'B', 'C', 'D'}) {
-    if (w == 'C' && !has_c) continue;
+  for (Which w : kOperands) {
+    if (w == Which::C && !has_c) continue;
     const int64_t stride = p.count(w) > 1 ? p.operand(w).batch_stride : 0;
-    hint(stride_names[w - 'A'], stride == 0 ? 16 : stride);
+    hint("sbat_" + std::string(which_lower(w)), stride == 0 ? 16 : stride);
   }
   // The problem's own sizes: a K that is a multiple of 16 keeps the K mask constant over whole vectors.
   hint("M", p.m);
