@@ -53,8 +53,8 @@ struct Operand {
 // One of the four operands of D = A * B + C.
 enum class Which : uint8_t { A, B, C, D };
 inline constexpr Which kOperands[] = {Which::A, Which::B, Which::C, Which::D};
-std::string_view which_name(Which w);  // "A", "B", "C", "D"
-std::string_view which_lower(Which w);  // "a", "b", "c", "d": the suffix of lda, bsa, ...
+constexpr const char* which_name(Which w) { return &"A\0B\0C\0D"[2 * int(w)]; }
+constexpr const char* which_lower(Which w) { return &"a\0b\0c\0d"[2 * int(w)]; }  // the suffix of lda, align_a, ...
 
 inline constexpr int64_t kScaleBlock = 128;  // K (and N, for B) extent of one block scale (Scaling::block)
 
@@ -135,6 +135,42 @@ struct Problem {
 
   bool operator==(const Problem&) const = default;
 };
+
+// A problem resolved and checked, once: packed leading dimensions and batch strides filled in (Problem::resolve),
+// check() passed, and the facts every stage reads derived. Only resolve() makes one, so holding one proves the problem
+// valid: backends take this type only. It reads as the Problem it holds (p->m, or a `const Problem&` parameter).
+class ResolvedProblem {
+ public:
+  const Problem& problem() const { return p_; }
+  operator const Problem&() const { return p_; }  // NOLINT(google-explicit-constructor): it is that problem
+  const Problem* operator->() const { return &p_; }
+
+  const std::string& key() const { return key_; }  // Problem::key()
+  int64_t n_out() const { return n_out_; }         // Problem::n_out()
+  bool has_c() const { return p_.beta != 0.0f; }   // C is read
+  // Problem's per-operand facts: rows_of, cols_of, count, access_bytes, scale_len.
+  int64_t rows(Which w) const { return ops_[static_cast<int>(w)].rows; }
+  int64_t cols(Which w) const { return ops_[static_cast<int>(w)].cols; }
+  int64_t count(Which w) const { return ops_[static_cast<int>(w)].count; }
+  int access_bytes(Which w) const { return ops_[static_cast<int>(w)].access; }
+  int64_t scale_len(Which w) const { return ops_[static_cast<int>(w)].scale_len; }
+  const Operand& operand(Which w) const { return p_.operand(w); }
+
+ private:
+  friend ResolvedProblem resolve(const Problem& p);
+  ResolvedProblem() = default;
+  struct Facts {
+    int64_t rows = 0, cols = 0, count = 1, scale_len = 0;
+    int access = 16;
+  };
+  Problem p_;
+  std::string key_;
+  int64_t n_out_ = 0;
+  Facts ops_[4];
+};
+
+// `p` resolved and checked; throws gemmtune::Error with check()'s reason when the problem is refused.
+ResolvedProblem resolve(const Problem& p);
 
 // The pointers of one call.
 struct GemmArgs {

@@ -1,8 +1,10 @@
 #pragma once
 // The interface every backend implements. One-way flow:
-//   Problem -> enumerate() -> Candidate -> parse() -> compile() (no GPU needed) -> load() (GPU) -> Executable::launch()
-// A candidate's config string is parsed once (parse()); validate, compile and load read the parsed config, which the
-// candidate pipeline (tuner/pipeline.h) carries from stage to stage.
+//   ResolvedProblem -> analyze() -> enumerate() -> Candidate -> parse() -> compile() (no GPU needed) -> load() (GPU)
+//   -> Executable::launch()
+// A backend sees only resolved problems (gemmtune/problem.h: resolved and checked once, upstream). Its analysis of
+// the problem is derived once (analyze()) and a candidate's config string is parsed once (parse()); validate, compile
+// and load read both, which the candidate pipeline (tuner/pipeline.h) carries from stage to stage.
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,25 +38,38 @@ class Executable {
   virtual const Candidate& candidate() const = 0;
 };
 
-// A candidate's config as its backend parsed it: each backend derives its holder from this (BackendConfigOf below),
-// so that a parsed config travels through backend-neutral code and only its backend looks inside.
-class BackendConfig {
- public:
-  virtual ~BackendConfig() = default;
+// A backend's own value (a parsed config, an analysis) behind a backend-neutral base, so that it travels through the
+// candidate pipeline and only its backend looks inside.
+template <class Base, class T>
+struct Held final : Base {
+  explicit Held(T v) : value(std::move(v)) {}
+  T value;
 };
 
-// The holder of one backend's parsed config type.
+// The `T` inside `b`; throws gemmtune::Error when `b` is another backend's.
+template <class T, class Base>
+const T& held_value(const Base& b, const std::string& backend, const char* what) {
+  if (const auto* h = dynamic_cast<const Held<Base, T>*>(&b)) return h->value;
+  throw Error(backend + ": handed the " + what + " of another backend");
+}
+
+// A candidate's config as its backend parsed it (Backend::parse).
+struct BackendConfig { virtual ~BackendConfig() = default; };
 template <class Config>
-struct BackendConfigOf final : BackendConfig {
-  explicit BackendConfigOf(Config c) : config(std::move(c)) {}
-  Config config;
-};
-
-// The `Config` inside `parsed`; throws gemmtune::Error when `parsed` is another backend's.
+using BackendConfigOf = Held<BackendConfig, Config>;
 template <class Config>
 const Config& config_of(const BackendConfig& parsed, const std::string& backend) {
-  if (const auto* h = dynamic_cast<const BackendConfigOf<Config>*>(&parsed)) return h->config;
-  throw Error(backend + ": handed the parsed config of another backend");
+  return held_value<Config>(parsed, backend, "parsed config");
+}
+
+// What a backend derives from a resolved problem once (Backend::analyze: sm90's kernel views of both orientations),
+// carried by the pipeline with every candidate so that no stage derives it again. By default empty.
+struct BackendAnalysis { virtual ~BackendAnalysis() = default; };
+template <class Analysis>
+using BackendAnalysisOf = Held<BackendAnalysis, Analysis>;
+template <class Analysis>
+const Analysis& analysis_of(const BackendAnalysis& an, const std::string& backend) {
+  return held_value<Analysis>(an, backend, "analysis");
 }
 
 class Backend {
@@ -82,61 +97,72 @@ class Backend {
   virtual bool slow_compile() const { return false; }
   // Whether compile() of this candidate would be answered by a cache, without compiling. Always true for a backend
   // whose compiles are fast.
-  virtual bool is_compiled(const Problem& p, const Candidate& c, const BackendConfig& cfg,
-                           const DeviceInfo& dev) const {
-    (void)p, (void)c, (void)cfg, (void)dev;
+  virtual bool is_compiled(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                           const BackendConfig& cfg, const DeviceInfo& dev) const {
+    (void)p, (void)an, (void)c, (void)cfg, (void)dev;
     return true;
   }
 
   // "" when this backend can run the problem at all, else the reason (e.g. "sm90: lda*2 bytes not 16-byte aligned").
   // From the problem and device alone: no probe of unavailable(), which enumerate_ranked asks next.
-  virtual std::string supports(const Problem& p, const DeviceInfo& dev) const = 0;
+  virtual std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const = 0;
+  // What the stages below read about the problem, derived once (the default: nothing). Throws nothing.
+  virtual std::shared_ptr<const BackendAnalysis> analyze(const ResolvedProblem&) const {
+    return std::make_shared<const BackendAnalysis>();
+  }
   // How this backend runs a supported problem, one phrase for `list`: the path each operand takes where there is a
   // choice (e.g. "A, B: TMA; D: staged 16-byte stores (ldd=50257 is not a multiple of 8 elements)"). "" = nothing to say.
-  virtual std::string path(const Problem& p, const DeviceInfo& dev) const {
-    (void)p, (void)dev;
+  virtual std::string path(const ResolvedProblem& p, const BackendAnalysis& an, const DeviceInfo& dev) const {
+    (void)p, (void)an, (void)dev;
     return "";
   }
   // Candidates for the problem, best first by this backend's heuristic. Empty when supports() fails.
   // Backends that need the GPU to enumerate (cuBLASLt heuristics) throw NoGpuError without one.
-  virtual std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const = 0;
+  virtual std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis& an,
+                                           const DeviceInfo& dev) const = 0;
   // The candidate's config, parsed once for the stages below. Throws gemmtune::Error with the reason on a malformed
   // config line or a candidate of another backend.
   virtual std::shared_ptr<const BackendConfig> parse(const Candidate& c) const = 0;
   // The reason validate() gives for a candidate that parse() rejected with `error`: the error itself, unless the
   // backend names a problem it cannot run first (cuBLASLt).
-  virtual std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const {
+  virtual std::string parse_error_reason(const ResolvedProblem& p, const DeviceInfo& dev,
+                                         const std::string& error) const {
     (void)p, (void)dev;
     return error;
   }
 
-  // The stages, on `cfg` = parse(c). The candidate comes along for its printed form (errors, kernel names).
-  // "" when the candidate is valid for the problem, else why not. The same function prunes enumerate().
-  virtual std::string validate(const Problem& p, const Candidate& c, const BackendConfig& cfg,
-                               const DeviceInfo& dev) const = 0;
+  // The stages, on `an` = analyze(p) and `cfg` = parse(c). The candidate comes along for its printed form (errors,
+  // kernel names). "" when the candidate is valid for the problem, else why not. The same function prunes
+  // enumerate().
+  virtual std::string validate(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                               const BackendConfig& cfg, const DeviceInfo& dev) const = 0;
   // Compile without a GPU where possible. Throws gemmtune::Error (with the compiler log) on failure.
-  virtual CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& cfg,
-                                const DeviceInfo& dev) const = 0;
+  virtual CompileResult compile(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                const BackendConfig& cfg, const DeviceInfo& dev) const = 0;
   // Load onto the current GPU. `compiled` is what compile() returned for the same (p, c).
-  virtual std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& cfg,
-                                           const CompileResult& compiled) const = 0;
+  virtual std::unique_ptr<Executable> load(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                           const BackendConfig& cfg, const CompileResult& compiled) const = 0;
 
-  // The same stages on the config string: each parses it, then runs the stage above. For a single call (the CLI's
-  // --config check, tests); a pipeline parses once and passes the parsed config.
-  std::string validate(const Problem& p, const Candidate& c, const DeviceInfo& dev) const {
+  // The same stages for a single call (the CLI's --config check, tests): each analyzes the problem and parses the
+  // config string, then runs the stage above. A pipeline does both once and passes them.
+  std::string path(const ResolvedProblem& p, const DeviceInfo& dev) const { return path(p, *analyze(p), dev); }
+  std::vector<Candidate> enumerate(const ResolvedProblem& p, const DeviceInfo& dev) const {
+    return enumerate(p, *analyze(p), dev);
+  }
+  std::string validate(const ResolvedProblem& p, const Candidate& c, const DeviceInfo& dev) const {
     std::shared_ptr<const BackendConfig> cfg;
     try {
       cfg = parse(c);
     } catch (const Error& e) {
       return parse_error_reason(p, dev, e.what());
     }
-    return validate(p, c, *cfg, dev);
+    return validate(p, *analyze(p), c, *cfg, dev);
   }
-  CompileResult compile(const Problem& p, const Candidate& c, const DeviceInfo& dev) const {
-    return compile(p, c, *parse(c), dev);
+  CompileResult compile(const ResolvedProblem& p, const Candidate& c, const DeviceInfo& dev) const {
+    return compile(p, *analyze(p), c, *parse(c), dev);
   }
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const CompileResult& compiled) const {
-    return load(p, c, *parse(c), compiled);
+  std::unique_ptr<Executable> load(const ResolvedProblem& p, const Candidate& c, const CompileResult& compiled) const {
+    return load(p, *analyze(p), c, *parse(c), compiled);
   }
 };
 

@@ -341,7 +341,7 @@ int gt_load(const char* problem_json, const char* candidate, gt_gemm** out) {
     const DeviceInfo dev = gpu_available() ? current_device() : DeviceInfo::assumed_sm90();
     std::string why;
     try {
-      why = find_backend(c.backend)->validate(p, c, dev);
+      why = find_backend(c.backend)->validate(resolve(p), c, dev);
     } catch (const NoGpuError&) {
       // a backend that needs the GPU to judge (cuBLASLt): Tuner::load says there is none
     }

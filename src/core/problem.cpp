@@ -9,18 +9,9 @@
 
 namespace gemmtune {
 
-std::string_view which_name(Which w) {
-  static constexpr std::string_view names[] = {"A", "B", "C", "D"};
-  return names[static_cast<int>(w)];
-}
-std::string_view which_lower(Which w) {
-  static constexpr std::string_view names[] = {"a", "b", "c", "d"};
-  return names[static_cast<int>(w)];
-}
-
 namespace {
 std::string op_str(Which which, const Operand& o) {
-  return std::string(which_name(which)) + "=" + std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout));
+  return which_name(which) + ("=" + std::string(dtype_name(o.dtype))) + ":" + std::string(layout_name(o.layout));
 }
 
 // Shortest text that reads back as the same float (str() must paste back: 1e-7 is not 0.000000).
@@ -57,21 +48,9 @@ Problem Problem::make_grouped(Grouping grouping, int64_t groups, int64_t m, int6
   return p;
 }
 
-int64_t Problem::rows_of(Which which, const Problem& p) {
-  switch (which) {
-    case Which::A: return p.m;
-    case Which::B: return p.k;
-    default: return p.m;  // C, D
-  }
-}
+int64_t Problem::rows_of(Which w, const Problem& p) { return w == Which::B ? p.k : p.m; }
 
-int64_t Problem::cols_of(Which which, const Problem& p) {
-  switch (which) {
-    case Which::A: return p.k;
-    case Which::D: return p.n_out();
-    default: return p.n;  // B, C
-  }
-}
+int64_t Problem::cols_of(Which w, const Problem& p) { return w == Which::A ? p.k : w == Which::D ? p.n_out() : p.n; }
 
 int64_t Problem::n_out() const { return epilogue.has_glu() ? n / 2 : n; }
 
@@ -114,29 +93,18 @@ DType Problem::epilogue_default_dtype() const { return is_fp8(d.dtype) ? DType::
 
 int64_t Problem::scale_len(Which which) const {
   const int64_t kb = (k + kScaleBlock - 1) / kScaleBlock;
-  const bool is_a = which == Which::A;
   switch (scaling) {
     case Scaling::none: return 0;
     case Scaling::tensor: return 1;
-    case Scaling::row: return count(which) * (is_a ? m : n);
-    case Scaling::block: return count(which) * (is_a ? m * kb : ((n + kScaleBlock - 1) / kScaleBlock) * kb);
+    case Scaling::row: return count(which) * (which == Which::A ? m : n);
+    case Scaling::block: return count(which) * (which == Which::A ? m : (n + kScaleBlock - 1) / kScaleBlock) * kb;
   }
   return 0;
 }
 
-int64_t Problem::count(Which which) const {
-  const bool is_b = which == Which::B;
-  return grouping == Grouping::contiguous && is_b ? groups : batch;
-}
+int64_t Problem::count(Which w) const { return grouping == Grouping::contiguous && w == Which::B ? groups : batch; }
 
-const Operand& Problem::operand(Which which) const {
-  switch (which) {
-    case Which::A: return a;
-    case Which::B: return b;
-    case Which::C: return c;
-    default: return d;
-  }
-}
+const Operand& Problem::operand(Which w) const { return w == Which::A ? a : w == Which::B ? b : w == Which::C ? c : d; }
 
 Problem& Problem::resolve() {
   if (grouping == Grouping::masked && batch == 1) batch = groups;
@@ -188,7 +156,7 @@ std::string Problem::check() const {
       return name + ": align=" + std::to_string(o.align) + " is less than its element size (" + std::to_string(es) +
              " bytes of " + std::string(dtype_name(o.dtype)) + ")";
     if (o.ld < min_ld)
-      return "ld" + std::string(which_lower(w)) + "=" + std::to_string(o.ld) + " is too small for " +
+      return std::string("ld") + which_lower(w) + "=" + std::to_string(o.ld) + " is too small for " +
              std::string(layout_name(o.layout)) + "-major " + name + " (" + shape + "): need >= " +
              std::to_string(min_ld);
     const int64_t count_w = count(w);
@@ -345,6 +313,17 @@ std::string Problem::str() const {
   if (scaling != Scaling::none) s.append(" --scaling=").append(scaling_name(scaling));
   if (amax) s += " --amax";
   return s;
+}
+
+ResolvedProblem resolve(const Problem& p) {
+  ResolvedProblem r;
+  r.p_ = p;
+  r.p_.resolve().validate();
+  r.key_ = r.p_.key(), r.n_out_ = r.p_.n_out();
+  for (Which w : kOperands)
+    r.ops_[static_cast<int>(w)] = {Problem::rows_of(w, r.p_), Problem::cols_of(w, r.p_), r.p_.count(w),
+                                   r.p_.scale_len(w), r.p_.access_bytes(w)};
+  return r;
 }
 
 int Problem::access_bytes(Which which) const {

@@ -19,12 +19,10 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 }  // namespace
 
 CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const CompileOptions& o) {
+  const ResolvedProblem p = resolve(p0);
   CompileReport rep;
-  rep.problem = p0;
-  rep.problem.resolve();
-  rep.problem.validate();
+  rep.problem = p;
   rep.device = dev;
-  const Problem& p = rep.problem;
 
   std::vector<RankedList> lists;
   size_t planned = 1;
@@ -36,7 +34,7 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
       if (o.progress && !l.note().empty())
         o.progress({.kind = ProgressKind::note, .backend = l.backend->name(), .text = l.note()});
     planned = top_candidates(lists, o.top_k).size();
-    if (planned == 0) throw Error("no candidates to compile for " + p.str());
+    if (planned == 0) throw Error("no candidates to compile for " + p->str());
   }
   rep.threads = std::min<int>(o.threads > 0 ? o.threads : jit::default_compile_threads(), int(planned));
 
@@ -85,7 +83,7 @@ ShapeBench bench_problem(const Problem& p, const TuneOptions& opts) {
   try {
     if (!p.epilogue.empty()) {
       sb.reference.config = algo + ",epi=fused";
-      if (auto lt = find_backend("cublaslt"); !lt || !lt->validate(p, sb.reference, current_device()).empty())
+      if (auto lt = find_backend("cublaslt"); !lt || !lt->validate(resolve(p), sb.reference, current_device()).empty())
         sb.reference.config = algo + ",epi=separate";
     }
     sb.tune = Tuner(opts).tune(p);

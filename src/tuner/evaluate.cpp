@@ -29,7 +29,7 @@ class Bench {
     for (Which w : kOperands) span_[idx(w)] = (w == Which::C && p.beta == 0.0f) ? 0 : operand_span(p, w);
     // Epilogue operands: vectors by their position in the chain, the residual shaped (and strided) like D.
     for (int e = 0; e < kEpi; ++e) {
-      epi_span_[e] = kEpiKinds[e] == EpiOpKind::residual ? (p.epilogue.has(EpiOpKind::residual) ? span_[idx(Which::D)] : 0)
+      epi_span_[e] = kEpiKinds[e] == EpiOpKind::residual ? (p.epilogue.has(EpiOpKind::residual) ? span_[kD] : 0)
                                                          : p.epilogue_vector_len(kEpiKinds[e]);
       if (kEpiKinds[e] == EpiOpKind::bias_col && epi_span_[e] == 0) epi_span_[e] = p.epilogue_vector_len(EpiOpKind::bias_row);
     }
@@ -54,12 +54,12 @@ class Bench {
       for (Which w : kOperands) s.buf[idx(w)] = guarded(bytes(w));
       for (Which w : {Which::A, Which::B, Which::C})
         if (span_[idx(w)]) fill_input(s.buf[idx(w)], at(s, w), p.operand(w).dtype, span_[idx(w)], geo_[idx(w)],
-                                      seed + 977 * i + w);
+                                      seed + 977 * i + 'A' + idx(w));
       for (int e = 0; e < kEpi; ++e)
         if (epi_span_[e]) {
           s.epi[e] = guarded(epi_bytes(e));
           // The residual is shaped (and strided) like D; the vectors are one row.
-          const OperandGeometry g = kEpiKinds[e] == EpiOpKind::residual ? geo_[idx(Which::D)] : row_geometry(epi_span_[e]);
+          const OperandGeometry g = kEpiKinds[e] == EpiOpKind::residual ? geo_[kD] : row_geometry(epi_span_[e]);
           fill_input(s.epi[e], epi_at(s, e), epi_dtype(e), epi_span_[e], g, seed + 977 * i + 'E' + e);
         }
       // Scaled GEMMs: positive scales, a different one in every row, column or block, so that a kernel applying
@@ -157,6 +157,7 @@ class Bench {
 
  private:
   static int idx(Which w) { return static_cast<int>(w); }
+  static constexpr int kD = static_cast<int>(Which::D);
   // Every buffer has kGuard bytes before and after what the problem addresses (plus the < 16-byte offset of `at`):
   // inputs there hold NaN, so a kernel that reads outside an operand computes NaN; D's guards hold the poison and
   // must keep it.
@@ -208,13 +209,13 @@ class Bench {
   }
   void* scale_at(const Set& s, int w) const { return static_cast<char*>(s.scale[w].get()) + kGuard; }
   // D's geometry for the outside check: its matrices when they are disjoint, else its span as one block.
-  OperandGeometry d_geometry() const { return geo_[idx(Which::D)].disjoint ? geo_[idx(Which::D)] : row_geometry(span_[idx(Which::D)]); }
+  OperandGeometry d_geometry() const { return geo_[kD].disjoint ? geo_[kD] : row_geometry(span_[kD]); }
   void poison_d(const Set& s) {
-    const cuda::DeviceBuffer& buf = s.buf[idx(Which::D)];
+    const cuda::DeviceBuffer& buf = s.buf[kD];
     fill_nan(buf.get(), p_.d.dtype, int64_t(buf.bytes() / dtype_size(p_.d.dtype)), stream_.get());
   }
   uint64_t count_d_outside(const Set& s) {
-    const auto [lo, hi] = extent(s.buf[idx(Which::D)], at(s, Which::D), p_.d.dtype);
+    const auto [lo, hi] = extent(s.buf[kD], at(s, Which::D), p_.d.dtype);
     return count_outside(at(s, Which::D), p_.d.dtype, lo, hi, d_geometry(), stream_.get());
   }
   Problem p_;
@@ -230,7 +231,7 @@ class Bench {
 };
 
 // Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
-std::unique_ptr<Executable> load_and_verify(const Problem& p, Bench& bench, PreparedCandidate& pc,
+std::unique_ptr<Executable> load_and_verify(const ResolvedProblem& p, Bench& bench, PreparedCandidate& pc,
                                             const TuneOptions& o, const EvaluateHooks::Wrap& wrap) {
   CandidateResult& r = pc.result;
   if (!pc.compiled) {
@@ -403,8 +404,8 @@ void settle(Bench& bench, Executable& exe, double ms) {
 // One candidate's load + verification in evaluate(), with the sticky-error protocol: a non-sticky CUDA error or a
 // gemmtune error is this candidate's failure; a sticky one (the context is gone) marks it crashed, the rest
 // skipped, and is rethrown (nothing else can run in this process; the worker's client restarts a worker).
-std::unique_ptr<Executable> verify_one(const Problem& p, Bench& bench, std::vector<PreparedCandidate>& cands, size_t i,
-                                       const TuneOptions& o, const EvaluateHooks& hooks) {
+std::unique_ptr<Executable> verify_one(const ResolvedProblem& p, Bench& bench, std::vector<PreparedCandidate>& cands,
+                                       size_t i, const TuneOptions& o, const EvaluateHooks& hooks) {
   CandidateResult& r = cands[i].result;
   try {
     const auto t0 = Clock::now();
@@ -480,7 +481,7 @@ size_t timing_set_count(size_t set_bytes, size_t l2_bytes, size_t fit) {
   return std::clamp<size_t>(others + 1, 1, std::clamp<size_t>(fit, 1, 64));
 }
 
-void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o,
+void evaluate(const ResolvedProblem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o,
               const EvaluateHooks& hooks) {
   cuda::ensure_context();
   Bench bench(p);

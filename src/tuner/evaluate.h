@@ -32,7 +32,7 @@ struct EvaluateHooks {
 // time, rows outside the groups must stay poisoned) and timed on each with an equal share of min_time_ms: its
 // us_median is the mean over the routings of the per-routing medians (a kernel must be good on all of them), its
 // TFLOP/s and GB/s those of the mean routed rows.
-void evaluate(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts,
+void evaluate(const ResolvedProblem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts,
               const EvaluateHooks& hooks = {});
 
 // The normalized error a candidate may have on `p`: TuneOptions::tolerance, raised to 0.05 for an fp8 D (the format's

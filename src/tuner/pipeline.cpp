@@ -83,7 +83,7 @@ std::string RankedList::note() const {
                                       : ": does not support this problem: " + why);
 }
 
-std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev,
+std::vector<RankedList> enumerate_ranked(const ResolvedProblem& p, const DeviceInfo& dev,
                                          const std::vector<std::string>& names) {
   std::vector<RankedList> out;
   for (const auto& b : enabled_backends(names)) {
@@ -98,8 +98,9 @@ std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev
     }
     if (l.skipped.empty()) {
       try {
-        l.path = b->path(p, dev);
-        l.ranked = b->enumerate(p, dev);
+        l.analysis = b->analyze(p);
+        l.path = b->path(p, *l.analysis, dev);
+        l.ranked = b->enumerate(p, *l.analysis, dev);
       } catch (const NoGpuError& e) {
         if (dev.real) throw;  // a backend that needs the GPU is skipped only when there is none
         l.skipped = e.what(), l.needs_gpu = true;
@@ -119,7 +120,7 @@ std::vector<Candidate> top_candidates(const std::vector<RankedList>& lists, int 
   return out;
 }
 
-void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc) {
+void compile_one(const ResolvedProblem& p, const DeviceInfo& dev, PreparedCandidate& pc) {
   CandidateResult& r = pc.result;
   if (r.status != Status::pending || !pc.backend) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -137,10 +138,11 @@ void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc)
         return;
       }
     }
-    if (std::string why = pc.backend->validate(p, r.candidate, *pc.config, dev); !why.empty()) {
+    if (!pc.analysis) pc.analysis = pc.backend->analyze(p);  // a candidate named by the caller, not enumerated
+    if (std::string why = pc.backend->validate(p, *pc.analysis, r.candidate, *pc.config, dev); !why.empty()) {
       r.status = Status::unsupported, r.reason = why;
     } else {
-      pc.compiled = pc.backend->compile(p, r.candidate, *pc.config, dev);
+      pc.compiled = pc.backend->compile(p, *pc.analysis, r.candidate, *pc.config, dev);
       if (r.compile_ms == 0) record_compile(r, *pc.compiled);  // a worker keeps the numbers of the parent's compile
       if (pc.compiled->spill_bytes > 0) {
         r.status = Status::spills;
@@ -183,6 +185,7 @@ std::vector<PreparedCandidate> prepare_ranked(const std::vector<RankedList>& lis
         PreparedCandidate pc;
         pc.result.candidate = lists[l].ranked[next[l]++];
         pc.backend = lists[l].backend;
+        pc.analysis = lists[l].analysis;
         round.push_back(std::move(pc));
         owner.push_back(l);
       }
@@ -204,8 +207,8 @@ const char* const kNotCompiledReason =
     "not compiled yet (nvcc, tens of seconds a kernel): prebuild with `gemmtune compile --backends cutlass ...` or "
     "tune with --wait-compile";
 
-std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, const Problem& p, const DeviceInfo& dev,
-                                               int top_k) {
+std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, const ResolvedProblem& p,
+                                               const DeviceInfo& dev, int top_k) {
   std::vector<PreparedCandidate> skipped;
   for (RankedList& l : lists) {
     if (!l.backend || !l.backend->slow_compile() || l.ranked.empty()) continue;
@@ -214,7 +217,7 @@ std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, c
       const Candidate& c = l.ranked[i];
       bool compiled = true;
       try {
-        compiled = l.backend->is_compiled(p, c, *l.backend->parse(c), dev);
+        compiled = l.backend->is_compiled(p, *l.analysis, c, *l.backend->parse(c), dev);
       } catch (const Error&) {
         compiled = true;  // left to compile_one, which names the bad config
       }
@@ -224,6 +227,7 @@ std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, c
         PreparedCandidate pc;
         pc.result.candidate = c;
         pc.backend = l.backend;
+        pc.analysis = l.analysis;
         pc.result.status = Status::skipped;
         pc.result.reason = kNotCompiledReason;
         skipped.push_back(std::move(pc));
@@ -234,9 +238,10 @@ std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, c
   return skipped;
 }
 
-std::unique_ptr<Executable> load_prepared(const Problem& p, const PreparedCandidate& pc) {
-  GT_REQUIRE(pc.backend && pc.config && pc.compiled, "load of " + pc.candidate().str() + " before it was compiled");
-  return pc.backend->load(p, pc.candidate(), *pc.config, *pc.compiled);
+std::unique_ptr<Executable> load_prepared(const ResolvedProblem& p, const PreparedCandidate& pc) {
+  GT_REQUIRE(pc.backend && pc.analysis && pc.config && pc.compiled,
+             "load of " + pc.candidate().str() + " before it was compiled");
+  return pc.backend->load(p, *pc.analysis, pc.candidate(), *pc.config, *pc.compiled);
 }
 
 }  // namespace gemmtune

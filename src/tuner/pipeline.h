@@ -3,9 +3,9 @@
 // and `compile`:
 //   enumerate_ranked (+ top-k)  ->  prepare (parse + validate + compile, parallel)  ->  load  ->  verify + time
 //   (evaluate.h)
-// A PreparedCandidate carries one candidate through these stages: its backend, its config as the backend parsed it
-// (parsed once, by compile_one), its compiled artifact, and its status and numbers (the CandidateResult that reports
-// and caches show).
+// Every stage takes the problem resolved (ResolvedProblem). A PreparedCandidate carries one candidate through them:
+// its backend, that backend's analysis of the problem (made once, by enumerate_ranked), its config as the backend
+// parsed it (once, by compile_one), its compiled artifact, and its status and numbers (its CandidateResult).
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,6 +20,7 @@ namespace gemmtune {
 struct PreparedCandidate {
   CandidateResult result;                 // candidate, status, reason, compile and timing numbers
   std::shared_ptr<const Backend> backend; // null for an unknown backend (then status is unsupported)
+  std::shared_ptr<const BackendAnalysis> analysis;  // backend->analyze(problem); null until made (compile_one)
   std::shared_ptr<const BackendConfig> config;  // backend->parse(candidate); null until compile_one parsed it
   std::optional<CompileResult> compiled;  // what compile() returned here; empty when not compiled in this process
   double compile_wall_ms = 0;             // validate + compile as seen from the pipeline
@@ -42,26 +43,28 @@ struct RankedList {
   bool needs_gpu = false;         // skipped because enumerating needs a GPU and `dev` is assumed (dev.real false)
   bool unavailable = false;       // skipped because the backend is unavailable here (Backend::unavailable)
   std::string path;               // Backend::path of a supported problem ("" when skipped or nothing to say)
+  std::shared_ptr<const BackendAnalysis> analysis;  // Backend::analyze of a supported problem (null when skipped)
 
   // "" or one line on why the backend was skipped, e.g. "sm90: does not support this problem: ...", or on the path
   // it takes, e.g. "sm90: A, B: TMA; D: TMA store".
   std::string note() const;
 };
 
-// Enumerates every enabled backend for the (resolved, valid) problem. A backend that needs the GPU to enumerate
+// Enumerates every enabled backend for the problem. A backend that needs the GPU to enumerate
 // throws NoGpuError on a real device and is skipped (needs_gpu) on an assumed one (DeviceInfo::assumed_sm90: the
 // CLI's --arch-sms / no-GPU enumeration).
-std::vector<RankedList> enumerate_ranked(const Problem& p, const DeviceInfo& dev,
+std::vector<RankedList> enumerate_ranked(const ResolvedProblem& p, const DeviceInfo& dev,
                                          const std::vector<std::string>& names);
 
 // The first `top_k` of each list (0 = all), backend by backend.
 std::vector<Candidate> top_candidates(const std::vector<RankedList>& lists, int top_k);
 
-// Parses (unless parsed already), validates and compiles one candidate (no GPU needed). Leaves it pending when it
+// Analyzes the problem and parses the config (unless done already), validates and compiles one candidate (no GPU
+// needed). Leaves it pending when it
 // compiled clean; else records the failure: unsupported (a config that does not parse, or validate()), compile_error,
 // needs_gpu, or spills (a ptxas report with spilled bytes: such a kernel is never the one to pick, whatever a config
 // rule says).
-void compile_one(const Problem& p, const DeviceInfo& dev, PreparedCandidate& pc);
+void compile_one(const ResolvedProblem& p, const DeviceInfo& dev, PreparedCandidate& pc);
 
 // Compiles candidates in parallel (jit::parallel_for on `threads`, 0 = hardware concurrency) with `compile`
 // (compile_one in the product; tests pass their own). `done` (optional) is called after each compile, serialized.
@@ -84,10 +87,10 @@ extern const char* const kNotCompiledReason;
 // that they take no top-k slot from compiled ones, and returns those among each list's first `top_k` (0 = all) as
 // skipped PreparedCandidates (status skipped, kNotCompiledReason): the ones the tune would have timed. A candidate
 // whose config does not parse stays in its list (compile_one records why).
-std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, const Problem& p, const DeviceInfo& dev,
-                                               int top_k);
+std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, const ResolvedProblem& p,
+                                               const DeviceInfo& dev, int top_k);
 
 // Loads a candidate compiled by compile_one onto the current GPU, from its parsed config and compiled artifact.
-std::unique_ptr<Executable> load_prepared(const Problem& p, const PreparedCandidate& pc);
+std::unique_ptr<Executable> load_prepared(const ResolvedProblem& p, const PreparedCandidate& pc);
 
 }  // namespace gemmtune

@@ -46,13 +46,15 @@ void Gemm::run(const GemmArgs& args, Stream stream) const {
   if (p.scaling != Scaling::none) {
     if (!args.scale_b || (!args.scale_a && is_fp8(p.a.dtype)))
       throw Error("Gemm::run: scaling=" + std::string(scaling_name(p.scaling)) + " needs GemmArgs::scale_a and scale_b (" +
-                  std::to_string(p.scale_len(Which::A)) + " and " + std::to_string(p.scale_len(Which::B)) + " fp32 values)");
+                  std::to_string(p.scale_len(Which::A)) + " and " + std::to_string(p.scale_len(Which::B)) +
+                  " fp32 values)");
     if (is_fp8(p.d.dtype) && !args.scale_d) throw Error("Gemm::run: an e4m3 D needs GemmArgs::scale_d (one fp32)");
     if (p.amax && !args.amax) throw Error("Gemm::run: the problem has amax but GemmArgs::amax is null");
   }
   // The kernel was chosen for pointers of the problem's alignment (Operand::align): a less aligned one would fault
   // or read the wrong bytes in a vectorised or TMA kernel.
-  const std::pair<Which, const void*> ptrs[] = {{Which::A, args.a}, {Which::B, args.b}, {Which::C, args.c}, {Which::D, args.d}};
+  const std::pair<Which, const void*> ptrs[] = {
+      {Which::A, args.a}, {Which::B, args.b}, {Which::C, args.c}, {Which::D, args.d}};
   for (const auto& [w, ptr] : ptrs) {
     if (w == Which::C && p.beta == 0.0f) continue;
     const uintptr_t al = static_cast<uintptr_t>(p.operand(w).align);
@@ -103,7 +105,7 @@ struct StaleEntry {
 // "" when the cached record's skipped candidates (those a tune without wait_compile left out as not compiled yet)
 // leave its winner standing: none were skipped, or none of them is compiled now and this tune does not wait for
 // them. Else why the record is stale.
-std::string stale_skipped(const nlohmann::json& rec, const Problem& p, const DeviceInfo& dev,
+std::string stale_skipped(const nlohmann::json& rec, const ResolvedProblem& p, const DeviceInfo& dev,
                           const std::vector<std::shared_ptr<Backend>>& backends, bool wait_compile) {
   auto it = rec.find("skipped");
   if (it == rec.end() || !it->is_array() || it->empty()) return "";
@@ -114,7 +116,8 @@ std::string stale_skipped(const nlohmann::json& rec, const Problem& p, const Dev
     try {
       const Candidate c = Candidate::parse(s.get<std::string>());
       for (const auto& b : backends)
-        if (b->name() == c.backend && b->unavailable().empty() && b->is_compiled(p, c, *b->parse(c), dev))
+        if (b->name() == c.backend && b->unavailable().empty() &&
+            b->is_compiled(p, *b->analyze(p), c, *b->parse(c), dev))
           return c.str() + ", skipped as not compiled then, is compiled now";
     } catch (const Error&) {
       // A name this version does not parse: nothing of it can have been compiled.
@@ -141,7 +144,7 @@ std::vector<CandidateResult> results_of(const std::vector<PreparedCandidate>& ca
 
 // Times the candidates again side by side, as the first timing does with TuneOptions::interleave (the same
 // evaluate(): verification, the clocks settled, interleaved rounds), isolated as the options say.
-void time_interleaved(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
+void time_interleaved(const ResolvedProblem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
   TuneOptions so = o;
   so.interleave = true;
   evaluate_candidates(p, cands, so);
@@ -156,7 +159,7 @@ void time_interleaved(const Problem& p, std::vector<PreparedCandidate>& cands, c
 // and is isolated like the first timings: a candidate that fails there (a crash, a wrong result on other inputs) is
 // out, with that failure as its result; when the runoff itself cannot run, the first timings stand. Returns the
 // indices of the candidates it re-timed (empty when none ran): the winner is picked among them.
-std::vector<size_t> runoff(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
+std::vector<size_t> runoff(const ResolvedProblem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
   const bool whole_list = o.only.size() > 1;
   if (whole_list && o.interleave) return {};
   const std::vector<size_t> top = runoff_members(results_of(cands), whole_list);
@@ -229,12 +232,9 @@ int pick_winner(const std::vector<CandidateResult>& results, const std::vector<s
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-std::vector<Candidate> list_candidates(const Problem& p0, const DeviceInfo& dev, const std::vector<std::string>& names,
+std::vector<Candidate> list_candidates(const Problem& p, const DeviceInfo& dev, const std::vector<std::string>& names,
                                        int top_k) {
-  Problem p = p0;
-  p.resolve();
-  p.validate();
-  return top_candidates(enumerate_ranked(p, dev, names), top_k);
+  return top_candidates(enumerate_ranked(resolve(p), dev, names), top_k);
 }
 
 Tuner::Tuner(TuneOptions opts) : opts_(std::move(opts)) {}
@@ -242,11 +242,9 @@ Tuner::Tuner(TuneOptions opts) : opts_(std::move(opts)) {}
 TuneReport Tuner::tune(const Problem& p0) {
   const auto t0 = std::chrono::steady_clock::now();
   auto wall = [&] { return ms_since(t0); };
+  const ResolvedProblem p = resolve(p0);
   TuneReport rep;
-  rep.problem = p0;
-  rep.problem.resolve();
-  const Problem& p = rep.problem;
-  p.validate();
+  rep.problem = p;
   const auto backends = enabled_backends(opts_.backends);
   rep.device = current_device();
   const DeviceInfo& dev = rep.device;
@@ -332,9 +330,9 @@ TuneReport Tuner::tune(const Problem& p0) {
     cands = prepare_ranked(lists, opts_.top_k, opts_.compile_threads, compile, done);
   }
   if (cands.empty() && !not_built.empty())
-    throw Error("no candidate to time for " + p.str() + ": " + std::to_string(not_built.size()) + " " +
+    throw Error("no candidate to time for " + p->str() + ": " + std::to_string(not_built.size()) + " " +
                 not_built.front().backend->name() + " candidates " + kNotCompiledReason + refusals);
-  if (cands.empty()) throw Error("no backend supports this problem (" + p.str() + ")" + refusals);
+  if (cands.empty()) throw Error("no backend supports this problem (" + p->str() + ")" + refusals);
   {
     size_t failed = 0;
     for (const auto& c : cands) failed += c.status() != Status::pending;
@@ -360,7 +358,7 @@ TuneReport Tuner::tune(const Problem& p0) {
     best->winner = true;
     rep.winner = best->candidate;
     if (opts_.use_cache && opts_.only.empty()) {
-      nlohmann::json rec = {{"problem", to_json(p)}, {"problem_str", p.str()}, {"device", to_json(dev)},
+      nlohmann::json rec = {{"problem", to_json(p)}, {"problem_str", p->str()}, {"device", to_json(dev)},
                             {"winner", best->candidate.str()}, {"us", best->us_median},
                             {"gemmtune", version()}, {"results", nlohmann::json::array()}};
       for (const auto& r : results) rec["results"].push_back(to_json(r));
@@ -378,9 +376,7 @@ TuneReport Tuner::tune(const Problem& p0) {
 }
 
 Gemm Tuner::load(const Problem& p0, const Candidate& c) {
-  Problem p = p0;
-  p.resolve();
-  p.validate();
+  const ResolvedProblem p = resolve(p0);
   PreparedCandidate pc = prepared_list({c}).front();
   compile_one(p, current_device(), pc);
   // A candidate that spills is slow, not wrong: the caller named it, so it loads.
@@ -409,9 +405,7 @@ Gemm Tuner::select(const Problem& p) {
 }
 
 std::vector<CandidateResult> compare(const Problem& p0, const std::vector<Candidate>& cands, const TuneOptions& o) {
-  Problem p = p0;
-  p.resolve();
-  p.validate();
+  const ResolvedProblem p = resolve(p0);
   const DeviceInfo& dev = current_device();
   std::vector<PreparedCandidate> pcs = prepared_list(cands);
   compile_all(pcs, o.compile_threads, [&](PreparedCandidate& pc) { compile_one(p, dev, pc); });

@@ -243,7 +243,7 @@ std::string one_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
-void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<PreparedCandidate>& cands,
+void evaluate_in_worker(const std::string& path, const ResolvedProblem& p, std::vector<PreparedCandidate>& cands,
                         const TuneOptions& o) {
   auto progress = [&](const ProgressEvent& e) {
     if (o.progress) o.progress(e);
@@ -372,7 +372,7 @@ void evaluate_in_worker(const std::string& path, const Problem& p, std::vector<P
   }
 }
 
-void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
+void evaluate_candidates(const ResolvedProblem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& o) {
   auto progress = [&](const ProgressEvent& e) {
     if (o.progress) o.progress(e);
   };
@@ -410,7 +410,7 @@ bool serve(const std::string& line, const std::vector<FaultPlan>& faults,
   bool crash_reported = false;
   try {
     const nlohmann::json req = nlohmann::json::parse(line);
-    const Problem p = problem_from_json(req.at("problem"));
+    const ResolvedProblem p = resolve(problem_from_json(req.at("problem")));
     const TuneOptions o = options_from_json(req.at("options"));
     std::vector<PreparedCandidate> cands;
     for (const auto& r : req.at("results")) {

@@ -22,13 +22,13 @@ std::optional<std::string> find_worker();
 // TuneOptions::progress. Every pending candidate ends with a status: a failure of one candidate, whatever its kind,
 // is that candidate's result; only a failure of the evaluation itself (no GPU, a problem too large to verify, a
 // worker that cannot start before any candidate ran) throws.
-void evaluate_candidates(const Problem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts);
+void evaluate_candidates(const ResolvedProblem& p, std::vector<PreparedCandidate>& cands, const TuneOptions& opts);
 
 // evaluate() of the pending candidates in worker processes (the worker compiles them again: kernel cache hits).
 // A candidate in flight when its worker dies or times out is crashed / timeout; a death while candidates were timed
 // side by side times them again one at a time (which tells whose it was); a worker that fails in its setup after a
 // crash is restarted (a few times, then the candidates left are skipped, each with the reason).
-void evaluate_in_worker(const std::string& worker, const Problem& p, std::vector<PreparedCandidate>& cands,
+void evaluate_in_worker(const std::string& worker, const ResolvedProblem& p, std::vector<PreparedCandidate>& cands,
                         const TuneOptions& opts);
 
 // The worker side: reads requests from stdin until EOF, writes events to stdout. Returns the process exit code.

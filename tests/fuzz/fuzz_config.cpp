@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Problem p = Problem::make(s.m, s.n, s.k, DType::bf16, DType::bf16, Layout::row, Layout::col, s.batch);
   const Candidate c{backend->name(), std::string(reinterpret_cast<const char*>(data) + 1, size - 1)};
   try {
-    (void)backend->validate(p, c, dev);
+    (void)backend->validate(resolve(p), c, dev);
     (void)Candidate::parse(c.str());
   } catch (const Error&) {  // NoGpuError (cuBLASLt judges on the GPU) or a parse error with a message
   }

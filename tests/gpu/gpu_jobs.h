@@ -52,7 +52,7 @@ inline std::string run_job(const Backend& be, const Job& j, std::mt19937_64& rng
   const Problem& p = j.p;
   if (!j.compile_error.empty()) return "compile: " + j.compile_error;
   if (j.cr.spill_bytes > 0) return spill_skip(j.cr);
-  auto exe = be.load(p, j.cand, j.cr);
+  auto exe = be.load(resolve(p), j.cand, j.cr);
   const auto a = random_operand(p, Which::A, rng), b = random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
   if (p.beta != 0.0f) c = random_operand(p, Which::C, rng);
@@ -85,7 +85,7 @@ inline size_t run_jobs(const Backend& be, std::vector<Job>& jobs) {
   const auto t0 = std::chrono::steady_clock::now();
   jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
     try {
-      jobs[i].cr = be.compile(jobs[i].p, jobs[i].cand, dev);
+      jobs[i].cr = be.compile(resolve(jobs[i].p), jobs[i].cand, dev);
     } catch (const std::exception& e) {
       jobs[i].compile_error = e.what();
     }

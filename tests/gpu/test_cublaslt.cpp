@@ -78,10 +78,10 @@ class Runner {
     const std::vector<uint8_t> poison = test::poisoned_operand(p_, Which::D);
     dd_.upload(poison.data(), poison.size());
     try {
-      const std::string why = be.validate(p_, cand, current_device());
+      const std::string why = be.validate(resolve(p_), cand, current_device());
       if (!why.empty()) return "validate: " + why;
-      CompileResult cr = be.compile(p_, cand, current_device());
-      auto exe = be.load(p_, cand, cr);
+      CompileResult cr = be.compile(resolve(p_), cand, current_device());
+      auto exe = be.load(resolve(p_), cand, cr);
       if (!(exe->candidate() == cand)) return "executable reports candidate " + exe->candidate().str();
       GemmArgs args;
       args.a = da_.get();
@@ -130,8 +130,8 @@ TEST_P(CublasLtGpu, EveryCandidateMatchesReference) {
   auto be = make_cublaslt_backend();
   for (int variant : {0, 1}) {
     const Problem p = make_problem(kShapes[si], kDtypes[di].first, kDtypes[di].second, la, lb, ld, variant);
-    ASSERT_EQ(be->supports(p, current_device()), "") << p.str();
-    const std::vector<Candidate> cands = be->enumerate(p, current_device());
+    ASSERT_EQ(be->supports(resolve(p), current_device()), "") << p.str();
+    const std::vector<Candidate> cands = be->enumerate(resolve(p), current_device());
     ASSERT_FALSE(cands.empty()) << "no candidates for " << p.str();
     EXPECT_EQ(cands.front().config, cublaslt::kDefaultConfig) << p.str();
     Runner run(p);
@@ -177,13 +177,13 @@ TEST(CublasLtGpuConfig, ValidateAndLoadRefuseBadAlgorithms) {
   Problem p = Problem::make(512, 512, 512, DType::bf16, DType::bf16);
   p.resolve();
   const DeviceInfo& dev = current_device();
-  const auto cands = be->enumerate(p, dev);
+  const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_GE(cands.size(), 2u) << "expected several algorithms for 512^3 bf16";
-  for (const auto& c : cands) EXPECT_EQ(be->validate(p, c, dev), "") << c.str();
+  for (const auto& c : cands) EXPECT_EQ(be->validate(resolve(p), c, dev), "") << c.str();
   const Candidate bad{"cublaslt", "algo=99999,tile=8x8,stages=16x1,splitk=1,red=0,swizzle=0,custom=0,cluster=auto,inner=0"};
-  EXPECT_NE(be->validate(p, bad, dev), "");
-  EXPECT_THROW(be->load(p, bad, CompileResult{}), Error);
-  EXPECT_THROW(be->compile(p, Candidate{"cublaslt", "algo=1"}, dev), Error);
+  EXPECT_NE(be->validate(resolve(p), bad, dev), "");
+  EXPECT_THROW(be->load(resolve(p), bad, CompileResult{}), Error);
+  EXPECT_THROW(be->compile(resolve(p), Candidate{"cublaslt", "algo=1"}, dev), Error);
 }
 
 // ---- fp8 ----
@@ -267,8 +267,8 @@ TEST_P(CublasLtFp8Gpu, EveryCandidateMatchesReference) {
   if (*tc.epilogue) p.epilogue = parse_epilogue(tc.epilogue);
   p.resolve();
   auto be = make_cublaslt_backend();
-  ASSERT_EQ(be->supports(p, current_device()), "") << p.str();
-  const std::vector<Candidate> cands = be->enumerate(p, current_device());
+  ASSERT_EQ(be->supports(resolve(p), current_device()), "") << p.str();
+  const std::vector<Candidate> cands = be->enumerate(resolve(p), current_device());
   ASSERT_FALSE(cands.empty()) << "no candidates for " << p.str();
   EXPECT_EQ(cands.front().config.rfind("default,fast_accum=0", 0), 0u) << cands.front().str();
   int fast = 0;
@@ -339,8 +339,8 @@ TEST_P(CublasLtFp8Gpu, EveryCandidateMatchesReference) {
     damax.upload(&nan, 4);
     std::string why;
     try {
-      if (why = be->validate(p, cand, current_device()); why.empty()) {
-        auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+      if (why = be->validate(resolve(p), cand, current_device()); why.empty()) {
+        auto exe = be->load(resolve(p), cand, be->compile(resolve(p), cand, current_device()));
         GemmArgs args;
         args.a = da.get();
         args.b = db.get();

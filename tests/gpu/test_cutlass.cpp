@@ -92,14 +92,14 @@ TEST_F(CutlassGpu, DefaultListAndEveryFormAgainstTheReference) {
   auto add = [&](const Spec& s, const std::string& config) {
     const Problem p = make(s);
     const Candidate c{"cutlass", config};
-    ASSERT_EQ(backend_->validate(p, c, dev), "") << c.str() << " on " << p.str();
+    ASSERT_EQ(backend_->validate(resolve(p), c, dev), "") << c.str() << " on " << p.str();
     test::Job j;
     j.p = p, j.cand = c, j.launches = 4;
     jobs.push_back(std::move(j));
   };
   // The default list: the top four of two shapes.
   for (const Spec& s : {Spec{520, 512, 256}, Spec{136, 1024, 512, 1, DType::f16, DType::f16}}) {
-    const auto cands = backend_->enumerate(make(s), dev);
+    const auto cands = backend_->enumerate(resolve(make(s)), dev);
     ASSERT_GE(cands.size(), 4u);
     for (size_t i = 0; i < 4; ++i) add(s, cands[i].config);
   }
@@ -140,7 +140,7 @@ TEST_F(CutlassGpu, DefaultListAndEveryFormAgainstTheReference) {
     p.resolve();
     ASSERT_EQ(p.check(), "") << p.str();
     const Candidate c{"cutlass", cfg};
-    ASSERT_EQ(backend_->validate(p, c, dev), "") << c.str() << " on " << p.str();
+    ASSERT_EQ(backend_->validate(resolve(p), c, dev), "") << c.str() << " on " << p.str();
     test::Job j;
     j.p = p, j.cand = c, j.launches = 4;
     jobs.push_back(std::move(j));
@@ -179,14 +179,14 @@ TEST_F(CutlassGpu, Fp8TensorAndRowScaling) {
     p.resolve();
     ASSERT_EQ(p.check(), "") << p.str();
     const Candidate c{"cutlass", f.config};
-    ASSERT_EQ(backend_->validate(p, c, dev), "") << c.str() << " on " << p.str();
+    ASSERT_EQ(backend_->validate(resolve(p), c, dev), "") << c.str() << " on " << p.str();
     test::Job j;
     j.p = p, j.cand = c;
     jobs.push_back(std::move(j));
   }
   jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
     try {
-      jobs[i].cr = backend_->compile(jobs[i].p, jobs[i].cand, dev);
+      jobs[i].cr = backend_->compile(resolve(jobs[i].p), jobs[i].cand, dev);
     } catch (const std::exception& e) {
       jobs[i].compile_error = e.what();
     }
@@ -196,7 +196,7 @@ TEST_F(CutlassGpu, Fp8TensorAndRowScaling) {
     SCOPED_TRACE(j.cand.str() + " on " + j.p.str());
     ASSERT_EQ(j.compile_error, "");
     const Problem& p = j.p;
-    auto exe = backend_->load(p, j.cand, j.cr);
+    auto exe = backend_->load(resolve(p), j.cand, j.cr);
     const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
     std::vector<uint8_t> cbuf;
     if (p.beta != 0.0f) cbuf = test::random_operand(p, Which::C, rng);

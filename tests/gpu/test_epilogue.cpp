@@ -67,7 +67,7 @@ class EpilogueGpu : public ::testing::Test {
 std::string check_cublaslt(const Problem& p, std::mt19937_64& rng, int* ran_fused) {
   auto be = make_cublaslt_backend();
   const DeviceInfo& dev = current_device();
-  if (std::string why = be->supports(p, dev); !why.empty()) return "supports: " + why;
+  if (std::string why = be->supports(resolve(p), dev); !why.empty()) return "supports: " + why;
   const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   const test::EpilogueData e = test::random_epilogue(p, rng);
   const std::vector<double> ref = test::apply_epilogue(p, test::reference_d(p, a, b, {}), e);
@@ -79,7 +79,7 @@ std::string check_cublaslt(const Problem& p, std::mt19937_64& rng, int* ran_fuse
   std::ostringstream errs;
   for (const char* mode : {"fused", "separate"}) {
     const Candidate cand{"cublaslt", std::string("default,epi=") + mode};
-    const std::string why = be->validate(p, cand, dev);
+    const std::string why = be->validate(resolve(p), cand, dev);
     if (!why.empty()) {
       if (std::string(mode) == "separate") errs << "separate rejected: " << why << "; ";
       continue;  // fused: the chain has no cuBLASLt epilogue
@@ -88,8 +88,8 @@ std::string check_cublaslt(const Problem& p, std::mt19937_64& rng, int* ran_fuse
     const std::vector<uint8_t> poison = test::poisoned_operand(p, Which::D);
     dv.d.upload(poison.data(), poison.size());
     try {
-      CompileResult cr = be->compile(p, cand, dev);
-      auto exe = be->load(p, cand, cr);
+      CompileResult cr = be->compile(resolve(p), cand, dev);
+      auto exe = be->load(resolve(p), cand, cr);
       GemmArgs args{dv.a.get(), dv.b.get(), nullptr, dv.d.get()};
       args.bias = dv.bias.get(), args.residual = dv.residual.get(), args.row_scale = dv.row_scale.get();
       args.col_scale = dv.col_scale.get();
@@ -127,12 +127,12 @@ TEST_F(EpilogueGpu, CublasLtFusedAndSeparateMatchReference) {
 TEST_F(EpilogueGpu, EnumerateTagsEveryCandidate) {
   auto be = make_cublaslt_backend();
   const Problem fusable = make({256, 512, 128, 1}, "bias,gelu_tanh", Layout::row, DType::bf16);
-  const auto fc = be->enumerate(fusable, current_device());
+  const auto fc = be->enumerate(resolve(fusable), current_device());
   ASSERT_FALSE(fc.empty());
   EXPECT_EQ(fc.front().config, "default,epi=fused");
   EXPECT_EQ(fc.back().config, "default,epi=separate");  // the unfused baseline is always a candidate
   const Problem glu = make({256, 512, 128, 1}, "silu_glu", Layout::row, DType::bf16);
-  for (const Candidate& c : be->enumerate(glu, current_device()))
+  for (const Candidate& c : be->enumerate(resolve(glu), current_device()))
     EXPECT_NE(c.config.find(",epi=separate"), std::string::npos) << c.config;
 }
 

@@ -104,7 +104,7 @@ std::string run_job(const Case& cs, const Job& j, const Data& data) {
   const Problem& p = cs.p;
   if (!j.compile_error.empty()) return "compile: " + j.compile_error;
   if (j.cr.spill_bytes > 0) return "SKIP spills " + std::to_string(j.cr.spill_bytes) + " bytes";
-  auto exe = j.be->load(p, j.cand, j.cr);
+  auto exe = j.be->load(resolve(p), j.cand, j.cr);
   auto da = upload(data.a), db = upload(data.b), dc = upload(data.c), bias = upload(data.e.bias),
        res = upload(data.e.residual), rs = upload(data.e.row_scale), cols = upload(data.e.col_scale);
   auto sa = upload(data.s.a), sb = upload(data.s.b), sd = upload(&data.s.d, sizeof(float));
@@ -164,13 +164,13 @@ void run_cases(const std::vector<Case>& cases) {
     std::string why_none;
     size_t before = jobs.size();
     for (const auto& be : all_backends()) {
-      if (std::string why = be->supports(p, dev); !why.empty()) {
+      if (std::string why = be->supports(resolve(p), dev); !why.empty()) {
         why_none += "\n  " + be->name() + ": " + why;
         continue;
       }
       std::vector<Candidate> cands;
       try {
-        cands = be->enumerate(p, dev);
+        cands = be->enumerate(resolve(p), dev);
       } catch (const std::exception& e) {
         ADD_FAILURE() << be->name() << " enumerate threw on " << p.str() << ": " << e.what();
         continue;
@@ -189,7 +189,7 @@ void run_cases(const std::vector<Case>& cases) {
   const auto t0 = std::chrono::steady_clock::now();
   jit::parallel_for(jobs.size(), 0, [&](size_t i) {
     try {
-      jobs[i].cr = jobs[i].be->compile(cases[jobs[i].problem].p, jobs[i].cand, dev);
+      jobs[i].cr = jobs[i].be->compile(resolve(cases[jobs[i].problem].p), jobs[i].cand, dev);
     } catch (const std::exception& e) {
       jobs[i].compile_error = e.what();
     }

@@ -70,8 +70,8 @@ std::vector<Candidate> candidates(const Problem& p) {
     return {};
   }
   auto be = make_gemv_backend();
-  const auto all = be->enumerate(p, current_device());
-  EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(p, current_device());
+  const auto all = be->enumerate(resolve(p), current_device());
+  EXPECT_FALSE(all.empty()) << p.str() << ": " << be->supports(resolve(p), current_device());
   return all;
 }
 
@@ -205,7 +205,7 @@ TEST_F(GemvGpu, CtaSplit) {
     const Problem p = make(s);
     for (const char* cfg : configs) {
       const Candidate cand{"gemv", cfg};
-      if (!be->validate(p, cand, current_device()).empty()) {
+      if (!be->validate(resolve(p), cand, current_device()).empty()) {
         ++refused;  // rows=32 with a GLU (m-blocks of 8 gate and 8 up rows: rows 8 or 16)
         continue;
       }
@@ -242,7 +242,7 @@ TEST_F(GemvGpu, ExplicitConfigs) {
     const Problem p = make(s);
     for (const char* cfg : configs) {
       const Candidate cand{"gemv", cfg};
-      EXPECT_EQ(be->validate(p, cand, current_device()), "") << cfg;
+      EXPECT_EQ(be->validate(resolve(p), cand, current_device()), "") << cfg;
       jobs.push_back({p, cand, {}, {}});
     }
   }
@@ -306,7 +306,7 @@ TEST_F(GemvGpu, AnyAlignment) {
   for (int w : {8, 4, 2}) EXPECT_NE(std::find(widths.begin(), widths.end(), w), widths.end()) << w;
   jit::parallel_for(runs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
     try {
-      runs[i].cr = be->compile(runs[i].p, runs[i].cand, dev);
+      runs[i].cr = be->compile(resolve(runs[i].p), runs[i].cand, dev);
     } catch (const std::exception& e) {
       runs[i].error = e.what();
     }
@@ -325,7 +325,7 @@ TEST_F(GemvGpu, AnyAlignment) {
     ASSERT_EQ(r.error, "");
     EXPECT_EQ(r.cr.spill_bytes, 0) << r.cr.log;
     const Problem& p = r.p;
-    auto exe = be->load(p, r.cand, r.cr);
+    auto exe = be->load(resolve(p), r.cand, r.cr);
     const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
     std::vector<uint8_t> cv;
     if (p.beta != 0.0f) cv = test::random_operand(p, Which::C, rng);
@@ -464,9 +464,9 @@ void run_fp8_case(const Fp8Case& c, std::mt19937_64& rng, int* ran) {
   for (size_t i = 0; i < all.size(); ++i) {
     if (i >= 3 && i % 7 != 0) continue;
     SCOPED_TRACE(all[i].str() + " on " + p.str());
-    const CompileResult cr = be->compile(p, all[i], dev);
+    const CompileResult cr = be->compile(resolve(p), all[i], dev);
     ASSERT_EQ(cr.spill_bytes, 0) << cr.log;
-    auto exe = be->load(p, all[i], cr);
+    auto exe = be->load(resolve(p), all[i], cr);
     std::vector<uint8_t> d(size_t(c.m * c.n) * ds, 0xFF);  // NaN in every output type
     dd.upload(d.data(), d.size());
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -524,8 +524,8 @@ TEST_F(GemvGpu, MisalignedPointerThrows) {
   Problem p = Problem::make(1, 256, 256, DType::bf16, DType::bf16);
   p.resolve();
   auto be = make_gemv_backend();
-  const Candidate cand = be->enumerate(p, current_device()).front();
-  auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+  const Candidate cand = be->enumerate(resolve(p), current_device()).front();
+  auto exe = be->load(resolve(p), cand, be->compile(resolve(p), cand, current_device()));
   cuda::DeviceBuffer a(256 * 2 + 64), b(256 * 256 * 2 + 64), d(256 * 2);
   EXPECT_THROW(exe->launch({static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()}, nullptr), Error);
   EXPECT_THROW(exe->launch({a.get(), static_cast<char*>(b.get()) + 8, nullptr, d.get()}, nullptr), Error);
@@ -534,8 +534,8 @@ TEST_F(GemvGpu, MisalignedPointerThrows) {
     q.epilogue = parse_epilogue("bias");
     return q.resolve();
   }();
-  const Candidate fc = be->enumerate(f, current_device()).front();
-  auto fe = be->load(f, fc, be->compile(f, fc, current_device()));
+  const Candidate fc = be->enumerate(resolve(f), current_device()).front();
+  auto fe = be->load(resolve(f), fc, be->compile(resolve(f), fc, current_device()));
   EXPECT_THROW(fe->launch({a.get(), b.get(), nullptr, d.get()}, nullptr), Error);  // the bias is missing
 }
 

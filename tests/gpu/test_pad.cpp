@@ -76,7 +76,7 @@ struct Job {
 std::string run_job(const Backend& be, const Job& j, std::mt19937_64& rng) {
   if (!j.compile_error.empty()) return "compile: " + j.compile_error;
   const Problem& p = j.p;
-  auto exe = be.load(p, j.cand, j.cr);
+  auto exe = be.load(resolve(p), j.cand, j.cr);
   if (!(exe->candidate() == j.cand)) return "executable reports candidate " + exe->candidate().str();
   const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
@@ -169,9 +169,9 @@ TEST_F(PadGpu, UnalignedOperandsMatchTheReference) {
   for (const Case& c : cases) {
     const Problem p = problem_of(c);
     ASSERT_EQ(p.check(), "") << p.str();
-    ASSERT_EQ(be->supports(p, dev), "") << p.str();
+    ASSERT_EQ(be->supports(resolve(p), dev), "") << p.str();
     std::map<std::string, bool> seen;
-    for (const Candidate& cand : be->enumerate(p, dev)) {
+    for (const Candidate& cand : be->enumerate(resolve(p), dev)) {
       const std::string inner = pad::Config::parse(cand.config).inner.backend;
       if (seen[inner]) continue;
       seen[inner] = true;
@@ -181,7 +181,7 @@ TEST_F(PadGpu, UnalignedOperandsMatchTheReference) {
   }
   jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
     try {
-      jobs[i].cr = be->compile(jobs[i].p, jobs[i].cand, dev);
+      jobs[i].cr = be->compile(resolve(jobs[i].p), jobs[i].cand, dev);
     } catch (const std::exception& e) {
       jobs[i].compile_error = e.what();
     }
@@ -213,9 +213,9 @@ TEST_F(PadGpu, MisalignedPointerIsRefused) {
   Problem p = Problem::make(64, 64, 64, DType::bf16, DType::bf16);
   p.a.align = 8;
   p.resolve();
-  const auto cands = be->enumerate(p, dev);
+  const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(cands.empty());
-  auto exe = be->load(p, cands[0], be->compile(p, cands[0], dev));
+  auto exe = be->load(resolve(p), cands[0], be->compile(resolve(p), cands[0], dev));
   cuda::DeviceBuffer a(64 * 64 * 2 + 16), b(64 * 64 * 2), d(64 * 64 * 2);
   GemmArgs args{static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()};
   cuda::StreamOwner s;

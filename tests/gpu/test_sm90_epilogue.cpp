@@ -53,7 +53,7 @@ using test::Job;
 // Up to `n` candidates of the problem, spread over schedules and cluster shapes.
 std::vector<Candidate> pick(const Problem& p, size_t n, size_t rot) {
   auto be = make_sm90_backend();
-  const auto all = be->enumerate(p, current_device());
+  const auto all = be->enumerate(resolve(p), current_device());
   std::vector<Candidate> out;
   if (all.empty()) return out;
   out.push_back(all.front());
@@ -145,13 +145,13 @@ static void run_chains(const std::vector<const char*>& chains, const std::vector
   std::mt19937_64 rng(std::random_device{}());
   int ran = 0;
   for (Job& j : jobs) {
-    if (std::string why = be->validate(j.p, j.cand, dev); !why.empty()) {
+    if (std::string why = be->validate(resolve(j.p), j.cand, dev); !why.empty()) {
       std::printf("skip %s on %s: %s\n", j.cand.str().c_str(), j.p.str().c_str(), why.c_str());
       continue;
     }
     std::string r;
     try {
-      j.cr = be->compile(j.p, j.cand, dev);
+      j.cr = be->compile(resolve(j.p), j.cand, dev);
       r = test::run_job(*be, j, rng);
     } catch (const std::exception& e) {
       r = std::string("threw: ") + e.what();
@@ -212,8 +212,8 @@ TEST_F(Sm90EpilogueGpu, SwapChains) {
 TEST_F(Sm90EpilogueGpu, MissingOperandThrows) {
   const Problem p = make({128, 128, 64, 1}, "bias,relu", Layout::row, DType::bf16, Layout::row, Layout::col, false, 0);
   auto be = make_sm90_backend();
-  const Candidate cand = be->enumerate(p, current_device()).front();
-  auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+  const Candidate cand = be->enumerate(resolve(p), current_device()).front();
+  auto exe = be->load(resolve(p), cand, be->compile(resolve(p), cand, current_device()));
   cuda::DeviceBuffer a(128 * 64 * 2), b(128 * 64 * 2), d(128 * 128 * 2);
   EXPECT_THROW(exe->launch({a.get(), b.get(), nullptr, d.get()}, nullptr), Error);
 }

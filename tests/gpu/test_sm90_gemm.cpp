@@ -59,10 +59,10 @@ std::string run_one(const Problem& p, const std::string& config, std::mt19937_64
   auto be = make_sm90_backend();
   const DeviceInfo& dev = current_device();
   const Candidate cand{"sm90", config};
-  if (std::string r = be->validate(p, cand, dev); !r.empty()) return "SKIP " + r;
-  const CompileResult cr = be->compile(p, cand, dev);
+  if (std::string r = be->validate(resolve(p), cand, dev); !r.empty()) return "SKIP " + r;
+  const CompileResult cr = be->compile(resolve(p), cand, dev);
   if (cr.spill_bytes > 0) return test::spill_skip(cr);
-  auto exe = be->load(p, cand, cr);
+  auto exe = be->load(resolve(p), cand, cr);
   auto ha = test::random_operand(p, Which::A, rng), hb = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> hc;
   if (p.beta != 0.0f) hc = test::random_operand(p, Which::C, rng);
@@ -418,7 +418,7 @@ TEST(Sm90Gpu, MisalignedPointerThrows) {
   p.resolve();
   auto be = make_sm90_backend();
   const Candidate cand{"sm90", "tile=128x128x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"};
-  auto exe = be->load(p, cand, be->compile(p, cand, current_device()));
+  auto exe = be->load(resolve(p), cand, be->compile(resolve(p), cand, current_device()));
   cuda::DeviceBuffer a(128 * 128 * 2 + 64), b(128 * 128 * 2), d(128 * 128 * 2);
   const GemmArgs bad{static_cast<char*>(a.get()) + 2, b.get(), nullptr, d.get()};
   EXPECT_THROW(exe->launch(bad, nullptr), Error);

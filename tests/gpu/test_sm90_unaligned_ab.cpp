@@ -64,10 +64,10 @@ std::string run_case(const Case& c, std::mt19937_64& rng) {
   auto be = make_sm90_backend();
   const DeviceInfo& dev = current_device();
   const Candidate cand{"sm90", c.config};
-  if (std::string r = be->validate(p, cand, dev); !r.empty()) return "invalid: " + r;
-  const CompileResult cr = be->compile(p, cand, dev);
+  if (std::string r = be->validate(resolve(p), cand, dev); !r.empty()) return "invalid: " + r;
+  const CompileResult cr = be->compile(resolve(p), cand, dev);
   if (cr.spill_bytes > 0) return test::spill_skip(cr);
-  auto exe = be->load(p, cand, cr);
+  auto exe = be->load(resolve(p), cand, cr);
   const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> cv;
   if (p.beta != 0.0f) cv = test::random_operand(p, Which::C, rng);
@@ -140,7 +140,7 @@ TEST_F(Sm90UnalignedAB, Matrix) {
     }
     ++ran;
     EXPECT_EQ(r, "") << "sm90:" << c.config << " on " << p.str() << " ("
-                     << sm90::load_path(p, sm90::kernel_view(p)) << ")";
+                     << sm90::load_path(p, sm90::kernel_view(resolve(p))) << ")";
   }
   EXPECT_GT(ran, 10);
 }
@@ -153,8 +153,8 @@ TEST_F(Sm90UnalignedAB, EnumeratedTop) {
   for (const Case& c : {Case{600, 264, 4100, 1, R, C, 0, 0, 0, 0, 0, false, "", ""},
                         Case{16, 1000, 4100, 1, R, C, 0, 0, 0, 0, 0, false, "", ""}}) {
     const Problem p = make_problem(c);
-    const std::vector<Candidate> list = be->enumerate(p, current_device());
-    ASSERT_FALSE(list.empty()) << be->supports(p, current_device());
+    const std::vector<Candidate> list = be->enumerate(resolve(p), current_device());
+    ASSERT_FALSE(list.empty()) << be->supports(resolve(p), current_device());
     for (size_t i = 0; i < std::min<size_t>(3, list.size()); ++i) {
       Case ci = c;
       ci.config = list[i].config.c_str();

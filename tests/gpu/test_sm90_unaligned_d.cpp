@@ -74,7 +74,7 @@ std::vector<Candidate> candidates(const Problem& p, const std::vector<const char
     return out;
   }
   bool got[2] = {false, false};
-  for (const Candidate& c : make_sm90_backend()->enumerate(p, current_device())) {
+  for (const Candidate& c : make_sm90_backend()->enumerate(resolve(p), current_device())) {
     const sm90::Config cfg = sm90::Config::parse(c.config);
     if (cfg.swap || got[cfg.pingpong]) continue;
     got[cfg.pingpong] = true;
@@ -97,7 +97,7 @@ std::string run_case(const Backend& be, const Case& c, std::mt19937_64& rng) {
   const Problem& p = c.p;
   if (!c.compile_error.empty()) return "compile: " + c.compile_error;
   if (c.cr.spill_bytes > 0) return "SKIP spills " + std::to_string(c.cr.spill_bytes) + " bytes";
-  auto exe = be.load(p, c.cand, c.cr);
+  auto exe = be.load(resolve(p), c.cand, c.cr);
   const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> cv;
   if (p.beta != 0.0f) cv = test::random_operand(p, Which::C, rng);
@@ -220,7 +220,7 @@ TEST_F(Sm90UnalignedDGpu, EveryStoreClass) {
   const auto t0 = std::chrono::steady_clock::now();
   jit::parallel_for(cases.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
     try {
-      cases[i].cr = be->compile(cases[i].p, cases[i].cand, dev);
+      cases[i].cr = be->compile(resolve(cases[i].p), cases[i].cand, dev);
     } catch (const std::exception& e) {
       cases[i].compile_error = e.what();
     }
@@ -258,14 +258,14 @@ TEST_F(Sm90UnalignedDGpu, LaunchChecksPointers) {
   {
     const Problem p = make({128, 129, 64, 1, DType::bf16, Layout::row, 0, -1, 2});  // staged D, 2-byte aligned
     const Candidate cand = candidates(p, {}).front();
-    auto exe = be->load(p, cand, be->compile(p, cand, dev));
+    auto exe = be->load(resolve(p), cand, be->compile(resolve(p), cand, dev));
     EXPECT_NO_THROW(exe->launch({a.get(), b.get(), nullptr, dp + 2}, nullptr));
     EXPECT_THROW(exe->launch({a.get(), b.get(), nullptr, dp + 1}, nullptr), Error);
   }
   {
     const Problem p = make({128, 128, 64, 1, DType::bf16, Layout::row, 0, -1, 0, "none", 0.5f});  // TMA D, pair C
     const Candidate cand = candidates(p, {}).front();  // not swap=1, which stores D without TMA
-    auto exe = be->load(p, cand, be->compile(p, cand, dev));
+    auto exe = be->load(resolve(p), cand, be->compile(resolve(p), cand, dev));
     EXPECT_NO_THROW(exe->launch({a.get(), b.get(), cp, dp}, nullptr));
     EXPECT_THROW(exe->launch({a.get(), b.get(), cp + 2, dp}, nullptr), Error);
     EXPECT_THROW(exe->launch({a.get(), b.get(), cp, dp + 8}, nullptr), Error);

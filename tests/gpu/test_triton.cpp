@@ -69,7 +69,7 @@ cuda::DeviceBuffer upload(const std::vector<float>& v) { return upload_at(v.data
 std::string run_job(const Backend& be, const Case& cs, const Job& j, std::mt19937_64& rng) {
   const Problem& p = cs.p;
   if (!j.compile_error.empty()) return "compile: " + j.compile_error;
-  auto exe = be.load(p, j.cand, j.cr);
+  auto exe = be.load(resolve(p), j.cand, j.cr);
   const auto a = test::random_operand(p, Which::A, rng), b = test::random_operand(p, Which::B, rng);
   std::vector<uint8_t> c;
   if (p.beta != 0.0f) c = test::random_operand(p, Which::C, rng);
@@ -120,8 +120,8 @@ class TritonGpu : public test::GpuTest {
     for (size_t i = 0; i < cases.size(); ++i) {
       const Problem& p = cases[i].p;
       ASSERT_EQ(p.check(), "") << p.str();
-      ASSERT_EQ(be_->supports(p, dev), "") << p.str();
-      const std::vector<Candidate> all = be_->enumerate(p, dev);
+      ASSERT_EQ(be_->supports(resolve(p), dev), "") << p.str();
+      const std::vector<Candidate> all = be_->enumerate(resolve(p), dev);
       ASSERT_FALSE(all.empty()) << p.str();
       bool masked = false;
       for (size_t k = 0; k < std::min(kTop, all.size()); ++k) {
@@ -137,7 +137,7 @@ class TritonGpu : public test::GpuTest {
     const auto t0 = std::chrono::steady_clock::now();
     jit::parallel_for(jobs.size(), int(std::max(2u, std::thread::hardware_concurrency())), [&](size_t i) {
       try {
-        jobs[i].cr = be_->compile(cases[jobs[i].case_index].p, jobs[i].cand, dev);
+        jobs[i].cr = be_->compile(resolve(cases[jobs[i].case_index].p), jobs[i].cand, dev);
       } catch (const std::exception& e) {
         jobs[i].compile_error = e.what();
       }

@@ -305,7 +305,7 @@ int run_list(const Options& o) {
     for (const auto& b : bs.names) {
       std::vector<RankedList> lists;
       try {
-        lists = enumerate_ranked(c.problem, dev, {b});
+        lists = enumerate_ranked(resolve(c.problem), dev, {b});
       } catch (const std::exception& e) {
         std::printf(" %8s", "err");
         std::fprintf(stderr, "%s: %s: %s\n", c.name.c_str(), b.c_str(), e.what());
@@ -468,7 +468,7 @@ void prebuild(const Options& o, const std::vector<std::pair<size_t, SweepClass>>
       if (b != "cutlass" || cutlass_on(o, c.name)) names.push_back(b);
     std::vector<RankedList> lists;
     try {
-      lists = enumerate_ranked(c.problem, dev, names);
+      lists = enumerate_ranked(resolve(c.problem), dev, names);
     } catch (const std::exception&) {
       continue;  // the tune reports it
     }
@@ -489,6 +489,7 @@ void prebuild(const Options& o, const std::vector<std::pair<size_t, SweepClass>>
         PreparedCandidate pc;
         pc.result.candidate = cand;
         pc.backend = l.backend;
+        pc.analysis = l.analysis;
         cands.push_back(std::move(pc));
         problem_of.push_back(&c.problem);
       }
@@ -506,7 +507,7 @@ void prebuild(const Options& o, const std::vector<std::pair<size_t, SweepClass>>
               sorted.size(), classes.size(), o.threads, cutlass_keys.size(), shared);
   std::fflush(stdout);
   compile_all(sorted, o.threads, [&](PreparedCandidate& pc) {
-    compile_one(*sorted_problem[size_t(&pc - sorted.data())], dev, pc);
+    compile_one(resolve(*sorted_problem[size_t(&pc - sorted.data())]), dev, pc);
   });
   size_t failed = 0;
   for (const auto& pc : sorted) failed += pc.status() != Status::pending;
@@ -524,7 +525,7 @@ ClassRun compile_class(const Options& o, size_t index, const SweepClass& c, cons
   const auto t0 = std::chrono::steady_clock::now();
   try {
     std::vector<PreparedCandidate> cands;
-    for (const RankedList& l : enumerate_ranked(c.problem, dev, names)) {
+    for (const RankedList& l : enumerate_ranked(resolve(c.problem), dev, names)) {
       if (!l.skipped.empty()) {
         run.backend_refusals.emplace_back(l.backend->name(), l.skipped);
         continue;
@@ -536,7 +537,7 @@ ClassRun compile_class(const Options& o, size_t index, const SweepClass& c, cons
         cands.push_back(std::move(pc));
       }
     }
-    compile_all(cands, o.threads, [&](PreparedCandidate& pc) { compile_one(c.problem, dev, pc); });
+    compile_all(cands, o.threads, [&](PreparedCandidate& pc) { compile_one(resolve(c.problem), dev, pc); });
     for (auto& pc : cands) {
       if (pc.result.status == Status::pending) pc.result.status = Status::ok;
       run.results.push_back(pc.result);

@@ -19,7 +19,7 @@ inline CompiledEach compile_each(const Backend& be, const Problem& p, const std:
   CompiledEach out{std::vector<CompileResult>(cands.size()), std::vector<std::string>(cands.size())};
   jit::parallel_for(cands.size(), 0, [&](size_t i) {
     try {
-      out.res[i] = be.compile(p, cands[i], dev);
+      out.res[i] = be.compile(resolve(p), cands[i], dev);
     } catch (const std::exception& e) {
       out.err[i] = e.what();
     }

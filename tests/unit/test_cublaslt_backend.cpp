@@ -36,6 +36,20 @@ Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout la = L
 }
 
 // Asserts that the reason is non-empty and mentions `needle`.
+std::string supports_reason(const Backend& be, const Problem& p, const DeviceInfo& dev) {
+  return be.supports(resolve(p), dev);
+}
+
+// A problem gemmtune itself refuses (Problem::check()): resolve() names it, before any backend sees the problem.
+void expect_refused(const Problem& p, const std::string& needle) {
+  try {
+    (void)resolve(p);
+    ADD_FAILURE() << "resolve() took " << p.str();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 void expect_reason(const std::string& reason, const std::string& needle) {
   EXPECT_FALSE(reason.empty()) << "expected unsupported (" << needle << ")";
   EXPECT_NE(reason.find(needle), std::string::npos) << "reason: " << reason;
@@ -52,7 +66,7 @@ TEST(CublasLtSupports, AcceptsTheUsualProblems) {
           for (Layout ld : {Layout::row, Layout::col}) {
             Problem p = make(17, 33, 65, in, out, la, lb, ld, 3);
             p.beta = 0.5f;
-            EXPECT_EQ(be->supports(p, sm90()), "") << p.m;
+            EXPECT_EQ(supports_reason(*be, p, sm90()), "") << p.m;
           }
 }
 
@@ -68,7 +82,7 @@ TEST(CublasLtSupports, RefusesGroupedProblems) {
       p.groups = 8;
       p.resolve();
       ASSERT_EQ(p.check(), "") << p.str();
-      const std::string why = be->supports(p, sm90());
+      const std::string why = supports_reason(*be, p, sm90());
       expect_reason(why, "grouped GEMMs (grouping=" + std::string(grouping_name(g)) + ") are not supported");
       EXPECT_NE(why.find("group sizes live on the device"), std::string::npos) << why;
       EXPECT_EQ(why.find('\n'), std::string::npos) << why;  // one line for `gemmtune list`'s note
@@ -81,31 +95,31 @@ TEST(CublasLtSupports, RejectsDtypeCombosWithReasons) {
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::bf16);
     p.b.dtype = DType::f16;
-    expect_reason(be->supports(p, dev), "same dtype");
+    expect_refused(p, "same dtype");
   }
-  expect_reason(be->supports(make(64, 64, 64, DType::bf16, DType::f16), dev), "D must be bf16 or f32");
-  expect_reason(be->supports(make(64, 64, 64, DType::f16, DType::bf16), dev), "D must be f16 or f32");
-  expect_reason(be->supports(make(64, 64, 64, DType::e4m3, DType::bf16), dev), "need a scaling");  // Problem's rule
-  EXPECT_EQ(be->supports(make(64, 64, 64, DType::f32, DType::f32), dev), "");  // SGEMM, CUBLAS_COMPUTE_32F
-  expect_reason(be->supports(make(64, 64, 64, DType::f32, DType::bf16), dev), "with f32 inputs D must be f32");
+  expect_reason(supports_reason(*be, make(64, 64, 64, DType::bf16, DType::f16), dev), "D must be bf16 or f32");
+  expect_reason(supports_reason(*be, make(64, 64, 64, DType::f16, DType::bf16), dev), "D must be f16 or f32");
+  expect_refused(make(64, 64, 64, DType::e4m3, DType::bf16), "need a scaling");
+  EXPECT_EQ(supports_reason(*be, make(64, 64, 64, DType::f32, DType::f32), dev), "");  // SGEMM, CUBLAS_COMPUTE_32F
+  expect_reason(supports_reason(*be, make(64, 64, 64, DType::f32, DType::bf16), dev), "with f32 inputs D must be f32");
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::f32);
     p.beta = 1.0f;
     p.c.dtype = DType::bf16;
-    expect_reason(be->supports(p, dev), "C must have D's dtype");
+    expect_refused(p, "C and D must have the same dtype");
     p.beta = 0.0f;  // C is not read: its dtype does not matter
-    EXPECT_EQ(be->supports(p, dev), "");
+    EXPECT_EQ(supports_reason(*be, p, dev), "");
   }
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::bf16);
     p.beta = 1.0f;
     p.c.layout = Layout::col;
-    expect_reason(be->supports(p, dev), "C must have D's layout");
+    expect_reason(supports_reason(*be, p, dev), "C must have D's layout");
   }
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::bf16);
     p.accum = DType::f16;
-    expect_reason(be->supports(p, dev), "fp32 accumulation");
+    expect_refused(p, "accumulator must be f32");
   }
 }
 
@@ -117,29 +131,29 @@ TEST(CublasLtSupports, RejectsOtherThings) {
     p.epilogue = parse_epilogue("relu");
     p.beta = 1.0f;
     p.c.dtype = DType::f32;  // C's dtype differs from D's: rejected before the epilogue is looked at
-    expect_reason(be->supports(p, dev), "C must have D's dtype");
+    expect_refused(p, "C and D must have the same dtype");
   }
   {
     Problem p = make(64, 32, 16, DType::bf16, DType::bf16, Layout::row);
     p.a.ld = 8;  // row-major A is M x K: ld must be >= K
-    expect_reason(be->supports(p, dev), "lda=8 is too small");
+    expect_refused(p, "lda=8 is too small");
   }
   {
     Problem p = make(64, 32, 16, DType::bf16, DType::bf16, Layout::row, Layout::col, Layout::col, 2);
     p.d.ld = 64;
     p.d.batch_stride = 64;  // D col-major 64 x 32 needs >= 64*32 per batch
-    expect_reason(be->supports(p, dev), "overlap");
+    expect_refused(p, "overlap");
   }
   {
     DeviceInfo old = sm90();
     old.cc_major = 7;
-    expect_reason(be->supports(make(64, 64, 64, DType::bf16, DType::bf16), old), "sm_80");
+    expect_reason(supports_reason(*be, make(64, 64, 64, DType::bf16, DType::bf16), old), "sm_80");
   }
   {
     Problem p = make(64, 64, 64, DType::bf16, DType::bf16);
     Candidate c{"cublaslt", "algo=1,tile=nonsense"};
-    EXPECT_NE(be->validate(p, c, dev), "");
-    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default"}, dev), "");
+    EXPECT_NE(be->validate(resolve(p), c, dev), "");
+    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default"}, dev), "");
   }
 }
 
@@ -166,65 +180,65 @@ TEST(CublasLtFp8, AcceptsEveryScalingAndOutput) {
           p.amax = out == DType::e4m3;
           // An e4m3 D takes tensor scaling only (the heuristic answers INVALID_VALUE for the others).
           if (out == DType::e4m3 && sc != Scaling::tensor) {
-            expect_reason(be->supports(p, dev), "an e4m3 D takes tensor scaling only");
+            expect_reason(supports_reason(*be, p, dev), "an e4m3 D takes tensor scaling only");
             continue;
           }
-          EXPECT_EQ(be->supports(p, dev), "") << p.str();
-          EXPECT_NE(be->path(p, dev), "") << p.str();
+          EXPECT_EQ(supports_reason(*be, p, dev), "") << p.str();
+          EXPECT_NE(be->path(resolve(p), dev), "") << p.str();
         }
   Problem batched = fp8(64, 64, 64, Scaling::tensor);
   batched.batch = 3;
-  EXPECT_EQ(be->supports(batched, dev), "");
-  EXPECT_EQ(be->path(fp8(64, 64, 128, Scaling::row), dev), "e4m3 x e4m3, row scales (OUTER_VEC_32F)");
-  EXPECT_EQ(be->path(fp8(64, 64, 128, Scaling::block), dev),
+  EXPECT_EQ(supports_reason(*be, batched, dev), "");
+  EXPECT_EQ(be->path(resolve(fp8(64, 64, 128, Scaling::row)), dev), "e4m3 x e4m3, row scales (OUTER_VEC_32F)");
+  EXPECT_EQ(be->path(resolve(fp8(64, 64, 128, Scaling::block)), dev),
             "e4m3 x e4m3, block scales (A VEC128_32F, B BLK128x128_32F)");
   Problem d8 = fp8(64, 64, 128, Scaling::tensor, DType::e4m3);
   d8.amax = true;
-  EXPECT_EQ(be->path(d8, dev), "e4m3 x e4m3, tensor scales (SCALAR_32F), D scaled by scale_d, amax");
-  EXPECT_EQ(be->path(make(64, 64, 64, DType::bf16, DType::bf16), dev), "");
+  EXPECT_EQ(be->path(resolve(d8), dev), "e4m3 x e4m3, tensor scales (SCALAR_32F), D scaled by scale_d, amax");
+  EXPECT_EQ(be->path(resolve(make(64, 64, 64, DType::bf16, DType::bf16)), dev), "");
 }
 
 TEST(CublasLtFp8, RefusesWithReasons) {
   auto be = make_cublaslt_backend();
   const DeviceInfo dev = sm90();
-  expect_reason(be->supports(fp8(64, 64, 128, Scaling::tensor, DType::bf16, DType::e5m2, DType::e5m2), dev),
+  expect_reason(supports_reason(*be, fp8(64, 64, 128, Scaling::tensor, DType::bf16, DType::e5m2, DType::e5m2), dev),
                 "no e5m2 x e5m2");
   {
     Problem p = fp8(64, 64, 128, Scaling::row, DType::bf16, DType::bf16);  // weight-only fp8
-    expect_reason(be->supports(p, dev), "fp8 A and B only");
+    expect_reason(supports_reason(*be, p, dev), "fp8 A and B only");
     p.a.dtype = DType::f16;
-    expect_reason(be->supports(p, dev), "no 16-bit x fp8");
+    expect_reason(supports_reason(*be, p, dev), "no 16-bit x fp8");
   }
   {
-    // The K-major rule is the problem's own (Problem::check_scaled), named by the backend.
+    // The K-major rule is the problem's own (Problem::check_scaled).
     Problem p = fp8(64, 64, 128, Scaling::tensor);
     p.b.layout = Layout::row;
-    expect_reason(be->supports(p, dev), "col-major");
+    expect_refused(p, "col-major");
   }
   {
     Problem p = fp8(64, 64, 136, Scaling::tensor);  // lda = ldb = 136 bytes
-    expect_reason(be->supports(p, dev), "A (e4m3) has lda=136 = 136 bytes, align=16: 8-byte aligned");
+    expect_reason(supports_reason(*be, p, dev), "A (e4m3) has lda=136 = 136 bytes, align=16: 8-byte aligned");
     p.k = 144;
-    EXPECT_EQ(be->supports(p, dev), "");
+    EXPECT_EQ(supports_reason(*be, p, dev), "");
     p.a.align = 8;
-    expect_reason(be->supports(p, dev), "align=8");
+    expect_reason(supports_reason(*be, p, dev), "align=8");
   }
   {
     Problem p = fp8(64, 60, 128, Scaling::tensor);  // ldd = 60 bf16 = 120 bytes
-    expect_reason(be->supports(p, dev), "D (bf16) has ldd=60 = 120 bytes");
+    expect_reason(supports_reason(*be, p, dev), "D (bf16) has ldd=60 = 120 bytes");
     p.d.dtype = p.c.dtype = DType::f32;  // 240 bytes
-    EXPECT_EQ(be->supports(p, dev), "");
+    EXPECT_EQ(supports_reason(*be, p, dev), "");
   }
   {
     DeviceInfo ada = sm90();
     ada.cc_minor = 0, ada.cc_major = 8;
-    expect_reason(be->supports(fp8(64, 64, 128, Scaling::tensor), ada), "sm_89");
+    expect_reason(supports_reason(*be, fp8(64, 64, 128, Scaling::tensor), ada), "sm_89");
     ada.cc_minor = 9;
-    EXPECT_EQ(be->supports(fp8(64, 64, 128, Scaling::tensor), ada), "");
-    expect_reason(be->supports(fp8(64, 64, 128, Scaling::row), ada), "sm_90 only");
+    EXPECT_EQ(supports_reason(*be, fp8(64, 64, 128, Scaling::tensor), ada), "");
+    expect_reason(supports_reason(*be, fp8(64, 64, 128, Scaling::row), ada), "sm_90 only");
     DeviceInfo bw = sm90();
     bw.cc_major = 10;
-    expect_reason(be->supports(fp8(64, 64, 128, Scaling::block), bw), "sm_90 only");
+    expect_reason(supports_reason(*be, fp8(64, 64, 128, Scaling::block), bw), "sm_90 only");
   }
 }
 
@@ -232,15 +246,16 @@ TEST(CublasLtFp8, RefusesWithReasons) {
 TEST(CublasLtFp8, BlockScalingNeedsThePitchesToAgree) {
   auto be = make_cublaslt_backend();
   const DeviceInfo dev = sm90();
-  EXPECT_EQ(be->supports(fp8(256, 384, 512, Scaling::block), dev), "");   // ceil(K/128) = 4
-  EXPECT_EQ(be->supports(fp8(256, 384, 1024, Scaling::block), dev), "");  // 8
-  EXPECT_EQ(be->supports(fp8(256, 384, 400, Scaling::block), dev), "");   // ceil(400/128) = 4 (ragged K)
-  expect_reason(be->supports(fp8(256, 384, 640, Scaling::block), dev), "pitch of ceil(K/128) rounded up");  // 5
-  expect_reason(be->supports(fp8(256, 256, 128, Scaling::block), dev), "needs ceil(K/128) % 4 == 0 or N <= 128");
-  EXPECT_EQ(be->supports(fp8(256, 128, 640, Scaling::block), dev), "");  // one block of columns: no pitch
-  EXPECT_EQ(be->supports(fp8(256, 112, 128, Scaling::block), dev), "");
-  EXPECT_EQ(be->supports(fp8(256, 256, 640, Scaling::row), dev), "");  // only block scaling has the pitch
-  expect_reason(be->supports(fp8(99, 384, 512, Scaling::block), dev), "needs M a multiple of 4");
+  EXPECT_EQ(supports_reason(*be, fp8(256, 384, 512, Scaling::block), dev), "");   // ceil(K/128) = 4
+  EXPECT_EQ(supports_reason(*be, fp8(256, 384, 1024, Scaling::block), dev), "");  // 8
+  EXPECT_EQ(supports_reason(*be, fp8(256, 384, 400, Scaling::block), dev), "");   // ceil(400/128) = 4 (ragged K)
+  expect_reason(supports_reason(*be, fp8(256, 384, 640, Scaling::block), dev), "pitch of ceil(K/128) rounded up");  // 5
+  expect_reason(supports_reason(*be, fp8(256, 256, 128, Scaling::block), dev),
+                "needs ceil(K/128) % 4 == 0 or N <= 128");
+  EXPECT_EQ(supports_reason(*be, fp8(256, 128, 640, Scaling::block), dev), "");  // one block of columns: no pitch
+  EXPECT_EQ(supports_reason(*be, fp8(256, 112, 128, Scaling::block), dev), "");
+  EXPECT_EQ(supports_reason(*be, fp8(256, 256, 640, Scaling::row), dev), "");  // only block scaling has the pitch
+  expect_reason(supports_reason(*be, fp8(99, 384, 512, Scaling::block), dev), "needs M a multiple of 4");
 }
 
 TEST(CublasLtFp8, EpiloguesAndOutputScale) {
@@ -250,25 +265,26 @@ TEST(CublasLtFp8, EpiloguesAndOutputScale) {
     Problem p = fp8(64, 64, 128, Scaling::tensor, DType::e4m3);
     p.amax = true;
     p.epilogue = parse_epilogue("bias,gelu_tanh");  // fused in cuBLASLt: scale_d and amax apply after it
-    EXPECT_EQ(be->supports(p, dev), "");
-    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,fast_accum=1,epi=fused"}, dev), "");
-    expect_reason(be->validate(p, Candidate{"cublaslt", "default,fast_accum=1,epi=separate"}, dev),
+    EXPECT_EQ(supports_reason(*be, p, dev), "");
+    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=1,epi=fused"}, dev), "");
+    expect_reason(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=1,epi=separate"}, dev),
                   "cannot produce an e4m3 D");
     p.epilogue = parse_epilogue("silu");  // not fusable: with an e4m3 D refused outright
-    expect_reason(be->supports(p, dev), "needs the chain fused in cuBLASLt");
+    expect_reason(supports_reason(*be, p, dev), "needs the chain fused in cuBLASLt");
     p.d.dtype = p.c.dtype = DType::bf16;
     p.amax = false;
-    EXPECT_EQ(be->supports(p, dev), "");  // a 16-bit D takes the separate pass
-    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,fast_accum=0,epi=separate"}, dev), "");
+    EXPECT_EQ(supports_reason(*be, p, dev), "");  // a 16-bit D takes the separate pass
+    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=0,epi=separate"}, dev), "");
   }
   {
     // cuBLASLt's fp8 bias dtype: D's for a 16-bit D, bf16 for an f32 D.
     Problem p = fp8(64, 64, 128, Scaling::tensor, DType::f32);
     p.epilogue = parse_epilogue("bias");  // an f32 bias (D's dtype): not cuBLASLt's
-    expect_reason(be->validate(p, Candidate{"cublaslt", "default,epi=fused"}, dev), "a fused bias must be bf16");
-    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,epi=separate"}, dev), "");
+    expect_reason(be->validate(resolve(p), Candidate{"cublaslt", "default,epi=fused"}, dev),
+                  "a fused bias must be bf16");
+    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default,epi=separate"}, dev), "");
     p.epilogue = parse_epilogue("bias:bf16");
-    EXPECT_EQ(be->validate(p, Candidate{"cublaslt", "default,epi=fused"}, dev), "");
+    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default,epi=fused"}, dev), "");
   }
 }
 
@@ -277,12 +293,13 @@ TEST(CublasLtFp8, FastAccumInTheConfig) {
   const DeviceInfo dev = sm90();
   const Problem row = fp8(64, 64, 128, Scaling::row);
   for (const char* cfg : {"default", "default,fast_accum=0", "default,fast_accum=1"})
-    EXPECT_EQ(be->validate(row, Candidate{"cublaslt", cfg}, dev), "") << cfg;
+    EXPECT_EQ(be->validate(resolve(row), Candidate{"cublaslt", cfg}, dev), "") << cfg;
   const Problem block = fp8(64, 64, 128, Scaling::block);
-  EXPECT_EQ(be->validate(block, Candidate{"cublaslt", "default,fast_accum=0"}, dev), "");
-  expect_reason(be->validate(block, Candidate{"cublaslt", "default,fast_accum=1"}, dev), "does not apply to scaling=block");
-  expect_reason(be->validate(make(64, 64, 64, DType::bf16, DType::bf16), Candidate{"cublaslt", "default,fast_accum=0"},
-                             dev),
+  EXPECT_EQ(be->validate(resolve(block), Candidate{"cublaslt", "default,fast_accum=0"}, dev), "");
+  expect_reason(be->validate(resolve(block), Candidate{"cublaslt", "default,fast_accum=1"}, dev),
+                "does not apply to scaling=block");
+  expect_reason(be->validate(resolve(make(64, 64, 64, DType::bf16, DType::bf16)),
+                             Candidate{"cublaslt", "default,fast_accum=0"}, dev),
                 "fast_accum applies to fp8 inputs");
   EXPECT_THROW(be->parse(Candidate{"cublaslt", "default,fast_accum=2"}), Error);
   EXPECT_THROW(be->parse(Candidate{"cublaslt", "default,epi=fused,fast_accum=1"}), Error);  // out of order
@@ -432,9 +449,10 @@ TEST(CublasLtConfig, ParseAcceptsAnyOrderAndRejectsJunk) {
 TEST(CublasLtEnumerate, WithoutGpuThrowsNoGpuError) {
   if (gpu_available()) GTEST_SKIP() << "a GPU is present";
   auto be = make_cublaslt_backend();
-  EXPECT_THROW(be->enumerate(make(256, 256, 256, DType::bf16, DType::bf16), sm90()), NoGpuError);
+  EXPECT_THROW(be->enumerate(resolve(make(256, 256, 256, DType::bf16, DType::bf16)), sm90()), NoGpuError);
   // An unsupported problem needs no GPU: it simply has no candidates.
-  EXPECT_TRUE(be->enumerate(make(256, 256, 256, DType::e5m2, DType::bf16), sm90()).empty());
+  const Problem grouped = Problem::make_grouped(Grouping::contiguous, 4, 256, 256, 256, DType::bf16, DType::bf16);
+  EXPECT_TRUE(be->enumerate(resolve(grouped), sm90()).empty());
 }
 
 TEST(CublasLtVersion, IsDotted) {

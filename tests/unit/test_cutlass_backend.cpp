@@ -349,11 +349,12 @@ class FakeSlowBackend final : public Backend {
       : name_(std::move(name)), slow_(slow), built_(std::move(built)) {}
   std::string name() const override { return name_; }
   bool slow_compile() const override { return slow_; }
-  bool is_compiled(const Problem&, const Candidate& c, const BackendConfig&, const DeviceInfo&) const override {
+  bool is_compiled(const ResolvedProblem&, const BackendAnalysis&, const Candidate& c, const BackendConfig&,
+                   const DeviceInfo&) const override {
     return !slow_ || built_.count(c.config) > 0;
   }
-  std::string supports(const Problem&, const DeviceInfo&) const override { return ""; }
-  std::vector<Candidate> enumerate(const Problem&, const DeviceInfo&) const override {
+  std::string supports(const ResolvedProblem&, const DeviceInfo&) const override { return ""; }
+  std::vector<Candidate> enumerate(const ResolvedProblem&, const BackendAnalysis&, const DeviceInfo&) const override {
     std::vector<Candidate> out;
     for (int i = 0; i < 10; ++i) out.push_back({name_, "c" + std::to_string(i)});
     return out;
@@ -361,17 +362,19 @@ class FakeSlowBackend final : public Backend {
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
     return std::make_shared<const BackendConfigOf<std::string>>(c.config);
   }
-  using Backend::compile, Backend::load, Backend::validate;
-  std::string validate(const Problem&, const Candidate&, const BackendConfig&, const DeviceInfo&) const override {
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;
+  std::string validate(const ResolvedProblem&, const BackendAnalysis&, const Candidate&, const BackendConfig&,
+                       const DeviceInfo&) const override {
     return "";
   }
-  CompileResult compile(const Problem&, const Candidate&, const BackendConfig&, const DeviceInfo&) const override {
+  CompileResult compile(const ResolvedProblem&, const BackendAnalysis&, const Candidate&, const BackendConfig&,
+                        const DeviceInfo&) const override {
     CompileResult r;
     r.compiled = true;
     return r;
   }
-  std::unique_ptr<Executable> load(const Problem&, const Candidate&, const BackendConfig&,
-                                   const CompileResult&) const override {
+  std::unique_ptr<Executable> load(const ResolvedProblem&, const BackendAnalysis&, const Candidate&,
+                                   const BackendConfig&, const CompileResult&) const override {
     return nullptr;
   }
 
@@ -392,8 +395,8 @@ TEST(CompileAhead, UnbuiltSlowCandidatesAreSkippedAndGiveUpTheirSlots) {
   std::vector<RankedList> lists(2);
   lists[0].backend = std::make_shared<FakeSlowBackend>("fast", false, std::set<std::string>{});
   lists[1].backend = std::make_shared<FakeSlowBackend>("slow", true, std::set<std::string>{"c3", "c7"});
-  for (auto& l : lists) l.ranked = l.backend->enumerate(p, dev);
-  const auto skipped = take_uncompiled(lists, p, dev, 4);
+  for (auto& l : lists) l.ranked = l.backend->enumerate(resolve(p), dev);
+  const auto skipped = take_uncompiled(lists, resolve(p), dev, 4);
   EXPECT_EQ(lists[0].ranked.size(), 10u);
   ASSERT_EQ(lists[1].ranked.size(), 2u);
   EXPECT_EQ(lists[1].ranked[0].config, "c3");
@@ -406,7 +409,7 @@ TEST(CompileAhead, UnbuiltSlowCandidatesAreSkippedAndGiveUpTheirSlots) {
     EXPECT_TRUE(contains(skipped[i].result.reason, "--wait-compile")) << skipped[i].result.reason;
   }
   // The built ones are what the top-k compile takes: both of them, nothing unbuilt.
-  const auto prepared = prepare_ranked(lists, 4, 1, [&](PreparedCandidate& pc) { compile_one(p, dev, pc); });
+  const auto prepared = prepare_ranked(lists, 4, 1, [&](PreparedCandidate& pc) { compile_one(resolve(p), dev, pc); });
   size_t slow = 0;
   for (const auto& pc : prepared)
     if (pc.candidate().backend == "slow") {
@@ -418,8 +421,8 @@ TEST(CompileAhead, UnbuiltSlowCandidatesAreSkippedAndGiveUpTheirSlots) {
   // top_k 0 (all): every unbuilt one is reported.
   std::vector<RankedList> all(1);
   all[0].backend = lists[1].backend;
-  all[0].ranked = all[0].backend->enumerate(p, dev);
-  EXPECT_EQ(take_uncompiled(all, p, dev, 0).size(), 8u);
+  all[0].ranked = all[0].backend->enumerate(resolve(p), dev);
+  EXPECT_EQ(take_uncompiled(all, resolve(p), dev, 0).size(), 8u);
 }
 
 TEST(CompileAhead, CutlassIsCompiledOnlyWhenItsObjectIsCached) {
@@ -432,12 +435,12 @@ TEST(CompileAhead, CutlassIsCompiledOnlyWhenItsObjectIsCached) {
   const Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16).resolve();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   const Candidate c{"cutlass", "sched=coop,tile=128x256x64,cluster=1x2"};
-  EXPECT_FALSE(b->is_compiled(p, c, *b->parse(c), dev));
+  EXPECT_FALSE(b->is_compiled(resolve(p), *b->analyze(resolve(p)), c, *b->parse(c), dev));
   // The object for the unit's key on disk: compiled (is_compiled only looks; a bad file is build()'s to reject).
   const std::string key = cutlass_be::unit_key(cutlass_unit_source(p, c.config));
   fs::create_directories(dir / "kernels" / "cutlass");
   std::ofstream(dir / "kernels" / "cutlass" / (key + ".so")) << "x";
-  EXPECT_TRUE(b->is_compiled(p, c, *b->parse(c), dev));
+  EXPECT_TRUE(b->is_compiled(resolve(p), *b->analyze(resolve(p)), c, *b->parse(c), dev));
   fs::remove_all(dir);
 }
 

@@ -53,18 +53,18 @@ TEST(CutlassCompile, BuildsLoadsAndCachesBySharedObject) {
   const Candidate coop{"cutlass", "sched=coop,tile=128x256x64,cluster=2x1"};
   const Problem plain = Problem::make(512, 512, 512, DType::f16, DType::f16, Layout::row, Layout::row).resolve();
   const Candidate ping{"cutlass", "sched=pingpong,tile=64x128x64,cluster=1x1"};
-  ASSERT_EQ(b->validate(evt, coop, dev), "");
-  ASSERT_EQ(b->validate(plain, ping, dev), "");
-  EXPECT_FALSE(b->is_compiled(evt, coop, *b->parse(coop), dev));
+  ASSERT_EQ(b->validate(resolve(evt), coop, dev), "");
+  ASSERT_EQ(b->validate(resolve(plain), ping, dev), "");
+  EXPECT_FALSE(b->is_compiled(resolve(evt), *b->analyze(resolve(evt)), coop, *b->parse(coop), dev));
 
   // Both kernels at once, the cooperative one asked for twice: one nvcc run per unit.
   const auto before = cutlass_be::build_stats();
   std::optional<CompileResult> r1, r1b, r2;
   std::string err;
   {
-    std::thread t1([&] { r1 = b->compile(evt, coop, dev); });
-    std::thread t1b([&] { r1b = b->compile(evt, coop, dev); });
-    std::thread t2([&] { r2 = b->compile(plain, ping, dev); });
+    std::thread t1([&] { r1 = b->compile(resolve(evt), coop, dev); });
+    std::thread t1b([&] { r1b = b->compile(resolve(evt), coop, dev); });
+    std::thread t2([&] { r2 = b->compile(resolve(plain), ping, dev); });
     t1.join(), t1b.join(), t2.join();
   }
   ASSERT_TRUE(r1 && r1b && r2);
@@ -72,8 +72,8 @@ TEST(CutlassCompile, BuildsLoadsAndCachesBySharedObject) {
   EXPECT_TRUE(r1->compiled);
   EXPECT_NE(r1->cache_hit, r1b->cache_hit);  // one built it, the other waited for it
   EXPECT_GT(std::max(r1->compile_ms, r1b->compile_ms), 1000.0);
-  EXPECT_TRUE(b->is_compiled(evt, coop, *b->parse(coop), dev));
-  EXPECT_TRUE(b->is_compiled(plain, ping, *b->parse(ping), dev));
+  EXPECT_TRUE(b->is_compiled(resolve(evt), *b->analyze(resolve(evt)), coop, *b->parse(coop), dev));
+  EXPECT_TRUE(b->is_compiled(resolve(plain), *b->analyze(resolve(plain)), ping, *b->parse(ping), dev));
   const fs::path objdir = dir / "kernels" / "cutlass";
   size_t objects = 0;
   for (const auto& e : fs::directory_iterator(objdir)) {
@@ -85,13 +85,13 @@ TEST(CutlassCompile, BuildsLoadsAndCachesBySharedObject) {
               r2->compile_ms / 1000);
 
   // Memory hit.
-  const CompileResult hit = b->compile(evt, coop, dev);
+  const CompileResult hit = b->compile(resolve(evt), coop, dev);
   EXPECT_TRUE(hit.cache_hit);
   EXPECT_LT(hit.compile_ms, 1000.0);
   // Disk hit, as a new process sees it.
   cutlass_be::clear_memory_cache();
   const auto before_disk = cutlass_be::build_stats();
-  const CompileResult disk_hit = b->compile(plain, ping, dev);
+  const CompileResult disk_hit = b->compile(resolve(plain), ping, dev);
   EXPECT_TRUE(disk_hit.cache_hit);
   EXPECT_EQ(cutlass_be::build_stats().disk_hits - before_disk.disk_hits, 1u);
   EXPECT_EQ(cutlass_be::build_stats().compiles, before_disk.compiles);
@@ -109,7 +109,7 @@ TEST(CutlassCompile, BuildsLoadsAndCachesBySharedObject) {
     else std::ofstream(coop_so) << "not an ELF object";
     const auto st = cutlass_be::build_stats();
     try {
-      b->compile(evt, coop, dev);
+      b->compile(resolve(evt), coop, dev);
       ADD_FAILURE() << "a " << (foreign ? "foreign" : "corrupt") << " entry was served";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();

@@ -169,8 +169,8 @@ TEST(GemvConfig, RefusesGroupedProblems) {
               "gemv: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(g)) + ")");
     auto be = find_backend("gemv");
     ASSERT_TRUE(be);
-    EXPECT_EQ(be->supports(p, kDev), gemv::problem_reason(p, kDev));
-    EXPECT_TRUE(be->enumerate(p, kDev).empty());
+    EXPECT_EQ(be->supports(resolve(p), kDev), gemv::problem_reason(p, kDev));
+    EXPECT_TRUE(be->enumerate(resolve(p), kDev).empty());
   }
 }
 
@@ -362,7 +362,7 @@ TEST(GemvConfig, Enumeration) {
 
 void compile_every(const Problem& p) {
   auto be = make_gemv_backend();
-  const auto cands = be->enumerate(p, kDev);
+  const auto cands = be->enumerate(resolve(p), kDev);
   ASSERT_FALSE(cands.empty()) << p.str();
   const auto [res, err] = test::compile_each(*be, p, cands, kDev);
   for (size_t i = 0; i < cands.size(); ++i) {
@@ -408,13 +408,13 @@ TEST(GemvCompile, LoadWidths) {
   std::vector<std::pair<const Problem*, Candidate>> jobs;
   for (const Problem& p : problems)
     for (const char* cfg : cfgs)
-      if (be->validate(p, {"gemv", cfg}, kDev).empty()) jobs.push_back({&p, Candidate{"gemv", cfg}});
+      if (be->validate(resolve(p), {"gemv", cfg}, kDev).empty()) jobs.push_back({&p, Candidate{"gemv", cfg}});
   EXPECT_EQ(jobs.size(), 14u);
   std::vector<CompileResult> res(jobs.size());
   std::vector<std::string> err(jobs.size());
   jit::parallel_for(jobs.size(), 0, [&](size_t i) {
     try {
-      res[i] = be->compile(*jobs[i].first, jobs[i].second, kDev);
+      res[i] = be->compile(resolve(*jobs[i].first), jobs[i].second, kDev);
     } catch (const std::exception& e) {
       err[i] = e.what();
     }
@@ -450,8 +450,8 @@ TEST(GemvCompile, CtaSplitConfigs) {
                             "vec=m,warps=4,rows=32,ksplit=2,unroll=1,mma=1,csplit=2",
                             "vec=m,warps=8,rows=16,ksplit=8,unroll=1,mma=1,ring=4,csplit=2"}) {
       const Candidate cand{"gemv", cfg};
-      if (!be->validate(p, cand, kDev).empty()) continue;
-      const CompileResult r = be->compile(p, cand, kDev);
+      if (!be->validate(resolve(p), cand, kDev).empty()) continue;
+      const CompileResult r = be->compile(resolve(p), cand, kDev);
       EXPECT_EQ(r.spill_bytes, 0) << cfg << " on " << p.str() << "\n" << r.log;
       ++compiled;
     }
@@ -461,11 +461,14 @@ TEST(GemvCompile, CtaSplitConfigs) {
 TEST(GemvCompile, BadCandidateIsAClearError) {
   auto be = make_gemv_backend();
   const Problem p = decode(1, 4096, 4096);
-  EXPECT_TRUE(has(be->validate(p, {"gemv", "vec=m,warps=8,ksplit=1,rows=2,unroll=4"}, kDev), "not canonical"));
+  EXPECT_TRUE(has(be->validate(resolve(p), {"gemv", "vec=m,warps=8,ksplit=1,rows=2,unroll=4"}, kDev), "not canonical"));
   // An invalid config says what is wrong with it, in whatever order its keys come.
-  EXPECT_TRUE(has(be->validate(p, {"gemv", "vec=m,warps=8,ksplit=3,rows=2,unroll=4"}, kDev), "ksplit must divide"));
-  EXPECT_TRUE(has(be->validate(p, {"sm90", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), "for backend 'sm90'"));
-  EXPECT_THROW(be->compile(decode(64, 64, 64), {"gemv", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), Error);
+  EXPECT_TRUE(
+      has(be->validate(resolve(p), {"gemv", "vec=m,warps=8,ksplit=3,rows=2,unroll=4"}, kDev), "ksplit must divide"));
+  EXPECT_TRUE(
+      has(be->validate(resolve(p), {"sm90", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev), "for backend 'sm90'"));
+  EXPECT_THROW(be->compile(resolve(decode(64, 64, 64)), {"gemv", "vec=m,warps=8,rows=2,ksplit=1,unroll=4"}, kDev),
+               Error);
 }
 
 // occ comes from the config line as any int: a value whose product with warps overflows is refused like occ=9, not
@@ -474,10 +477,11 @@ TEST(GemvConfig, OccOverflowIsRefused) {
   auto be = make_gemv_backend();
   const Problem p = decode(4, 64, 64);
   for (const char* occ : {"9", "2147483647", "1073741824", "0", "-1"})
-    EXPECT_TRUE(has(be->validate(p, {"gemv", std::string("vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=") + occ}, kDev),
-                    "occ (CTAs per SM) must be 1-8"))
+    EXPECT_TRUE(
+        has(be->validate(resolve(p), {"gemv", std::string("vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=") + occ}, kDev),
+            "occ (CTAs per SM) must be 1-8"))
         << "occ=" << occ;
-  EXPECT_EQ(be->validate(p, {"gemv", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=8"}, kDev), "");
+  EXPECT_EQ(be->validate(resolve(p), {"gemv", "vec=m,warps=8,rows=2,ksplit=4,unroll=4,occ=8"}, kDev), "");
 }
 
 

@@ -271,16 +271,16 @@ TEST(PadBackend, NoCandidatesWhereEverythingIsAligned) {
   for (Problem p : {make(4096, 4096, 4096), make(1, 4096, 4096), make(4096, 4096, 4096, Layout::col, Layout::row),
                     make(64, 64, 64, Layout::row, Layout::row, DType::f32), batched, bcast, oddd}) {
     p.resolve();
-    const std::string why = be->supports(p, kDev);
+    const std::string why = be->supports(resolve(p), kDev);
     EXPECT_TRUE(has(why, "nothing to pad")) << p.str() << ": " << why;
-    EXPECT_TRUE(be->enumerate(p, kDev).empty()) << p.str();
-    EXPECT_TRUE(has(pad::path(p), "nothing to pad")) << pad::path(p);
+    EXPECT_TRUE(be->enumerate(resolve(p), kDev).empty()) << p.str();
+    EXPECT_TRUE(has(pad::path(resolve(p)), "nothing to pad")) << pad::path(resolve(p));
     for (const Candidate& c : list_candidates(p, kDev, {})) EXPECT_NE(c.backend, "pad") << c.str();
   }
-  EXPECT_EQ(be->supports(make(4096, 4096, 4096), kDev), "pad: every operand is aligned; nothing to pad");
+  EXPECT_EQ(be->supports(resolve(make(4096, 4096, 4096)), kDev), "pad: every operand is aligned; nothing to pad");
   Problem d = make(2048, 50257, 768);
   d.resolve();
-  EXPECT_TRUE(has(be->supports(d, kDev), "not C or D")) << be->supports(d, kDev);
+  EXPECT_TRUE(has(be->supports(resolve(d), kDev), "not C or D")) << be->supports(resolve(d), kDev);
 }
 
 // An unaligned grouped problem is not padded: the copy knows one matrix per batch and the inner backend would get the
@@ -294,10 +294,10 @@ TEST(PadBackend, RefusesGroupedProblems) {
     p.a.batch_stride = p.b.batch_stride = p.c.batch_stride = p.d.batch_stride = -1;
     p.resolve();
     ASSERT_EQ(p.check(), "") << p.str();
-    const std::string why = be->supports(p, kDev);
+    const std::string why = be->supports(resolve(p), kDev);
     EXPECT_EQ(why, "pad: grouped GEMMs are not supported (grouping=" + std::string(grouping_name(g)) + ")");
-    EXPECT_TRUE(be->enumerate(p, kDev).empty()) << p.str();
-    EXPECT_EQ(pad::path(p), why);
+    EXPECT_TRUE(be->enumerate(resolve(p), kDev).empty()) << p.str();
+    EXPECT_EQ(pad::path(resolve(p)), why);
   }
 }
 
@@ -306,8 +306,8 @@ TEST(PadBackend, EnumeratesWhereAnOperandNeedsTheCopy) {
   // K = 4100: lda and ldb (K-contiguous A and B) are 8200 bytes.
   Problem p = make(2048, 4096, 4100);
   p.resolve();
-  EXPECT_EQ(be->supports(p, kDev), "");
-  const std::vector<Candidate> cands = be->enumerate(p, kDev);
+  EXPECT_EQ(be->supports(resolve(p), kDev), "");
+  const std::vector<Candidate> cands = be->enumerate(resolve(p), kDev);
   ASSERT_FALSE(cands.empty());
   std::map<std::string, int> per;
   for (const Candidate& c : cands) {
@@ -316,31 +316,32 @@ TEST(PadBackend, EnumeratesWhereAnOperandNeedsTheCopy) {
     EXPECT_TRUE(cfg.a && cfg.b) << c.str();
     EXPECT_NE(cfg.inner.backend, "pad");
     ++per[cfg.inner.backend];
-    EXPECT_EQ(be->validate(p, c, kDev), "") << c.str();
+    EXPECT_EQ(be->validate(resolve(p), c, kDev), "") << c.str();
   }
   EXPECT_EQ(per["sm90"], 4);  // cuBLASLt's need a GPU to enumerate; gemv does not take M=2048, N=4096
   // The registry's enumeration lists them (what `gemmtune list` prints).
   int listed = 0;
   for (const Candidate& c : list_candidates(p, kDev, {})) listed += c.backend == "pad";
   EXPECT_EQ(listed, int(cands.size()));
-  EXPECT_TRUE(has(pad::path(p), "copies A (lda=4100 (8200 bytes) is not a multiple of 16 bytes) and B (ldb=4100"))
-      << pad::path(p);
+  EXPECT_TRUE(
+      has(pad::path(resolve(p)), "copies A (lda=4100 (8200 bytes) is not a multiple of 16 bytes) and B (ldb=4100"))
+      << pad::path(resolve(p));
 
   // Only B: N = 4095 with B row-major, D column-major (so that D stays aligned for sm90).
   Problem b = make(2048, 4095, 4096, Layout::row, Layout::row);
   b.d.layout = Layout::col;
   b.d.ld = 0;
   b.resolve();
-  const auto bc = be->enumerate(b, kDev);
+  const auto bc = be->enumerate(resolve(b), kDev);
   ASSERT_FALSE(bc.empty());
   for (const Candidate& c : bc) EXPECT_TRUE(has(c.config, "b;sm90:")) << c.str();
-  EXPECT_TRUE(has(pad::path(b), "copies B (ldb=4095 (8190 bytes)")) << pad::path(b);
+  EXPECT_TRUE(has(pad::path(resolve(b)), "copies B (ldb=4095 (8190 bytes)")) << pad::path(resolve(b));
 
   // A pointer below 16 bytes, the pitch aligned.
   Problem al = make(2048, 4096, 4096);
   al.a.align = 2;
   al.resolve();
-  const auto ac = be->enumerate(al, kDev);
+  const auto ac = be->enumerate(resolve(al), kDev);
   ASSERT_FALSE(ac.empty());
   EXPECT_TRUE(has(ac[0].config, "a;sm90:")) << ac[0].str();
 
@@ -348,7 +349,7 @@ TEST(PadBackend, EnumeratesWhereAnOperandNeedsTheCopy) {
   Problem g = make(1, 4096, 4100);
   g.resolve();
   std::map<std::string, int> gper;
-  for (const Candidate& c : be->enumerate(g, kDev)) ++gper[pad::Config::parse(c.config).inner.backend];
+  for (const Candidate& c : be->enumerate(resolve(g), kDev)) ++gper[pad::Config::parse(c.config).inner.backend];
   EXPECT_GE(gper["gemv"], 1);
 }
 
@@ -356,29 +357,29 @@ TEST(PadBackend, ValidateReasons) {
   auto be = pad_backend();
   Problem p = make(2048, 4096, 4100);
   p.resolve();
-  const std::vector<Candidate> cands = be->enumerate(p, kDev);
+  const std::vector<Candidate> cands = be->enumerate(resolve(p), kDev);
   ASSERT_FALSE(cands.empty());
   const std::string inner = pad::Config::parse(cands[0].config).inner.str();
   // Only A copied: the inner kernel meets B's odd pitch on the padded problem.
-  std::string why = be->validate(p, {"pad", "a;" + inner}, kDev);
+  std::string why = be->validate(resolve(p), {"pad", "a;" + inner}, kDev);
   EXPECT_TRUE(has(why, "pad: on the padded problem: sm90")) << why;
   EXPECT_TRUE(has(why, "ldb")) << why;
   // Not canonical.
-  why = be->validate(p, {"pad", "b+a;" + inner}, kDev);
+  why = be->validate(resolve(p), {"pad", "b+a;" + inner}, kDev);
   EXPECT_TRUE(has(why, "not canonical (expected 'a+b;")) << why;
   // Copying an aligned operand.
   Problem a = make(2048, 4096, 4096);
   a.b.ld = 4100;
   a.resolve();
-  why = be->validate(a, {"pad", "a+b;" + inner}, kDev);
+  why = be->validate(resolve(a), {"pad", "a+b;" + inner}, kDev);
   EXPECT_EQ(why, "pad: the config copies A, which is aligned already (nothing to pad)");
   // A problem with nothing to pad says so first.
   Problem ok = make(4096, 4096, 4096);
   ok.resolve();
-  EXPECT_EQ(be->validate(ok, {"pad", "a+b;" + inner}, kDev), "pad: every operand is aligned; nothing to pad");
-  EXPECT_EQ(be->validate(ok, {"pad", "x;" + inner}, kDev), "pad: every operand is aligned; nothing to pad");
+  EXPECT_EQ(be->validate(resolve(ok), {"pad", "a+b;" + inner}, kDev), "pad: every operand is aligned; nothing to pad");
+  EXPECT_EQ(be->validate(resolve(ok), {"pad", "x;" + inner}, kDev), "pad: every operand is aligned; nothing to pad");
   // A parse error is the reason.
-  EXPECT_TRUE(has(be->validate(p, {"pad", "x;" + inner}, kDev), "copied operand 'x'"));
+  EXPECT_TRUE(has(be->validate(resolve(p), {"pad", "x;" + inner}, kDev), "copied operand 'x'"));
 }
 
 // The copy kernel at every element and load width (2-byte elements: loads of 2, 4, 8, 16 bytes; 4-byte: 4, 8, 16):
@@ -410,10 +411,10 @@ TEST(PadCompile, CandidateWithSm90Inner) {
   Problem p = make(256, 256, 4096);
   p.a.ld = 4100, p.b.align = 8;
   p.resolve();
-  const auto cands = be->enumerate(p, kDev);
+  const auto cands = be->enumerate(resolve(p), kDev);
   ASSERT_FALSE(cands.empty()) << p.str();
   EXPECT_TRUE(has(cands[0].config, "a+b;sm90:")) << cands[0].str();
-  const CompileResult r = be->compile(p, cands[0], kDev);
+  const CompileResult r = be->compile(resolve(p), cands[0], kDev);
   EXPECT_TRUE(r.compiled);
   EXPECT_TRUE(r.artifact);
   EXPECT_EQ(r.spill_bytes, 0) << cands[0].str();
@@ -426,7 +427,7 @@ TEST(PadCompile, BadCandidateIsAClearError) {
   Problem p = make(2048, 4096, 4100);
   p.resolve();
   try {
-    be->compile(p, {"pad", "a;sm90:tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, kDev);
+    be->compile(resolve(p), {"pad", "a;sm90:tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, kDev);
     ADD_FAILURE() << "compiled";
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "pad: on the padded problem")) << e.what();

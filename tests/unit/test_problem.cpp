@@ -560,3 +560,46 @@ TEST(ProblemGrouped, StrAndJsonRoundTrip) {
     EXPECT_NE(std::string(e.what()).find("grouping"), std::string::npos) << e.what();
   }
 }
+
+// resolve(): the packed strides filled in, the problem checked once, and the facts every stage reads derived from
+// the resolved problem; a refused problem is an Error naming why, so no ResolvedProblem of it exists.
+TEST(ResolvedProblem, ResolvesChecksAndDerivesOnce) {
+  Problem p = Problem::make(100, 96, 40, DType::bf16, DType::bf16, Layout::col, Layout::row, 3);
+  p.a.ld = 0;
+  p.a.batch_stride = -1;
+  p.d.ld = 100;  // padded D rows: 200 bytes, so 8-byte accesses
+  p.d.batch_stride = -1;
+  p.epilogue = parse_epilogue("silu_glu");
+  const ResolvedProblem r = resolve(p);
+  Problem q = p;
+  q.resolve();
+  EXPECT_EQ(r.problem(), q);
+  EXPECT_EQ(r.key(), q.key());
+  EXPECT_EQ(r.n_out(), 48);
+  EXPECT_FALSE(r.has_c());
+  for (Which w : kOperands) {
+    EXPECT_EQ(r.rows(w), Problem::rows_of(w, q)) << which_name(w);
+    EXPECT_EQ(r.cols(w), Problem::cols_of(w, q)) << which_name(w);
+    EXPECT_EQ(r.count(w), q.count(w)) << which_name(w);
+    EXPECT_EQ(r.access_bytes(w), q.access_bytes(w)) << which_name(w);
+    EXPECT_EQ(r.scale_len(w), q.scale_len(w)) << which_name(w);
+  }
+  EXPECT_EQ(r.access_bytes(Which::D), 8);
+  EXPECT_EQ(r->a.ld, 100);  // col-major A (M x K): packed ld = M
+
+  Problem bad = p;
+  bad.d.ld = 10;
+  try {
+    (void)resolve(bad);
+    FAIL() << "resolve() took a problem check() refuses";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ldd=10 is too small"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Which, NamesTheFourOperands) {
+  std::string names, lower;
+  for (Which w : kOperands) names += which_name(w), lower += which_lower(w);
+  EXPECT_EQ(names, "ABCD");
+  EXPECT_EQ(lower, "abcd");
+}

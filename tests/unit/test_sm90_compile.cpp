@@ -55,10 +55,12 @@ TEST(Sm90Config, GpcOrder) {
   // only there compile one source (same cache key: the second and third compiles are cache hits); another tile not.
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  const CompileResult a = be->compile(q, {"sm90", s}, dev);
-  const CompileResult b = be->compile(q, {"sm90", s + ",tiles=gpc"}, dev);
-  const CompileResult c = be->compile(q, {"sm90", "tile=128x112x64,stages=7,cluster=2x1,sched=pingpong,raster=m,group=3"}, dev);
-  const CompileResult d = be->compile(q, {"sm90", "tile=128x96x64,stages=7,cluster=2x1,sched=pingpong,raster=n,group=8"}, dev);
+  const CompileResult a = be->compile(resolve(q), {"sm90", s}, dev);
+  const CompileResult b = be->compile(resolve(q), {"sm90", s + ",tiles=gpc"}, dev);
+  const CompileResult c =
+      be->compile(resolve(q), {"sm90", "tile=128x112x64,stages=7,cluster=2x1,sched=pingpong,raster=m,group=3"}, dev);
+  const CompileResult d =
+      be->compile(resolve(q), {"sm90", "tile=128x96x64,stages=7,cluster=2x1,sched=pingpong,raster=n,group=8"}, dev);
   EXPECT_TRUE(a.compiled && b.compiled && c.compiled && d.compiled);
   EXPECT_TRUE(b.cache_hit);
   EXPECT_TRUE(c.cache_hit);
@@ -78,9 +80,9 @@ TEST(Sm90Config, StreamKTail) {
   q.resolve();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   sm90::Config d = sm90::Config::parse("tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk");
-  EXPECT_EQ(sm90::config_reason(d, q, dev), "");
+  EXPECT_EQ(sm90::config_reason(d, sm90::Analysis(resolve(q)), dev), "");
   d.tiles = sm90::TileOrder::dynamic;
-  EXPECT_NE(sm90::config_reason(d, q, dev).find("stream-K tail"), std::string::npos);
+  EXPECT_NE(sm90::config_reason(d, sm90::Analysis(resolve(q)), dev).find("stream-K tail"), std::string::npos);
   // When the units run: a partial last round after full ones, or fewer tiles than clusters (split mode).
   EXPECT_TRUE(sm90::sk_tail(512, 66, 64));    // 7 rounds + 50
   EXPECT_FALSE(sm90::sk_tail(528, 66, 64));   // 8 whole rounds
@@ -89,8 +91,8 @@ TEST(Sm90Config, StreamKTail) {
   EXPECT_TRUE(sm90::sk_tail(67, 66, 1));
   // The stream-K kernel is its own compile (a template flag), unlike the walk knobs.
   auto be = make_sm90_backend();
-  const CompileResult a = be->compile(q, {"sm90", s}, dev);
-  const CompileResult b = be->compile(q, {"sm90", s + ",tail=sk"}, dev);
+  const CompileResult a = be->compile(resolve(q), {"sm90", s}, dev);
+  const CompileResult b = be->compile(resolve(q), {"sm90", s + ",tail=sk"}, dev);
   EXPECT_EQ(b.spill_bytes, 0);
   EXPECT_NE(key(a), key(b));
 }
@@ -113,7 +115,7 @@ TEST(Sm90Config, Swap) {
 
   Problem p = Problem::make(16, 4096, 14336, DType::bf16, DType::bf16);
   p.resolve();
-  const sm90::KernelView v = sm90::kernel_view(p), w = sm90::kernel_view(p, true);
+  const sm90::KernelView v = sm90::kernel_view(resolve(p)), w = sm90::kernel_view(resolve(p), true);
   EXPECT_EQ(v.m, 16);
   EXPECT_TRUE(v.d.row_major);
   EXPECT_FALSE(v.transposed);
@@ -126,30 +128,32 @@ TEST(Sm90Config, Swap) {
   q.d.layout = Layout::col;
   q.d.ld = 0;
   q.resolve();
-  EXPECT_EQ(sm90::kernel_view(q).m, 4096);
-  EXPECT_EQ(sm90::kernel_view(q, true).m, 16);
-  EXPECT_FALSE(sm90::kernel_view(q, true).transposed);
+  EXPECT_EQ(sm90::kernel_view(resolve(q)).m, 4096);
+  EXPECT_EQ(sm90::kernel_view(resolve(q), true).m, 16);
+  EXPECT_FALSE(sm90::kernel_view(resolve(q), true).transposed);
 
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  EXPECT_EQ(be->validate(p, {"sm90", s + ",swap=1"}, dev), "");
-  EXPECT_EQ(be->validate(p, {"sm90", s + ",tail=sk,swap=1"}, dev), "");
-  EXPECT_NE(be->validate(p, {"sm90", "tile=64x24x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6,swap=1"},
-                         dev).find("multiple of 16"), std::string::npos);
-  EXPECT_NE(be->validate(p, {"sm90", s + ",epi=warp,swap=1"}, dev).find("epi=warp"), std::string::npos);
+  EXPECT_EQ(be->validate(resolve(p), {"sm90", s + ",swap=1"}, dev), "");
+  EXPECT_EQ(be->validate(resolve(p), {"sm90", s + ",tail=sk,swap=1"}, dev), "");
+  EXPECT_NE(be->validate(resolve(p),
+                         {"sm90", "tile=64x24x64,stages=16,cluster=1x1,sched=pingpong,raster=m,group=6,swap=1"}, dev)
+                .find("multiple of 16"),
+            std::string::npos);
+  EXPECT_NE(be->validate(resolve(p), {"sm90", s + ",epi=warp,swap=1"}, dev).find("epi=warp"), std::string::npos);
   Problem e = p;  // a fused chain is applied per element with D's coordinates; a GLU is refused
   e.epilogue = parse_epilogue("bias,residual");
-  EXPECT_EQ(be->validate(e, {"sm90", s + ",swap=1"}, dev), "");
+  EXPECT_EQ(be->validate(resolve(e), {"sm90", s + ",swap=1"}, dev), "");
   e.epilogue = parse_epilogue("silu_glu");
   e.resolve();
-  EXPECT_NE(be->validate(e, {"sm90", s + ",swap=1"}, dev).find("takes no GLU"), std::string::npos);
+  EXPECT_NE(be->validate(resolve(e), {"sm90", s + ",swap=1"}, dev).find("takes no GLU"), std::string::npos);
   Problem mn = p;  // column-major activations: an N-major kernel B needs tile N 64
   mn.a.layout = Layout::col;
   mn.a.ld = 0;
   mn.resolve();
-  EXPECT_NE(be->validate(mn, {"sm90", s + ",swap=1"}, dev).find("multiple of 64"), std::string::npos);
+  EXPECT_NE(be->validate(resolve(mn), {"sm90", s + ",swap=1"}, dev).find("multiple of 64"), std::string::npos);
 
-  const auto list = sm90::enumerate_configs(p, dev);
+  const auto list = sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev);
   ASSERT_GE(list.size(), 8u);
   for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(list[i].swap) << i << ": " << list[i].str();
   for (const auto& c : list) EXPECT_FALSE(c.swap && c.sk) << c.str();
@@ -157,15 +161,15 @@ TEST(Sm90Config, Swap) {
     if (c.swap) EXPECT_EQ(c.bn, 16) << c.str();
   Problem m64 = Problem::make(64, 8192, 8192, DType::bf16, DType::bf16);
   m64.resolve();
-  const auto l64 = sm90::enumerate_configs(m64, dev);
+  const auto l64 = sm90::enumerate_configs(sm90::Analysis(resolve(m64)), dev);
   EXPECT_TRUE(std::any_of(l64.begin(), l64.end(), [](const sm90::Config& c) { return c.swap && c.bn == 64; }));
   EXPECT_FALSE(l64.front().swap && l64[1].swap && l64[2].swap && l64[3].swap);  // mixed by the estimate
   Problem wide = Problem::make(2048, 4096, 4096, DType::bf16, DType::bf16);
   wide.resolve();
-  for (const auto& c : sm90::enumerate_configs(wide, dev)) EXPECT_FALSE(c.swap) << c.str();
+  for (const auto& c : sm90::enumerate_configs(sm90::Analysis(resolve(wide)), dev)) EXPECT_FALSE(c.swap) << c.str();
   // A col-major D at M = 16: the usual view has the tokens on its N already, so the decode tiles come without swap
   // (the TMA epilogue), first.
-  const auto lq = sm90::enumerate_configs(q, dev);
+  const auto lq = sm90::enumerate_configs(sm90::Analysis(resolve(q)), dev);
   ASSERT_GE(lq.size(), 8u);
   for (size_t i = 0; i < 8; ++i) EXPECT_TRUE(!lq[i].swap && lq[i].bn == 16) << i << ": " << lq[i].str();
   for (const auto& c : lq) EXPECT_FALSE(c.swap) << c.str();
@@ -252,14 +256,16 @@ TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
   // last round, so tail twins, ranked by their shorter estimate, each better than the 8th plain config.
   Problem p = Problem::make(2048, 28672, 4096, DType::bf16, DType::bf16);
   p.resolve();
-  const auto all = sm90::enumerate_configs(p, dev);
+  const auto all = sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev);
   int sk = 0;
   for (const sm90::Config& c : all)
     if (c.sk) {
       ++sk;
       sm90::Config plain = c;
       plain.sk = false;
-      EXPECT_LT(sm90::estimate_cost(c, p, dev), 0.98 * sm90::estimate_cost(plain, p, dev)) << c.str();
+      EXPECT_LT(sm90::estimate_cost(c, sm90::Analysis(resolve(p)), dev),
+                0.98 * sm90::estimate_cost(plain, sm90::Analysis(resolve(p)), dev))
+          << c.str();
       EXPECT_NE(std::find(all.begin(), all.end(), plain), all.end()) << c.str();
     }
   EXPECT_GT(sk, 0);
@@ -271,20 +277,23 @@ TEST(Sm90Enumerate, StreamKTwinsWhereTheLastRoundIsPartial) {
   sm90::Config pp = sm90::Config::parse("tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=n,group=8");
   sm90::Config pps = pp;
   pps.sk = true;
-  EXPECT_GT(sm90::estimate_cost(pps, q, dev), 0.98 * sm90::estimate_cost(pp, q, dev));
+  EXPECT_GT(sm90::estimate_cost(pps, sm90::Analysis(resolve(q)), dev),
+            0.98 * sm90::estimate_cost(pp, sm90::Analysis(resolve(q)), dev));
   // Short K: no twins below 24 k-blocks (their fixup measured +1 to +14% at K = 512-1040), whatever the rounds.
   for (int64_t k : {512, 1000, 1472}) {
     Problem s = Problem::make(2048, 28672, k, DType::bf16, DType::bf16);
     s.resolve();
-    for (const sm90::Config& c : sm90::enumerate_configs(s, dev)) EXPECT_FALSE(c.sk) << "k=" << k << " " << c.str();
+    for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(s)), dev))
+      EXPECT_FALSE(c.sk) << "k=" << k << " " << c.str();
   }
   // 4096 x 4224 x 4096: 128x128 1x1 tiles make 32 x 33 = 1056 = 8 whole rounds on 132 SMs; twins only where the
   // config has a tail.
   Problem e = Problem::make(4096, 4224, 4096, DType::bf16, DType::bf16);
   e.resolve();
-  for (const sm90::Config& c : sm90::enumerate_configs(e, dev)) {
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(e)), dev)) {
     if (!c.sk) continue;
-    EXPECT_TRUE(sm90::sk_tail(sm90::cluster_tiles(c, sm90::kernel_view(e)), 132 / (c.cm * c.cn), (e.k + 63) / 64))
+    EXPECT_TRUE(
+        sm90::sk_tail(sm90::cluster_tiles(c, sm90::kernel_view(resolve(e))), 132 / (c.cm * c.cn), (e.k + 63) / 64))
         << c.str();
   }
 }
@@ -299,7 +308,7 @@ TEST(Sm90Config, AlphaOneIsItsOwnKernel) {
   one.resolve();
   Problem other = one;
   other.alpha = 0.75f;
-  const CompileResult a = be->compile(one, c, dev), b = be->compile(other, c, dev);
+  const CompileResult a = be->compile(resolve(one), c, dev), b = be->compile(resolve(other), c, dev);
   EXPECT_EQ(a.spill_bytes, 0);
   EXPECT_EQ(b.spill_bytes, 0);
   EXPECT_NE(key(a), key(b));
@@ -324,7 +333,7 @@ TEST(Sm90Enumerate, GpcTwinsWalkTheNonMulticastOperand) {
   Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
   p.resolve();
   int twins = 0;
-  for (const sm90::Config& c : sm90::enumerate_configs(p, DeviceInfo::assumed_sm90())) {
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(p)), DeviceInfo::assumed_sm90())) {
     if (!c.gpc()) continue;
     ++twins;
     EXPECT_TRUE(c.pingpong) << c.str();
@@ -339,16 +348,19 @@ TEST(Sm90Config, Reasons) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = Problem::make(4096, 4096, 4101, DType::bf16, DType::bf16);
   p.resolve();
-  const std::string r = be->supports(p, dev);
+  const std::string r = be->supports(resolve(p), dev);
   EXPECT_NE(r.find("lda=4101 (8202 bytes) is odd in elements"), std::string::npos) << r;
   EXPECT_NE(r.find("pad-and-run"), std::string::npos) << r;
-  EXPECT_TRUE(be->enumerate(p, dev).empty());
+  EXPECT_TRUE(be->enumerate(resolve(p), dev).empty());
   Problem q = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
   q.resolve();
-  EXPECT_EQ(be->supports(q, dev), "");
-  EXPECT_NE(be->validate(q, {"sm90", "tile=128x256x64,stages=7,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
-  EXPECT_NE(be->validate(q, {"sm90", "tile=64x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
-  EXPECT_EQ(be->validate(q, {"sm90", "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, dev), "");
+  EXPECT_EQ(be->supports(resolve(q), dev), "");
+  EXPECT_NE(be->validate(resolve(q), {"sm90", "tile=128x256x64,stages=7,cluster=1x1,sched=coop,raster=m,group=8"}, dev),
+            "");
+  EXPECT_NE(be->validate(resolve(q), {"sm90", "tile=64x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev),
+            "");
+  EXPECT_EQ(be->validate(resolve(q), {"sm90", "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8"}, dev),
+            "");
   {  // Register pressure is no validity rule: tail=sk with a C input in a 1x1 cluster, ping-pong tail=sk at 176
      // accumulators in a 1x2 cluster are valid (the compile reports any spills; the ranking lists them last).
     Problem c = q;
@@ -356,39 +368,43 @@ TEST(Sm90Config, Reasons) {
     c.beta = 0.5f;
     c.resolve();
     const std::string t11 = "tile=128x128x64,stages=6,cluster=1x1,sched=pingpong,raster=n,group=8,tail=sk";
-    EXPECT_EQ(be->validate(c, {"sm90", t11}, dev), "");
-    EXPECT_EQ(be->validate(q, {"sm90", t11}, dev), "");
+    EXPECT_EQ(be->validate(resolve(c), {"sm90", t11}, dev), "");
+    EXPECT_EQ(be->validate(resolve(q), {"sm90", t11}, dev), "");
     const std::string p176 = "tile=128x176x64,stages=5,cluster=1x2,sched=pingpong,raster=n,group=5,tail=sk";
-    EXPECT_EQ(be->validate(q, {"sm90", p176}, dev), "");
+    EXPECT_EQ(be->validate(resolve(q), {"sm90", p176}, dev), "");
     // Past the 192 accumulators a consumer warpgroup can hold, a config is invalid.
-    const std::string r = be->validate(q, {"sm90", "tile=128x208x64,stages=4,cluster=1x1,sched=pingpong,raster=m,"
-                                                   "group=8"}, dev);
+    const std::string r = be->validate(resolve(q),
+                                       {"sm90",
+                                        "tile=128x208x64,stages=4,cluster=1x1,sched=pingpong,raster=m,"
+                                        "group=8"},
+                                       dev);
     EXPECT_NE(r.find("accumulator registers per thread exceed the 192"), std::string::npos) << r;
   }
   Problem e = q;
   e.epilogue = parse_epilogue("relu");
-  EXPECT_EQ(be->supports(e, dev), "");  // fused (tests/unit/test_sm90_epilogue.cpp)
-  e.epilogue = parse_epilogue("silu_glu:interleave12");
-  EXPECT_NE(be->supports(e, dev).find("multiple of 8"), std::string::npos) << be->supports(e, dev);
+  EXPECT_EQ(be->supports(resolve(e), dev), "");                         // fused (tests/unit/test_sm90_epilogue.cpp)
+  Problem g = Problem::make(256, 4104, 256, DType::bf16, DType::bf16);  // N a multiple of 2 x 12
+  g.epilogue = parse_epilogue("silu_glu:interleave12");
+  EXPECT_NE(be->supports(resolve(g), dev).find("multiple of 8"), std::string::npos) << be->supports(resolve(g), dev);
   // Batch strides: packed (resolve's default) is taken; 0 broadcasts an operand to every batch: for A and B (TMA) a
   // reason, not a packed stride read past the operand (the kernel view used to take 0 for "packed"); C keeps it.
   Problem b = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
   b.resolve();
-  EXPECT_EQ(be->supports(b, dev), "");
+  EXPECT_EQ(be->supports(resolve(b), dev), "");
   for (Which w : {Which::A, Which::B}) {
     Problem x = b;
     (w == Which::A ? x.a : x.b).batch_stride = 0;
-    EXPECT_NE(be->supports(x, dev).find("broadcast operands are not supported"), std::string::npos)
-        << be->supports(x, dev);
-    EXPECT_TRUE(be->enumerate(x, dev).empty());
+    EXPECT_NE(be->supports(resolve(x), dev).find("broadcast operands are not supported"), std::string::npos)
+        << be->supports(resolve(x), dev);
+    EXPECT_TRUE(be->enumerate(resolve(x), dev).empty());
   }
   Problem c = b;  // one C for every batch: read through plain loads with a zero batch stride, not through TMA
   c.beta = 0.5f;
   c.c.batch_stride = 0;
-  EXPECT_EQ(sm90::kernel_view(c).c.batch_stride, 0);
+  EXPECT_EQ(sm90::kernel_view(resolve(c)).c.batch_stride, 0);
   c.c.batch_stride = -1;
   c.resolve();
-  EXPECT_EQ(sm90::kernel_view(c).c.batch_stride, 256 * 256);
+  EXPECT_EQ(sm90::kernel_view(resolve(c)).c.batch_stride, 256 * 256);
 }
 
 // load=cp: A and B that TMA cannot load (a pitch, batch stride or base pointer off 16 bytes) go through the cp.async
@@ -408,36 +424,39 @@ TEST(Sm90Config, LoadCp) {
     return p;
   };
   const Problem k4100 = problem(2048, 4096, 4100, Layout::row, Layout::col);
-  EXPECT_EQ(be->supports(k4100, dev), "");
+  EXPECT_EQ(be->supports(resolve(k4100), dev), "");
   // An M-major A that TMA loads beside a B that needs cp.async: taken, load=cp only, the cp.async piece width in B's
   // field of the kernel's spec alone.
   Problem mixed = problem(301, 250, 700, Layout::col, Layout::col);
   mixed.a.ld = 304;
-  EXPECT_EQ(be->supports(mixed, dev), "");
-  for (const Candidate& c : be->enumerate(mixed, dev)) EXPECT_NE(c.config.find("load=cp"), std::string::npos) << c.str();
-  const std::string r = be->validate(k4100, {"sm90", s}, dev);
+  EXPECT_EQ(be->supports(resolve(mixed), dev), "");
+  for (const Candidate& c : be->enumerate(resolve(mixed), dev))
+    EXPECT_NE(c.config.find("load=cp"), std::string::npos) << c.str();
+  const std::string r = be->validate(resolve(k4100), {"sm90", s}, dev);
   EXPECT_NE(r.find("needs load=cp"), std::string::npos) << r;
-  EXPECT_EQ(be->validate(k4100, {"sm90", s + ",load=cp"}, dev), "");
+  EXPECT_EQ(be->validate(resolve(k4100), {"sm90", s + ",load=cp"}, dev), "");
   const std::string c21 = "tile=128x256x64,stages=4,cluster=2x1,sched=coop,raster=m,group=8,load=cp";
-  EXPECT_NE(be->validate(k4100, {"sm90", c21}, dev).find("cluster 1x1"), std::string::npos);
-  EXPECT_NE(be->validate(k4100, {"sm90", s + ",tiles=dynamic,load=cp"}, dev).find("static"), std::string::npos);
-  const auto list = be->enumerate(k4100, dev);
+  EXPECT_NE(be->validate(resolve(k4100), {"sm90", c21}, dev).find("cluster 1x1"), std::string::npos);
+  EXPECT_NE(be->validate(resolve(k4100), {"sm90", s + ",tiles=dynamic,load=cp"}, dev).find("static"),
+            std::string::npos);
+  const auto list = be->enumerate(resolve(k4100), dev);
   ASSERT_FALSE(list.empty());
   for (const Candidate& c : list) {
     const sm90::Config cfg = sm90::Config::parse(c.config);
     EXPECT_TRUE(cfg.cp && cfg.cm * cfg.cn == 1 && !cfg.dynamic()) << c.str();
-    EXPECT_EQ(be->validate(k4100, c, dev), "") << c.str();
+    EXPECT_EQ(be->validate(resolve(k4100), c, dev), "") << c.str();
   }
   const Problem k4096 = problem(2048, 4096, 4096, Layout::row, Layout::col);
-  for (const Candidate& c : be->enumerate(k4096, dev)) EXPECT_FALSE(sm90::Config::parse(c.config).cp) << c.str();
-  EXPECT_EQ(sm90::load_path(k4096, sm90::kernel_view(k4096)), "A, B: TMA");
-  EXPECT_EQ(sm90::load_path(k4100, sm90::kernel_view(k4100)),
+  for (const Candidate& c : be->enumerate(resolve(k4096), dev))
+    EXPECT_FALSE(sm90::Config::parse(c.config).cp) << c.str();
+  EXPECT_EQ(sm90::load_path(k4096, sm90::kernel_view(resolve(k4096))), "A, B: TMA");
+  EXPECT_EQ(sm90::load_path(k4100, sm90::kernel_view(resolve(k4100))),
             "A: cp.async 8-byte (lda=4100 is 8200 bytes); B: cp.async 8-byte (ldb=4100 is 8200 bytes)");
-  EXPECT_NE(be->validate(k4096, {"sm90", s + ",load=cp"}, dev).find("TMA loads A and B"), std::string::npos);
+  EXPECT_NE(be->validate(resolve(k4096), {"sm90", s + ",load=cp"}, dev).find("TMA loads A and B"), std::string::npos);
   // The widths: the gcd of pitch, batch stride and pointer alignment, at most 16; 0 where TMA loads the operand.
   const sm90::Config cp = sm90::Config::parse(s + ",load=cp");
   auto widths = [&](const Problem& p) {
-    const gt_sm90::Spec sp = sm90::spec(cp, sm90::kernel_view(p));
+    const gt_sm90::Spec sp = sm90::spec(cp, sm90::kernel_view(resolve(p)));
     return std::to_string(sp.cp_a) + "/" + std::to_string(sp.cp_b);
   };
   EXPECT_EQ(widths(k4100), "8/8");
@@ -447,31 +466,32 @@ TEST(Sm90Config, LoadCp) {
   al.a.align = 4;
   al.b.align = 8;
   EXPECT_EQ(widths(al), "4/8");
-  EXPECT_EQ(sm90::load_path(al, sm90::kernel_view(al)), "A: cp.async 4-byte (align=4); B: cp.async 8-byte (align=8)");
+  EXPECT_EQ(sm90::load_path(al, sm90::kernel_view(resolve(al))),
+            "A: cp.async 4-byte (align=4); B: cp.async 8-byte (align=8)");
   // Row-major B with N = 4094 (N-major, pitch 4 (mod 16) bytes); a col-major D swaps the roles (the kernel's A is
   // the user's B): the names stay the user's.
   Problem nb = problem(1024, 4094, 4096, Layout::row, Layout::row);
   EXPECT_EQ(widths(nb), "0/4");
   nb.d.layout = Layout::col;
-  nb.d.ld = -1;
+  nb.d.ld = 0;
   nb.c = nb.d;
   nb.resolve();
   EXPECT_EQ(widths(nb), "4/0");
-  EXPECT_EQ(sm90::load_path(nb, sm90::kernel_view(nb)), "A: TMA; B: cp.async 4-byte (ldb=4094 is 8188 bytes)");
+  EXPECT_EQ(sm90::load_path(nb, sm90::kernel_view(resolve(nb))), "A: TMA; B: cp.async 4-byte (ldb=4094 is 8188 bytes)");
   // Odd pitches in elements, 2-byte aligned pointers and batch strides: refused, pointing at pad-and-run.
   const Problem odd = problem(1024, 4095, 4096, Layout::row, Layout::row);
-  EXPECT_NE(be->supports(odd, dev).find("ldb=4095 (8190 bytes) is odd in elements"), std::string::npos)
-      << be->supports(odd, dev);
+  EXPECT_NE(be->supports(resolve(odd), dev).find("ldb=4095 (8190 bytes) is odd in elements"), std::string::npos)
+      << be->supports(resolve(odd), dev);
   Problem a2 = k4096;
   a2.a.align = 2;
-  EXPECT_NE(be->supports(a2, dev).find("2-byte aligned"), std::string::npos) << be->supports(a2, dev);
+  EXPECT_NE(be->supports(resolve(a2), dev).find("2-byte aligned"), std::string::npos) << be->supports(resolve(a2), dev);
   Problem bs = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col, 3);
   bs.resolve();
   bs.b.batch_stride += 4;
-  EXPECT_EQ(be->supports(bs, dev), "");
+  EXPECT_EQ(be->supports(resolve(bs), dev), "");
   EXPECT_EQ(widths(bs), "0/8");
   bs.b.batch_stride += 1;
-  EXPECT_NE(be->supports(bs, dev).find("batch_stride"), std::string::npos) << be->supports(bs, dev);
+  EXPECT_NE(be->supports(resolve(bs), dev).find("batch_stride"), std::string::npos) << be->supports(resolve(bs), dev);
 }
 
 // Epilogue strips: rows that 64/128-byte strips do not divide go out in wide unswizzled strips (16 x odd bytes, at most
@@ -512,7 +532,7 @@ TEST(Sm90Config, WideEpilogueStrips) {
   Problem q = Problem::make(8192, 6144, 4096, DType::bf16, DType::bf16);
   q.resolve();
   auto be = make_sm90_backend();
-  const CompileResult r = be->compile(q, {"sm90", p176.str()}, dev);
+  const CompileResult r = be->compile(resolve(q), {"sm90", p176.str()}, dev);
   EXPECT_TRUE(r.compiled);
   EXPECT_EQ(r.spill_bytes, 0) << r.log;
   EXPECT_GE(r.smem_bytes, sm90::plan(p176, sm90::kBF16).smem_bytes);
@@ -569,7 +589,7 @@ TEST(Sm90Config, EpiWarp) {
   Problem p = Problem::make(8192, 6144, 512, DType::bf16, DType::bf16);
   p.resolve();
   int warp = 0;
-  for (const sm90::Config& c : sm90::enumerate_configs(p, dev)) {
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev)) {
     sm90::Config wg = c;
     wg.epi_warp = false;  // the warpgroup form's strips at its deepest ring decide
     wg.stages = sm90::max_stages(wg, sm90::kBF16, dev);
@@ -587,10 +607,11 @@ TEST(Sm90Config, EpiWarp) {
   g.resolve();
   EXPECT_NE(sm90::config_reason(sm90::Config::parse("tile=128x128x64,stages=6,cluster=1x1,sched=pingpong,raster=m,"
                                                     "group=8,epi=warp"),
-                                g, dev)
+                                sm90::Analysis(resolve(g)), dev)
                 .find("epi=warp"),
             std::string::npos);
-  for (const sm90::Config& c : sm90::enumerate_configs(g, dev)) EXPECT_FALSE(c.epi_warp) << c.str();
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(g)), dev))
+    EXPECT_FALSE(c.epi_warp) << c.str();
 
   auto be = make_sm90_backend();
   Problem plain = Problem::make(1920, 2000, 200, DType::bf16, DType::bf16);
@@ -610,8 +631,8 @@ TEST(Sm90Config, EpiWarp) {
                           "tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=n,group=8,tail=sk,epi=warp"})
     for (const Problem* q : {&plain, &f32c}) {
       const Candidate cand{"sm90", cfg};
-      if (!be->validate(*q, cand, dev).empty()) continue;
-      const CompileResult r = be->compile(*q, cand, dev);
+      if (!be->validate(resolve(*q), cand, dev).empty()) continue;
+      const CompileResult r = be->compile(resolve(*q), cand, dev);
       EXPECT_TRUE(r.compiled) << cfg << " for " << q->str();
       // The 192-accumulator tiles spill with f32 D and C; the pipeline skips those compiles.
       if (r.spill_bytes > 0) std::printf("  spills %d bytes: %s for %s\n", r.spill_bytes, cfg, q->str().c_str());
@@ -645,15 +666,19 @@ TEST(Sm90Config, RowsOffTheLines) {
   ASSERT_EQ(off.a.ld, 1000);
   const sm90::Config pp = sm90::Config::parse("tile=128x128x64,stages=6,cluster=2x1,sched=pingpong,raster=m,group=6");
   const sm90::Config coop = sm90::Config::parse("tile=256x128x64,stages=4,cluster=1x2,sched=coop,raster=m,group=8");
-  const double pp_ratio = sm90::estimate_cost(pp, off, dev) / sm90::estimate_cost(pp, on, dev);
-  const double coop_ratio = sm90::estimate_cost(coop, off, dev) / sm90::estimate_cost(coop, on, dev);
+  const double pp_ratio = sm90::estimate_cost(pp, sm90::Analysis(resolve(off)), dev) /
+                          sm90::estimate_cost(pp, sm90::Analysis(resolve(on)), dev);
+  const double coop_ratio = sm90::estimate_cost(coop, sm90::Analysis(resolve(off)), dev) /
+                            sm90::estimate_cost(coop, sm90::Analysis(resolve(on)), dev);
   EXPECT_GT(coop_ratio, 1.03);
   EXPECT_GT(pp_ratio, coop_ratio + 0.1);
   // Rows on sectors but off lines (2016 bytes) cost less than rows off sectors.
   Problem half = on;
   half.a.ld = half.b.ld = 1008;
-  EXPECT_LT(sm90::estimate_cost(pp, half, dev), sm90::estimate_cost(pp, off, dev));
-  EXPECT_GT(sm90::estimate_cost(pp, half, dev), sm90::estimate_cost(pp, on, dev));
+  EXPECT_LT(sm90::estimate_cost(pp, sm90::Analysis(resolve(half)), dev),
+            sm90::estimate_cost(pp, sm90::Analysis(resolve(off)), dev));
+  EXPECT_GT(sm90::estimate_cost(pp, sm90::Analysis(resolve(half)), dev),
+            sm90::estimate_cost(pp, sm90::Analysis(resolve(on)), dev));
 }
 
 // The default top 8 holds the candidates measured fastest when every candidate was timed (H200, docs/PERFORMANCE.md,
@@ -664,7 +689,7 @@ TEST(Sm90Enumerate, TopEightHoldsTheMeasuredBest) {
   auto top8_has = [&](int64_t m, int64_t n, int64_t k, const std::string& cfg) {
     Problem p = Problem::make(m, n, k, DType::bf16, DType::bf16);
     p.resolve();
-    const auto all = sm90::enumerate_configs(p, dev);
+    const auto all = sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev);
     const sm90::Config want = sm90::Config::parse(cfg);
     const auto it = std::find(all.begin(), all.end(), want);
     return it != all.end() && it - all.begin() < 8;
@@ -694,26 +719,35 @@ TEST(Sm90Config, TileN168) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem q = Problem::make(8192, 28672, 4096, DType::bf16, DType::bf16);
   q.resolve();
-  EXPECT_EQ(be->validate(q, {"sm90", "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8"}, dev), "");
-  EXPECT_EQ(be->validate(q, {"sm90", "tile=256x168x64,stages=3,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
+  EXPECT_EQ(
+      be->validate(resolve(q), {"sm90", "tile=128x168x64,stages=5,cluster=1x2,sched=pingpong,raster=m,group=8"}, dev),
+      "");
+  EXPECT_EQ(be->validate(resolve(q), {"sm90", "tile=256x168x64,stages=3,cluster=1x1,sched=coop,raster=m,group=8"}, dev),
+            "");
   // On two CTAs along M, B's parts are rounded up to 88 rows: 176 rows of B per stage.
-  EXPECT_EQ(be->validate(q, {"sm90", "tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8"}, dev), "");
+  EXPECT_EQ(
+      be->validate(resolve(q), {"sm90", "tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8"}, dev),
+      "");
   sm90::Config c2 = sm90::Config::parse("tile=128x168x64,stages=5,cluster=2x1,sched=pingpong,raster=m,group=8");
   sm90::Config c1 = c2;
   c1.cm = 1;
   EXPECT_EQ(sm90::plan(c2, sm90::kBF16).smem_bytes - sm90::plan(c1, sm90::kBF16).smem_bytes, 5 * 8 * 128);
-  const std::string r3 = be->validate(q, {"sm90", "tile=128x136x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev);
+  const std::string r3 =
+      be->validate(resolve(q), {"sm90", "tile=128x136x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev);
   EXPECT_NE(r3.find("16-byte epilogue strips"), std::string::npos) << r3;
-  const std::string r4 = be->validate(q, {"sm90", "tile=128x216x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev);
+  const std::string r4 =
+      be->validate(resolve(q), {"sm90", "tile=128x216x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev);
   EXPECT_NE(r4.find("48-byte epilogue strips"), std::string::npos) << r4;
-  EXPECT_NE(be->validate(q, {"sm90", "tile=128x164x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev)
-                .find("multiple of 8"),
-            std::string::npos);
+  EXPECT_NE(
+      be->validate(resolve(q), {"sm90", "tile=128x164x64,stages=5,cluster=1x1,sched=pingpong,raster=m,group=8"}, dev)
+          .find("multiple of 8"),
+      std::string::npos);
   Problem g = q;
   g.epilogue = parse_epilogue("silu_glu");
-  EXPECT_NE(be->validate(g, {"sm90", "tile=128x168x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
+  EXPECT_NE(be->validate(resolve(g), {"sm90", "tile=128x168x64,stages=5,cluster=1x1,sched=coop,raster=m,group=8"}, dev),
+            "");
   int n168 = 0, n168_2x1 = 0;
-  for (const sm90::Config& c : sm90::enumerate_configs(q, dev)) {
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(q)), dev)) {
     if (c.bn % 16 == 0) continue;
     EXPECT_EQ(c.bn, 168) << c.str();
     ++n168;
@@ -775,7 +809,7 @@ TEST(Sm90Enumerate, SpillPriorListedLast) {
   Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::f32);
   p.resolve();
   bool late = false;
-  for (const sm90::Config& c : sm90::enumerate_configs(p, dev)) {
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev)) {
     if (sm90::plan(c, sm90::kF32).acc_regs > 128)
       late = true;
     else
@@ -784,7 +818,7 @@ TEST(Sm90Enumerate, SpillPriorListedLast) {
   EXPECT_TRUE(late);
   EXPECT_EQ(sm90::config_reason(sm90::Config::parse("tile=128x192x64,stages=4,cluster=2x1,sched=pingpong,raster=m,"
                                                     "group=8"),
-                                p, dev),
+                                sm90::Analysis(resolve(p)), dev),
             "");
 }
 
@@ -793,11 +827,11 @@ TEST(Sm90Enumerate, BestFirstAndValid) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16);
   p.resolve();
-  const auto cands = be->enumerate(p, dev);
+  const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(cands.empty());
   std::set<std::string> seen;
   for (const auto& c : cands) {
-    EXPECT_EQ(be->validate(p, c, dev), "") << c.str();
+    EXPECT_EQ(be->validate(resolve(p), c, dev), "") << c.str();
     EXPECT_TRUE(seen.insert(c.config).second) << "duplicate " << c.str();
   }
   std::printf("8192^3 bf16: %zu candidates, first %s\n", cands.size(), cands.front().str().c_str());
@@ -823,7 +857,7 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, c
     for (Operand* o : {&p.a, &p.b, &p.c, &p.d}) o->ld = (o->ld + 7) / 8 * 8, o->batch_stride = -1;
     p.resolve();
   }
-  auto cands = be->enumerate(p, dev);
+  auto cands = be->enumerate(resolve(p), dev);
   if (only)  // the configs holding this text
     cands.erase(std::remove_if(cands.begin(), cands.end(),
                                [&](const Candidate& c) { return c.config.find(only) == std::string::npos; }),
@@ -926,8 +960,8 @@ TEST(Sm90Compile, GpuMatrixConfigs_RowC_Alpha) {
   jit::parallel_for(configs.size(), 0, [&](size_t i) {
     const Candidate c{"sm90", configs[i]};
     try {
-      err[i] = be->validate(p, c, dev);
-      if (err[i].empty()) res[i] = be->compile(p, c, dev);
+      err[i] = be->validate(resolve(p), c, dev);
+      if (err[i].empty()) res[i] = be->compile(resolve(p), c, dev);
     } catch (const std::exception& e) {
       err[i] = e.what();
     }
@@ -999,8 +1033,8 @@ TEST(Sm90Compile, LoadCp_Forms) {
   jit::parallel_for(jobs.size(), 0, [&](size_t i) {
     const Candidate c{"sm90", jobs[i].cfg};
     try {
-      jobs[i].err = be->validate(jobs[i].p, c, dev);
-      if (jobs[i].err.empty()) jobs[i].r = be->compile(jobs[i].p, c, dev);
+      jobs[i].err = be->validate(resolve(jobs[i].p), c, dev);
+      if (jobs[i].err.empty()) jobs[i].r = be->compile(resolve(jobs[i].p), c, dev);
     } catch (const std::exception& e) {
       jobs[i].err = e.what();
     }
@@ -1009,7 +1043,8 @@ TEST(Sm90Compile, LoadCp_Forms) {
     ASSERT_EQ(j.err, "") << j.cfg << " for " << j.p.str();
     EXPECT_TRUE(j.r.compiled);
     EXPECT_EQ(j.r.spill_bytes, 0) << j.cfg << " for " << j.p.str() << " ("
-                                  << sm90::load_path(j.p, sm90::kernel_view(j.p)) << ")\n" << j.r.log;
+                                  << sm90::load_path(j.p, sm90::kernel_view(resolve(j.p))) << ")\n"
+                                  << j.r.log;
   }
 }
 

@@ -44,8 +44,8 @@ const char* const kGluChains[] = {"silu_glu", "gelu_tanh_glu:interleave64", "swi
 void compile_best(const Problem& p) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  ASSERT_EQ(be->supports(p, dev), "") << p.str();
-  const auto cands = be->enumerate(p, dev);
+  ASSERT_EQ(be->supports(resolve(p), dev), "") << p.str();
+  const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(cands.empty()) << p.str();
   bool coop = false, pp = false;
   int tries[2] = {0, 0};
@@ -53,7 +53,7 @@ void compile_best(const Problem& p) {
     const bool is_pp = sm90::Config::parse(c.config).pingpong;
     if ((is_pp ? pp : coop) || ++tries[is_pp] > 8) continue;
     CompileResult r;
-    ASSERT_NO_THROW(r = be->compile(p, c, dev)) << c.str() << " for " << p.str();
+    ASSERT_NO_THROW(r = be->compile(resolve(p), c, dev)) << c.str() << " for " << p.str();
     // A spilling compile is skipped by the pipeline, as here: the next candidate of the schedule takes its place.
     (is_pp ? pp : coop) = r.spill_bytes == 0;
     std::printf("%-60s %s: %d regs, %d spill bytes, %.0f ms\n", p.epilogue.key().c_str(), c.config.c_str(),
@@ -97,24 +97,27 @@ TEST(Sm90Epilogue, RaggedNCompiles) {
 TEST(Sm90Epilogue, Reasons) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  const std::string col = be->supports(make("silu_glu", Layout::col, DType::bf16), dev);
+  const std::string col = be->supports(resolve(make("silu_glu", Layout::col, DType::bf16)), dev);
   EXPECT_NE(col.find("column-major D"), std::string::npos) << col;
-  const std::string odd = be->supports(make("silu_glu:interleave4", Layout::row, DType::bf16), dev);
+  const std::string odd = be->supports(resolve(make("silu_glu:interleave4", Layout::row, DType::bf16)), dev);
   EXPECT_NE(odd.find("multiple of 8"), std::string::npos) << odd;
   // interleave64 needs tile N a multiple of 128.
   const Problem p = make("silu_glu:interleave64", Layout::row, DType::bf16);
-  EXPECT_NE(be->validate(p, {"sm90", "tile=128x192x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
-  EXPECT_EQ(be->validate(p, {"sm90", "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev), "");
-  for (const Candidate& c : be->enumerate(p, dev)) EXPECT_EQ(sm90::Config::parse(c.config).bn % 128, 0) << c.config;
+  EXPECT_NE(be->validate(resolve(p), {"sm90", "tile=128x192x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev),
+            "");
+  EXPECT_EQ(be->validate(resolve(p), {"sm90", "tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8"}, dev),
+            "");
+  for (const Candidate& c : be->enumerate(resolve(p), dev))
+    EXPECT_EQ(sm90::Config::parse(c.config).bn % 128, 0) << c.config;
   // A chain costs the plain problem nothing, and its register pressure is no validity rule: the 192-accumulator
   // ping-pong is valid with and without it; with a chain the ranking lists it after the configs of 128 or fewer.
   const std::string pp192 = "tile=128x192x64,stages=4,cluster=1x1,sched=pingpong,raster=m,group=8";
   const Problem plain = make("none", Layout::row, DType::bf16, 256, 512);
-  EXPECT_EQ(be->validate(plain, {"sm90", pp192}, dev), "");
+  EXPECT_EQ(be->validate(resolve(plain), {"sm90", pp192}, dev), "");
   const Problem relu = make("relu", Layout::row, DType::bf16, 256, 512);
-  EXPECT_EQ(be->validate(relu, {"sm90", pp192}, dev), "");
+  EXPECT_EQ(be->validate(resolve(relu), {"sm90", pp192}, dev), "");
   bool wide = false;
-  for (const sm90::Config& c : sm90::enumerate_configs(relu, dev)) {
+  for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(relu)), dev)) {
     const bool over = sm90::plan(c, sm90::kBF16).acc_regs > 128;
     EXPECT_TRUE(over || !wide) << c.str() << " after a config over 128 accumulators";
     wide |= over;

@@ -48,28 +48,32 @@ TEST(Sm90Fp8, Reasons) {
   auto be = make_sm90_backend();
   // Weight-only (16-bit A, fp8 B), e4m3 D and a GLU are refused with what is refused.
   Problem w = fp8_problem(64, 4096, 4096, Scaling::row, DType::bf16, DType::e4m3);
-  EXPECT_NE(be->supports(w, dev).find("weight-only"), std::string::npos) << be->supports(w, dev);
+  EXPECT_NE(be->supports(resolve(w), dev).find("weight-only"), std::string::npos) << be->supports(resolve(w), dev);
   // An e4m3 D: plain epilogue and whole TMA-stored rows; not with a chain, a ragged N or swap=1.
   Problem d8 = fp8_problem(256, 256, 256, Scaling::tensor, DType::e4m3, DType::e4m3, DType::e4m3);
   d8.amax = true;
-  EXPECT_EQ(be->supports(d8, dev), "");
-  EXPECT_NE(be->path(d8, dev).find("amax"), std::string::npos) << be->path(d8, dev);
+  EXPECT_EQ(be->supports(resolve(d8), dev), "");
+  EXPECT_NE(be->path(resolve(d8), dev).find("amax"), std::string::npos) << be->path(resolve(d8), dev);
   EXPECT_NE(sm90::config_reason(sm90::Config::parse("tile=64x16x128,stages=8,cluster=1x1,sched=pingpong,raster=m,"
-                                                    "group=8,swap=1,acc=fast"), d8, dev).find("swap=1"),
+                                                    "group=8,swap=1,acc=fast"),
+                                sm90::Analysis(resolve(d8)), dev)
+                .find("swap=1"),
             std::string::npos);
   Problem d8c = d8;
   d8c.epilogue = parse_epilogue("bias");
-  EXPECT_NE(be->supports(d8c, dev).find("fused epilogue"), std::string::npos) << be->supports(d8c, dev);
+  EXPECT_NE(be->supports(resolve(d8c), dev).find("fused epilogue"), std::string::npos)
+      << be->supports(resolve(d8c), dev);
   Problem d8r = fp8_problem(256, 1000, 256, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3);
   d8r.d.ld = 1008;
-  EXPECT_NE(be->supports(d8r, dev).find("TMA can store whole"), std::string::npos) << be->supports(d8r, dev);
+  EXPECT_NE(be->supports(resolve(d8r), dev).find("TMA can store whole"), std::string::npos)
+      << be->supports(resolve(d8r), dev);
   const Problem t = fp8_problem(4096, 4096, 4096, Scaling::tensor);
-  EXPECT_EQ(be->supports(t, dev), "");
-  EXPECT_NE(be->path(t, dev).find("acc=fast"), std::string::npos) << be->path(t, dev);
+  EXPECT_EQ(be->supports(resolve(t), dev), "");
+  EXPECT_NE(be->path(resolve(t), dev).find("acc=fast"), std::string::npos) << be->path(resolve(t), dev);
   const Problem bl = fp8_problem(4096, 4096, 4096, Scaling::block);
-  EXPECT_NE(be->path(bl, dev).find("block scales"), std::string::npos) << be->path(bl, dev);
+  EXPECT_NE(be->path(resolve(bl), dev).find("block scales"), std::string::npos) << be->path(resolve(bl), dev);
   auto reason = [&](const Problem& p, const std::string& cfg) {
-    return sm90::config_reason(sm90::Config::parse(cfg), p, dev);
+    return sm90::config_reason(sm90::Config::parse(cfg), sm90::Analysis(resolve(p)), dev);
   };
   const std::string base = "stages=4,cluster=1x1,sched=coop,raster=m,group=8";
   EXPECT_EQ(reason(t, "tile=128x256x128," + base + ",acc=fast"), "");
@@ -92,11 +96,11 @@ TEST(Sm90Fp8, Enumerate) {
   auto be = make_sm90_backend();
   for (Scaling s : {Scaling::tensor, Scaling::row, Scaling::block}) {
     const Problem p = fp8_problem(4096, 4096, 4096, s);
-    const auto cands = be->enumerate(p, dev);
+    const auto cands = be->enumerate(resolve(p), dev);
     ASSERT_FALSE(cands.empty()) << p.str();
     bool fast = false, promote = false;
     for (const Candidate& c : cands) {
-      EXPECT_EQ(be->validate(p, c, dev), "") << c.str();
+      EXPECT_EQ(be->validate(resolve(p), c, dev), "") << c.str();
       fast = fast || c.config.find("acc=fast") != std::string::npos;
       promote = promote || c.config.find("acc=promote") != std::string::npos;
       EXPECT_NE(c.config.find("x128,"), std::string::npos) << c.str();  // tile K 128
@@ -116,7 +120,7 @@ TEST(Sm90Fp8, UnitNamesFp8Types) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   auto unit = [&](const Problem& p, const std::string& cfg) {
-    const CompileResult r = be->compile(p, {"sm90", cfg}, dev);
+    const CompileResult r = be->compile(resolve(p), {"sm90", cfg}, dev);
     const auto cubin = std::static_pointer_cast<const jit::Cubin>(r.artifact);
     std::ifstream in(dir + "/" + cubin->kernel_name + ".cu");
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -150,7 +154,7 @@ void compile_fp8(const Fp8Case& fc) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out);
-  const auto cands = be->enumerate(p, dev);
+  const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(cands.empty()) << p.str();
   const auto [res, err] = test::compile_each(*be, p, cands, dev);
   std::vector<double> ms;

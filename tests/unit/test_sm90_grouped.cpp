@@ -25,12 +25,12 @@ TEST(Sm90Grouped, EnumeratesOnlyWhatTheGroupedWalkRuns) {
   for (Grouping g : {Grouping::contiguous, Grouping::masked}) {
     const Problem p = grouped(g == Grouping::masked ? 256 : 8192, 4096, 7168, 32, g);
     ASSERT_EQ(p.check(), "");
-    const auto cfgs = sm90::enumerate_configs(p, dev);
+    const auto cfgs = sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev);
     ASSERT_FALSE(cfgs.empty()) << p.str();
     for (const sm90::Config& c : cfgs) {
       EXPECT_EQ(c.cm, 1) << c.str();
       EXPECT_FALSE(c.swap || c.sk || c.dynamic() || c.cp) << c.str();
-      EXPECT_EQ(sm90::spec(c, sm90::kernel_view(p)).grouped, g == Grouping::contiguous ? 1 : 2);
+      EXPECT_EQ(sm90::spec(c, sm90::kernel_view(resolve(p))).grouped, g == Grouping::contiguous ? 1 : 2);
     }
     EXPECT_TRUE(std::any_of(cfgs.begin(), cfgs.end(), [](const sm90::Config& c) { return c.cn == 2; }));
     EXPECT_TRUE(std::any_of(cfgs.begin(), cfgs.end(), [](const sm90::Config& c) { return c.pingpong; }));
@@ -42,8 +42,10 @@ TEST(Sm90Grouped, Reasons) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   Problem p = grouped(4096, 1024, 512, 8, Grouping::contiguous);
   const sm90::Config ok = sm90::Config::parse("tile=128x128x64,stages=5,cluster=1x2,sched=coop,raster=m,group=8");
-  EXPECT_EQ(sm90::config_reason(ok, p, dev), "");
-  auto reason = [&](const std::string& s) { return sm90::config_reason(sm90::Config::parse(s), p, dev); };
+  EXPECT_EQ(sm90::config_reason(ok, sm90::Analysis(resolve(p)), dev), "");
+  auto reason = [&](const std::string& s) {
+    return sm90::config_reason(sm90::Config::parse(s), sm90::Analysis(resolve(p)), dev);
+  };
   EXPECT_NE(reason("tile=128x128x64,stages=6,cluster=2x1,sched=coop,raster=m,group=8").find("1x2"), std::string::npos);
   EXPECT_NE(reason("tile=128x128x64,stages=6,cluster=1x1,sched=coop,raster=m,group=8,tiles=dynamic").find("static"),
             std::string::npos);
@@ -52,18 +54,18 @@ TEST(Sm90Grouped, Reasons) {
   EXPECT_NE(reason("tile=128x64x64,stages=6,cluster=1x1,sched=pingpong,raster=m,group=8,swap=1").find("swap"),
             std::string::npos);
   // D is always copied out: the store path says so, and no D map is needed.
-  EXPECT_FALSE(sm90::d_tma_store(sm90::kernel_view(p)));
-  EXPECT_NE(sm90::store_path(p, sm90::kernel_view(p)).find("group"), std::string::npos);
+  EXPECT_FALSE(sm90::d_tma_store(sm90::kernel_view(resolve(p))));
+  EXPECT_NE(sm90::store_path(p, sm90::kernel_view(resolve(p))).find("group"), std::string::npos);
   Problem col = p;
   col.d.layout = Layout::col;
   col.d.ld = 0;
   col.resolve();
-  EXPECT_NE(sm90::problem_reason(col, dev).find("row-major"), std::string::npos);
+  EXPECT_NE(sm90::problem_reason(resolve(col), dev).find("row-major"), std::string::npos);
   Problem odd = p;  // A's pitch not a multiple of 16 bytes: TMA cannot load it, and grouped kernels have no load=cp
   odd.a.ld = 516;
-  EXPECT_NE(sm90::problem_reason(odd, dev).find("TMA"), std::string::npos);
+  EXPECT_NE(sm90::problem_reason(resolve(odd), dev).find("TMA"), std::string::npos);
   Problem f8 = grouped(4096, 1024, 512, 8, Grouping::contiguous, DType::e4m3, DType::e4m3);
-  EXPECT_NE(sm90::problem_reason(f8, dev).find("e4m3 D"), std::string::npos);
+  EXPECT_NE(sm90::problem_reason(resolve(f8), dev).find("e4m3 D"), std::string::npos);
 }
 
 // The grid's bound on a grouped problem's tiles (its group sizes are known on the device only): M / BM + G tile rows
@@ -71,9 +73,9 @@ TEST(Sm90Grouped, Reasons) {
 TEST(Sm90Grouped, TileBound) {
   const Problem p = grouped(1000, 512, 256, 7, Grouping::contiguous);
   const sm90::Config c = sm90::Config::parse("tile=128x128x64,stages=6,cluster=1x2,sched=coop,raster=m,group=8");
-  EXPECT_EQ(sm90::cluster_tiles(c, sm90::kernel_view(p)), (1000 / 128 + 7) * 2);
+  EXPECT_EQ(sm90::cluster_tiles(c, sm90::kernel_view(resolve(p))), (1000 / 128 + 7) * 2);
   const Problem q = grouped(100, 512, 256, 7, Grouping::masked);
-  EXPECT_EQ(sm90::cluster_tiles(c, sm90::kernel_view(q)), 1 * 2 * 7);
+  EXPECT_EQ(sm90::cluster_tiles(c, sm90::kernel_view(resolve(q))), 1 * 2 * 7);
   // The tile prefix takes shared memory: the deepest ring of a grouped kernel is never deeper than a plain one's.
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   for (const char* s : {"tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
@@ -84,7 +86,7 @@ TEST(Sm90Grouped, TileBound) {
               sm90::plan(k, sm90::kBF16).smem_bytes + 4 * (gt_sm90::kMaxGroups + 1));
   }
   Problem many = grouped(100000, 512, 256, gt_sm90::kMaxGroups + 1, Grouping::contiguous);
-  EXPECT_NE(sm90::problem_reason(many, dev).find("at most"), std::string::npos);
+  EXPECT_NE(sm90::problem_reason(resolve(many), dev).find("at most"), std::string::npos);
 }
 
 // Each grouped kernel form compiles: contiguous and masked, coop and ping-pong, a 1x2 cluster, fused chains (a GLU,
@@ -94,7 +96,7 @@ void compile_grouped(Problem p, size_t top = 3) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   p.resolve();
   ASSERT_EQ(p.check(), "");
-  auto all = be->enumerate(p, dev);
+  auto all = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(all.empty()) << p.str();
   std::vector<Candidate> cands(all.begin(), all.begin() + std::min(top, all.size()));
   std::set<std::string> fam;  // plus the best of each (schedule, cluster)

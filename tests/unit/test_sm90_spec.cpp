@@ -46,9 +46,10 @@ TEST(Sm90Spec, ConfigReasonReturnsTheSpecRule) {
   p.resolve();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   const std::string base = "stages=4,cluster=1x1,sched=coop,raster=m,group=8";
-  EXPECT_EQ(sm90::config_reason(sm90::Config::parse("tile=128x256x64," + base), p, dev), "");
+  const sm90::Analysis an(resolve(p));
+  EXPECT_EQ(sm90::config_reason(sm90::Config::parse("tile=128x256x64," + base), an, dev), "");
   const sm90::Config c = sm90::Config::parse("tile=64x256x64," + base);
-  EXPECT_EQ(sm90::config_reason(c, p, dev),
+  EXPECT_EQ(sm90::config_reason(c, an, dev),
             "sm90: " + why(Spec{.bm = 64}) + " (config " + c.str() + ")");
 }
 

@@ -33,8 +33,8 @@ Problem make(int64_t m, int64_t n, int64_t k, DType out, int64_t ldd, int align 
 void compile_clean(const Problem& p, bool swap_only = false, int tries = 6) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  ASSERT_EQ(be->supports(p, dev), "") << p.str();
-  const auto cands = be->enumerate(p, dev);
+  ASSERT_EQ(be->supports(resolve(p), dev), "") << p.str();
+  const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(cands.empty()) << p.str();
   bool clean[2] = {false, false};
   int tried[2] = {0, 0};
@@ -44,7 +44,7 @@ void compile_clean(const Problem& p, bool swap_only = false, int tries = 6) {
     if (cfg.swap != swap_only || clean[pp] || tried[pp] >= tries) continue;
     ++tried[pp];
     CompileResult r;
-    ASSERT_NO_THROW(r = be->compile(p, c, dev)) << c.str() << " for " << p.str();
+    ASSERT_NO_THROW(r = be->compile(resolve(p), c, dev)) << c.str() << " for " << p.str();
     clean[pp] = r.spill_bytes == 0;
     std::printf("%-70s %s: %d regs, %d spill bytes, %.0f ms\n", p.str().c_str(), c.config.c_str(), r.registers,
                 r.spill_bytes, r.compile_ms);
@@ -62,31 +62,31 @@ TEST(Sm90UnalignedD, RulesAndStorePath) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   // The LM head: ldd = 50257 (100514 bytes).
   const Problem lm = make(2048, 50257, 768, DType::bf16, 0);
-  EXPECT_EQ(be->supports(lm, dev), "");
-  EXPECT_FALSE(be->enumerate(lm, dev).empty());
-  const sm90::KernelView v = sm90::kernel_view(lm);
+  EXPECT_EQ(be->supports(resolve(lm), dev), "");
+  EXPECT_FALSE(be->enumerate(resolve(lm), dev).empty());
+  const sm90::KernelView v = sm90::kernel_view(resolve(lm));
   EXPECT_FALSE(sm90::d_tma_store(v));
   const std::string path = sm90::store_path(lm, v);
   EXPECT_NE(path.find("staged"), std::string::npos) << path;
   EXPECT_NE(path.find("ldd=50257 is not a multiple of 8 elements"), std::string::npos) << path;
 
   const Problem aligned = make(2048, 4096, 768, DType::bf16, 0);
-  EXPECT_TRUE(sm90::d_tma_store(sm90::kernel_view(aligned)));
-  EXPECT_EQ(sm90::store_path(aligned, sm90::kernel_view(aligned)), "D: TMA store");
+  EXPECT_TRUE(sm90::d_tma_store(sm90::kernel_view(resolve(aligned))));
+  EXPECT_EQ(sm90::store_path(aligned, sm90::kernel_view(resolve(aligned))), "D: TMA store");
   const Problem ragged = make(1000, 1001, 256, DType::bf16, 1008);  // aligned pitch, ragged n: TMA + edge strips
-  EXPECT_TRUE(sm90::d_tma_store(sm90::kernel_view(ragged)));
-  EXPECT_NE(sm90::store_path(ragged, sm90::kernel_view(ragged)).find("edge strips"), std::string::npos);
+  EXPECT_TRUE(sm90::d_tma_store(sm90::kernel_view(resolve(ragged))));
+  EXPECT_NE(sm90::store_path(ragged, sm90::kernel_view(resolve(ragged))).find("edge strips"), std::string::npos);
 
   const Problem al4 = make(512, 1024, 256, DType::bf16, 0, 4);  // a 4-byte aligned base pointer
-  EXPECT_EQ(be->supports(al4, dev), "");
-  EXPECT_NE(sm90::store_path(al4, sm90::kernel_view(al4)).find("4-byte aligned"), std::string::npos);
+  EXPECT_EQ(be->supports(resolve(al4), dev), "");
+  EXPECT_NE(sm90::store_path(al4, sm90::kernel_view(resolve(al4))).find("4-byte aligned"), std::string::npos);
 
   Problem bat = make(256, 256, 128, DType::f32, 0, 16, "none", 0.0f, 3);  // an odd batch stride of D
   bat.d.batch_stride = 256 * 256 + 1;
   bat.c = bat.d;
   bat.resolve();
-  EXPECT_EQ(be->supports(bat, dev), "");
-  EXPECT_NE(sm90::store_path(bat, sm90::kernel_view(bat)).find("batch_stride=65537 is not a multiple of 4"),
+  EXPECT_EQ(be->supports(resolve(bat), dev), "");
+  EXPECT_NE(sm90::store_path(bat, sm90::kernel_view(resolve(bat))).find("batch_stride=65537 is not a multiple of 4"),
             std::string::npos);
 
   Problem col = make(1001, 512, 256, DType::bf16, 0);  // col-major D with odd M: the view's pitch is 1001
@@ -94,9 +94,9 @@ TEST(Sm90UnalignedD, RulesAndStorePath) {
   col.d.ld = 0;
   col.c = col.d;
   col.resolve();
-  EXPECT_EQ(be->supports(col, dev), "");
-  EXPECT_NE(sm90::store_path(col, sm90::kernel_view(col)).find("ldd=1001"), std::string::npos);
-  EXPECT_NE(sm90::store_path(col, sm90::kernel_view(col, true)).find("swap=1"), std::string::npos);
+  EXPECT_EQ(be->supports(resolve(col), dev), "");
+  EXPECT_NE(sm90::store_path(col, sm90::kernel_view(resolve(col))).find("ldd=1001"), std::string::npos);
+  EXPECT_NE(sm90::store_path(col, sm90::kernel_view(resolve(col), true)).find("swap=1"), std::string::npos);
 }
 
 // The copy-out form for 16-bit and f32 D at each pitch class and a sub-16-byte base; coop and ping-pong clean.

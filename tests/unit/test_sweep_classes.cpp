@@ -138,7 +138,7 @@ TEST(SweepClasses, CoverOddSizes) {
 TEST(SweepClasses, CoverBatches) {
   expect_covered("batch > 1", [](const Problem& p) { return p.batch > 1 && !p.grouped(); });
   for (Which w : {Which::A, Which::B, Which::C})
-    expect_covered(std::string("broadcast ") + w + " (batch stride 0)", [&](const Problem& p) {
+    expect_covered(std::string("broadcast ") + which_name(w) + " (batch stride 0)", [&](const Problem& p) {
       if (w == Which::C && p.beta == 0.0f) return false;
       return p.batch > 1 && !p.grouped() && p.operand(w).batch_stride == 0;
     });
@@ -215,7 +215,7 @@ TEST(SweepClasses, EachTakenBySomeBackend) {
   for (const SweepClass& c : classes()) {
     bool taken = false;
     std::string why;
-    for (const RankedList& l : enumerate_ranked(c.problem, dev, {})) {
+    for (const RankedList& l : enumerate_ranked(resolve(c.problem), dev, {})) {
       taken |= !l.ranked.empty() || l.needs_gpu || l.unavailable;
       why += "\n  " + l.note();
     }

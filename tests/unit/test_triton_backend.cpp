@@ -103,8 +103,9 @@ TEST(TritonConfig, Reasons) {
   // The backend's validate() also wants the canonical spelling.
   auto b = find_backend("triton");
   ASSERT_TRUE(b);
-  EXPECT_TRUE(has(b->validate(p, Candidate{"triton", "bm=128,tmpl=tma,bn=128,bk=64,stages=3,warps=8,gm=8"}, kDev),
-                  "not canonical"));
+  EXPECT_TRUE(
+      has(b->validate(resolve(p), Candidate{"triton", "bm=128,tmpl=tma,bn=128,bk=64,stages=3,warps=8,gm=8"}, kDev),
+          "not canonical"));
 }
 
 TEST(TritonConfig, ProblemReasons) {
@@ -202,9 +203,10 @@ TEST(TritonBackend, UnavailableWithoutInterpreter) {
   ASSERT_TRUE(b);
   const std::string why = b->unavailable();
   EXPECT_TRUE(has(why, "GEMMTUNE_PYTHON=/nonexistent/gemmtune-test/python3 not found")) << why;
-  EXPECT_TRUE(b->enumerate(make(1024, 1024, 1024), kDev).empty());
+  EXPECT_TRUE(b->enumerate(resolve(make(1024, 1024, 1024)), kDev).empty());
   try {
-    b->compile(make(1024, 1024, 1024), Candidate{"triton", "tmpl=tma,bm=128,bn=128,bk=64,stages=3,warps=8,gm=8"}, kDev);
+    b->compile(resolve(make(1024, 1024, 1024)),
+               Candidate{"triton", "tmpl=tma,bm=128,bn=128,bk=64,stages=3,warps=8,gm=8"}, kDev);
     ADD_FAILURE() << "compile without an interpreter did not throw";
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "not found")) << e.what();
@@ -261,18 +263,18 @@ TEST_F(TritonCompile, MaskedChainCachedInMemoryAndOnDisk) {
   p.a.ld = 1004;
   p.beta = 0.5f;
   const Candidate c{"triton", "tmpl=masked,bm=64,bn=64,bk=32,stages=3,warps=4,gm=8"};
-  ASSERT_EQ(b->validate(p, c, kDev), "");
-  const CompileResult r1 = b->compile(p, c, kDev);
+  ASSERT_EQ(b->validate(resolve(p), c, kDev), "");
+  const CompileResult r1 = b->compile(resolve(p), c, kDev);
   expect_cubin(r1, "gt_triton_masked");
   EXPECT_FALSE(r1.cache_hit);
   EXPECT_GT(r1.compile_ms, 0);
   std::printf("triton compile (masked, 5-op chain): %.0f ms\n", r1.compile_ms);
-  const CompileResult r2 = b->compile(p, c, kDev);
+  const CompileResult r2 = b->compile(resolve(p), c, kDev);
   EXPECT_TRUE(r2.cache_hit);
   EXPECT_EQ(kernel_of(r2)->image, kernel_of(r1)->image);
   EXPECT_FALSE(kernel_of(r2)->from_disk);
   triton::clear_memory_cache();
-  const CompileResult r3 = b->compile(p, c, kDev);
+  const CompileResult r3 = b->compile(resolve(p), c, kDev);
   EXPECT_TRUE(r3.cache_hit);
   EXPECT_TRUE(kernel_of(r3)->from_disk);
   EXPECT_EQ(kernel_of(r3)->image, kernel_of(r1)->image);
@@ -287,13 +289,13 @@ TEST_F(TritonCompile, MaskedChainCachedInMemoryAndOnDisk) {
     f.put('\x5a');
   }
   triton::clear_memory_cache();
-  const CompileResult r4 = b->compile(p, c, kDev);
+  const CompileResult r4 = b->compile(resolve(p), c, kDev);
   EXPECT_FALSE(r4.cache_hit);
   expect_cubin(r4, "gt_triton_masked");
   // Garbage in place of the entry: also a miss.
   { std::ofstream(entry, std::ios::trunc) << "not an entry"; }
   triton::clear_memory_cache();
-  EXPECT_FALSE(b->compile(p, c, kDev).cache_hit);
+  EXPECT_FALSE(b->compile(resolve(p), c, kDev).cache_hit);
 }
 
 TEST_F(TritonCompile, TmaBatchedHasScratch) {
@@ -302,8 +304,8 @@ TEST_F(TritonCompile, TmaBatchedHasScratch) {
   p.beta = 1.0f;
   p.resolve();
   const Candidate c{"triton", "tmpl=tma,bm=128,bn=128,bk=64,stages=3,warps=8,gm=8"};
-  ASSERT_EQ(b->validate(p, c, kDev), "");
-  const CompileResult r = b->compile(p, c, kDev);
+  ASSERT_EQ(b->validate(resolve(p), c, kDev), "");
+  const CompileResult r = b->compile(resolve(p), c, kDev);
   expect_cubin(r, "gt_triton_tma");
   // Device-side TMA descriptors live in the global scratch.
   EXPECT_GT(kernel_of(r)->global_scratch_size, 0);
@@ -313,11 +315,13 @@ TEST_F(TritonCompile, TmaBatchedHasScratch) {
 TEST_F(TritonCompile, Fp8RowAndTensor) {
   auto b = find_backend("triton");
   Problem p = make(256, 512, 1024, DType::e4m3, DType::bf16, Layout::row, Layout::col, "bias");
-  const CompileResult r1 = b->compile(p, Candidate{"triton", "tmpl=tma,bm=128,bn=128,bk=128,stages=3,warps=8,gm=8"}, kDev);
+  const CompileResult r1 =
+      b->compile(resolve(p), Candidate{"triton", "tmpl=tma,bm=128,bn=128,bk=128,stages=3,warps=8,gm=8"}, kDev);
   expect_cubin(r1, "gt_triton_tma");
   p.scaling = Scaling::tensor;
   p.a.ld = 1040;  // 16-byte rows still; the masked template anyway
-  const CompileResult r2 = b->compile(p, Candidate{"triton", "tmpl=masked,bm=64,bn=64,bk=64,stages=3,warps=4,gm=8"}, kDev);
+  const CompileResult r2 =
+      b->compile(resolve(p), Candidate{"triton", "tmpl=masked,bm=64,bn=64,bk=64,stages=3,warps=4,gm=8"}, kDev);
   expect_cubin(r2, "gt_triton_masked");
 }
 
@@ -326,7 +330,7 @@ TEST_F(TritonCompile, HungCompileIsKilled) {
   auto b = find_backend("triton");
   const Problem p = make(640, 640, 640);
   try {
-    b->compile(p, Candidate{"triton", "tmpl=masked,bm=32,bn=32,bk=32,stages=2,warps=4,gm=4"}, kDev);
+    b->compile(resolve(p), Candidate{"triton", "tmpl=masked,bm=32,bn=32,bk=32,stages=2,warps=4,gm=4"}, kDev);
     ADD_FAILURE() << "a compile past its deadline did not throw";
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "did not finish")) << e.what();
@@ -353,20 +357,24 @@ std::vector<pid_t> own_helpers() {
 TEST_F(TritonCompile, DeadHelperIsReplacedAndOneShotWorks) {
   auto b = find_backend("triton");
   const Problem p = make(384, 384, 384);
-  EXPECT_TRUE(b->compile(p, Candidate{"triton", "tmpl=masked,bm=64,bn=64,bk=64,stages=2,warps=4,gm=8"}, kDev).compiled);
+  EXPECT_TRUE(b->compile(resolve(p), Candidate{"triton", "tmpl=masked,bm=64,bn=64,bk=64,stages=2,warps=4,gm=8"}, kDev)
+                  .compiled);
   const std::vector<pid_t> helpers = own_helpers();
   ASSERT_FALSE(helpers.empty()) << "no warm helper left after a compile";
   // Killed, not reaped: the pool reaps its helpers (a pid reaped here could be reused before the pool signals it).
   for (pid_t h : helpers) ::kill(h, SIGKILL);
-  EXPECT_TRUE(b->compile(p, Candidate{"triton", "tmpl=masked,bm=64,bn=32,bk=64,stages=2,warps=4,gm=8"}, kDev).compiled);
+  EXPECT_TRUE(b->compile(resolve(p), Candidate{"triton", "tmpl=masked,bm=64,bn=32,bk=64,stages=2,warps=4,gm=8"}, kDev)
+                  .compiled);
   ScopedEnv oneshot("GEMMTUNE_TRITON_WARM", "0");
-  EXPECT_TRUE(b->compile(p, Candidate{"triton", "tmpl=masked,bm=32,bn=64,bk=64,stages=2,warps=4,gm=8"}, kDev).compiled);
+  EXPECT_TRUE(b->compile(resolve(p), Candidate{"triton", "tmpl=masked,bm=32,bn=64,bk=64,stages=2,warps=4,gm=8"}, kDev)
+                  .compiled);
 }
 
 TEST_F(TritonCompile, BadConfigRefusedBeforeCompiling) {
   auto b = find_backend("triton");
   try {
-    b->compile(make(512, 512, 512), Candidate{"triton", "tmpl=tma,bm=256,bn=256,bk=64,stages=3,warps=8,gm=8"}, kDev);
+    b->compile(resolve(make(512, 512, 512)), Candidate{"triton", "tmpl=tma,bm=256,bn=256,bk=64,stages=3,warps=8,gm=8"},
+               kDev);
     ADD_FAILURE() << "an invalid config compiled";
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "accumulators")) << e.what();

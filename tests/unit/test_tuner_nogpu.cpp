@@ -196,8 +196,8 @@ class FakeBackend final : public Backend {
  public:
   FakeBackend(std::string name, std::set<std::string> spill) : name_(std::move(name)), spill_(std::move(spill)) {}
   std::string name() const override { return name_; }
-  std::string supports(const Problem&, const DeviceInfo&) const override { return ""; }
-  std::vector<Candidate> enumerate(const Problem&, const DeviceInfo&) const override {
+  std::string supports(const ResolvedProblem&, const DeviceInfo&) const override { return ""; }
+  std::vector<Candidate> enumerate(const ResolvedProblem&, const BackendAnalysis&, const DeviceInfo&) const override {
     std::vector<Candidate> out;
     for (int i = 0; i < 10; ++i) out.push_back({name_, "c" + std::to_string(i)});
     return out;
@@ -207,12 +207,12 @@ class FakeBackend final : public Backend {
     if (c.config == "garbled") throw Error(name_ + ": cannot parse '" + c.config + "'");
     return std::make_shared<const BackendConfigOf<FakeConfig>>(FakeConfig{c.config, no});
   }
-  using Backend::compile, Backend::load, Backend::validate;
-  std::string validate(const Problem&, const Candidate&, const BackendConfig& cfg,
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;
+  std::string validate(const ResolvedProblem&, const BackendAnalysis&, const Candidate&, const BackendConfig& cfg,
                        const DeviceInfo&) const override {
     return config(cfg) == "bad" ? name_ + ": bad config" : "";
   }
-  CompileResult compile(const Problem&, const Candidate&, const BackendConfig& cfg,
+  CompileResult compile(const ResolvedProblem&, const BackendAnalysis&, const Candidate&, const BackendConfig& cfg,
                         const DeviceInfo&) const override {
     if (config(cfg) == "broken") throw Error(name_ + ": ptxas failed");
     CompileResult r;
@@ -220,8 +220,8 @@ class FakeBackend final : public Backend {
     r.spill_bytes = spill_.count(config(cfg)) ? 96 : 0;
     return r;
   }
-  std::unique_ptr<Executable> load(const Problem&, const Candidate& c, const BackendConfig& cfg,
-                                   const CompileResult&) const override {
+  std::unique_ptr<Executable> load(const ResolvedProblem&, const BackendAnalysis&, const Candidate& c,
+                                   const BackendConfig& cfg, const CompileResult&) const override {
     return std::make_unique<FakeExecutable>(c, config_of<FakeConfig>(cfg, name_).parse_no);
   }
 
@@ -251,7 +251,7 @@ TEST(Pipeline, CompileOneRejectsSpills) {
     PreparedCandidate pc;
     pc.result.candidate = {"fake", config};
     pc.backend = fake;
-    compile_one(p, dev, pc);
+    compile_one(resolve(p), dev, pc);
     return pc;
   };
   PreparedCandidate clean = run("c0");
@@ -281,12 +281,12 @@ TEST(Pipeline, SpilledCandidateGivesItsSlotToTheNextInRank) {
   auto b = std::make_shared<FakeBackend>(
       "fb", std::set<std::string>{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"});
   std::vector<RankedList> lists(2);
-  lists[0].backend = a, lists[0].ranked = a->enumerate(p, dev);
-  lists[1].backend = b, lists[1].ranked = b->enumerate(p, dev);
+  lists[0].backend = a, lists[0].ranked = a->enumerate(resolve(p), dev);
+  lists[1].backend = b, lists[1].ranked = b->enumerate(resolve(p), dev);
   int calls = 0;
   const CompileFn compile = [&](PreparedCandidate& pc) {
     ++calls;
-    compile_one(p, dev, pc);
+    compile_one(resolve(p), dev, pc);
   };
   for (int threads : {1, 3}) {
     calls = 0;
@@ -301,7 +301,7 @@ TEST(Pipeline, SpilledCandidateGivesItsSlotToTheNextInRank) {
   // No spills: exactly the top k, the same candidates top_candidates() lists.
   auto clean = std::make_shared<FakeBackend>("fc", std::set<std::string>{});
   std::vector<RankedList> one(1);
-  one[0].backend = clean, one[0].ranked = clean->enumerate(p, dev);
+  one[0].backend = clean, one[0].ranked = clean->enumerate(resolve(p), dev);
   std::vector<std::string> listed;
   for (const Candidate& c : top_candidates(one, 4)) listed.push_back(c.str());
   EXPECT_EQ(configs_of(prepare_ranked(one, 4, 2, compile)), listed);
@@ -316,20 +316,20 @@ TEST(Pipeline, EachConfigIsParsedOnce) {
   auto a = std::make_shared<FakeBackend>("fa", std::set<std::string>{"c1"});
   auto b = std::make_shared<FakeBackend>("fb", std::set<std::string>{});
   std::vector<RankedList> lists(2);
-  lists[0].backend = a, lists[0].ranked = a->enumerate(p, dev);
-  lists[1].backend = b, lists[1].ranked = b->enumerate(p, dev);
-  const CompileFn compile = [&](PreparedCandidate& pc) { compile_one(p, dev, pc); };
+  lists[0].backend = a, lists[0].ranked = a->enumerate(resolve(p), dev);
+  lists[1].backend = b, lists[1].ranked = b->enumerate(resolve(p), dev);
+  const CompileFn compile = [&](PreparedCandidate& pc) { compile_one(resolve(p), dev, pc); };
   std::vector<PreparedCandidate> got = prepare_ranked(lists, 3, 2, compile);
   ASSERT_EQ(got.size(), 7u);  // fa: c0, c1 (spills), c2, c3; fb: c0..c2
   EXPECT_EQ(a->parses + b->parses, 7);
   std::set<int> seen;
   for (PreparedCandidate& pc : got) {
     ASSERT_TRUE(pc.config) << pc.candidate().str();
-    compile_one(p, dev, pc);  // a second pass over a prepared candidate parses nothing
+    compile_one(resolve(p), dev, pc);  // a second pass over a prepared candidate parses nothing
     if (pc.status() != Status::pending) continue;
     PreparedCandidate copy = pc;  // as the runoff takes it: shares the parsed config and the artifact
     for (const PreparedCandidate* x : {&pc, &copy}) {
-      auto exe = load_prepared(p, *x);
+      auto exe = load_prepared(resolve(p), *x);
       ASSERT_TRUE(exe);
       const int no = static_cast<const FakeExecutable&>(*exe).parse_no;
       EXPECT_EQ(no, config_of<FakeConfig>(*pc.config, pc.candidate().backend).parse_no);
@@ -343,14 +343,14 @@ TEST(Pipeline, EachConfigIsParsedOnce) {
   PreparedCandidate one;
   one.result.candidate = {"fb", "c5"};
   one.backend = b;
-  compile_one(p, dev, one);
+  compile_one(resolve(p), dev, one);
   ASSERT_EQ(one.status(), Status::pending);
-  EXPECT_TRUE(load_prepared(p, one));
+  EXPECT_TRUE(load_prepared(resolve(p), one));
   EXPECT_EQ(b->parses, 4);
 
   // The string forms (single calls outside a pipeline) parse on each call, and say the same.
-  EXPECT_EQ(b->validate(p, Candidate{"fb", "bad"}, dev), "fb: bad config");
-  EXPECT_EQ(b->validate(p, Candidate{"fb", "garbled"}, dev), "fb: cannot parse 'garbled'");
+  EXPECT_EQ(b->validate(resolve(p), Candidate{"fb", "bad"}, dev), "fb: bad config");
+  EXPECT_EQ(b->validate(resolve(p), Candidate{"fb", "garbled"}, dev), "fb: cannot parse 'garbled'");
   EXPECT_EQ(b->parses, 6);
 }
 
@@ -378,10 +378,10 @@ TEST(Pipeline, ParsedPathRejectsAsValidateDoes) {
       {&plain, {"cublaslt", "default,epi=bogus"}},
   };
   for (const auto& t : cases) {
-    const std::string why = find_backend(t.c.backend)->validate(*t.p, t.c, dev);
+    const std::string why = find_backend(t.c.backend)->validate(resolve(*t.p), t.c, dev);
     ASSERT_FALSE(why.empty()) << t.c.str();
     PreparedCandidate pc = make_prepared(t.c);
-    compile_one(*t.p, dev, pc);
+    compile_one(resolve(*t.p), dev, pc);
     EXPECT_EQ(pc.status(), Status::unsupported) << t.c.str();
     EXPECT_EQ(pc.result.reason, why) << t.c.str() << " on " << t.p->str();
   }
@@ -392,7 +392,7 @@ TEST(Pipeline, OfflineEnumerationSkipsBackendsThatNeedTheGpu) {
   if (gpu_available()) GTEST_SKIP() << "a GPU is present";
   Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16);
   p.resolve();
-  const auto lists = enumerate_ranked(p, DeviceInfo::assumed_sm90(), {});
+  const auto lists = enumerate_ranked(resolve(p), DeviceInfo::assumed_sm90(), {});
   bool sm90 = false;
   for (const RankedList& l : lists) {
     if (l.backend->name() == "cublaslt") {

@@ -58,7 +58,7 @@ class WorkerProtocol : public ::testing::Test {
       if (e.kind == ProgressKind::result) reported_.push_back(e.result->candidate.config);
     };
     evaluate_in_worker(GEMMTUNE_SOURCE_DIR "/tests/unit/data/fake_worker.py",
-                       Problem::make(64, 64, 64, DType::bf16, DType::bf16), cands, o);
+                       resolve(Problem::make(64, 64, 64, DType::bf16, DType::bf16)), cands, o);
     return cands;
   }
   int starts() const {

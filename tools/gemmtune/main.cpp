@@ -186,7 +186,7 @@ const CandidateResult* find_result(const std::vector<CandidateResult>& v, const 
 void check_config(const Problem& p, const Candidate& c, const DeviceInfo& dev) {
   std::string why;
   try {
-    why = find_backend(c.backend)->validate(p, c, dev);
+    why = find_backend(c.backend)->validate(resolve(p), c, dev);
   } catch (const NoGpuError&) {
     return;  // the backend needs the GPU to judge; tuning will say
   } catch (const Error& e) {
@@ -386,16 +386,15 @@ DeviceInfo pick_device(int arch_sms, bool arch_sms_given) {
 
 int cmd_list(const ProblemArgs& pa, const std::string& backends, int top_k, int arch_sms, bool arch_sms_given,
              const JsonOut& jo) {
-  Problem p = pa.build();
+  const ResolvedProblem p = resolve(pa.build());
   std::vector<std::string> chosen = parse_backends(backends);
   if (top_k < 0) throw UsageError(fmt::format("--top-k must be >= 0 (got {}; 0 = all)", top_k));
   DeviceInfo dev = pick_device(arch_sms, arch_sms_given);
-  p.resolve();
   const std::vector<RankedList> lists = enumerate_ranked(p, dev, chosen);
   for (const RankedList& l : lists)
     if (!l.note().empty()) std::fprintf(stderr, "note: %s\n", l.note().c_str());
   const std::vector<Candidate> cands = top_candidates(lists, top_k);
-  std::fprintf(stderr, "# %zu candidates for %s on %s\n", cands.size(), p.str().c_str(), dev.name.c_str());
+  std::fprintf(stderr, "# %zu candidates for %s on %s\n", cands.size(), p->str().c_str(), dev.name.c_str());
   if (jo.given) {
     json arr = json::array();
     for (const auto& c : cands) arr.push_back(c.str());

@@ -259,11 +259,9 @@ void scale_modes(Scaling s, int32_t& a, int32_t& b) {
   }
 }
 
-// The fp8 part of problem_reason (cuBLASLt's fp8 rules; gemmtune's own, such as the K-major layouts, come first from
-// Problem::check()).
+// The fp8 part of problem_reason: cuBLASLt's fp8 rules, on top of gemmtune's own (Problem::check(), passed).
 std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
   const std::string pre = "cublaslt: ";
-  if (std::string why = p.check(); !why.empty()) return pre + why;
   if (dev.cc_major != 0 && dev.cc_major * 10 + dev.cc_minor < 89)
     return pre + "fp8 needs sm_89 or newer (fp8 tensor cores), got " + dev.arch();
   if (dev.cc_major != 0 && p.scaling != Scaling::tensor && !(dev.cc_major == 9 && dev.cc_minor == 0))
@@ -284,8 +282,8 @@ std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
     if (w == Which::C && p.beta == 0.0f) continue;
     if (const int acc = p.access_bytes(w); acc < 16) {
       const Operand& o = p.operand(w);
-      return pre + "cuBLASLt's fp8 matmul needs 16-byte aligned rows of every matrix: " + std::string(which_name(w)) + " (" +
-             dn(o.dtype) + ") has ld" + std::string(which_lower(w)) + "=" + std::to_string(o.ld) + " = " +
+      return pre + "cuBLASLt's fp8 matmul needs 16-byte aligned rows of every matrix: " + which_name(w) + " (" +
+             dn(o.dtype) + ") has ld" + which_lower(w) + "=" + std::to_string(o.ld) + " = " +
              std::to_string(o.ld * int64_t(dtype_size(o.dtype))) + " bytes, align=" + std::to_string(o.align) +
              (p.batch > 1 ? ", batch stride " + std::to_string(o.batch_stride) : "") + ": " + std::to_string(acc) +
              "-byte aligned";
@@ -318,18 +316,17 @@ std::string fp8_reason(const Problem& p, const DeviceInfo& dev) {
   return "";
 }
 
-// THE validity function of this backend: supports(), validate() and enumerate() all start here. `p` is resolved.
-std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+// THE validity function of this backend: supports(), validate() and enumerate() all start here. Shapes, pitches and
+// batch strides (0 broadcasts an input) are the resolved problem's own check; cuBLASLt takes any for 16-bit types.
+std::string problem_reason(const ResolvedProblem& rp, const DeviceInfo& dev) {
+  const Problem& p = rp;
   const std::string pre = "cublaslt: ";
   if (dev.cc_major != 0 && dev.cc_major < 8) return pre + "needs sm_80 or newer for bf16/f16 tensor cores, got " + dev.arch();
-  if (p.m < 1 || p.n < 1 || p.k < 1) return pre + "M, N and K must be >= 1";
   // A plain or batched matmul here would ignore the groups and compute a wrong answer. cuBLASLt's batches (strided or
   // pointer-array) share one shape, and cublasGemmGroupedBatchedEx reads the group sizes on the host.
   if (p.grouped())
     return pre + "grouped GEMMs (grouping=" + std::string(grouping_name(p.grouping)) +
            ") are not supported: cuBLASLt has no grouped matmul whose group sizes live on the device";
-  if (p.batch < 1 || p.batch > std::numeric_limits<int32_t>::max()) return pre + "batch must be in [1, 2^31)";
-  if (p.accum != DType::f32) return pre + "only fp32 accumulation (CUBLAS_COMPUTE_32F) is supported";
   const DType in = p.a.dtype;
   if (fp8_problem(p)) return fp8_reason(p, dev);
   if (in != DType::bf16 && in != DType::f16 && in != DType::f32)
@@ -341,24 +338,10 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (p.d.dtype != in && p.d.dtype != DType::f32)
     return pre + "with " + dn(in) + " inputs D must be " + dn(in) + " or f32 (cuBLASLt CUBLAS_COMPUTE_32F types), got " +
            dn(p.d.dtype);
-  if (p.beta != 0.0f) {
-    if (p.c.dtype != p.d.dtype)
-      return pre + "C must have D's dtype when beta != 0 (cuBLASLt Ctype == Dtype for 16-bit inputs), got C=" +
-             dn(p.c.dtype) + " D=" + dn(p.d.dtype);
-    if (p.c.layout != p.d.layout)
-      return pre + "C must have D's layout when beta != 0 (cuBLASLt has no transpose for C), got C=" +
-             std::string(layout_name(p.c.layout)) + " D=" + std::string(layout_name(p.d.layout));
-  }
-  // Shapes, leading dimensions, batch strides (stride 0 broadcasts an input, which cuBLASLt takes as is): the
-  // problem model's own check says it; cuBLASLt has no further requirement on them for 16-bit types.
-  if (std::string why = p.check(); !why.empty()) return pre + why;
+  if (p.beta != 0.0f && p.c.layout != p.d.layout)
+    return pre + "C must have D's layout when beta != 0 (cuBLASLt has no transpose for C), got C=" +
+           std::string(layout_name(p.c.layout)) + " D=" + std::string(layout_name(p.d.layout));
   return "";
-}
-
-Problem resolved(const Problem& p) {
-  Problem r = p;
-  r.resolve();
-  return r;
 }
 
 // `mode`: fused maps the chain to cuBLASLt's epilogue; separate (or none) maps the plain GEMM into the intermediate.
@@ -765,13 +748,13 @@ class CublasLtBackend final : public Backend {
     return name() + "@" + cublaslt_version() + "+nvrtc" + jit::nvrtc_version();
   }
 
-  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
-    return problem_reason(resolved(p), dev);
+  std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const override {
+    return problem_reason(p, dev);
   }
 
-  std::string path(const Problem& p0, const DeviceInfo& dev) const override {
-    const Problem p = resolved(p0);
-    if (!fp8_problem(p) || !problem_reason(p, dev).empty()) return "";
+  std::string path(const ResolvedProblem& rp, const BackendAnalysis&, const DeviceInfo& dev) const override {
+    const Problem& p = rp;
+    if (!fp8_problem(p) || !problem_reason(rp, dev).empty()) return "";
     int32_t ma, mb;
     scale_modes(p.scaling, ma, mb);
     std::string s = dn(p.a.dtype) + " x " + dn(p.b.dtype) + ", " + std::string(scaling_name(p.scaling)) + " scales (";
@@ -781,9 +764,10 @@ class CublasLtBackend final : public Backend {
     return s;
   }
 
-  std::vector<Candidate> enumerate(const Problem& p0, const DeviceInfo& dev) const override {
-    const Problem p = resolved(p0);
-    if (!problem_reason(p, dev).empty()) return {};
+  std::vector<Candidate> enumerate(const ResolvedProblem& rp, const BackendAnalysis&,
+                                   const DeviceInfo& dev) const override {
+    const Problem& p = rp;
+    if (!problem_reason(rp, dev).empty()) return {};
     (void)lt_handle();  // throws NoGpuError without a GPU: the heuristic needs the device
     // fp8: cuBLASLt's algorithms with and without fast accumulation are distinct candidates (the tuner times both);
     // block scaling promotes every 128-K block by definition, so it has only the one form. The lists are
@@ -828,17 +812,18 @@ class CublasLtBackend final : public Backend {
   }
 
   // A problem this backend cannot run is named before anything about the config.
-  std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const override {
-    if (std::string why = problem_reason(resolved(p), dev); !why.empty()) return why;
+  std::string parse_error_reason(const ResolvedProblem& p, const DeviceInfo& dev,
+                                 const std::string& error) const override {
+    if (std::string why = problem_reason(p, dev); !why.empty()) return why;
     return error;
   }
 
-  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;  // single calls
 
-  std::string validate(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                       const DeviceInfo& dev) const override {
-    const Problem p = resolved(p0);
-    if (std::string why = problem_reason(p, dev); !why.empty()) return why;
+  std::string validate(const ResolvedProblem& rp, const BackendAnalysis& an, const Candidate& c,
+                       const BackendConfig& parsed, const DeviceInfo& dev) const override {
+    const Problem& p = rp;
+    if (std::string why = problem_reason(rp, dev); !why.empty()) return why;
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
     if (std::string why = config_reason(p, cfg.split); !why.empty()) return why;
     if (cublaslt::is_default_config(cfg.split.algo)) return "";
@@ -853,11 +838,11 @@ class CublasLtBackend final : public Backend {
     return check_algo(algo, ds).reason;
   }
 
-  CompileResult compile(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                        const DeviceInfo& dev) const override {
+  CompileResult compile(const ResolvedProblem& rp, const BackendAnalysis& an, const Candidate& c,
+                        const BackendConfig& parsed, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
-    const Problem p = resolved(p0);
-    if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
+    const Problem& p = rp;
+    if (std::string why = problem_reason(rp, dev); !why.empty()) GT_THROW(why);
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
     if (std::string why = config_reason(p, cfg.split); !why.empty()) GT_THROW(why);
     if (!cfg.algo_error.empty()) throw Error(cfg.algo_error);
@@ -867,11 +852,11 @@ class CublasLtBackend final : public Backend {
     return r;
   }
 
-  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                                   const CompileResult& compiled) const override {
-    const Problem p = resolved(p0);
+  std::unique_ptr<Executable> load(const ResolvedProblem& rp, const BackendAnalysis& an, const Candidate& c,
+                                   const BackendConfig& parsed, const CompileResult& compiled) const override {
+    const Problem& p = rp;
     DeviceInfo dev;  // arch was checked by supports(); only the problem matters here
-    if (std::string why = problem_reason(p, dev); !why.empty()) GT_THROW(why);
+    if (std::string why = problem_reason(rp, dev); !why.empty()) GT_THROW(why);
     GT_REQUIRE(c.backend == kName, "cublaslt: cannot load a candidate of backend '" + c.backend + "'");
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
     if (std::string why = config_reason(p, cfg.split); !why.empty()) GT_THROW(why);
@@ -933,20 +918,16 @@ class CublasLtBackend final : public Backend {
 std::shared_ptr<Backend> make_cublaslt_backend() { return std::make_shared<CublasLtBackend>(); }
 
 std::string cublaslt_mapping(const Problem& p0, const std::string& config) {
-  const Problem p = resolved(p0);
-  if (std::string why = problem_reason(p, DeviceInfo{}); !why.empty()) throw Error(why);
+  const ResolvedProblem rp = resolve(p0);
+  const Problem& p = rp;
+  if (std::string why = problem_reason(rp, DeviceInfo{}); !why.empty()) throw Error(why);
   const CandidateConfig cfg = CandidateConfig::parse(config);
   if (std::string why = CublasLtBackend::config_reason(p, cfg); !why.empty()) throw Error(why);
   const LtProblem lp = map_problem(p, cfg.epi, cfg.fast_accum.value_or(false));
   auto type = [](cudaDataType_t t) -> std::string {
-    switch (t) {
-      case CUDA_R_16BF: return "bf16";
-      case CUDA_R_16F: return "f16";
-      case CUDA_R_32F: return "f32";
-      case CUDA_R_8F_E4M3: return "e4m3";
-      case CUDA_R_8F_E5M2: return "e5m2";
-      default: return "#" + std::to_string(static_cast<int>(t));
-    }
+    for (DType d : {DType::bf16, DType::f16, DType::f32, DType::e4m3, DType::e5m2})
+      if (lt_type(d) == t) return dn(d);
+    return "#" + std::to_string(static_cast<int>(t));
   };
   auto mat = [&](const char* name, const LtMatrix& m) {
     return std::string(name) + "=" + type(m.type) + ":" + std::to_string(m.rows) + "x" + std::to_string(m.cols) +

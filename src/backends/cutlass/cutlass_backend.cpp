@@ -140,18 +140,19 @@ class CutlassBackend final : public Backend {
 
   std::string unavailable() const override { return cutlass_be::toolchain_error(); }
   bool slow_compile() const override { return true; }
-  bool is_compiled(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                   const DeviceInfo& dev) const override {
-    if (!unavailable().empty() || !validate(p, c, parsed, dev).empty()) return true;  // nothing to compile
+  bool is_compiled(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                   const BackendConfig& parsed, const DeviceInfo& dev) const override {
+    if (!unavailable().empty() || !validate(p, an, c, parsed, dev).empty()) return true;  // nothing to compile
     return cutlass_be::is_built(cutlass_be::unit_key(source(p, parsed)));
   }
 
   // The problem alone: the toolchain is looked for (Python, nvcc --version) only for a problem that has candidates.
-  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+  std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const override {
     return cutlass_be::problem_reason(p, dev);
   }
 
-  std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
+  std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis&,
+                                   const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
     // Unavailable: no candidates, so that a wrapping backend (pad) does not list any either.
     if (!unavailable().empty()) return out;
@@ -163,18 +164,18 @@ class CutlassBackend final : public Backend {
     return config::parse_candidate<Config>(kName, c);
   }
 
-  using Backend::compile, Backend::load, Backend::validate;
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;  // single calls
 
-  std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                       const DeviceInfo& dev) const override {
+  std::string validate(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                       const BackendConfig& parsed, const DeviceInfo& dev) const override {
     return config::validate_canonical(kName, c, config_of<Config>(parsed, kName),
                               [&](const Config& cfg) { return cutlass_be::config_reason(cfg, p, dev); });
   }
 
-  CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                        const DeviceInfo& dev) const override {
+  CompileResult compile(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                        const BackendConfig& parsed, const DeviceInfo& dev) const override {
     const auto t0 = Clock::now();
-    if (std::string r = validate(p, c, parsed, dev); !r.empty()) GT_THROW(r);
+    if (std::string r = validate(p, an, c, parsed, dev); !r.empty()) GT_THROW(r);
     const Config& cfg = config_of<Config>(parsed, kName);
     const cutlass_be::BuildResult b = cutlass_be::build(source(p, parsed), cutlass_be::unit_ident(cfg, p));
     CompileResult r;
@@ -188,8 +189,8 @@ class CutlassBackend final : public Backend {
     return r;
   }
 
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                                   const CompileResult& compiled) const override {
+  std::unique_ptr<Executable> load(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                   const BackendConfig& parsed, const CompileResult& compiled) const override {
     (void)parsed;
     auto a = std::static_pointer_cast<const Artifact>(compiled.artifact);
     GT_REQUIRE(a && a->so, "cutlass: load of " + c.str() + " without its compiled object");

@@ -89,12 +89,8 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     if (!is_16bit(p.c.dtype) && p.c.dtype != DType::f32)
       return "cutlass: C must be bf16, f16 or f32 (got " + std::string(dtype_name(p.c.dtype)) + ")";
   }
-  constexpr int64_t kMaxInt = 2147483647;
-  if (p.m > kMaxInt || p.n > kMaxInt || p.k > kMaxInt || p.batch > kMaxInt)
-    return "cutlass: M, N, K and batch must each fit in 32 bits";
   for (Which w : kOperands)
-    if (w != Which::C || has_c)
-      if (std::string r = tma_reason(p, w); !r.empty()) return r;
+    if (std::string r = w == Which::C && !has_c ? "" : tma_reason(p, w); !r.empty()) return r;
   for (const EpiOp& op : p.epilogue.ops)
     if (op.kind == EpiOpKind::glu) return "cutlass: gated linear units (" + op.key() + ") are not supported";
   if (p.epilogue.has(EpiOpKind::residual)) {

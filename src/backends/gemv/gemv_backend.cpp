@@ -186,13 +186,16 @@ class GemvBackend final : public Backend {
   std::string name() const override { return "gemv"; }
   std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
 
-  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+  std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const override {
     return gemv::problem_reason(p, dev);
   }
-  std::string path(const Problem& p, const DeviceInfo&) const override { return gemv::load_path(p); }
+  std::string path(const ResolvedProblem& p, const BackendAnalysis&, const DeviceInfo&) const override {
+    return gemv::load_path(p);
+  }
 
 
-  std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
+  std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis&,
+                                   const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
     for (const Config& c : gemv::enumerate_configs(p, dev)) out.push_back(Candidate{"gemv", c.str()});
     return out;
@@ -202,28 +205,28 @@ class GemvBackend final : public Backend {
     return config::parse_candidate<Config>("gemv", c);
   }
 
-  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;  // single calls
 
-  std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                       const DeviceInfo& dev) const override {
+  std::string validate(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                       const BackendConfig& parsed, const DeviceInfo& dev) const override {
     return config::validate_canonical("gemv", c, config_of<Config>(parsed, "gemv"),
                               [&](const Config& cfg) { return gemv::config_reason(cfg, p, dev); });
   }
 
-  CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                        const DeviceInfo& dev) const override {
+  CompileResult compile(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                        const BackendConfig& parsed, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
-    if (std::string r = validate(p, c, parsed, dev); !r.empty()) GT_THROW(r);
+    if (std::string r = validate(p, an, c, parsed, dev); !r.empty()) GT_THROW(r);
     const Config& cfg = config_of<Config>(parsed, "gemv");
     JitUnit u;
     std::tie(u.source, u.name) = unit(cfg, p);
     u.arch = arch_of(dev);
     u.dynamic_smem = gemv::ring_bytes(cfg, p);
-    return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
+    return compile_jit_unit(u, c.str() + " for " + p->str(), t0);
   }
 
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                                   const CompileResult& compiled) const override {
+  std::unique_ptr<Executable> load(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                   const BackendConfig& parsed, const CompileResult& compiled) const override {
     return std::make_unique<GemvExecutable>(p, c, config_of<Config>(parsed, "gemv"), jit_cubin(compiled, "gemv", c));
   }
 };

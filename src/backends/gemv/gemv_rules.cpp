@@ -70,7 +70,6 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
              problem_limit(p).why;
   }
   if (p.beta != 0.0f && !out_type_ok(p.c.dtype)) return "gemv: C must be bf16, f16 or f32";
-  if (p.accum != DType::f32) return "gemv: accumulation must be f32";
   if (p.m > kMaxVectors && p.n > kMaxVectors)
     return "gemv: needs M <= " + std::to_string(kMaxVectors) + " or N <= " + std::to_string(kMaxVectors) +
            " (the vectors), got M=" + std::to_string(p.m) + ", N=" + std::to_string(p.n);
@@ -81,8 +80,6 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     return "gemv: A must be row-major and B column-major (both K-contiguous, as x·Wᵀ with W stored [N, K] like "
            "torch.nn.Linear's weight), got A " + std::string(layout_name(p.a.layout)) + ", B " +
            std::string(layout_name(p.b.layout));
-  if (p.k >= (int64_t(1) << 31) || p.m >= (int64_t(1) << 31) || p.n >= (int64_t(1) << 31))
-    return "gemv: M, N and K must be < 2^31";
   if (p.batch > 65535) return "gemv: batch must be <= 65535 (grid y)";
   return "";
 }

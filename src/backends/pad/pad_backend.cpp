@@ -44,18 +44,25 @@ size_t inner_take(const std::string& backend) {
   return kInnerTakeOther;
 }
 
-Problem resolved(Problem p) {
-  p.resolve();
-  return p;
-}
-
 // The copied operands of a problem: those not aligned.
 std::pair<bool, bool> unaligned(const Problem& p) { return {!pad::aligned(p, Which::A), !pad::aligned(p, Which::B)}; }
 
-// A pad candidate's config as parse() made it: the pad part, the inner backend and its parsed config.
+// pad's analysis of a problem: for each choice of copied operands (A, B, both), the padded problem the inner kernel
+// runs and each inner backend's analysis of it (in the order of PadBackend::inner_).
+struct Padded {
+  ResolvedProblem problem;
+  std::vector<std::shared_ptr<const BackendAnalysis>> inner;
+};
+struct Analysis {
+  std::vector<Padded> padded;
+  const Padded& of(bool a, bool b) const { return padded[a && b ? 2 : b ? 1 : 0]; }
+};
+
+// A pad candidate's config as parse() made it: the pad part, the inner backend (its index in inner_ and Padded::inner).
 struct Parsed {
   Config cfg;
   std::shared_ptr<const Backend> inner;
+  size_t inner_index = 0;
   std::shared_ptr<const BackendConfig> inner_cfg;
 };
 
@@ -89,7 +96,7 @@ class PadExecutable final : public Executable {
       GT_REQUIRE(cubins[i], "pad: load() needs the CompileResult of compile() (" + cand_.str() + ")");
       Op& o = ops_[i];
       o.on = true;
-      o.copy = pad::copy_of(p, "AB"[i]);
+      o.copy = pad::copy_of(p, i == 0 ? Which::A : Which::B);
       o.align = (i == 0 ? p.a : p.b).align;
       o.launch = pad::copy_launch(o.copy);
       o.offset = i == 0 ? 0 : pad::b_offset(p, cfg.a);
@@ -161,24 +168,37 @@ class PadBackend final : public Backend {
   // Its copy kernels come from NVRTC; the kernels it wraps are their own backends' (each in the key when enabled).
   std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
 
-  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
-    return pad::problem_reason(resolved(p), dev);
+  std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const override {
+    return pad::problem_reason(p, dev);
   }
 
-  std::string path(const Problem& p, const DeviceInfo&) const override { return pad::path(p); }
+  std::shared_ptr<const BackendAnalysis> analyze(const ResolvedProblem& p) const override {
+    Analysis an;
+    for (auto [a, b] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+      Padded q{resolve(pad::padded_problem(p, a, b)), {}};
+      for (const auto& inner : inner_) q.inner.push_back(inner->analyze(q.problem));
+      an.padded.push_back(std::move(q));
+    }
+    return std::make_shared<const BackendAnalysisOf<Analysis>>(std::move(an));
+  }
 
-  std::vector<Candidate> enumerate(const Problem& p0, const DeviceInfo& dev) const override {
-    const Problem p = resolved(p0);
+  std::string path(const ResolvedProblem& p, const BackendAnalysis&, const DeviceInfo&) const override {
+    return pad::path(p);
+  }
+
+  std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis& an,
+                                   const DeviceInfo& dev) const override {
     if (!pad::problem_reason(p, dev).empty()) return {};
     const auto [a, b] = unaligned(p);
-    const Problem q = pad::padded_problem(p, a, b);
+    const Padded& q = analysis_of<Analysis>(an, kName).of(a, b);
     std::vector<std::vector<Candidate>> per;
     std::string no_gpu;
-    for (const auto& inner : inner_) {
-      if (!inner->supports(q, dev).empty()) continue;
+    for (size_t i = 0; i < inner_.size(); ++i) {
+      const auto& inner = inner_[i];
+      if (!inner->supports(q.problem, dev).empty()) continue;
       std::vector<Candidate> r;
       try {
-        r = inner->enumerate(q, dev);
+        r = inner->enumerate(q.problem, *q.inner[i], dev);
       } catch (const NoGpuError& e) {
         if (dev.real) throw;
         no_gpu = e.what();
@@ -208,8 +228,8 @@ class PadBackend final : public Backend {
     if (c.backend != kName) throw Error("pad: candidate is for backend '" + c.backend + "'");
     Parsed r;
     r.cfg = Config::parse(c.config);
-    for (const auto& b : inner_)
-      if (b->name() == r.cfg.inner.backend) r.inner = b;
+    for (size_t i = 0; i < inner_.size(); ++i)
+      if (inner_[i]->name() == r.cfg.inner.backend) r.inner = inner_[i], r.inner_index = i;
     if (!r.inner) throw Error("pad: config '" + c.config + "': unknown inner backend '" + r.cfg.inner.backend + "'");
     try {
       r.inner_cfg = r.inner->parse(r.cfg.inner);
@@ -220,23 +240,24 @@ class PadBackend final : public Backend {
   }
 
   // A problem with nothing to pad is named before anything about the config, as validate() does.
-  std::string parse_error_reason(const Problem& p, const DeviceInfo& dev, const std::string& error) const override {
-    if (std::string why = pad::problem_reason(resolved(p), dev); !why.empty()) return why;
+  std::string parse_error_reason(const ResolvedProblem& p, const DeviceInfo& dev,
+                                 const std::string& error) const override {
+    if (std::string why = pad::problem_reason(p, dev); !why.empty()) return why;
     return error;
   }
 
-  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;  // single calls
 
-  std::string validate(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                       const DeviceInfo& dev) const override {
-    const Problem p = resolved(p0);
+  std::string validate(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                       const BackendConfig& parsed, const DeviceInfo& dev) const override {
     if (std::string why = pad::problem_reason(p, dev); !why.empty()) return why;
     const Parsed& r = config_of<Parsed>(parsed, kName);
     for (Which w : {Which::A, Which::B})
       if ((w == Which::A ? r.cfg.a : r.cfg.b) && pad::aligned(p, w))
-        return std::string("pad: the config copies ") + std::string(which_name(w)) + ", which is aligned already (nothing to pad)";
-    const Problem q = pad::padded_problem(p, r.cfg.a, r.cfg.b);
-    if (std::string why = r.inner->validate(q, r.cfg.inner, *r.inner_cfg, dev); !why.empty())
+        return std::string("pad: the config copies ") + which_name(w) + ", which is aligned already (nothing to pad)";
+    const Padded& q = analysis_of<Analysis>(an, kName).of(r.cfg.a, r.cfg.b);
+    if (std::string why = r.inner->validate(q.problem, *q.inner[r.inner_index], r.cfg.inner, *r.inner_cfg, dev);
+        !why.empty())
       return "pad: on the padded problem: " + why;
     return config::canonical_reason(kName, c.config, r.cfg.str());
   }
@@ -248,28 +269,28 @@ class PadBackend final : public Backend {
       if (b->slow_compile()) return true;
     return false;
   }
-  bool is_compiled(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                   const DeviceInfo& dev) const override {
+  bool is_compiled(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                   const BackendConfig& parsed, const DeviceInfo& dev) const override {
     (void)c;
-    const Problem p = resolved(p0);
     const Parsed& r = config_of<Parsed>(parsed, kName);
-    return r.inner->is_compiled(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, dev);
+    const Padded& q = analysis_of<Analysis>(an, kName).of(r.cfg.a, r.cfg.b);
+    return r.inner->is_compiled(q.problem, *q.inner[r.inner_index], r.cfg.inner, *r.inner_cfg, dev);
   }
 
-  CompileResult compile(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                        const DeviceInfo& dev) const override {
+  CompileResult compile(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                        const BackendConfig& parsed, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
-    const Problem p = resolved(p0);
-    if (std::string why = validate(p, c, parsed, dev); !why.empty()) GT_THROW(why);
+    if (std::string why = validate(p, an, c, parsed, dev); !why.empty()) GT_THROW(why);
     const Parsed& r = config_of<Parsed>(parsed, kName);
+    const Padded& q = analysis_of<Analysis>(an, kName).of(r.cfg.a, r.cfg.b);
     auto art = std::make_shared<Artifact>();
-    art->inner = r.inner->compile(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, dev);
+    art->inner = r.inner->compile(q.problem, *q.inner[r.inner_index], r.cfg.inner, *r.inner_cfg, dev);
     // The report is the inner kernel's (registers, shared memory, spills: what ranks and rejects a GEMM), with the
     // copies' logs and cache hits added.
     CompileResult out = art->inner;
     out.compiled = true;
     out.cache_hit = !art->inner.compiled || art->inner.cache_hit;
-    const std::string context = c.str() + " for " + p.str();
+    const std::string context = c.str() + " for " + p->str();
     for (Which w : {Which::A, Which::B}) {
       if (!(w == Which::A ? r.cfg.a : r.cfg.b)) continue;
       auto cubin = compile_copy(pad::copy_of(p, w), dev, context);
@@ -283,14 +304,14 @@ class PadBackend final : public Backend {
     return out;
   }
 
-  std::unique_ptr<Executable> load(const Problem& p0, const Candidate& c, const BackendConfig& parsed,
-                                   const CompileResult& compiled) const override {
-    const Problem p = resolved(p0);
+  std::unique_ptr<Executable> load(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                   const BackendConfig& parsed, const CompileResult& compiled) const override {
     const Parsed& r = config_of<Parsed>(parsed, kName);
     GT_REQUIRE(compiled.artifact, "pad: load() needs the CompileResult of compile() (" + c.str() + ")");
     const auto& art = *std::static_pointer_cast<const Artifact>(compiled.artifact);
-    std::unique_ptr<Executable> inner =
-        r.inner->load(pad::padded_problem(p, r.cfg.a, r.cfg.b), r.cfg.inner, *r.inner_cfg, art.inner);
+    const Padded& q = analysis_of<Analysis>(an, kName).of(r.cfg.a, r.cfg.b);
+    std::unique_ptr<Executable> inner = r.inner->load(q.problem, *q.inner[r.inner_index], r.cfg.inner, *r.inner_cfg,
+                                                      art.inner);
     return std::make_unique<PadExecutable>(p, c, r.cfg, std::move(inner), art);
   }
 
@@ -320,12 +341,12 @@ JitUnit copy_unit(const Copy& c, const DeviceInfo& dev) {
   return u;
 }
 
-std::string path(const Problem& p0) {
-  const Problem p = resolved(p0);
+std::string path(const ResolvedProblem& p) {
   if (std::string why = problem_reason(p, DeviceInfo{}); !why.empty()) return why;
   std::string what;
   for (Which w : {Which::A, Which::B})
-    if (!aligned(p, w)) what += std::string(what.empty() ? "" : " and ") + w + " (" + misalignment(p, w) + ")";
+    if (!aligned(p, w))
+      what += (what.empty() ? "" : " and ") + std::string(which_name(w)) + " (" + misalignment(p, w) + ")";
   return "copies " + what + " into a 16-byte pitched workspace per stream, then runs the aligned kernel";
 }
 

@@ -27,7 +27,7 @@ JitUnit copy_unit(const Copy& c, const DeviceInfo& dev);
 
 // One short phrase on what pad does for the (resolved) problem, for `list`: e.g. "copies B (ldb=4095 (8190 bytes) is
 // not a multiple of 16 bytes) into a 16-byte pitched workspace, then runs the aligned kernel"; else why it refuses.
-std::string path(const Problem& p);
+std::string path(const ResolvedProblem& p);
 
 }  // namespace pad
 

@@ -69,12 +69,13 @@ std::string misalignment(const Problem& p, Which w) {
   std::string why;
   auto add = [&](const std::string& s) { why += (why.empty() ? "" : ", ") + s; };
   if (o.ld * es % kAlign != 0)
-    add("ld" + std::string(which_lower(w)) + "=" + std::to_string(o.ld) + " (" + std::to_string(o.ld * es) +
+    add(std::string("ld") + which_lower(w) + "=" + std::to_string(o.ld) + " (" + std::to_string(o.ld * es) +
         " bytes) is not a multiple of 16 bytes");
   if (strided_batch(p, o) && o.batch_stride * es % kAlign != 0)
     add("batch stride " + std::to_string(o.batch_stride) + " (" + std::to_string(o.batch_stride * es) +
         " bytes) is not a multiple of 16 bytes");
-  if (o.align % kAlign != 0) add(std::string(which_name(w)) + "'s pointer is only " + std::to_string(o.align) + "-byte aligned");
+  if (o.align % kAlign != 0)
+    add(which_name(w) + std::string("'s pointer is only ") + std::to_string(o.align) + "-byte aligned");
   return why;
 }
 

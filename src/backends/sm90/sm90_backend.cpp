@@ -136,8 +136,9 @@ std::string jit_source(const Config& c, const KernelView& v, const std::string& 
 
 class Sm90Executable final : public Executable {
  public:
-  Sm90Executable(const Problem& p, const Candidate& cand, const Config& cfg, std::shared_ptr<const jit::Cubin> cubin)
-      : cand_(cand), cfg_(cfg), view_(sm90::kernel_view(p, cfg_.swap)),
+  Sm90Executable(const Problem& p, const KernelView& view, const Candidate& cand, const Config& cfg,
+                 std::shared_ptr<const jit::Cubin> cubin)
+      : cand_(cand), cfg_(cfg), view_(view),
         plan_(sm90::plan(cfg_, view_)), flags_(epi_flags(p, view_)), alpha_(p.alpha), beta_(p.beta), problem_(p),
         cubin_(std::move(cubin)) {
     cuda::ensure_context();
@@ -341,18 +342,24 @@ class Sm90Backend final : public Backend {
   std::string name() const override { return "sm90"; }
   std::string fingerprint() const override { return name() + "@nvrtc" + jit::nvrtc_version(); }
 
-  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+  std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const override {
     return sm90::problem_reason(p, dev);
   }
 
-  std::string path(const Problem& p, const DeviceInfo&) const override {
-    const KernelView v = sm90::kernel_view(p);
+  std::shared_ptr<const BackendAnalysis> analyze(const ResolvedProblem& p) const override {
+    return std::make_shared<const BackendAnalysisOf<sm90::Analysis>>(sm90::Analysis(p));
+  }
+
+  std::string path(const ResolvedProblem& p, const BackendAnalysis& an, const DeviceInfo&) const override {
+    const KernelView& v = analysis_of<sm90::Analysis>(an, "sm90").view(false);
     return sm90::load_path(p, v) + "; " + sm90::store_path(p, v) + sm90::fp8_path(p);
   }
 
-  std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
+  std::vector<Candidate> enumerate(const ResolvedProblem&, const BackendAnalysis& an,
+                                   const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
-    for (const Config& c : sm90::enumerate_configs(p, dev)) out.push_back(Candidate{"sm90", c.str()});
+    for (const Config& c : sm90::enumerate_configs(analysis_of<sm90::Analysis>(an, "sm90"), dev))
+      out.push_back(Candidate{"sm90", c.str()});
     return out;
   }
 
@@ -360,23 +367,24 @@ class Sm90Backend final : public Backend {
     return config::parse_candidate<Config>("sm90", c);
   }
 
-  using Backend::compile, Backend::load, Backend::validate;  // the forms on the config string
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;  // single calls
 
-  std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                       const DeviceInfo& dev) const override {
+  std::string validate(const ResolvedProblem&, const BackendAnalysis& an, const Candidate& c,
+                       const BackendConfig& parsed, const DeviceInfo& dev) const override {
+    const sm90::Analysis& a = analysis_of<sm90::Analysis>(an, "sm90");
     return config::validate_canonical("sm90", c, config_of<Config>(parsed, "sm90"),
-                              [&](const Config& cfg) { return sm90::config_reason(cfg, p, dev); });
+                              [&](const Config& cfg) { return sm90::config_reason(cfg, a, dev); });
   }
 
-  CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                        const DeviceInfo& dev) const override {
+  CompileResult compile(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                        const BackendConfig& parsed, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
-    if (std::string r = validate(p, c, parsed, dev); !r.empty()) GT_THROW(r);
+    if (std::string r = validate(p, an, c, parsed, dev); !r.empty()) GT_THROW(r);
     // The kernel is named and generated from the config without its walk: tiles=gpc is a host table
     // (GemmParams::order) and raster / group are run-time parameters (GemmParams::raster_n, group), so configs that
     // differ only in those share one compile (a gpc twin and its static sibling, the band widths of one tile).
     Config cfg = kernel_config(config_of<Config>(parsed, "sm90"));
-    const KernelView v = sm90::kernel_view(p, cfg.swap);
+    const KernelView& v = analysis_of<sm90::Analysis>(an, "sm90").view(cfg.swap);
     const std::string ec = epilogue_class(p, v);
     const EpiFlags flags = epi_flags(p, v);
     JitUnit u;
@@ -384,12 +392,14 @@ class Sm90Backend final : public Backend {
     u.source = jit_source(cfg, v, ec, flags, u.name);
     u.flags = {"-std=c++20"};  // GemmConfig takes the Spec as a class-type template parameter
     u.dynamic_smem = sm90::plan(cfg, v).smem_bytes;
-    return compile_jit_unit(u, c.str() + " for " + p.str(), t0);
+    return compile_jit_unit(u, c.str() + " for " + p->str(), t0);
   }
 
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                                   const CompileResult& compiled) const override {
-    return std::make_unique<Sm90Executable>(p, c, config_of<Config>(parsed, "sm90"), jit_cubin(compiled, "sm90", c));
+  std::unique_ptr<Executable> load(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                   const BackendConfig& parsed, const CompileResult& compiled) const override {
+    const Config& cfg = config_of<Config>(parsed, "sm90");
+    return std::make_unique<Sm90Executable>(p, analysis_of<sm90::Analysis>(an, "sm90").view(cfg.swap), c, cfg,
+                                            jit_cubin(compiled, "sm90", c));
   }
 };
 

@@ -20,17 +20,15 @@ int scale_code(Scaling s) {
 }
 
 // Operand `w` of a resolved problem.
-OperandDesc desc_of(const Problem& p, Which w, int64_t rows, int64_t cols) {
+OperandDesc desc_of(const ResolvedProblem& p, Which w) {
   const Operand& o = p.operand(w);
-  const int64_t batch = p.count(w);  // B of a contiguous grouped problem: one matrix per group
   OperandDesc d;
   d.type = kernel_dtype_code(o.dtype);
   d.row_major = o.layout == Layout::row;
-  d.ld = o.ld > 0 ? o.ld : (d.row_major ? cols : rows);
-  // < 0 means packed (Problem::resolve's convention); 0 broadcasts one matrix to every batch and stays 0: the
-  // epilogue's plain loads take it for C, TMA does not for A and B (problem_reason refuses those).
-  d.batch_stride = o.batch_stride >= 0 ? o.batch_stride : d.ld * (d.row_major ? rows : cols);
-  if (batch == 1) d.batch_stride = 0;
+  d.ld = o.ld;
+  // 0 broadcasts one matrix to every batch: the epilogue's plain loads take it for C, TMA does not for A and B
+  // (problem_reason refuses those). B of a contiguous grouped problem holds one matrix per group (count).
+  d.batch_stride = p.count(w) == 1 ? 0 : o.batch_stride;
   d.align = o.align;
   d.access = p.access_bytes(w);
   return d;
@@ -62,23 +60,21 @@ const config::Fields<Config>& fields() {
 std::string Config::str() const { return fields().str(*this); }
 Config Config::parse(const std::string& s) { return fields().parse(s); }
 
-KernelView kernel_view(const Problem& p, bool swap) {
-  PlanProblem pp;
-  pp.m = p.m;
-  pp.n = p.n;
-  pp.k = p.k;
-  pp.batch = p.batch;
-  Problem r = p;
-  r.resolve();  // packed ld and batch strides filled in, as access_bytes reads them
-  pp.a = desc_of(r, Which::A, p.m, p.k);
-  pp.b = desc_of(r, Which::B, p.k, p.n);
-  pp.c = desc_of(r, Which::C, p.m, p.n);
-  pp.d = desc_of(r, Which::D, p.m, p.n_out());
-  pp.has_c = p.beta != 0.0f;
-  pp.scale = scale_code(p.scaling);
-  pp.grouped = p.grouping == Grouping::contiguous ? 1 : p.grouping == Grouping::masked ? 2 : 0;
-  pp.groups = p.groups;
-  return make_kernel_view(pp, swap);
+KernelView kernel_view(const ResolvedProblem& p, bool swap) {
+  KernelView u;
+  u.m = p->m;
+  u.n = p->n;
+  u.k = p->k;
+  u.batch = p->batch;
+  u.a = desc_of(p, Which::A);
+  u.b = desc_of(p, Which::B);
+  u.c = desc_of(p, Which::C);
+  u.d = desc_of(p, Which::D);
+  u.has_c = p.has_c();
+  u.scale = scale_code(p->scaling);
+  u.grouped = p->grouping == Grouping::contiguous ? 1 : p->grouping == Grouping::masked ? 2 : 0;
+  u.groups = p->groups;
+  return orient(u, swap);
 }
 gt_sm90::Spec spec(const Config& c, const KernelView& v) {
   gt_sm90::Spec s;

@@ -52,8 +52,16 @@ struct Config {
 
 // ---- config ----
 // Kernel view of a problem (col-major D rewritten as the transposed problem; `swap`: the other orientation, see
-// make_kernel_view). Throws nothing; see problem_reason().
-KernelView kernel_view(const Problem& p, bool swap = false);
+// orient()). Throws nothing; see problem_reason().
+KernelView kernel_view(const ResolvedProblem& p, bool swap = false);
+// What sm90 derives from a problem once (Backend::analyze), read by the rules, the heuristics and the stages: its
+// kernel view in each orientation (config swap=0 / swap=1).
+struct Analysis {
+  explicit Analysis(const ResolvedProblem& p) : problem(p), views{kernel_view(p, false), kernel_view(p, true)} {}
+  ResolvedProblem problem;
+  KernelView views[2];
+  const KernelView& view(bool swap) const { return views[swap ? 1 : 0]; }
+};
 // ---- loads ----
 // Whether TMA can load an operand: tma_ok (sm90_plan.h). Otherwise load=cp copies it in cp.async pieces of
 // OperandDesc::access bytes; below 4 (a pitch odd in elements, a 2-byte aligned pointer) cp.async cannot load it.
@@ -72,11 +80,11 @@ bool epi_direct(const Problem& p, const KernelView& v);
 // and why (e.g. "ldd=50257 is not a multiple of 8 elements"), or swap=1's element stores.
 std::string store_path(const Problem& p, const KernelView& v);
 // "" when the sm90 kernels can run the problem with some config, else "sm90: <why>".
-std::string problem_reason(const Problem& p, const DeviceInfo& dev);
+std::string problem_reason(const ResolvedProblem& p, const DeviceInfo& dev);
 // fp8 inputs: "; fp8 <A> x <B>: <how the scales apply and K accumulates>" for `path`; "" otherwise.
 std::string fp8_path(const Problem& p);
 // "" when `c` is valid for `p` on `dev`, else "sm90: <why>" (includes problem_reason).
-std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev);
+std::string config_reason(const Config& c, const Analysis& an, const DeviceInfo& dev);
 // ---- plan ----
 // The kernel's compile-time spec for the problem's kernel view (kernels/sm90/sm90_spec.cuh; tiles=gpc is the static
 // kernel) and the plan derived from it: shared memory, TMA boxes, epilogue strips, accumulator registers.
@@ -101,8 +109,8 @@ inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
 // with epi=warp, with room for 16-row pieces; `grouped` (KernelView::grouped): room for the tile prefix.
 int max_stages(const Config& c, int out_type, const DeviceInfo& dev, int grouped = 0);
 // Estimated relative run time (lower is better) for ranking.
-double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev);
+double estimate_cost(const Config& c, const Analysis& an, const DeviceInfo& dev);
 // Valid configs for the problem, best first.
-std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev);
+std::vector<Config> enumerate_configs(const Analysis& an, const DeviceInfo& dev);
 
 }  // namespace gemmtune::sm90

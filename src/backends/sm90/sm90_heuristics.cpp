@@ -69,9 +69,10 @@ double apply_factors(double x, const auto& table, const Config& c, const gt_sm90
 //   - the coop epilogue is not overlapped (2-7% of a K = 4096 tile, by strip count); ping-pong hides it;
 //   - 2x1 / 1x2 clusters: within 1% of 1x1 (ping-pong 2x1 0-4% ahead); 2x2: 10-40% behind (not enumerated).
 // A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
-double estimate_cost(const Config& c, const Problem& p, const DeviceInfo& dev) {
+double estimate_cost(const Config& c, const Analysis& an, const DeviceInfo& dev) {
   constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
-  const KernelView v = kernel_view(p, c.swap);
+  const Problem& p = an.problem;
+  const KernelView& v = an.view(c.swap);
   const int sms = sm_count(dev);
   const int cs = c.cm * c.cn;
   const int64_t ctiles = cluster_tiles(c, v);
@@ -360,9 +361,9 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev, int grouped
 // CUDA cores, and the wait for the tensor core at every promotion where one temporary accumulator set is all that
 // fits (kPromoteBufs in sm90_fp8.cuh: more than 64 accumulator registers per thread); with two, a consumer's next
 // k-block runs during a promotion and only every fourth waits.
-double promote_factor(const Config& c, const Problem& p) {
+double promote_factor(const Config& c, const Analysis& an) {
   if (c.acc != Accum::promote) return 1.0;
-  return 3 * plan(c, kernel_view(p, c.swap)).acc_regs <= 192 ? 1.1 : 1.2;
+  return 3 * plan(c, an.view(c.swap)).acc_regs <= 192 ? 1.1 : 1.2;
 }
 
 // fp8 inputs: a short list (the wgmma k32 wrappers exist for tile N 16-64, 128, 192 and 256: ptx/wgmma_f8.cuh).
@@ -373,8 +374,9 @@ double promote_factor(const Config& c, const Problem& p) {
 // of the 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost
 // model times promote_factor: acc=promote after its fast twin, and with block scaling the tiles whose consumers keep
 // two temporaries (128x128 coop) before those with one (128x192 coop).
-std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
-  const KernelView v = kernel_view(p);
+std::vector<Config> enumerate_fp8(const Analysis& an, const DeviceInfo& dev) {
+  const Problem& p = an.problem;
+  const KernelView& v = an.view(false);
   const bool block = p.scaling == Scaling::block;
   struct Tile { int bm, bn; bool pp; };
   const Tile wide[] = {{128, 128, false}, {128, 256, false}, {256, 128, false}, {128, 192, false},
@@ -388,7 +390,7 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
     for (Accum a : {Accum::fast, Accum::promote}) {
       if (block && a == Accum::fast) continue;
       c.acc = a;
-      if (config_reason(c, p, dev).empty() && std::find(cands.begin(), cands.end(), c) == cands.end())
+      if (config_reason(c, an, dev).empty() && std::find(cands.begin(), cands.end(), c) == cands.end())
         cands.push_back(c);
     }
   };
@@ -401,7 +403,7 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
     }
   const bool decode_swap = v.m <= 64 && v.n > v.m && !block, decode_plain = v.n <= 64 && v.m > v.n;
   if (decode_swap || decode_plain) {
-    const KernelView w = kernel_view(p, decode_swap);
+    const KernelView& w = an.view(decode_swap);
     const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
     for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}})
       for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
@@ -416,8 +418,8 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
   std::vector<std::pair<double, size_t>> order, late;
   for (size_t i = 0; i < cands.size(); ++i) {
     const Config& c = cands[i];
-    const double cost = estimate_cost(c, p, dev) * promote_factor(c, p);
-    (spill_prior(c, p, kernel_view(p, c.swap)) ? late : order).push_back({cost, i});
+    const double cost = estimate_cost(c, an, dev) * promote_factor(c, an);
+    (spill_prior(c, p, an.view(c.swap)) ? late : order).push_back({cost, i});
   }
   auto by_cost = [](const auto& a, const auto& b) { return a.first < b.first; };
   std::stable_sort(order.begin(), order.end(), by_cost);
@@ -430,12 +432,13 @@ std::vector<Config> enumerate_fp8(const Problem& p, const DeviceInfo& dev) {
   return ranked;
 }
 
-std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
+std::vector<Config> enumerate_configs(const Analysis& an, const DeviceInfo& dev) {
+  const Problem& p = an.problem;
   std::vector<Config> out;
   std::vector<Config> late;  // valid configs of the spill prior (kSpillPrior): listed after all others
-  if (!problem_reason(p, dev).empty()) return out;
-  if (is_fp8(p.a.dtype)) return enumerate_fp8(p, dev);
-  const KernelView v = kernel_view(p);
+  if (!problem_reason(an.problem, dev).empty()) return out;
+  if (is_fp8(p.a.dtype)) return enumerate_fp8(an, dev);
+  const KernelView& v = an.view(false);
   struct Tile {
     int bm, bn;
     bool pp;
@@ -482,7 +485,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers store per warp (kEpiWarp).
       c.epi_warp = epi_warp_prior(c, p, v);
       if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev, v.grouped);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
-      if (!config_reason(c, p, dev).empty()) continue;
+      if (!config_reason(c, an, dev).empty()) continue;
       if (spill_prior(c, p, v)) {
         late.push_back(c);
         continue;
@@ -490,7 +493,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       out.push_back(c);
       for (const TwinRow& t : kTwins)
         if (t.match(c))
-          if (const Config g = t.make(c, v); config_reason(g, p, dev).empty()) out.push_back(g);
+          if (const Config g = t.make(c, v); config_reason(g, an, dev).empty()) out.push_back(g);
     }
   // Decode sizes: with at most 64 rows on one side and more on the other, tiles whose N covers the few rows (rounded
   // up to 16) and whose M runs along the wide side, with rings of up to 16 stages (a 128x16 stage holds 18 KB). When
@@ -501,7 +504,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
   // these tiles (cuBLASLt 35.5), 16x4096x4096 14.0 against 20.5 (15.9), 1x4096x14336 34.0 against 41.4 (34.8).
   const bool decode_swap = v.m <= 64 && v.n > v.m, decode_plain = v.n <= 64 && v.m > v.n;
   if (decode_swap || decode_plain) {
-    const KernelView w = kernel_view(p, decode_swap);
+    const KernelView& w = an.view(decode_swap);
     const int bn = static_cast<int>(std::min<int64_t>(64, cdiv(w.n, 16) * 16));
     for (const Tile t : {Tile{64, bn, true}, Tile{128, bn, true}, Tile{128, bn, false}, Tile{256, bn, false}})
       for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
@@ -514,14 +517,14 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
         c.group = band_group(c, w, dev);
         c.stages = max_stages(c, w.d.type, dev, w.grouped);
         // (tile N 64 without swap may already be listed: the same ring depth where shared memory stops it at 7)
-        if (config_reason(c, p, dev).empty() && std::find(out.begin(), out.end(), c) == out.end() &&
+        if (config_reason(c, an, dev).empty() && std::find(out.begin(), out.end(), c) == out.end() &&
             std::find(late.begin(), late.end(), c) == late.end())
           (spill_prior(c, p, w) ? late : out).push_back(c);
       }
   }
   // One cost per config (the comparator would re-derive the kernel view and ring depth O(n log n) times).
   std::vector<std::pair<double, size_t>> order;
-  for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], p, dev), i});
+  for (size_t i = 0; i < out.size(); ++i) order.push_back({estimate_cost(out[i], an, dev), i});
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Stream-K tails (tail=sk) for configs whose last round is partial enough that the estimate gains 2% or more and
   // that then rank among the best 8 plain configs (the tuner's default top k): each is its own kernel, compiling in
@@ -545,8 +548,8 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
       if (decode_tile(s)) continue;  // 64-row decode tiles with 16 stages streamed as fast unsplit
       s.sk = true;
       if (cluster_tiles(s, v) < sms / (s.cm * s.cn) && cdiv(v.k, 64) < kSkSplitMinKBlocks) continue;
-      if (!config_reason(s, p, dev).empty()) continue;
-      const double cost = estimate_cost(s, p, dev);
+      if (!config_reason(s, an, dev).empty()) continue;
+      const double cost = estimate_cost(s, an, dev);
       if (cost > 0.98 * order[i].first || cost > bar) continue;
       if (spill_prior(s, p, v)) {
         late.push_back(s);
@@ -565,7 +568,7 @@ std::vector<Config> enumerate_configs(const Problem& p, const DeviceInfo& dev) {
     if (r.problem(v)) front = std::stable_partition(front, ranked.end(), r.match);
   // Then the configs of the spill prior, in their estimated order.
   std::vector<std::pair<double, size_t>> late_order;
-  for (size_t i = 0; i < late.size(); ++i) late_order.push_back({estimate_cost(late[i], p, dev), i});
+  for (size_t i = 0; i < late.size(); ++i) late_order.push_back({estimate_cost(late[i], an, dev), i});
   std::stable_sort(late_order.begin(), late_order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& o : late_order) ranked.push_back(late[o.second]);

@@ -36,16 +36,6 @@ inline bool tma_ok(const OperandDesc& o) {
   return o.access == 16 && o.ld * es < kMax && o.batch_stride * es < kMax;
 }
 
-// The problem as the user gave it (A: m x k, B: k x n, C/D: m x n).
-struct PlanProblem {
-  int64_t m = 0, n = 0, k = 0, batch = 1;
-  OperandDesc a, b, c, d;
-  bool has_c = false;  // beta != 0
-  int scale = gt_sm90::kScaleNone;  // fp8 dequantization (gt_sm90::ScaleCode)
-  int grouped = 0;                  // gt_sm90::Spec::grouped: 0 none, 1 contiguous, 2 masked
-  int64_t groups = 1;
-};
-
 // The problem as the kernel sees it: D row-major; a_mn = A stored M-major (col-major), b_mn = B stored N-major.
 struct KernelView {
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -63,36 +53,22 @@ struct KernelView {
 };
 
 // The problem as the kernel computes it: D (m x n) = A (m x k) B (k x n) with a row-major D — for a col-major D the
-// transposed problem. `swap` takes the other orientation (a row-major D solved transposed, a col-major one as it is):
-// D is then column-major in the view.
-inline KernelView make_kernel_view(const PlanProblem& p, bool swap = false) {
-  KernelView v;
-  v.batch = p.batch;
-  v.k = p.k;
-  v.has_c = p.has_c;
-  v.scale = p.scale;
-  v.grouped = p.grouped;
-  v.groups = p.groups;
+// transposed problem. `u` is the problem as the user gave it (A: m x k, B: k x n, C/D: m x n; orientation fields
+// unset). `swap` takes the other orientation (a row-major D solved transposed, a col-major one as it is): D is then
+// column-major in the view.
+inline KernelView orient(const KernelView& u, bool swap) {
+  KernelView v = u;
   v.swap = swap;
-  if (p.d.row_major != swap) {
-    v.m = p.m;
-    v.n = p.n;
-    v.a = p.a;
-    v.b = p.b;
-    v.c = p.c;
-    v.d = p.d;
-  } else {
+  if (u.d.row_major == swap) {
     // X (r x c) row-major with ld == Xᵀ (c x r) col-major with ld: flip layouts, swap roles.
     v.transposed = true;
-    v.m = p.n;
-    v.n = p.m;
-    v.a = p.b;
-    v.a.row_major = !p.b.row_major;
-    v.b = p.a;
-    v.b.row_major = !p.a.row_major;
-    v.c = p.c;
-    v.c.row_major = !p.c.row_major;
-    v.d = p.d;
+    v.m = u.n;
+    v.n = u.m;
+    v.a = u.b;
+    v.a.row_major = !u.b.row_major;
+    v.b = u.a;
+    v.b.row_major = !u.a.row_major;
+    v.c.row_major = !u.c.row_major;
   }
   v.d.row_major = !swap;
   v.a_mn = !v.a.row_major;  // A (m x k): row-major = K-major

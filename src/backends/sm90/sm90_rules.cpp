@@ -46,7 +46,7 @@ std::string ab_reason(const std::string& nm, const OperandDesc& o, int64_t batch
 // The fp8 problems the sm90 kernels take: both inputs fp8 (any pairing of e4m3 / e5m2), a 16-bit or f32 D, tensor,
 // row or block scaling; block scaling with a row-major D (the block scales' layouts are A's and B's own, so the
 // transposed view of a column-major D would read them crosswise).
-std::string fp8_reason(const Problem& p) {
+std::string fp8_reason(const Problem& p, const KernelView& v) {
   if (!is_fp8(p.a.dtype) || !is_fp8(p.b.dtype))
     return "sm90: a " + std::string(dtype_name(p.a.dtype)) + " A with an " + std::string(dtype_name(p.b.dtype)) +
            " B (weight-only fp8) is not supported: wgmma's k32 forms take fp8 on both sides (the gemv backend takes "
@@ -58,7 +58,6 @@ std::string fp8_reason(const Problem& p) {
     if (!p.epilogue.empty())
       return "sm90: an e4m3 D with a fused epilogue ('" + p.epilogue.key() + "') is not supported; cuBLASLt or a "
              "bf16 D takes it";
-    const KernelView v = kernel_view(p);
     if (!d_tma_store(v) || epi_direct(p, v))
       return "sm90: an e4m3 D needs rows TMA can store whole: ldd, batch stride and N multiples of 16 elements and a "
              "16-byte aligned pointer (" + store_path(p, v) + ")";
@@ -106,35 +105,25 @@ std::string fp8_path(const Problem& p) {
          "promotion every 128 K)" + d8;
 }
 
-std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
+// problem_reason with the problem's kernel view (swap=0).
+static std::string problem_reason(const Problem& p, const KernelView& v, const DeviceInfo& dev) {
   if (dev.real && (dev.cc_major != 9 || dev.cc_minor != 0))
     return "sm90: needs compute capability 9.0 (Hopper), device is " + dev.arch();
   if (std::string r = epilogue_reason(p); !r.empty()) return r;
   if (std::string r = grouped_reason(p); !r.empty()) return r;
   const bool fp8 = is_fp8(p.a.dtype) || is_fp8(p.b.dtype);
   if (fp8) {
-    if (std::string r = fp8_reason(p); !r.empty()) return r;
+    if (std::string r = fp8_reason(p, v); !r.empty()) return r;
   } else if (p.a.dtype != p.b.dtype || (p.a.dtype != DType::bf16 && p.a.dtype != DType::f16)) {
     return "sm90: A and B must both be bf16 or both f16";
   }
   auto out_ok = [](DType t) { return t == DType::bf16 || t == DType::f16 || t == DType::f32; };
   if (!out_ok(p.d.dtype) && !(fp8 && p.d.dtype == DType::e4m3)) return "sm90: D must be bf16, f16 or f32";
   if (p.beta != 0.0f && !out_ok(p.c.dtype)) return "sm90: C must be bf16, f16 or f32";
-  if (p.accum != DType::f32) return "sm90: accumulation must be f32";
-  const KernelView v = kernel_view(p);
-  struct Named { const char* name; const OperandDesc* o; int64_t rows, cols; };
-  const Named ops[] = {{"a", &v.a, v.m, v.k}, {"b", &v.b, v.k, v.n}, {"d", &v.d, v.m, v.n}};
-  for (const auto& n : ops) {
-    const std::string nm = v.transposed && n.name[0] != 'd' ? (n.name[0] == 'a' ? "b" : "a") : n.name;
-    if (n.name[0] == 'd') {
-      // D takes any pitch, batch stride and (element) alignment: what TMA cannot store is copied out of the epilogue's
-      // staging strips by the consumer threads (d_tma_store, store_path). A broadcast D would race.
-      if (v.batch > 1 && n.o->batch_stride <= 0) return "sm90: d batch_stride must be > 0 with batch > 1";
-      continue;
-    }
-    // A and B: TMA, or cp.async (load=cp)
-    if (std::string r = ab_reason(nm, *n.o, v.batch); !r.empty()) return r;
-  }
+  // A and B: TMA, or cp.async (load=cp), in the user's names (a transposed view loads B as its A). D takes any pitch,
+  // batch stride and alignment: what TMA cannot store the consumer threads copy out (d_tma_store, store_path).
+  if (std::string r = ab_reason(v.transposed ? "b" : "a", v.a, v.batch); !r.empty()) return r;
+  if (std::string r = ab_reason(v.transposed ? "a" : "b", v.b, v.batch); !r.empty()) return r;
   if (p.grouped() && needs_cp(v))
     return "sm90: grouped GEMMs load A and B by TMA only: their base pointers, pitches and batch strides must be "
            "multiples of 16 bytes (" + load_path(p, v) + ")";
@@ -143,6 +132,10 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
            "and batch strides must be multiples of 16 bytes (" + load_path(p, v) + ")";
   if (fp8 && (v.a_mn || v.b_mn)) return "sm90: fp8 operands must be K-major (row-major A, col-major B)";
   return "";
+}
+
+std::string problem_reason(const ResolvedProblem& p, const DeviceInfo& dev) {
+  return problem_reason(p, kernel_view(p), dev);
 }
 
 bool epi_direct(const Problem& p, const KernelView& v) {
@@ -176,8 +169,9 @@ std::string store_path(const Problem& p, const KernelView& v) {
   return "D: staged, bounds-checked 16-byte stores (" + why + ")";
 }
 
-std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  if (std::string r = problem_reason(p, dev); !r.empty()) return r;
+std::string config_reason(const Config& c, const Analysis& an, const DeviceInfo& dev) {
+  const Problem& p = an.problem;
+  if (std::string r = problem_reason(p, an.view(false), dev); !r.empty()) return r;
   const std::string cs = " (config " + c.str() + ")";
   const bool fp8 = is_fp8(p.a.dtype);
   if (!fp8 && c.bk != 64) return "sm90: tile K must be 64 (128 bytes of a 16-bit type)" + cs;
@@ -196,7 +190,7 @@ std::string config_reason(const Config& c, const Problem& p, const DeviceInfo& d
     if (p.d.dtype == DType::e4m3) return "sm90: swap=1 stores 16-bit and f32 elements only (D is e4m3)" + cs;
     if (c.bn % 16 != 0) return "sm90: swap=1 needs tile N a multiple of 16" + cs;
   }
-  const KernelView v = kernel_view(p, c.swap);
+  const KernelView& v = an.view(c.swap);
   if (c.cp && !needs_cp(v)) return "sm90: load=cp: TMA loads A and B of this problem (" + load_path(p, v) + ")" + cs;
   if (!c.cp && needs_cp(v)) return "sm90: TMA cannot load A or B (" + load_path(p, v) + "): needs load=cp" + cs;
   // The kernel's own rules (tile, schedule, stages, cluster, tile order, load=cp, accumulators): one function for

@@ -207,16 +207,17 @@ class TritonBackend final : public Backend {
 
   std::string unavailable() const override { return triton::probe(triton::python_exe()); }
 
-  std::string supports(const Problem& p, const DeviceInfo& dev) const override {
+  std::string supports(const ResolvedProblem& p, const DeviceInfo& dev) const override {
     return triton::problem_reason(p, dev);
   }
-  std::string path(const Problem& p, const DeviceInfo&) const override {
+  std::string path(const ResolvedProblem& p, const BackendAnalysis&, const DeviceInfo&) const override {
     if (triton::tma_ok(p)) return "A, B: TMA (persistent template) or masked loads";
     return "A, B: masked loads (A rows on " + std::to_string(p.access_bytes(Which::A)) + "-byte, B on " +
            std::to_string(p.access_bytes(Which::B)) + "-byte boundaries: no TMA)";
   }
 
-  std::vector<Candidate> enumerate(const Problem& p, const DeviceInfo& dev) const override {
+  std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis&,
+                                   const DeviceInfo& dev) const override {
     std::vector<Candidate> out;
     if (!unavailable().empty()) return out;
     for (const Config& c : triton::enumerate_configs(p, dev)) out.push_back(Candidate{"triton", c.str()});
@@ -227,21 +228,21 @@ class TritonBackend final : public Backend {
     return config::parse_candidate<Config>("triton", c);
   }
 
-  using Backend::compile, Backend::load, Backend::validate;
+  using Backend::compile, Backend::enumerate, Backend::load, Backend::path, Backend::validate;  // single calls
 
-  std::string validate(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                       const DeviceInfo& dev) const override {
+  std::string validate(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                       const BackendConfig& parsed, const DeviceInfo& dev) const override {
     return config::validate_canonical("triton", c, config_of<Config>(parsed, "triton"),
                               [&](const Config& cfg) { return triton::config_reason(cfg, p, dev); });
   }
 
-  CompileResult compile(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                        const DeviceInfo& dev) const override {
+  CompileResult compile(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                        const BackendConfig& parsed, const DeviceInfo& dev) const override {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::string r = unavailable(); !r.empty()) GT_THROW("triton: unavailable: " + r);
-    if (std::string r = validate(p, c, parsed, dev); !r.empty()) GT_THROW(r);
+    if (std::string r = validate(p, an, c, parsed, dev); !r.empty()) GT_THROW(r);
     const Config& cfg = config_of<Config>(parsed, "triton");
-    std::shared_ptr<const triton::Kernel> k = triton::compile(triton::make_request(cfg, p), c.str() + " for " + p.str());
+    auto k = triton::compile(triton::make_request(cfg, p), c.str() + " for " + p->str());
     CompileResult r;
     r.compiled = true;
     r.cache_hit = k->cache_hit;
@@ -251,8 +252,8 @@ class TritonBackend final : public Backend {
     return r;
   }
 
-  std::unique_ptr<Executable> load(const Problem& p, const Candidate& c, const BackendConfig& parsed,
-                                   const CompileResult& compiled) const override {
+  std::unique_ptr<Executable> load(const ResolvedProblem& p, const BackendAnalysis& an, const Candidate& c,
+                                   const BackendConfig& parsed, const CompileResult& compiled) const override {
     GT_REQUIRE(compiled.artifact, "triton: load() needs the CompileResult of compile() (" + c.str() + ")");
     return std::make_unique<TritonExecutable>(p, c, config_of<Config>(parsed, "triton"),
                                               std::static_pointer_cast<const triton::Kernel>(compiled.artifact));

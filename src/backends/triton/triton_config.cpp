@@ -147,7 +147,6 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
   if (p.amax) return "triton: amax is not supported";
   if (p.beta != 0.0f && is_fp8(p.c.dtype)) return "triton: an fp8 C is not supported";
   constexpr int64_t kI32 = (int64_t(1) << 31) - 1;
-  if (p.m > kI32 || p.n > kI32 || p.k > kI32) return "triton: M, N and K must each be below 2^31";
   if (p.batch > 65535) return "triton: batch above 65535 is not supported (grid axis)";
   if (cdiv(p.m, 16) * cdiv(p.n, 16) > kI32) return "triton: too many output tiles for one grid";
   return "";
@@ -277,7 +276,7 @@ Request make_request(const Config& c, const Problem& p) {
     while (d < 16 && v % (2 * d) == 0) d *= 2;
     return d;
   };
-  auto hint = [&](const char* n, int64_t v) {
+  auto hint = [&](const std::string& n, int64_t v) {
     if (const int64_t d = pow2(v); d > 1) div[n] = d;
   };
   hint("a_ptr", p.a.align);
@@ -289,7 +288,7 @@ Request make_request(const Config& c, const Problem& p) {
   for (Which w : kOperands) {
     if (w == Which::C && !has_c) continue;
     const int64_t stride = p.count(w) > 1 ? p.operand(w).batch_stride : 0;
-    hint("sbat_" + std::string(which_lower(w)), stride == 0 ? 16 : stride);
+    hint(std::string("sbat_") + which_lower(w), stride == 0 ? 16 : stride);
   }
   // The problem's own sizes: a K that is a multiple of 16 keeps the K mask constant over whole vectors.
   hint("M", p.m);
