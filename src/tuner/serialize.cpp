@@ -58,7 +58,7 @@ Problem problem_from_json(const nlohmann::json& j) {
       throw detail::InputError("problem JSON: \"" + std::string(key) + "\" " + why);
   p.epilogue = parse_epilogue(f.string("epilogue"));
   const std::optional<Scaling> sc = parse_scaling(f.string("scaling", "none"));
-  if (!sc) throw detail::InputError("problem JSON: bad \"scaling\"");
+  if (!sc) throw detail::InputError("problem JSON: \"scaling\" must be none, tensor, row or block");
   p.scaling = *sc;
   p.amax = f.boolean("amax", false);
   const std::optional<Grouping> gr = parse_grouping(f.string("grouping", "none"));
@@ -69,7 +69,8 @@ Problem problem_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const CandidateResult& r) {
-  return {{"backend", r.candidate.backend}, {"config", r.candidate.config}, {"status", to_string(r.status)},
+  return {{"backend", r.candidate.backend}, {"config", r.candidate.config}, {"candidate", r.candidate.str()},
+          {"status", to_string(r.status)},
           {"reason", r.reason}, {"compile_ms", r.compile_ms}, {"compile_cache_hit", r.compile_cache_hit},
           {"registers", r.registers}, {"spill_bytes", r.spill_bytes}, {"smem_bytes", r.smem_bytes},
           {"error", r.error}, {"us_median", r.us_median}, {"us_min", r.us_min}, {"us_max", r.us_max},
@@ -106,7 +107,8 @@ CandidateResult result_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const DeviceInfo& d) {
   return {{"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count}, {"l2_bytes", d.l2_bytes},
-          {"smem_per_block_optin", d.smem_per_block_optin}, {"driver_version", d.driver_version}, {"real", d.real}};
+          {"smem_per_block_optin", d.smem_per_block_optin}, {"global_mem_bytes", d.global_mem_bytes},
+          {"driver_version", d.driver_version}, {"real", d.real}};
 }
 
 nlohmann::json to_json(const ProgressEvent& e) {

@@ -489,6 +489,28 @@ TEST_F(Cli, CacheClearThatFailsSaysSo) {
   EXPECT_NE(r.err.find("stuck.json"), std::string::npos) << r.err;
 }
 
+// A suite shape in the problem JSON of the C ABI and the caches reads as the same problem as in the shorter keys.
+TEST_F(Cli, SuiteShapesTakeTheProblemJson) {
+  TempDir d;
+  const std::string suite = (d.path / "s.json").string();
+  std::ofstream(suite) << R"({"shapes": [
+    {"name": "short", "m": 96, "n": 64, "k": 40, "A": "f16:col", "B": "f16:row", "D": "f16:row", "lda": 104,
+     "align_d": 8, "beta": 1},
+    {"name": "json", "m": 96, "n": 64, "k": 40, "A": {"dtype": "f16", "layout": "col", "ld": 104},
+     "B": {"dtype": "f16", "layout": "row"}, "C": {"dtype": "f16"}, "D": {"dtype": "f16", "align": 8}, "beta": 1}]})";
+  const std::vector<std::string> args{"compile", "--suite",    suite, "--backends", "sm90", "--top-k",
+                                      "1",       "--arch-sms", "132", "--json",     "-q"};
+  CliRun r = run_cli(args, env());
+  ASSERT_EQ(r.rc, 0) << describe(args, r);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << describe(args, r);
+  ASSERT_EQ(j["shapes"].size(), 2u) << j.dump(2);
+  const nlohmann::json& a = j["shapes"][0]["problem"];
+  EXPECT_EQ(a["A"].value("ld", 0), 104) << a.dump(2);
+  EXPECT_EQ(a["D"].value("align", 0), 8) << a.dump(2);
+  EXPECT_EQ(a.value("key", ""), j["shapes"][1]["problem"].value("key", "")) << j.dump(2);
+}
+
 TEST_F(Cli, SuiteFieldsAreTyped) {
   TempDir d;
   const std::string suite = (d.path / "s.json").string();
@@ -606,7 +628,7 @@ TEST_F(Cli, SuiteScalingAndAmaxKeys) {
     expect_usage_error({"bench", "--suite", suite}, needle);
   };
   expect_bad(R"({"name": "s1", "m": 64, "n": 64, "k": 128, "scaling": "rows"})",
-             "shape 's1': --scaling 'rows': expected none, tensor, row or block");
+             "shape 's1': \"scaling\" must be none, tensor, row or block");
   expect_bad(R"({"name": "s2", "m": 64, "n": 64, "k": 128, "scaling": 3})", "\"scaling\" must be a string");
   expect_bad(R"({"name": "s3", "m": 64, "n": 64, "k": 128, "scaling": "row", "amax": "yes"})",
              "\"amax\" must be true or false");
@@ -618,7 +640,7 @@ TEST_F(Cli, SuiteScalingAndAmaxKeys) {
              "shape 's6': scaling=block needs fp8 A and B");
   expect_bad(R"({"name": "s7", "m": 64, "n": 64, "k": 128, "scaling": "row", "D": "e4m3:row", "amax": true},
                 {"name": "s8", "m": 64, "n": 64, "k": 128, "scaling": "blocks"})",
-             "shape 's8': --scaling 'blocks'");
+             "shape 's8': \"scaling\" must be");
 }
 
 // Grouped GEMMs on the command line: --groups with --m (contiguous) or --masked-m (masked); a bad combination is a
@@ -700,17 +722,18 @@ TEST_F(Cli, SuiteGroupedKeys) {
     expect_usage_error({"bench", "--suite", suite}, needle);
   };
   expect_bad(R"({"name": "g1", "m": 64, "masked_m": 64, "groups": 4, "n": 64, "k": 64})",
-             "shape 'g1': --m and --masked-m");
-  expect_bad(R"({"name": "g2", "masked_m": 64, "n": 64, "k": 64})", "shape 'g2': --masked-m needs --groups");
-  expect_bad(R"({"name": "g3", "m": 64, "groups": 4, "batch": 2, "n": 64, "k": 64})", "shape 'g3': --groups with");
+             "shape 'g1': \"m\" and \"masked_m\" together");
+  expect_bad(R"({"name": "g2", "masked_m": 64, "n": 64, "k": 64})", "shape 'g2': \"masked_m\" needs \"groups\"");
+  expect_bad(R"({"name": "g3", "m": 64, "groups": 4, "batch": 2, "n": 64, "k": 64})",
+             "shape 'g3': a contiguous grouped GEMM takes one A of M (total) rows: batch must be 1");
   expect_bad(R"({"name": "g4", "m": 64, "groups": "4", "n": 64, "k": 64})", "\"groups\" must be an integer");
-  expect_bad(R"({"name": "g5", "n": 64, "k": 64})", "shape 'g5': --m is required");
-  expect_bad(R"({"name": "g6", "m": 64, "groups": 0, "n": 64, "k": 64})", "shape 'g6': --groups must be a positive");
+  expect_bad(R"({"name": "g5", "n": 64, "k": 64})", "shape 'g5': missing \"m\"");
+  expect_bad(R"({"name": "g6", "m": 64, "groups": 0, "n": 64, "k": 64})", "shape 'g6': groups must be in [1, 2^31)");
   // A good grouped shape passes the suite reader; the bad one after it is still named.
   expect_bad(R"({"name": "ok1", "m": 8192, "groups": 32, "n": 64, "k": 64},
                 {"name": "ok2", "masked_m": 128, "groups": 8, "n": 64, "k": 64},
                 {"name": "g7", "masked_m": 128, "groups": 8, "n": 64, "k": 64, "ldd": 8})",
-             "shape 'g7': --ldd 8 is smaller than N=64");
+             "shape 'g7': ldd=8 is too small for row-major D (128x64): need >= 64");
 }
 
 // ---- hostile input --------------------------------------------------------------------------------------------
@@ -823,7 +846,7 @@ TEST_F(Cli, SuiteErrorsNameTheFileAndTheShapeSafely) {
   std::ofstream(suite) << R"({"shapes": [{"name": "evil\u001b[31m\u009b1m\u0000tail", "m": 16, "n": 16, "k": 16,
                                           "A": "bf17"}]})";
   const std::vector<std::string> args{"bench", "--suite", suite};
-  expect_usage_error(args, "s.json' shape 'evil?[31m?1m?tail': --A 'bf17': unknown dtype");
+  expect_usage_error(args, "s.json' shape 'evil?[31m?1m?tail': \"A\" 'bf17': unknown dtype");
   CliRun r = run_cli(args, env());
   EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
 }

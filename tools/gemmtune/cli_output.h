@@ -15,6 +15,7 @@
 #include "cli_problem.h"
 #include "gemmtune/gemm.h"
 #include "jit/jit.h"
+#include "tuner/serialize.h"
 
 namespace gemmtune::cli {
 
@@ -57,46 +58,12 @@ inline std::string fmt_num(double v, int prec, bool valid = true) {
 inline std::string fmt_err(double e) { return e < 0 ? "-" : fmt::format("{:.1e}", e); }
 inline std::string fmt_int(int v) { return v < 0 ? "-" : std::to_string(v); }
 
-inline json to_json(const CandidateResult& r) {
-  return json{{"backend", r.candidate.backend},
-              {"config", r.candidate.config},
-              {"candidate", r.candidate.str()},
-              {"status", to_string(r.status)},
-              {"reason", r.reason},
-              {"compile_ms", r.compile_ms},
-              {"compile_cache_hit", r.compile_cache_hit},
-              {"registers", r.registers},
-              {"spill_bytes", r.spill_bytes},
-              {"smem_bytes", r.smem_bytes},
-              {"error", r.error},
-              {"us_median", r.us_median},
-              {"us_min", r.us_min},
-              {"us_max", r.us_max},
-              {"timed_iters", r.timed_iters},
-              {"tflops", r.tflops},
-              {"gbps", r.gbps},
-              {"winner", r.winner}};
-}
-
-inline json to_json(const DeviceInfo& d) {
-  return json{{"name", d.name},       {"arch", d.arch()},
-              {"sm_count", d.sm_count}, {"smem_per_block_optin", d.smem_per_block_optin},
-              {"l2_bytes", d.l2_bytes}, {"global_mem_bytes", d.global_mem_bytes},
-              {"driver_version", d.driver_version}, {"real", d.real}};
-}
-
+// The problem JSON of the C ABI and the caches, with its CLI form and cache key for readers of the report.
 inline json problem_json(const Problem& p) {
-  auto op = [](const Operand& o) {
-    return json{{"dtype", std::string(dtype_name(o.dtype))},
-                {"layout", std::string(layout_name(o.layout))},
-                {"ld", o.ld},
-                {"batch_stride", o.batch_stride}};
-  };
-  return json{{"m", p.m},         {"n", p.n},         {"k", p.k},           {"batch", p.batch},
-              {"A", op(p.a)},     {"B", op(p.b)},     {"C", op(p.c)},       {"D", op(p.d)},
-              {"alpha", p.alpha}, {"beta", p.beta},   {"epilogue", p.epilogue.key()},
-              {"scaling", std::string(scaling_name(p.scaling))}, {"amax", p.amax},
-              {"str", p.str()},   {"key", p.key()}};
+  json j = to_json(p);
+  j["str"] = p.str();
+  j["key"] = p.key();
+  return j;
 }
 
 // Results sorted for display: ok by median time, then everything else in the order tried.

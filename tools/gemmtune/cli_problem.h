@@ -140,9 +140,8 @@ inline OperandSpec parse_operand(const std::string& opt, const std::string& text
 struct ProblemArgs {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   // Grouped GEMMs (gemmtune/problem.h): --groups G with --m (the total rows: contiguous) or with --masked-m M_max
-  // (masked). The given_* flags tell a value that was set (command line or suite) from the default.
+  // (masked).
   int64_t groups = 1, masked_m = 0;
-  bool given_m = false, given_groups = false, given_masked_m = false, given_batch = false;
   CLI::Option* shape_opt[4] = {};  // --m, --groups, --masked-m, --batch on the command line
   std::string A = "bf16:row", B = "bf16:col", C, D = "bf16:row";  // C defaults to D
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
@@ -204,9 +203,8 @@ struct ProblemArgs {
   // Builds, resolves and checks the problem. Throws UsageError with one line naming what is wrong.
   Problem build(const std::string& where = "") const {
     auto ctx = [&](const std::string& msg) { return where.empty() ? msg : where + ": " + msg; };
-    auto given = [&](int i, bool flag) { return flag || (shape_opt[i] && shape_opt[i]->count() > 0); };
-    const bool has_m = given(0, given_m), has_groups = given(1, given_groups), has_masked = given(2, given_masked_m),
-               has_batch = given(3, given_batch);
+    auto given = [&](int i) { return shape_opt[i] && shape_opt[i]->count() > 0; };
+    const bool has_m = given(0), has_groups = given(1), has_masked = given(2), has_batch = given(3);
     if (has_m && has_masked)
       throw UsageError(ctx("--m and --masked-m together: a masked grouped GEMM gives its rows per group with "
                            "--masked-m (M_max), a contiguous one its total rows with --m"));

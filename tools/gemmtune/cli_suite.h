@@ -15,18 +15,62 @@
 #include "cli_problem.h"
 #include "core/input.h"
 #include "core/text.h"
+#include "tuner/serialize.h"
 
 namespace gemmtune::cli {
 
 struct SuiteShape {
   std::string name;
-  ProblemArgs args;
+  Problem problem;  // resolved and checked
 };
 
-// {"name": ..., "dtype": "bf16", "shapes": [{"name", "m", "n", "k", "A", "B", "C", "D", "batch", "lda", ...}]}
-// A grouped shape has "groups" and either "m" (the total rows: contiguous) or "masked_m" (masked), as on the CLI.
-// Every field typed and an unknown key an error, since a typo such as "ldb " would otherwise silently mean the
-// default. `path` names the suite in messages and gives its default name. Throws UsageError or detail::InputError.
+// One shape of a suite as problem JSON, the schema of the C ABI and the caches (tuner/serialize.h, which reads it):
+// "name" beside the problem's keys, and the keys a shape leaves out taken from `base`. The shorter keys of hand-written
+// suites are mapped here, the one place that reads them: an operand as "dtype:layout" ("A": "bf16:row"), "lda" ..
+// "ldd", "align_a" .. "align_d", "masked_m" (M_max of a masked grouped problem) and "groups" without "grouping"
+// (contiguous, or masked with "masked_m"). Throws UsageError or detail::InputError naming `where`.
+inline nlohmann::json shape_problem_json(const nlohmann::json& s, nlohmann::json j, const std::string& where) {
+  const detail::Fields e(s, where);
+  e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "accum", "alpha", "beta", "epilogue", "scaling",
+          "amax", "grouping", "groups", "masked_m", "lda", "ldb", "ldc", "ldd", "align_a", "align_b", "align_c",
+          "align_d"});
+  auto bad = [&](const std::string& why) { return UsageError(fmt::format("{}: {}", where, why)); };
+  for (const char* x : {"A", "B", "D", "C"}) {
+    if (!e.has(x)) {
+      if (x[0] == 'C') j["C"]["dtype"] = j["D"]["dtype"], j["C"]["layout"] = j["D"]["layout"];  // C as D
+      continue;
+    }
+    if (!e.at(x).is_string()) {
+      j[x].update(e.at(x));  // the problem JSON's operand object, checked by problem_from_json
+      continue;
+    }
+    const OperandSpec o = parse_operand(fmt::format("{}: \"{}\"", where, x), e.string(x),
+                                        *parse_layout(j[x]["layout"].get<std::string>()));
+    j[x]["dtype"] = dtype_name(o.dtype), j[x]["layout"] = layout_name(o.layout);
+  }
+  for (const Which w : kOperands) {
+    const std::string lw(which_lower(w)), x(which_name(w));
+    if (e.has(("ld" + lw).c_str())) j[x]["ld"] = e.at(("ld" + lw).c_str());
+    if (e.has(("align_" + lw).c_str())) j[x]["align"] = e.at(("align_" + lw).c_str());
+  }
+  for (const char* key : {"m", "n", "k", "batch", "accum", "alpha", "beta", "epilogue", "scaling", "amax", "grouping",
+                          "groups"})
+    if (e.has(key)) j[key] = e.at(key);
+  if (e.has("masked_m")) {
+    if (e.has("m"))
+      throw bad("\"m\" and \"masked_m\" together: a masked grouped GEMM gives its rows per group with \"masked_m\" "
+                "(M_max), a contiguous one its total rows with \"m\"");
+    if (!e.has("groups")) throw bad("\"masked_m\" needs \"groups\" (the number of matrices of M_max rows)");
+    j["m"] = e.at("masked_m");
+  }
+  if (e.has("groups") && !e.has("grouping")) j["grouping"] = e.has("masked_m") ? "masked" : "contiguous";
+  return j;
+}
+
+// {"name": ..., "dtype": "bf16", "A": "bf16:row", "B": "bf16:col", "D": "bf16:row", "shapes": [<shape>, ...]}: each
+// shape a problem (shape_problem_json), the suite's dtypes its default operands. Every field typed and an unknown
+// key an error, since a typo such as "ldb " would otherwise silently mean the default. `path` names the suite in
+// messages and gives its default name. Throws UsageError or detail::InputError.
 inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_view text, const std::string& path) {
   const std::string what = fmt::format("--suite '{}'", detail::printable(path));
   const nlohmann::json j = detail::parse_json(text, what);
@@ -36,8 +80,16 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     throw UsageError(what + ": expected an object with a \"shapes\" array");
   std::string suite_name = top.string("name", std::filesystem::path(path).stem().string());
   top.string("description", "");
-  std::string dt = top.string("dtype", "bf16");
-  std::string dA = top.string("A", dt + ":row"), dB = top.string("B", dt + ":col"), dD = top.string("D", dt + ":row");
+  const std::string dt = top.string("dtype", "bf16");
+  const OperandSpec a = parse_operand(what + " \"A\"", top.string("A", dt + ":row"), Layout::row);
+  const OperandSpec b = parse_operand(what + " \"B\"", top.string("B", dt + ":col"), Layout::col);
+  const OperandSpec d = parse_operand(what + " \"D\"", top.string("D", dt + ":row"), Layout::row);
+  Problem defaults = Problem::make(1, 1, 1, a.dtype, d.dtype, a.layout, b.layout);
+  defaults.b.dtype = b.dtype;
+  defaults.d.layout = d.layout;
+  nlohmann::json base = to_json(defaults);
+  for (const char* key : {"m", "n", "k"}) base.erase(key);  // every shape gives its own
+  for (const char* x : {"A", "B", "C", "D"}) base[x]["ld"] = 0, base[x]["batch_stride"] = -1;  // packed
   std::vector<SuiteShape> shapes;
   size_t i = 0;
   for (const nlohmann::json& s : top.at("shapes")) {
@@ -47,47 +99,24 @@ inline std::pair<std::string, std::vector<SuiteShape>> parse_suite(std::string_v
     // every message about the shape starts with it.
     if (s.is_object() && s.contains("name") && s["name"].is_string() && !s["name"].get<std::string>().empty())
       where = fmt::format("{} shape '{}'", what, brief(detail::printable(s["name"].get<std::string>())));
-    const detail::Fields e(s, where);
-    e.only({"name", "m", "masked_m", "groups", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd",
-            "align_a", "align_b", "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "amax"});
-    sh.name = e.string("name", "");
-    ProblemArgs& a = sh.args;
-    a.given_m = e.has("m");
-    a.given_masked_m = e.has("masked_m");
-    a.given_groups = e.has("groups");
-    a.given_batch = e.has("batch");
-    a.m = e.integer("m", 0);
-    a.masked_m = e.integer("masked_m", 0);
-    a.groups = e.integer("groups", 1);
-    a.n = e.integer("n");
-    a.k = e.integer("k");
-    a.batch = e.integer("batch", 1);
-    a.A = e.string("A", dA);
-    a.B = e.string("B", dB);
-    a.D = e.string("D", dD);
-    a.C = e.string("C", "");
-    a.lda = e.integer("lda", 0);
-    a.ldb = e.integer("ldb", 0);
-    a.ldc = e.integer("ldc", 0);
-    a.ldd = e.integer("ldd", 0);
-    a.align[0] = e.integer("align_a", 16);
-    a.align[1] = e.integer("align_b", 16);
-    a.align[2] = e.integer("align_c", 16);
-    a.align[3] = e.integer("align_d", 16);
-    for (auto [key, dst, fallback] : {std::tuple{"alpha", &a.alpha, 1.0}, {"beta", &a.beta, 0.0}}) {
-      *dst = e.number(key, fallback);
-      float f;
-      if (const std::string why = detail::to_fp32(*dst, f); !why.empty())
-        throw UsageError(fmt::format("{}: \"{}\" {}", where, key, why));
+    sh.name = detail::Fields(s, where).string("name", "");
+    const nlohmann::json pj = shape_problem_json(s, base, where);
+    try {
+      sh.problem = problem_from_json(pj);
+    } catch (const Error& e) {
+      std::string why = user_message(e.what());
+      for (const std::string pre : {"problem JSON: ", "problem JSON "})
+        if (why.starts_with(pre)) why = why.substr(pre.size());
+      throw UsageError(fmt::format("{}: {}", where, why));
     }
-    a.epilogue = e.string("epilogue", "");
-    a.scaling = e.string("scaling", "none");
-    a.amax = e.boolean("amax", false);
+    // The problem's own rules answer, before any GPU time is spent.
+    if (const std::string why = sh.problem.resolve().check(); !why.empty())
+      throw UsageError(fmt::format("{}: {}", where, user_message(why)));
+    const Problem& p = sh.problem;
     if (sh.name.empty())
-      sh.name = a.given_masked_m ? fmt::format("{}x{}x{}_g{}_masked", a.masked_m, a.n, a.k, a.groups)
-                : a.given_groups ? fmt::format("{}x{}x{}_g{}", a.m, a.n, a.k, a.groups)
-                                 : fmt::format("{}x{}x{}", a.m, a.n, a.k);
-    a.build(where);  // reject a bad suite before any GPU time is spent
+      sh.name = p.grouping == Grouping::masked ? fmt::format("{}x{}x{}_g{}_masked", p.m, p.n, p.k, p.groups)
+                : p.grouped()                  ? fmt::format("{}x{}x{}_g{}", p.m, p.n, p.k, p.groups)
+                                               : fmt::format("{}x{}x{}", p.m, p.n, p.k);
     shapes.push_back(std::move(sh));
   }
   if (shapes.empty()) throw UsageError(what + ": no shapes");

@@ -293,7 +293,7 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const Tu
 
   for (size_t i = 0; i < shapes.size(); ++i) {
     const SuiteShape& s = shapes[i];
-    Problem p = s.args.build();
+    const Problem& p = s.problem;
     json row{{"name", s.name}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"problem", problem_json(p)}};
     const ShapeBench sb = bench_problem(p, opts);
     const TuneReport& rep = sb.tune;
@@ -430,8 +430,7 @@ int cmd_compile(const ProblemArgs& pa, const std::string& suite_path, const std:
   std::vector<std::pair<std::string, Problem>> problems;
   if (!suite_path.empty()) {
     if (!config.empty()) throw UsageError("--config and --suite exclude each other");
-    for (const SuiteShape& sh : load_suite(suite_path).second)
-      problems.emplace_back(sh.name, sh.args.build(printable(sh.name)));
+    for (const SuiteShape& sh : load_suite(suite_path).second) problems.emplace_back(sh.name, sh.problem);
   } else {
     problems.emplace_back("", pa.build());
   }
