@@ -381,7 +381,7 @@ TEST(GemvCompile, EveryConfig) {
   compile_every(decode(16, 4096, 4104, "bias,gelu_tanh,residual"));  // K % 64 = 8: the ragged step
   Problem p = Problem::make(4096, 5, 1000, DType::f16, DType::f32, Layout::row, Layout::col);
   p.d.layout = p.c.layout = Layout::col;
-  p.c.dtype = DType::bf16;
+  p.d.ld = p.c.ld = 0;  // packed again, for the column-major layout
   p.beta = 0.5f;
   p.resolve();
   compile_every(p);
@@ -395,7 +395,7 @@ TEST(GemvCompile, LoadWidths) {
   ptr.a.align = 2;
   Problem c32 = Problem::make(4096, 5, 1001, DType::f16, DType::f32, Layout::row, Layout::col);
   c32.d.layout = c32.c.layout = Layout::col;
-  c32.c.dtype = DType::bf16;
+  c32.d.ld = c32.c.ld = 0;  // packed again, for the column-major layout
   c32.beta = 0.5f;
   c32.resolve();
   const std::vector<Problem> problems = {decode(4, 4096, 4100), decode(16, 4096, 4098, "bias,gelu_tanh"),
@@ -438,7 +438,7 @@ TEST(GemvCompile, LoadWidths) {
 TEST(GemvCompile, CtaSplitConfigs) {
   auto be = make_gemv_backend();
   Problem c32 = Problem::make(5, 96, 200, DType::f16, DType::f32, Layout::row, Layout::col, 3);
-  c32.d.layout = Layout::col;
+  c32.d = {DType::f32, Layout::col, 0, -1};  // packed, column-major
   c32.c = c32.d;
   c32.beta = -1.25f;
   c32.resolve();
