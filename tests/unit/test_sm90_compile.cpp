@@ -850,6 +850,7 @@ void compile_all(const Layouts& l, int64_t m, int64_t n, int64_t k, bool beta, c
   p.d.layout = l.d;
   p.c.layout = l.d;
   p.c.dtype = l.out;
+  p.c.ld = p.d.ld = 0;  // packed for their layout
   if (beta) p.beta = 0.5f;
   p.epilogue = parse_epilogue(chain);
   p.resolve();
