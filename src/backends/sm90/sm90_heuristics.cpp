@@ -71,7 +71,6 @@ double apply_factors(double x, const auto& table, const Config& c, const gt_sm90
 // A term for L2 bytes per MMA clock keeps thin tiles (64-row ping-pong, 64/96/128-wide coop) from looking free.
 double estimate_cost(const Config& c, const Analysis& an, const DeviceInfo& dev) {
   constexpr double kMacPerClk = 2048.0, kPerKOverhead = 16.0, kEpiBytesPerClk = 32.0;
-  const Problem& p = an.problem;
   const KernelView& v = an.view(c.swap);
   const int sms = sm_count(dev);
   const int cs = c.cm * c.cn;
