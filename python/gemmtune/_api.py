@@ -27,26 +27,15 @@ class ProgressEvent(str):
     and the fields its kind sets: `backend`, `result` (a CandidateResult), `count`, `total`, `ms`, `isolated`,
     `text`."""
 
-    kind: str
-    backend: str
-    result: Optional["CandidateResult"]
-    count: int
-    total: int
-    ms: float
-    isolated: bool
-    text: str
+    _FIELDS = {"kind": "", "backend": "", "count": 0, "total": 0, "ms": 0.0, "isolated": False, "text": ""}
 
     @staticmethod
     def from_json(doc: str) -> "ProgressEvent":
         j = json.loads(doc)
         e = ProgressEvent(j.get("line", ""))
-        e.kind = j["kind"]
-        e.backend = j.get("backend", "")
+        for k, default in ProgressEvent._FIELDS.items():
+            setattr(e, k, j.get(k, default))
         e.result = CandidateResult.from_dict(j["result"]) if "result" in j else None
-        e.count, e.total = j.get("count", 0), j.get("total", 0)
-        e.ms = j.get("ms", 0.0)
-        e.isolated = j.get("isolated", False)
-        e.text = j.get("text", "")
         return e
 
 

@@ -105,36 +105,36 @@ def raise_for(status: int) -> None:
     raise Error(msg)
 
 
-def _progress_cb(progress):
-    if progress is None:
-        return PROGRESS_FN(), None
+def _call(name: str, *args, progress=None, free=None) -> int:
+    """Calls gt_<name>, whose last argument is a pointer it returns (after the progress callback of gt_compile, gt_tune,
+    gt_select and gt_bench), and returns that pointer. An exception of `progress` cannot cross the C boundary: it is
+    re-raised after the call, once `free` released the result."""
+    L = lib()
+    out = ctypes.c_void_p()
+    enc = [a.encode() if isinstance(a, str) else a for a in args]
     errors = []
+    if name in ("gt_compile", "gt_tune", "gt_select", "gt_bench"):
+        def cb(event_json, _user):
+            try:
+                progress(event_json.decode("utf-8", "replace"))
+            except BaseException as e:  # noqa: BLE001 - re-raised after the call
+                errors.append(e)
 
-    def cb(event_json, _user):
-        try:
-            progress(event_json.decode("utf-8", "replace"))
-        except BaseException as e:  # noqa: BLE001 - an exception cannot cross the C boundary: re-raised after
-            errors.append(e)
-
-    return PROGRESS_FN(cb), errors
+        enc += [PROGRESS_FN(cb) if progress is not None else PROGRESS_FN(), None]
+    st = getattr(L, name)(*enc, ctypes.byref(out))
+    if errors:
+        if out.value and free is not None:
+            free(out)
+        raise errors[0]
+    if st != _GT_OK:
+        raise_for(st)
+    return out.value
 
 
 def call_json(name: str, *args, progress=None):
     """Calls a gt_* function whose last argument is a `char**` JSON result, and returns the parsed document."""
     L = lib()
-    out = ctypes.c_void_p()
-    enc = [a.encode() if isinstance(a, str) else a for a in args]
-    if name in ("gt_compile", "gt_tune", "gt_bench"):
-        cb, errors = _progress_cb(progress)
-        st = getattr(L, name)(*enc, cb, None, ctypes.byref(out))
-        if errors:
-            if out.value:
-                L.gt_free(out)
-            raise errors[0]
-    else:
-        st = getattr(L, name)(*enc, ctypes.byref(out))
-    if st != _GT_OK:
-        raise_for(st)
+    out = ctypes.c_void_p(_call(name, *args, progress=progress, free=L.gt_free))
     try:
         return json.loads(ctypes.string_at(out.value).decode("utf-8"))
     finally:
@@ -142,23 +142,8 @@ def call_json(name: str, *args, progress=None):
 
 
 def select(problem_json: str, options_json: str, progress=None) -> int:
-    L = lib()
-    out = ctypes.c_void_p()
-    cb, errors = _progress_cb(progress)
-    st = L.gt_select(problem_json.encode(), options_json.encode(), cb, None, ctypes.byref(out))
-    if errors:
-        if out.value:
-            L.gt_gemm_destroy(out)
-        raise errors[0]
-    if st != _GT_OK:
-        raise_for(st)
-    return out.value
+    return _call("gt_select", problem_json, options_json, progress=progress, free=lib().gt_gemm_destroy)
 
 
 def load(problem_json: str, candidate: str) -> int:
-    L = lib()
-    out = ctypes.c_void_p()
-    st = L.gt_load(problem_json.encode(), candidate.encode(), ctypes.byref(out))
-    if st != _GT_OK:
-        raise_for(st)
-    return out.value
+    return _call("gt_load", problem_json, candidate)

@@ -3,30 +3,18 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "tuner/pipeline.h"
 
 namespace gemmtune {
 
 const char* to_string(ProgressKind k) {
-  switch (k) {
-    case ProgressKind::cache_hit: return "cache_hit";
-    case ProgressKind::cache_stale: return "cache_stale";
-    case ProgressKind::backend_skipped: return "backend_skipped";
-    case ProgressKind::backend_planned: return "backend_planned";
-    case ProgressKind::not_compiled: return "not_compiled";
-    case ProgressKind::compiled: return "compiled";
-    case ProgressKind::compile_summary: return "compile_summary";
-    case ProgressKind::candidate_failed: return "candidate_failed";
-    case ProgressKind::evaluating: return "evaluating";
-    case ProgressKind::timing: return "timing";
-    case ProgressKind::result: return "result";
-    case ProgressKind::runoff: return "runoff";
-    case ProgressKind::runoff_result: return "runoff_result";
-    case ProgressKind::worker: return "worker";
-    case ProgressKind::note: return "note";
-    case ProgressKind::warning: return "warning";
-  }
-  return "?";
+  static const char* const kNames[] = {  // in the enum's order
+      "cache_hit", "cache_stale", "backend_skipped", "backend_planned", "not_compiled", "compiled", "compile_summary",
+      "candidate_failed", "evaluating", "timing", "result", "runoff", "runoff_result", "worker", "note", "warning"};
+  static_assert(std::size(kNames) == size_t(ProgressKind::warning) + 1);
+  return kNames[size_t(k)];
 }
 
 namespace {
