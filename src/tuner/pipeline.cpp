@@ -212,6 +212,7 @@ std::vector<PreparedCandidate> take_uncompiled(std::vector<RankedList>& lists, c
   std::vector<PreparedCandidate> skipped;
   for (RankedList& l : lists) {
     if (!l.backend || !l.backend->slow_compile() || l.ranked.empty()) continue;
+    if (!l.analysis) l.analysis = l.backend->analyze(p);  // a list made by hand, not by enumerate_ranked
     std::vector<Candidate> kept;
     for (size_t i = 0; i < l.ranked.size(); ++i) {
       const Candidate& c = l.ranked[i];
