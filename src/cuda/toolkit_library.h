@@ -3,7 +3,7 @@
 // neither (a result-cache hit of `gemmtune tune`, `list`, `cache`, a cached winner of a backend that compiles nothing)
 // does not pay for loading them at its start (cuBLASLt is half a gigabyte: 55-170 ms to map and relocate on a 2-core
 // host, NVRTC 6-18 ms). Each user lists the functions it calls and reaches them through a table, as cuda/driver.h does
-// for libcuda (jit.cpp for NVRTC, cublaslt_backend.cpp for cuBLASLt).
+// for libcuda (jit.cpp for NVRTC, backends/cublaslt/cublaslt_library.h for cuBLASLt).
 #include <dlfcn.h>
 
 #include <mutex>

@@ -3,8 +3,6 @@
 #include "backends/stream_scratch.h"
 #include "core/fnv.h"
 
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -13,99 +11,26 @@
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "backends/cublaslt/cublaslt_config.h"
+#include "backends/cublaslt/cublaslt_library.h"
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/epilogue_codegen.h"
 #include "cuda/driver.h"
 #include "cuda/memory.h"
-#include "cuda/toolkit_library.h"
 #include "gemmtune/errors.h"
 #include "jit/jit.h"
 
 namespace gemmtune {
-
+namespace cublaslt {
 namespace {
-
-using cublaslt::AlgoConfig;
 
 constexpr const char* kName = "cublaslt";
 constexpr uint64_t kMaxWorkspace = 32ull << 20;  // what the heuristic may ask for
 constexpr uint32_t kBiasAlignment = 16;  // a fused bias pointer's alignment the heuristic may rely on (checked at launch)
 constexpr int kHeuristicCount = 32;
-
-// ---- cuBLASLt, loaded when first used (cuda/toolkit_library.h): enumeration, a load, `gemmtune version` ----
-
-#define GEMMTUNE_CUBLASLT_FUNCS(X)                                                                                  \
-  X(cublasLtGetVersion) X(cublasLtGetStatusName) X(cublasLtCreate) X(cublasLtMatmul) X(cublasLtMatmulDescCreate)   \
-  X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulPreferenceCreate)                 \
-  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatrixLayoutCreate)         \
-  X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulAlgoInit)                     \
-  X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoCapGetAttribute)                \
-  X(cublasLtMatmulAlgoConfigGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute)
-
-const cuda::ToolkitLibrary& lt_library() {
-  static const cuda::ToolkitLibrary lib("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), "cuBLASLt");
-  return lib;
-}
-
-struct CublasLt {
-  GEMMTUNE_CUBLASLT_FUNCS(GEMMTUNE_TOOLKIT_DECL)
-};
-
-// The table, loaded once (thread-safe); throws gemmtune::Error when cuBLASLt cannot be loaded.
-const CublasLt& lt() {
-  static const CublasLt table = [] {
-    CublasLt t;
-    const cuda::ToolkitLibrary& lib = lt_library();
-    GEMMTUNE_CUBLASLT_FUNCS(GEMMTUNE_TOOLKIT_LOAD)
-    return t;
-  }();
-  return table;
-}
-
-std::string version_string(size_t v) {  // major*10000 + minor*100 + patch
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-}
-
-// ---- errors ----
-
-[[noreturn]] void lt_fail(cublasStatus_t s, const char* call, const char* file, int line) {
-  const char* name = lt().cublasLtGetStatusName(s);
-  const std::string_view table = "lt().";  // the call as cuBLASLt names it
-  if (std::string_view(call).substr(0, table.size()) == table) call += table.size();
-  detail::throw_error(std::string("cublaslt: ") + call + " failed: " + (name ? name : "unknown status") + " (" +
-                          std::to_string(static_cast<int>(s)) + ")",
-                      file, line);
-}
-
-#define GT_LT(call)                                                         \
-  do {                                                                      \
-    cublasStatus_t gt_lt_status_ = (call);                                  \
-    if (gt_lt_status_ != CUBLAS_STATUS_SUCCESS)                             \
-      lt_fail(gt_lt_status_, #call, __FILE__, __LINE__);                    \
-  } while (0)
-
-std::string status_name(cublasStatus_t s) {
-  const char* name = lt().cublasLtGetStatusName(s);
-  return name ? name : ("status " + std::to_string(static_cast<int>(s)));
-}
-
-// One handle for the process: created lazily on the primary context of the current device, never destroyed (its
-// destruction at exit could run after the driver is gone).
-cublasLtHandle_t lt_handle() {
-  cuda::ensure_context();  // throws NoGpuError without a GPU
-  // A magic static: thread-safe, and retried on the next call if creation throws.
-  static const cublasLtHandle_t handle = [] {
-    cublasLtHandle_t h = nullptr;
-    GT_LT(lt().cublasLtCreate(&h));
-    return h;
-  }();
-  return handle;
-}
 
 cudaDataType_t lt_type(DType t) {
   switch (t) {
@@ -156,8 +81,6 @@ struct LtProblem {
 // per-column bias (the y = x·Wᵀ + b case) is cuBLASLt's bias; with a column-major D our bias_row is. Every other
 // chain runs as this GEMM into a workspace plus the separate elementwise kernel (kernels/epilogue/elementwise.cuh):
 // the unfused baseline. The config says which: "<algo>,epi=fused" or "<algo>,epi=separate" (cublaslt_config.h).
-using cublaslt::CandidateConfig;
-using cublaslt::EpiMode;
 
 // A candidate's config as parse() leaves it: the suffixes split off and the algorithm parsed. A malformed algorithm
 // is kept as its error rather than thrown, because validate() names a mismatched epilogue mode first.
@@ -609,7 +532,7 @@ class LtExecutable final : public Executable {
  public:
   LtExecutable(const Problem& p, const Candidate& c, const LtConfig& cfg, std::shared_ptr<const jit::Cubin> ew)
       : cand_(c), split_(cfg.split), lp_(map_problem(p, split_.epi, split_.fast_accum.value_or(false))), descs_(lp_) {
-    if (cublaslt::is_default_config(split_.algo)) {
+    if (is_default_config(split_.algo)) {
       auto res = heuristic(descs_, 1);
       if (res.empty()) GT_THROW("cublaslt: the heuristic returns no algorithm for " + p.str());
       algo_ = res[0].algo;
@@ -793,7 +716,7 @@ class CublasLtBackend final : public Backend {
     if (!native_epilogue(p, ep).empty()) return all(EpiMode::separate);
     std::vector<Candidate> out = all(EpiMode::fused);
     if (p.d.dtype != DType::e4m3)  // the unfused baseline (an e4m3 D cannot run it: see problem_reason)
-      out.push_back({kName, CandidateConfig{cublaslt::kDefaultConfig, accums.front(), EpiMode::separate}.str()});
+      out.push_back({kName, CandidateConfig{kDefaultConfig, accums.front(), EpiMode::separate}.str()});
     return out;
   }
 
@@ -801,7 +724,7 @@ class CublasLtBackend final : public Backend {
     if (c.backend != kName) throw Error("cublaslt: candidate of backend '" + c.backend + "'");
     LtConfig cfg;
     cfg.split = CandidateConfig::parse(c.config);  // throws on a bad suffix
-    if (!cublaslt::is_default_config(cfg.split.algo)) {
+    if (!is_default_config(cfg.split.algo)) {
       try {
         cfg.algo = AlgoConfig::parse(cfg.split.algo);
       } catch (const Error& e) {
@@ -826,7 +749,7 @@ class CublasLtBackend final : public Backend {
     if (std::string why = problem_reason(rp, dev); !why.empty()) return why;
     const LtConfig& cfg = config_of<LtConfig>(parsed, kName);
     if (std::string why = config_reason(p, cfg.split); !why.empty()) return why;
-    if (cublaslt::is_default_config(cfg.split.algo)) return "";
+    if (is_default_config(cfg.split.algo)) return "";
     if (!cfg.algo) return cfg.algo_error;
     // Whether cuBLASLt accepts the algorithm for this problem can only be asked with a GPU; without one the syntax
     // is all we can check (load() checks again).
@@ -897,7 +820,7 @@ class CublasLtBackend final : public Backend {
     const auto res = heuristic(ds, kHeuristicCount);
     if (res.empty()) return out;
     auto config = [&](const std::string& algo) { return CandidateConfig{algo, fast_accum, mode}.str(); };
-    out.push_back({kName, config(cublaslt::kDefaultConfig)});
+    out.push_back({kName, config(kDefaultConfig)});
     std::vector<std::string> seen;
     for (size_t i = 0; i < res.size(); ++i) {
       std::string cfg = config_of(res[i].algo).str();
@@ -914,10 +837,12 @@ class CublasLtBackend final : public Backend {
 };
 
 }  // namespace
+}  // namespace cublaslt
 
-std::shared_ptr<Backend> make_cublaslt_backend() { return std::make_shared<CublasLtBackend>(); }
+std::shared_ptr<Backend> make_cublaslt_backend() { return std::make_shared<cublaslt::CublasLtBackend>(); }
 
 std::string cublaslt_mapping(const Problem& p0, const std::string& config) {
+  using namespace cublaslt;
   const ResolvedProblem rp = resolve(p0);
   const Problem& p = rp;
   if (std::string why = problem_reason(rp, DeviceInfo{}); !why.empty()) throw Error(why);
@@ -946,15 +871,5 @@ std::string cublaslt_mapping(const Problem& p0, const std::string& config) {
   if (lp.bias) s += " bias=" + type(lp.bias_type);
   return s;
 }
-
-std::string cublaslt_version() {
-  // cuBLASLt in the process already (loaded by this backend, or PyTorch's): its own version, at no cost.
-  if (auto* fn = reinterpret_cast<decltype(&::cublasLtGetVersion)>(lt_library().resident_symbol("cublasLtGetVersion")))
-    return version_string(fn());
-  // Not loaded: the one this process would load is the toolkit's whose headers it was built with.
-  return version_string(CUBLAS_VERSION);
-}
-
-std::string cublaslt_library_version() { return version_string(lt().cublasLtGetVersion()); }
 
 }  // namespace gemmtune
