@@ -63,4 +63,12 @@ struct CandidateConfig {
   bool operator==(const CandidateConfig&) const = default;
 };
 
+// A candidate's config as the backend's parse() leaves it: the suffixes split off and the algorithm parsed. A malformed
+// algorithm is kept as its error rather than thrown, because validate() names a mismatched epilogue mode first.
+struct LtConfig {
+  CandidateConfig split;
+  std::optional<AlgoConfig> algo;  // empty for "default" (and when algo_error is set)
+  std::string algo_error;          // why the algorithm part does not parse; "" when it does
+};
+
 }  // namespace gemmtune::cublaslt
