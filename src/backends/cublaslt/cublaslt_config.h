@@ -22,6 +22,7 @@
 
 namespace gemmtune::cublaslt {
 
+inline constexpr const char* kName = "cublaslt";  // the backend's name
 inline constexpr const char* kDefaultConfig = "default";
 
 struct AlgoConfig {
