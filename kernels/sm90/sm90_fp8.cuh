@@ -141,21 +141,29 @@ __device__ __forceinline__ void static_for(F&& f) {
 }
 
 // acc += tmp (times the k-block's block scales with block scaling), on the CUDA cores. Column group c (8 columns,
-// never straddling a 128-column block: tile origins are multiples of 64) takes B block c / (128 / 8) of the tile, or
-// with tile N 192 the first block up to group SPLIT and the second from there (SPLIT = 8 when the tile starts in the
-// middle of a block, else 16).
-template <class Cfg, int SPLIT = 16>
+// never straddling a 128-column block: tile origins are multiples of 64) takes B block c / (128 / 8) of the tile. With
+// tile N 192 the first 8 groups take the first block and the last 8 the second; the middle 8 take the first where the
+// tile starts on a block boundary and the second where it starts in the middle of one (`mid_second`, fixed per
+// tile): a select per row and k-block instead of a branch between two copies of the FFMA run.
+template <class Cfg>
 __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
                                              const float (&tmp)[Cfg::kSlabs][Cfg::BN / 2],
-                                             const BlockScales<Cfg>& sc) {
+                                             const BlockScales<Cfg>& sc, bool mid_second) {
   constexpr int kNB = BlockScales<Cfg>::kNB;
+  constexpr int kF = Cfg::BN == 192 ? 3 : kNB;  // factors per row: one per 64-column third at tile N 192
 #pragma unroll
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      float f[kNB];
+      float f[kF];
+      if constexpr (Cfg::BN == 192) {
+        f[0] = sc.a[si][i] * sc.b[0];
+        f[2] = sc.a[si][i] * sc.b[1];
+        f[1] = mid_second ? f[2] : f[0];
+      } else {
 #pragma unroll
-      for (int j = 0; j < kNB; ++j) f[j] = sc.a[si][i] * sc.b[j];
+        for (int j = 0; j < kNB; ++j) f[j] = sc.a[si][i] * sc.b[j];
+      }
 #pragma unroll
       for (int c = 0; c < Cfg::BN / 8; ++c)
 #pragma unroll
@@ -163,7 +171,7 @@ __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN /
           float& a = acc[si][4 * c + 2 * i + j];
           const float t = tmp[si][4 * c + 2 * i + j];
           if constexpr (Cfg::SCALE == kScaleBlock)
-            a = fmaf(t, f[kNB == 1 ? 0 : Cfg::BN == 192 ? (c < SPLIT ? 0 : 1) : (8 * c) / 128], a);
+            a = fmaf(t, f[Cfg::BN == 192 ? c / 8 : kNB == 1 ? 0 : c / 16], a);
           else
             a += t;
         }
@@ -204,6 +212,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
   const StageDescs<Cfg> descs(sm, __shfl_sync(0xffffffffu, row0, 0));
   const StageRelease<Cfg> release(sm, lane);
   const int kb_count = (p.k + Cfg::BK - 1) / Cfg::BK, r0 = m0 + warp * 16 + lane / 4;
+  const bool mid_second = n0 % 128 != 0;
   float tmp[NT][Cfg::kSlabs][Cfg::BN / 2];
   BlockScales<Cfg> sc[kSets];
 #pragma unroll
@@ -227,10 +236,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
     constexpr int X = decltype(x)::value;
     fence(tmp[X % NT]);
     release(stage);
-    if (kBlock && Cfg::BN == 192 && n0 % 128 != 0)
-      promote_into<Cfg, 8>(acc, tmp[X % NT], sc[X % kSets]);
-    else
-      promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets]);
+    promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets], mid_second);
     if (kBlock && kc + X + kSets < k_iters) sc[X % kSets].load(p, kb0 + kc + X + kSets, kb_count, r0, n0, g);
   };
   // A straight run of N k-blocks from kc.
