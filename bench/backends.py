@@ -12,8 +12,9 @@ For each shape of --suite (after --filter and --max-shapes):
      kept for the run (a prebuilt cache, as `gemmtune compile --suite` leaves one), so a shape compiles only the
      CUTLASS kernels no earlier shape built (a kernel serves every shape of its dtypes, layouts and epilogue).
   b. ONE `gemmtune tune --config W1 --config W2 ... --json --force` of every set's winner and cuBLASLt's default
-     (the reference `gemmtune bench` times: cublaslt:default, fast_accum for fp8, epi=fused or epi=separate with an
-     epilogue), timed interleaved on the same buffers: every µs of a row comes from one process on one GPU.
+     (the reference `gemmtune bench` times: cublaslt:default, fast_accum=0|1 as the fp8 problem's fp8_accum,
+     epi=fused or epi=separate with an epilogue), timed interleaved on the same buffers: every µs of a row comes
+     from one process on one GPU.
   c. OUT/backends-<suite>.json (everything raw, written after each shape: --resume goes on from there) and .md: per
      shape each set's µs and × cuBLAS (cuBLASLt default µs / set µs), the fastest single set, whether `all` is at
      least as fast as every single set (a row where it is slower by more than 1% is flagged), the geomeans, and the
@@ -89,7 +90,7 @@ def shape_name(shape):
 
 
 _FLAG_KEYS = ("m", "masked_m", "groups", "n", "k", "batch", "A", "B", "C", "D", "lda", "ldb", "ldc", "ldd", "align_a",
-              "align_b", "align_c", "align_d", "alpha", "beta", "epilogue", "scaling")
+              "align_b", "align_c", "align_d", "alpha", "beta", "epilogue", "scaling", "fp8_accum")
 
 
 def problem_flags(shape, suite):
@@ -115,10 +116,11 @@ def cublas_reference(shape, suite):
     """cuBLASLt's default as `gemmtune bench` times it (src/tuner/bench.cpp), fused epilogue first: the config with
     epi=separate is the fallback when cuBLASLt refuses the fused one."""
     dt = suite.get("dtype", "bf16")
+    a = shape.get("A", suite.get("A", f"{dt}:row")).split(":")[0].lower()
     b = shape.get("B", suite.get("B", f"{dt}:col")).split(":")[0].lower()
     algo = "default"
-    if b in ("e4m3", "e5m2"):
-        algo = "default,fast_accum=0" if shape.get("scaling") == "block" else "default,fast_accum=1"
+    if a in ("e4m3", "e5m2") and b in ("e4m3", "e5m2"):  # in the problem's accumulation mode
+        algo = "default,fast_accum=1" if shape.get("fp8_accum") == "fast" else "default,fast_accum=0"
     ep = shape.get("epilogue", "")
     if ep and ep != "none":
         return [f"cublaslt:{algo},epi=fused", f"cublaslt:{algo},epi=separate"]

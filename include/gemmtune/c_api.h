@@ -3,8 +3,9 @@
  * Cold paths (problem checks, listing, compiling, tuning, the caches) take and return JSON documents: the problem
  * in the form of the worker protocol and the result cache, {"m", "n", "k", "batch", "A", "B", "C", "D" (each
  * {"dtype", "layout", "ld", "batch_stride", "align"}), "accum", "alpha", "beta", "epilogue", "scaling", "amax",
- * "grouping", "groups"} (gemmtune/problem.h for their meaning; "grouping" is "none" (the default), "contiguous" or
- * "masked", "groups" the G of a grouped GEMM, 1 by default; a masked problem's batch may be left 1, it becomes G),
+ * "grouping", "groups", "fp8_accum"} (gemmtune/problem.h for their meaning; "grouping" is "none" (the default),
+ * "contiguous" or "masked", "groups" the G of a grouped GEMM, 1 by default; a masked problem's batch may be left 1, it
+ * becomes G; "fp8_accum" is "exact" (the default) or "fast", written for fp8 A and B only),
  * options as an object of TuneOptions / CompileOptions fields, reports as the CLI's --json records. The launch paths,
  * gt_gemm_run and gt_gemm_run_args, take plain pointers and build nothing.
  *

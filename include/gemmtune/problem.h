@@ -2,7 +2,8 @@
 // Problem: what to compute, with no pointers.
 //   D[b] (M x N) = alpha * A[b] (M x K) * B[b] (K x N) + beta * C[b] (M x N),   b in [0, batch)
 // then the epilogue (gemmtune/epilogue.h). Every operand has a dtype, a layout (row- or column-major), a leading
-// dimension and a batch stride, all in elements. Accumulation is fp32.
+// dimension and a batch stride, all in elements. Accumulation is fp32; with fp8 A and B, Problem::fp8_accum says
+// whether the tensor core may accumulate K in its own reduced precision (gemmtune/types.h Fp8Accum).
 // N is always the GEMM's N (columns of B). With a gated linear unit in the epilogue D is M x N/2 (n_out()): its
 // packed ld, the residual's shape and the bytes moved follow n_out(); C stays unused (a GLU needs beta == 0).
 //
@@ -16,6 +17,9 @@
 // An e4m3 D stores saturate(v * scale_d[0]) (+-448); with Problem::amax the kernel also writes max |v| over D (before
 // scale_d) to amax[0], the statistic of delayed scaling. A 16-bit A with an e4m3 B (weight-only fp8) takes tensor or
 // row scaling of B; scale_a may then be null (1).
+// fp8_accum (fp8 A and B only; a 16-bit product accumulates in fp32 and takes the default, exact): exact promotes
+// into fp32 at least every 128 K, fast accumulates K in the tensor core. Block scaling promotes every 128-K block by
+// definition (each block's scales multiply its partial sum), so it takes exact only.
 //
 // Grouped GEMMs (mixture-of-experts): `groups` = G GEMMs sharing N, K, dtypes, layouts, alpha/beta and the epilogue;
 // group g multiplies its rows of A by its own B (B holds G matrices, batch_stride apart) into its rows of D. The row
@@ -70,8 +74,11 @@ struct Problem {
   bool amax = false;                // e4m3 D only: also write max |v| to GemmArgs::amax
   Grouping grouping = Grouping::none;  // grouped GEMM (above); none: groups == 1
   int64_t groups = 1;                  // G
+  Fp8Accum fp8_accum = Fp8Accum::exact;  // fp8 A and B: how K accumulates (above)
 
   bool grouped() const { return grouping != Grouping::none; }
+  // A and B both fp8: the product runs on the fp8 tensor cores, and fp8_accum applies.
+  bool fp8_product() const { return is_fp8(a.dtype) && is_fp8(b.dtype); }
   // Matrices operand `which` holds: batch, except B of a contiguous grouped problem (G).
   int64_t count(Which which) const;
 

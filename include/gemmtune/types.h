@@ -32,6 +32,14 @@ enum class Scaling : uint8_t { none, tensor, row, block };
 std::string_view scaling_name(Scaling s);                // "none", "tensor", "row", "block"
 std::optional<Scaling> parse_scaling(std::string_view);  // also "tensorwise", "rowwise", "blockwise"
 
+// How a GEMM of fp8 A and B accumulates K (torch._scaled_mm's use_fast_accum). The fp8 tensor-core MMA of Hopper
+// keeps fewer bits in its accumulator than fp32 (about 14 mantissa bits): exact promotes the tensor core's partial sums
+// into fp32 accumulators at least every 128 K (use_fast_accum=False, torch's default); fast lets the tensor core
+// accumulate all of K (use_fast_accum=True). Only kernels of the problem's mode serve it.
+enum class Fp8Accum : uint8_t { exact, fast };
+std::string_view fp8_accum_name(Fp8Accum a);                // "exact", "fast"
+std::optional<Fp8Accum> parse_fp8_accum(std::string_view);  // the names above
+
 // Grouped GEMMs (mixture-of-experts, gemmtune/problem.h): how the rows of A and D are split into groups whose sizes
 // are known only on the device. none: a plain (batched) GEMM.
 enum class Grouping : uint8_t { none, contiguous, masked };

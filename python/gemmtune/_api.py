@@ -93,7 +93,8 @@ class Problem:
     ``D[b] = epilogue(alpha * A[b] (M x K) @ B[b] (K x N) + beta * C[b])``.
 
     ``epilogue`` is a chain such as ``"bias,gelu_tanh"`` or ``"silu_glu"``; ``scaling`` is how fp8 inputs are
-    dequantized (``tensor``, ``row``, ``block``).
+    dequantized (``tensor``, ``row``, ``block``); ``fp8_accum`` how fp8 A and B accumulate: ``"exact"`` (fp32
+    promotion at least every 128 K, torch._scaled_mm's default) or ``"fast"`` (``use_fast_accum=True``).
 
     A grouped GEMM (mixture-of-experts) has ``groups`` = G and ``grouping``: ``"contiguous"`` (A and D hold M rows in
     total, split into G consecutive ranges; B holds G matrices) or ``"masked"`` (A, B and D hold G matrices each, of M
@@ -116,6 +117,7 @@ class Problem:
     accum: str = "f32"
     grouping: str = "none"
     groups: int = 1
+    fp8_accum: str = "exact"
 
     @staticmethod
     def make(m: int, n: int, k: int, dtype: str = "bf16", out: Optional[str] = None, a_layout: str = "row",
@@ -141,7 +143,7 @@ class Problem:
                            "accum": self.accum, "alpha": _number("Problem.alpha", self.alpha),
                            "beta": _number("Problem.beta", self.beta), "epilogue": self.epilogue,
                            "scaling": self.scaling, "amax": bool(self.amax), "grouping": self.grouping,
-                           "groups": _integer("Problem.groups", self.groups)})
+                           "groups": _integer("Problem.groups", self.groups), "fp8_accum": self.fp8_accum})
 
     def info(self) -> dict:
         """Everything the library derives from the problem (resolved form, check, key, str, flops, ...)."""
@@ -206,7 +208,7 @@ def problem_from_dict(j: dict) -> Problem:
     op = lambda o: Operand(o["dtype"], o["layout"], o["ld"], o["batch_stride"], o.get("align", 16))  # noqa: E731
     return Problem(j["m"], j["n"], j["k"], j["batch"], op(j["A"]), op(j["B"]), op(j["C"]), op(j["D"]), j["alpha"],
                    j["beta"], j["epilogue"], j.get("scaling", "none"), j.get("amax", False), j.get("accum", "f32"),
-                   j.get("grouping", "none"), j.get("groups", 1))
+                   j.get("grouping", "none"), j.get("groups", 1), j.get("fp8_accum", "exact"))
 
 
 @dataclass(frozen=True)

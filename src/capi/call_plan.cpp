@@ -136,7 +136,7 @@ class Planner {
  public:
   explicit Planner(const json& call) {
     const detail::Fields f(call, "call");
-    f.only({"op", "kind", "tensors", "epilogue", "alpha", "beta", "scaling", "out_dtype"});
+    f.only({"op", "kind", "tensors", "epilogue", "alpha", "beta", "scaling", "fp8_accum", "out_dtype"});
     op_ = f.string("op", "gemmtune");
     kind_ = f.string("kind");
     if (std::find_if(std::begin(kCallKinds), std::end(kCallKinds), [&](const char* k) { return kind_ == k; }) ==
@@ -147,6 +147,10 @@ class Planner {
     beta_ = f.number("beta", 0.0);
     if (f.has("scaling") && !f.at("scaling").is_null()) scaling_ = f.string("scaling");
     if (f.has("out_dtype") && !f.at("out_dtype").is_null()) out_dtype_ = f.string("out_dtype");
+    const std::string fa = f.string("fp8_accum", "exact");
+    const std::optional<Fp8Accum> accum = parse_fp8_accum(fa);
+    if (!accum) throw InputError("call: \"fp8_accum\" must be exact or fast, got '" + fa + "'");
+    fp8_accum_ = *accum;
     if (f.has("tensors"))
       for (const auto& [name, j] : f.at("tensors").items()) {
         if (j.is_null()) continue;
@@ -272,6 +276,7 @@ class Planner {
 
   // The Problem checked, and the answer of a call that launches.
   json finish(Problem& p) {
+    p.fp8_accum = fp8_accum_;
     p.resolve();
     if (const std::string why = p.check(); !why.empty()) refuse(why);
     res_["empty"] = false;
@@ -685,6 +690,7 @@ class Planner {
   std::string op_, kind_, epi_;
   double alpha_ = 1.0, beta_ = 0.0;
   std::optional<std::string> scaling_, out_dtype_;
+  Fp8Accum fp8_accum_ = Fp8Accum::exact;
   std::map<std::string, Tensor> t_;
   json res_ = {{"out_direct", false}}, copies_ = json::object(), unused_ = json::array();
 };

@@ -7,7 +7,8 @@
 //   {"op": "gemmtune.mm" (named in every message), "kind": one of kCallKinds,
 //    "tensors": {name: {"shape": [..], "strides": [..] (elements), "dtype": "bf16" | "torch.bfloat16" | ...,
 //                       "align": bytes the data pointer is a multiple of (16 at most; 16 when left out)}},
-//    "epilogue": a chain (gemmtune/epilogue.h), "alpha", "beta", "scaling": null | name, "out_dtype": null | dtype}
+//    "epilogue": a chain (gemmtune/epilogue.h), "alpha", "beta", "scaling": null | name, "fp8_accum": "exact"
+//    (default) | "fast" (fp8 a and b: torch._scaled_mm's use_fast_accum), "out_dtype": null | dtype}
 // Tensor names: a, b, out, c, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax, offs (the
 // cumulative row ends of a contiguous grouped call, the row counts of a masked one). A dtype is gemmtune's name or
 // torch's spelling; messages repeat it as given.

@@ -198,6 +198,9 @@ std::string Problem::check_grouping() const {
 std::string Problem::check_scaled() const {
   const bool fa = is_fp8(a.dtype), fb = is_fp8(b.dtype);
   const std::string sc(scaling_name(scaling));
+  if (fp8_accum == Fp8Accum::fast && !fp8_product())
+    return "fp8_accum=fast applies to fp8 A and B (the fp8 tensor-core product); A=" +
+           std::string(dtype_name(a.dtype)) + " x B=" + std::string(dtype_name(b.dtype)) + " accumulates in fp32";
   if (!fa && !fb) {
     if (a.dtype != b.dtype)
       return "A and B must have the same dtype (got A=" + std::string(dtype_name(a.dtype)) + ", B=" +
@@ -217,6 +220,9 @@ std::string Problem::check_scaled() const {
   if (!fa && scaling == Scaling::block)
     return "scaling=block needs fp8 A and B (a " + std::string(dtype_name(a.dtype)) +
            " A has no K-block scales): use tensor or row scaling of B";
+  if (scaling == Scaling::block && fp8_accum == Fp8Accum::fast)
+    return "fp8_accum=fast with scaling=block: block scales multiply each 128-K block's partial sum, which is "
+           "promoted into fp32 there, so a block-scaled GEMM accumulates exactly (fp8_accum=exact)";
   if (batch > 1 && !grouped() && scaling != Scaling::tensor)
     return "scaling=" + sc + " takes one matrix (batch=1); batched fp8 GEMMs take tensor scaling";
   // The tensor cores read 8-bit operands K-major only (wgmma, cuBLASLt's fp8 "TN" rule).
@@ -287,6 +293,8 @@ std::string Problem::key() const {
   s += epilogue.with_defaults(epilogue_default_dtype(), d.layout).key();
   if (scaling != Scaling::none) s.append(":sc=").append(scaling_name(scaling));
   if (amax) s += ":amax";
+  // Both modes named, the default too, so that an fp8 key without a mode matches neither.
+  if (fp8_product()) s.append(":fp8acc=").append(fp8_accum_name(fp8_accum));
   return s;
 }
 
@@ -312,6 +320,7 @@ std::string Problem::str() const {
   if (!epilogue.empty()) s += " --epilogue=" + epilogue.key();
   if (scaling != Scaling::none) s.append(" --scaling=").append(scaling_name(scaling));
   if (amax) s += " --amax";
+  if (fp8_accum != Fp8Accum::exact) s.append(" --fp8-accum=").append(fp8_accum_name(fp8_accum));
   return s;
 }
 

@@ -65,6 +65,15 @@ std::optional<Scaling> parse_scaling(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view fp8_accum_name(Fp8Accum a) { return a == Fp8Accum::fast ? "fast" : "exact"; }
+
+std::optional<Fp8Accum> parse_fp8_accum(std::string_view s) {
+  const std::string v = lower(s);
+  if (v == "exact") return Fp8Accum::exact;
+  if (v == "fast") return Fp8Accum::fast;
+  return std::nullopt;
+}
+
 std::string_view grouping_name(Grouping g) {
   switch (g) {
     case Grouping::none: return "none";

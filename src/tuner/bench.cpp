@@ -74,11 +74,10 @@ CompileReport compile_candidates(const Problem& p0, const DeviceInfo& dev, const
 
 ShapeBench bench_problem(const Problem& p, const TuneOptions& opts) {
   ShapeBench sb;
-  // fp8 with tensor or row scales: cuBLASLt's fast accumulation, its faster mode, so that every winner (whatever
-  // its own accumulation) is held to the stricter reference; block scaling has only the promoted one.
-  const std::string algo = !is_fp8(p.b.dtype)               ? "default"
-                           : p.scaling == Scaling::block ? "default,fast_accum=0"
-                                                            : "default,fast_accum=1";
+  // fp8: cuBLASLt in the problem's accumulation mode, the one every candidate of the tune runs.
+  const std::string algo = !p.fp8_product()                  ? "default"
+                           : p.fp8_accum == Fp8Accum::fast ? "default,fast_accum=1"
+                                                             : "default,fast_accum=0";
   sb.reference = Candidate{"cublaslt", algo};
   try {
     if (!p.epilogue.empty()) {

@@ -32,10 +32,13 @@ Operand op_from(const nlohmann::json& j, const std::string& where) {
 }  // namespace
 
 nlohmann::json to_json(const Problem& p) {
-  return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"A", op_json(p.a)}, {"B", op_json(p.b)},
-          {"C", op_json(p.c)}, {"D", op_json(p.d)}, {"accum", dtype_name(p.accum)}, {"alpha", p.alpha},
-          {"beta", p.beta}, {"epilogue", p.epilogue.key()}, {"scaling", scaling_name(p.scaling)}, {"amax", p.amax},
-          {"grouping", grouping_name(p.grouping)}, {"groups", p.groups}};
+  nlohmann::json j = {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"A", op_json(p.a)},
+                      {"B", op_json(p.b)}, {"C", op_json(p.c)}, {"D", op_json(p.d)}, {"accum", dtype_name(p.accum)},
+                      {"alpha", p.alpha}, {"beta", p.beta}, {"epilogue", p.epilogue.key()},
+                      {"scaling", scaling_name(p.scaling)}, {"amax", p.amax},
+                      {"grouping", grouping_name(p.grouping)}, {"groups", p.groups}};
+  if (p.fp8_product()) j["fp8_accum"] = fp8_accum_name(p.fp8_accum);  // the other problems have one mode
+  return j;
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -65,6 +68,9 @@ Problem problem_from_json(const nlohmann::json& j) {
   if (!gr) throw detail::InputError("problem JSON: bad \"grouping\" (none, contiguous or masked)");
   p.grouping = *gr;
   p.groups = f.integer("groups", 1);
+  const std::optional<Fp8Accum> fa = parse_fp8_accum(f.string("fp8_accum", "exact"));
+  if (!fa) throw detail::InputError("problem JSON: \"fp8_accum\" must be exact or fast");
+  p.fp8_accum = *fa;
   return p;
 }
 

@@ -2,9 +2,11 @@
 // enumerated candidates on fresh random inputs (fp8 values from N(0,1), scales uniform in [0.5, 2)), D and amax
 // poisoned with NaN, against the fp64 dequantized CPU reference (gpu_test_util.h): normalized RMS error <= 1e-2
 // (0.05 for an e4m3 D, compared with saturate(v * scale_d)), nothing outside D written, amax within 1e-2 of max |v|.
-// A problem no backend takes fails, unless the test lists it as refused with the reason it expects.
+// A problem no backend takes fails, unless the test lists it as refused with the reason it expects. The last test
+// shows on adversarial inputs that fp8_accum=exact keeps fp32 accuracy and fast does not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -429,6 +432,108 @@ TEST_F(Fp8Gpu, TunerSelectsAndRunsAScaledGemm) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
+}
+
+// ---- the accumulation mode is the problem's ----
+
+// fp8_accum=exact promises fp32 accumulation (promotion at least every 128 K); fast lets the tensor core accumulate
+// all of K in its reduced precision (about 14 mantissa bits on Hopper's fp8 wgmma). The inputs make the two differ,
+// and make what fp32 accumulation may lose computable:
+//   each row m of A: one large value a[m, 0] = +-e4m3 in [256, 448] (alone in its 128-K block: the rest of k < 128 is
+//   0) and one 0.5 in each 32-K chunk past the first block, at a position that varies with m; each column n of B:
+//   b[0, n] = +-e4m3 in [256, 448], b[k, n] = 0.5 for k >= 128. Signs agree (row sign x column sign on both), so every
+//   D[m, n] = p0 + s * 0.25 * (K - 128) / 32, |p0| in [2^16, 2^17.7]: a large product, then 508 small ones of the same
+//   sign (s), one per wgmma k-step.
+// fp32 promoted every 128 K: a block's products sum exactly in the tensor core (p0 alone: at most 8 significant bits;
+// or four 0.25s), and the fp32 accumulator takes K/128 additions, each rounding by at most u = 2^-24 of the running
+// sum, which never exceeds S = sum_k |a_k b_k|. So |error| <= B = (K/128) * u * S (about 1.5 here; all the partial
+// sums are in fact exact in fp32: 20 significant bits at most). exact must stay within 2B.
+// fast: from the first k-step on the accumulator holds |p0| >= 2^16; with 14 bits its resolution is 2^3 or more, and
+// each step's 0.25 is dropped (truncated or rounded away: it stays below the resolution for any accumulator under 19
+// bits), so D loses up to 508 * 0.25 = 127, far beyond 2B: fast must exceed 2B, which shows the test can tell them
+// apart. Scales are 1 and D is f32, so nothing else rounds.
+TEST_F(Fp8Gpu, ExactAccumulationKeepsWhatFastLoses) {
+  constexpr int64_t M = 256, N = 256, K = 16384;
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_int_distribution<int> mantissa(0, 6), sign(0, 1);  // e4m3 values 256, 288, ..., 448 (2^8 x 1.mmm)
+  auto big = [&] { return (sign(rng) ? -1.0 : 1.0) * (256.0 + 32.0 * mantissa(rng)); };
+  Problem base = fp8_problem(M, N, K, Scaling::tensor, DType::f32);
+  std::vector<uint8_t> a(static_cast<size_t>(M * K), 0), b(static_cast<size_t>(K * N), 0);
+  std::vector<double> am(M), bn(N);
+  for (int64_t m = 0; m < M; ++m) {
+    am[m] = big();
+    test::store_elem(DType::e4m3, a.data(), test::elem_offset(base.a, 0, m, 0), am[m]);
+    for (int64_t k = 128 + (m * 7) % 32; k < K; k += 32)
+      test::store_elem(DType::e4m3, a.data(), test::elem_offset(base.a, 0, m, k), std::copysign(0.5, am[m]));
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    bn[n] = big();
+    test::store_elem(DType::e4m3, b.data(), test::elem_offset(base.b, 0, 0, n), bn[n]);
+    for (int64_t k = 128; k < K; ++k)
+      test::store_elem(DType::e4m3, b.data(), test::elem_offset(base.b, 0, k, n), std::copysign(0.5, bn[n]));
+  }
+  // The fp64 reference of the dequantized inputs (what is stored, read back; over A's nonzeros) and the fp32 bound B
+  // of every output.
+  std::vector<double> ref(static_cast<size_t>(M * N));
+  double bound = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<std::pair<int64_t, double>> nz;
+    for (int64_t k = 0; k < K; ++k)
+      if (const double av = test::load_elem(DType::e4m3, a.data(), test::elem_offset(base.a, 0, m, k)); av != 0)
+        nz.emplace_back(k, av);
+    for (int64_t n = 0; n < N; ++n) {
+      double v = 0, s = 0;
+      for (const auto& [k, av] : nz) {
+        const double pr = av * test::load_elem(DType::e4m3, b.data(), test::elem_offset(base.b, 0, k, n));
+        v += pr, s += std::fabs(pr);
+      }
+      ref[static_cast<size_t>(m * N + n)] = v;
+      bound = std::max(bound, double(K / 128) * std::ldexp(1.0, -24) * s);
+    }
+  }
+  ASSERT_GT(bound, 0);
+  auto da = upload(a), db = upload(b);
+  const std::vector<float> one{1.0f};
+  auto sa = upload(one), sb = upload(one);
+  const std::string tile = "tile=128x128x128,stages=4,cluster=1x1,sched=coop,raster=m,group=8,acc=";
+  double err[2] = {0, 0};
+  for (Fp8Accum mode : {Fp8Accum::exact, Fp8Accum::fast}) {
+    Problem p = base;
+    p.fp8_accum = mode;
+    const Candidate own{"sm90", tile + (mode == Fp8Accum::exact ? "promote" : "fast")};
+    const Candidate other{"sm90", tile + (mode == Fp8Accum::exact ? "fast" : "promote")};
+    // Forcing a config of the other mode is refused, naming both.
+    try {
+      Tuner::load(p, other);
+      ADD_FAILURE() << other.str() << " loaded for " << p.str();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("fp8_accum=") + std::string(fp8_accum_name(mode))),
+                std::string::npos)
+          << e.what();
+    }
+    Gemm g = Tuner::load(p, own);
+    std::vector<uint8_t> d = test::poisoned_operand(p, Which::D);
+    auto dd = upload(d);
+    GemmArgs args{da.get(), db.get(), nullptr, dd.get()};
+    args.scale_a = static_cast<const float*>(sa.get());
+    args.scale_b = static_cast<const float*>(sb.get());
+    cuda::StreamOwner stream;
+    g.run(args, stream.get());
+    stream.sync();
+    dd.download(d.data(), d.size());
+    double& e = err[mode == Fp8Accum::fast];
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const double got = test::load_elem(DType::f32, d.data(), test::elem_offset(p.d, 0, m, n));
+        const double diff = std::fabs(got - ref[static_cast<size_t>(m * N + n)]);
+        e = std::isnan(diff) ? INFINITY : std::max(e, diff);
+      }
+    std::printf("%s with %s: max |D - fp64| = %g, fp32 bound 2B = %g\n", own.str().c_str(), p.str().c_str(), e,
+                2 * bound);
+  }
+  EXPECT_LE(err[0], 2 * bound) << "fp8_accum=exact (acc=promote) lost more than fp32 accumulation may";
+  EXPECT_GT(err[1], 2 * bound) << "fp8_accum=fast (acc=fast) kept what the tensor core's accumulator cannot: the "
+                                  "inputs no longer tell the modes apart";
 }
 
 }  // namespace

@@ -188,8 +188,13 @@ def test_problem_flags_follow_the_suite_reader():
 
 def test_cublas_reference_matches_bench():
     assert bb.cublas_reference({"m": 1, "n": 1, "k": 1}, {}) == ["cublaslt:default"]
-    assert bb.cublas_reference({"B": "e4m3:col", "scaling": "block"}, {}) == ["cublaslt:default,fast_accum=0"]
-    assert bb.cublas_reference({"B": "e4m3:col", "scaling": "row"}, {}) == ["cublaslt:default,fast_accum=1"]
+    fp8 = {"A": "e4m3:row", "B": "e4m3:col"}
+    assert bb.cublas_reference({**fp8, "scaling": "block"}, {}) == ["cublaslt:default,fast_accum=0"]
+    assert bb.cublas_reference({**fp8, "scaling": "row"}, {}) == ["cublaslt:default,fast_accum=0"]
+    assert bb.cublas_reference({**fp8, "scaling": "row", "fp8_accum": "fast"}, {}) == \
+        ["cublaslt:default,fast_accum=1"]
+    assert bb.cublas_reference({"B": "e4m3:col", "scaling": "row"}, {}) == ["cublaslt:default"]  # weight-only
+    assert "--fp8-accum" in bb.problem_flags({"m": 1, "n": 1, "k": 1, **fp8, "fp8_accum": "fast"}, {})
     assert bb.cublas_reference({"epilogue": "bias"}, {}) == ["cublaslt:default,epi=fused",
                                                              "cublaslt:default,epi=separate"]
 

@@ -86,6 +86,18 @@ def test_scaled_fakes_row_and_block():
             torch.ops.gemmtune.scaled_grouped_mm(a3, b, torch.empty(8, 40, **f32), torch.empty(8, 384, **f32))
 
 
+def test_scaled_grouped_use_fast_accum_reaches_the_plan(monkeypatch):
+    seen = []
+    monkeypatch.setattr(D, "grouped", lambda *a, **kw: seen.append(kw["fp8_accum"]))
+    a, b, offs = rnd(300, 256, dtype=e4m3), weights(8, 384, 256, dtype=e4m3), ends([30] * 8)
+    sa, sb = torch.rand(300), torch.rand(8, 384)
+    for fast in (False, True):
+        ops._scaled_grouped_mm(a, b, sa, sb, offs, use_fast_accum=fast)
+    assert seen == ["exact", "fast"]
+    plan = D.build("t", a, b, offs=offs, scale_a=sa, scale_b=sb, kind="scaled_grouped", fp8_accum="fast")
+    assert plan.problem.fp8_accum == "fast" and ":fp8acc=fast" in plan.key
+
+
 def test_meta_tensors_and_plain_functions():
     a = torch.empty(300, 64, device="meta", dtype=bf)
     b = torch.empty(8, 96, 64, device="meta", dtype=bf).transpose(-2, -1)

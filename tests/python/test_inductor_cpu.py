@@ -516,6 +516,11 @@ def test_plan_scaled_mm():
     assert (r[0]["scaling"] == "row") if isinstance(r, tuple) else r
     bad = _Node([3], [1], dtype=torch.float32)
     assert "scales are 2-D" in inductor._plan("scaled_mm", [a, b, bad, one], _Layout([64, 48], [48, 1]), {})
+    # use_fast_accum is the problem's accumulation mode, and the choice's kernel passes it on.
+    for fast in (False, True):
+        r = inductor._plan("scaled_mm", [a, b, one, one], _Layout([64, 48], [48, 1]),
+                           {"out_dtype": DT, "use_fast_accum": fast})
+        assert r[0]["use_fast_accum"] is fast and r[1].fp8_accum == ("fast" if fast else "exact")
 
 
 def test_host_cost_floor_refuses_small_problems(monkeypatch):

@@ -339,6 +339,33 @@ def test_hit_path_selects_once_and_passes_pointers(mocked):
     assert len(selects) == 2
 
 
+def test_use_fast_accum_is_the_problems_accumulation(mocked):
+    """torch._scaled_mm's use_fast_accum reaches the plan as the problem's fp8_accum: each mode its own selection."""
+    calls, selects = mocked
+    a, w, one = rnd(64, 256, dtype=e4m3), rnd(96, 256, dtype=e4m3), torch.ones(())
+    for fast in (False, True, True, False):
+        ops._scaled_mm(a, w.t(), one, one, out_dtype=bf, use_fast_accum=fast)
+    assert [p.fp8_accum for p in selects] == ["exact", "fast"] and len(calls) == 4
+    assert selects[0].info()["key"] != selects[1].info()["key"]
+    # The C ABI's problem JSON carries it (a Problem made in Python reads back the same).
+    assert gemmtune.Problem.make(64, 96, 256, "e4m3").resolve().fp8_accum == "exact"
+    p = gemmtune.Problem.make(64, 96, 256, "e4m3", scaling="row")
+    p.fp8_accum = "fast"
+    assert p.resolve().fp8_accum == "fast" and "--fp8-accum=fast" in p.str()
+
+
+def test_use_fast_accum_with_block_scales_is_refused_at_trace_time():
+    with FakeTensorMode():
+        a = torch.empty(64, 256, device="cuda", dtype=e4m3)
+        w = torch.empty(96, 256, device="cuda", dtype=e4m3)
+        f32 = dict(device="cuda", dtype=torch.float32)
+        sa, sb = torch.empty(2, 64, **f32).t(), torch.empty(1, 2, **f32).t()  # 1x128 and 128x128 blocks
+        y = torch.ops.gemmtune.scaled_mm(a, w.t(), sa, sb, out_dtype=bf)
+        assert tuple(y.shape) == (64, 96)
+        with pytest.raises(gemmtune.InvalidInputError, match="fp8_accum=fast with scaling=block"):
+            torch.ops.gemmtune.scaled_mm(a, w.t(), sa, sb, out_dtype=bf, use_fast_accum=True)
+
+
 def test_linear_plain_function_hit(mocked, monkeypatch):
     calls, selects = mocked
     monkeypatch.setattr(ops, "_direct", lambda *ts: True)

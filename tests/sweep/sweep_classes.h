@@ -68,6 +68,7 @@ struct Spec {
   Spec& stride(Which w, int64_t s) { return op(w).batch_stride = s, *this; }
   Spec& scaled(Scaling s) { return p.scaling = s, *this; }
   Spec& amax() { return p.amax = true, *this; }
+  Spec& fast_accum() { return p.fp8_accum = Fp8Accum::fast, *this; }
   Spec& dtypes(DType a, DType b) {
     op(Which::A).dtype = a, op(Which::B).dtype = b;
     return *this;
@@ -155,8 +156,8 @@ inline std::vector<SweepClass> sweep_classes() {
       // ---- fp8 ----
       {"fp8_e4m3_tensor_k200", Spec(128, 256, 200, e4m3, bf16).ld(208, 208, 0, 0).scaled(Scaling::tensor).done(),
        "e4m3, tensor scales, ragged K (not a multiple of 128) on 16-byte padded rows"},
-      {"fp8_e4m3_tensor_k72_unaligned", Spec(64, 96, 72, e4m3, bf16).scaled(Scaling::tensor).done(),
-       "e4m3, tensor scales, K = 72: 8-byte pitch of A and B (masked loads only)"},
+      {"fp8_e4m3_tensor_k72_unaligned", Spec(64, 96, 72, e4m3, bf16).scaled(Scaling::tensor).fast_accum().done(),
+       "e4m3, tensor scales, K = 72: 8-byte pitch of A and B (masked loads only: Triton, fp8_accum=fast)"},
       {"fp8_e5m2_row", Spec(96, 192, 320, e5m2, bf16).dtypes(e5m2, e4m3).scaled(Scaling::row).done(),
        "e5m2 A with e4m3 B, row scales, ragged K"},
       {"fp8_e4m3_block_ragged", Spec(100, 200, 336, e4m3, f16).scaled(Scaling::block).done(),
@@ -169,6 +170,9 @@ inline std::vector<SweepClass> sweep_classes() {
        "bf16 A with e4m3 B (weight-only, skinny: M = 5), row scales"},
       {"fp8_e5m2_batch_tensor", Spec(64, 96, 96, e5m2, f32).batch(3).scaled(Scaling::tensor).done(),
        "e5m2, 3 batches, tensor scales, f32 D"},
+      {"fp8_e4m3_row_fast_k200",
+       Spec(128, 256, 200, e4m3, bf16).ld(208, 208, 0, 0).scaled(Scaling::row).fast_accum().done(),
+       "e4m3, row scales, fp8_accum=fast (K accumulated in the tensor core), ragged K"},
 
       // ---- grouped (mixture-of-experts): the routings (tuner/routing.h) give empty and 1-row groups ----
       {"grouped_contig_g8_m10", grouped(Grouping::contiguous, 8, 10, 128, 128),
@@ -180,6 +184,9 @@ inline std::vector<SweepClass> sweep_classes() {
       {"grouped_contig_fp8_row",
        Spec(grouped(Grouping::contiguous, 8, 9, 256, 208, e4m3, bf16)).scaled(Scaling::row).done(),
        "contiguous e4m3 row scales, 8 groups over 9 rows, ragged K"},
+      {"grouped_contig_fp8_fast",
+       Spec(grouped(Grouping::contiguous, 4, 40, 128, 256, e4m3, bf16)).scaled(Scaling::tensor).fast_accum().done(),
+       "contiguous e4m3 tensor scales, fp8_accum=fast, 4 groups over 40 rows"},
       {"grouped_masked_fp8_block",
        Spec(grouped(Grouping::masked, 6, 4, 128, 256, e4m3, bf16)).scaled(Scaling::block).done(),
        "masked e4m3 block scales, 6 groups of at most 4 rows"},

@@ -138,6 +138,31 @@ TEST(CallPlan, ScaledMmTakesTorchScales) {
   EXPECT_EQ(j["unused"], json::array({"scale_d"}));
 }
 
+// The accumulation mode (torch's use_fast_accum) is an input of the plan: it reaches the problem, its key and str().
+TEST(CallPlan, Fp8AccumReachesTheProblem) {
+  const json a = packed({64, 256}, "torch.float8_e4m3fn"), b = weight_t(256, 96, "torch.float8_e4m3fn");
+  const auto scaled = [&](json extra) {
+    extra["out_dtype"] = "bf16";
+    return call("scaled_mm", {{"a", a}, {"b", b}, {"scale_a", packed({}, "f32")}, {"scale_b", packed({}, "f32")}},
+                extra);
+  };
+  json j = plan(scaled(json::object()));
+  EXPECT_EQ(j["problem"]["fp8_accum"], "exact");
+  EXPECT_NE(j["key"].get<std::string>().find(":fp8acc=exact"), std::string::npos) << j["key"];
+  j = plan(scaled({{"fp8_accum", "fast"}}));
+  EXPECT_EQ(j["problem"]["fp8_accum"], "fast");
+  EXPECT_NE(j["key"].get<std::string>().find(":fp8acc=fast"), std::string::npos) << j["key"];
+  EXPECT_NE(j["str"].get<std::string>().find("--fp8-accum=fast"), std::string::npos) << j["str"];
+  // Block scales promote every 128-K block: fast is refused; so is fast for a 16-bit product, and a bad name.
+  json blk = scaled({{"fp8_accum", "fast"}});
+  blk["tensors"]["scale_a"] = tensor({64, 2}, {1, 64}, "f32");
+  blk["tensors"]["scale_b"] = tensor({2, 1}, {1, 2}, "f32");
+  EXPECT_REFUSED(blk, "fp8_accum=fast with scaling=block");
+  EXPECT_REFUSED(call("mm", {{"a", packed({8, 64})}, {"b", packed({64, 8})}}, {{"fp8_accum", "fast"}}),
+                 "fp8_accum=fast applies to fp8 A and B");
+  EXPECT_NE(refusal(scaled({{"fp8_accum", "on"}})).find("\"fp8_accum\" must be exact or fast"), std::string::npos);
+}
+
 TEST(CallPlan, CopiesForUnalignedAndStridedInputs) {
   // No unit stride: A is copied (packed) and described as the copy.
   json j = plan(call("mm", {{"a", tensor({64, 128}, {256, 2})}, {"b", weight_t(128, 96)}}));

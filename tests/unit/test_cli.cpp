@@ -586,6 +586,12 @@ TEST_F(Cli, Fp8ProblemStrPastesBack) {
     p.beta = 0.5f;
     problems.push_back(p);
   }
+  {
+    Problem p = Problem::make(512, 1024, 2048, DType::e4m3, DType::bf16);
+    p.scaling = Scaling::row;
+    p.fp8_accum = Fp8Accum::fast;
+    problems.push_back(p);
+  }
   for (const Problem& p : problems) {
     ASSERT_EQ(p.check(), "") << p.str();
     const std::vector<std::string> args =
@@ -618,6 +624,28 @@ TEST_F(Cli, Fp8UsageErrors) {
       "scaling=block needs fp8 A and B");
   expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "row", "--batch", "2"}))),
                      "batched fp8 GEMMs take tensor scaling");
+  expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "row", "--fp8-accum", "promote"}))),
+                     "--fp8-accum 'promote': expected exact or fast");
+  expect_usage_error(with({"list"}, with(kShape, {"--fp8-accum", "fast"})), "fp8_accum=fast applies to fp8 A and B");
+  expect_usage_error(with({"list"}, with(kShape, with(fp8, {"--scaling", "block", "--fp8-accum", "fast"}))),
+                     "fp8_accum=fast with scaling=block");
+}
+
+// A forced config of the other accumulation mode is refused, naming both the config's and the problem's.
+TEST_F(Cli, Fp8ForcedConfigOfTheOtherModeIsRefused) {
+  const std::vector<std::string> fp8{"--A", "e4m3:row", "--B", "e4m3:col", "--scaling", "row"};
+  const std::string cfg = "sm90:tile=128x128x128,stages=4,cluster=1x1,sched=coop,raster=m,group=8,acc=";
+  struct Case {
+    const char *mode, *acc, *needle;
+  };
+  for (const Case& c : {Case{"exact", "fast", "acc=fast is not the problem's fp8_accum=exact"},
+                        Case{"fast", "promote", "acc=promote is not the problem's fp8_accum=fast"}}) {
+    const std::vector<std::string> args =
+        with({"compile", "--config", cfg + c.acc}, with(kShape, with(fp8, {"--fp8-accum", c.mode})));
+    const CliRun r = run_cli(args, env());
+    EXPECT_NE(r.rc, 0) << describe(args, r);
+    EXPECT_NE((r.out + r.err).find(c.needle), std::string::npos) << describe(args, r);
+  }
 }
 
 TEST_F(Cli, SuiteScalingAndAmaxKeys) {
@@ -641,6 +669,10 @@ TEST_F(Cli, SuiteScalingAndAmaxKeys) {
   expect_bad(R"({"name": "s7", "m": 64, "n": 64, "k": 128, "scaling": "row", "D": "e4m3:row", "amax": true},
                 {"name": "s8", "m": 64, "n": 64, "k": 128, "scaling": "blocks"})",
              "shape 's8': \"scaling\" must be");
+  expect_bad(R"({"name": "s9", "m": 64, "n": 64, "k": 128, "scaling": "row", "fp8_accum": "slow"})",
+             "\"fp8_accum\" must be exact or fast");
+  expect_bad(R"({"name": "s10", "m": 64, "n": 64, "k": 128, "scaling": "block", "fp8_accum": "fast"})",
+             "shape 's10': fp8_accum=fast with scaling=block");
 }
 
 // Grouped GEMMs on the command line: --groups with --m (contiguous) or --masked-m (masked); a bad combination is a

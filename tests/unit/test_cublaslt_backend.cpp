@@ -266,8 +266,8 @@ TEST(CublasLtFp8, EpiloguesAndOutputScale) {
     p.amax = true;
     p.epilogue = parse_epilogue("bias,gelu_tanh");  // fused in cuBLASLt: scale_d and amax apply after it
     EXPECT_EQ(supports_reason(*be, p, dev), "");
-    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=1,epi=fused"}, dev), "");
-    expect_reason(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=1,epi=separate"}, dev),
+    EXPECT_EQ(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=0,epi=fused"}, dev), "");
+    expect_reason(be->validate(resolve(p), Candidate{"cublaslt", "default,fast_accum=0,epi=separate"}, dev),
                   "cannot produce an e4m3 D");
     p.epilogue = parse_epilogue("silu");  // not fusable: with an e4m3 D refused outright
     expect_reason(supports_reason(*be, p, dev), "needs the chain fused in cuBLASLt");
@@ -288,16 +288,26 @@ TEST(CublasLtFp8, EpiloguesAndOutputScale) {
   }
 }
 
+// fast_accum is the problem's fp8_accum (exact: 0 or absent, fast: 1); a config of the other mode is refused, naming
+// both.
 TEST(CublasLtFp8, FastAccumInTheConfig) {
   auto be = make_cublaslt_backend();
   const DeviceInfo dev = sm90();
   const Problem row = fp8(64, 64, 128, Scaling::row);
-  for (const char* cfg : {"default", "default,fast_accum=0", "default,fast_accum=1"})
+  for (const char* cfg : {"default", "default,fast_accum=0"})
     EXPECT_EQ(be->validate(resolve(row), Candidate{"cublaslt", cfg}, dev), "") << cfg;
+  expect_reason(be->validate(resolve(row), Candidate{"cublaslt", "default,fast_accum=1"}, dev),
+                "fast_accum=1 is not the problem's fp8_accum=exact");
+  Problem fast = row;
+  fast.fp8_accum = Fp8Accum::fast;
+  EXPECT_EQ(be->validate(resolve(fast), Candidate{"cublaslt", "default,fast_accum=1"}, dev), "");
+  for (const char* cfg : {"default", "default,fast_accum=0"})
+    expect_reason(be->validate(resolve(fast), Candidate{"cublaslt", cfg}, dev),
+                  "fast_accum=0 is not the problem's fp8_accum=fast");
   const Problem block = fp8(64, 64, 128, Scaling::block);
   EXPECT_EQ(be->validate(resolve(block), Candidate{"cublaslt", "default,fast_accum=0"}, dev), "");
   expect_reason(be->validate(resolve(block), Candidate{"cublaslt", "default,fast_accum=1"}, dev),
-                "does not apply to scaling=block");
+                "not the problem's fp8_accum=exact");
   expect_reason(be->validate(resolve(make(64, 64, 64, DType::bf16, DType::bf16)),
                              Candidate{"cublaslt", "default,fast_accum=0"}, dev),
                 "fast_accum applies to fp8 inputs");
@@ -315,7 +325,9 @@ TEST(CublasLtFp8, DescriptorMapping) {
     return s.substr(b, s.find(' ', b) - b);
   };
   {
-    const std::string m = cublaslt_mapping(fp8(100, 384, 512, Scaling::row), "default,fast_accum=1");
+    Problem p = fp8(100, 384, 512, Scaling::row);
+    p.fp8_accum = Fp8Accum::fast;
+    const std::string m = cublaslt_mapping(p, "default,fast_accum=1");
     EXPECT_EQ(field(" " + m, "swapped"), "1") << m;
     EXPECT_EQ(field(m, "transa"), "T") << m;
     EXPECT_EQ(field(m, "transb"), "N") << m;
@@ -350,6 +362,7 @@ TEST(CublasLtFp8, DescriptorMapping) {
     Problem p = fp8(64, 64, 128, Scaling::tensor, DType::e4m3);
     p.amax = true;
     p.epilogue = parse_epilogue("bias:f16,relu");
+    p.fp8_accum = Fp8Accum::fast;
     const std::string m = cublaslt_mapping(p, "default,fast_accum=1,epi=fused");
     EXPECT_EQ(field(m, "C"), "f16:64x64:ld64(null)") << m;  // an e4m3 D's C is 16-bit and not read
     EXPECT_EQ(field(m, "D"), "e4m3:64x64:ld64") << m;

@@ -272,6 +272,14 @@ TEST(CutlassCodegen, Fp8ScalesFoldIntoTheAlphaTerm) {
   EXPECT_TRUE(contains(s, "cute::_128, cute::_128, cute::_128")) << s;
   EXPECT_TRUE(contains(s, "fu::Sm90ScalarBroadcast<float, cute::Stride<cute::_0, cute::_0, cute::_0>, 3>")) << s;
   EXPECT_TRUE(contains(s, "{nullptr, x.scale_a, x.scale_b}")) << s;
+  // The accumulation mode picks the schedule: promoted every 128 K (exact) or CUTLASS's FP8FastAccum one (fast).
+  EXPECT_TRUE(contains(s, "cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp")) << s;
+  Problem fast = p;
+  fast.fp8_accum = Fp8Accum::fast;
+  const std::string sf = cutlass_unit_source(fast, "sched=pingpong,tile=128x128x128,cluster=1x1");
+  EXPECT_TRUE(contains(sf, "cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum>::CollectiveOp")) << sf;
+  EXPECT_NE(cutlass_be::unit_ident(Config::parse("sched=coop,tile=128x128x128,cluster=1x1"), fast),
+            cutlass_be::unit_ident(Config::parse("sched=coop,tile=128x128x128,cluster=1x1"), p));
   p.scaling = Scaling::row;
   p.epilogue = parse_epilogue("bias,relu");
   const cutlass_be::FusionCode f = cutlass_be::generate_fusion(p);

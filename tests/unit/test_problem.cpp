@@ -323,6 +323,60 @@ TEST(ProblemFp8, ScalingNames) {
   EXPECT_FALSE(is_fp8(DType::bf16) || is_fp8(DType::f16) || is_fp8(DType::f32));
 }
 
+// The accumulation mode of fp8 A and B is part of the problem: named, checked, in the key, str() and the JSON.
+TEST(ProblemFp8, AccumulationMode) {
+  for (Fp8Accum a : {Fp8Accum::exact, Fp8Accum::fast}) EXPECT_EQ(parse_fp8_accum(fp8_accum_name(a)), a);
+  EXPECT_EQ(parse_fp8_accum("FAST"), Fp8Accum::fast);
+  EXPECT_EQ(parse_fp8_accum("promote"), std::nullopt);
+  EXPECT_EQ(Problem{}.fp8_accum, Fp8Accum::exact);  // torch._scaled_mm's default (use_fast_accum=False)
+
+  Problem exact = fp8(64, 96, 128, Scaling::row), fast = exact;
+  fast.fp8_accum = Fp8Accum::fast;
+  ASSERT_EQ(exact.check(), "");
+  ASSERT_EQ(fast.check(), "");
+  // Both modes in the key, so that neither answers for the other (nor an entry keyed before the mode existed).
+  EXPECT_NE(exact.key().find(":fp8acc=exact"), std::string::npos) << exact.key();
+  EXPECT_NE(fast.key().find(":fp8acc=fast"), std::string::npos) << fast.key();
+  EXPECT_NE(exact.key(), fast.key());
+  EXPECT_EQ(exact.str().find("--fp8-accum"), std::string::npos) << exact.str();  // the default is not printed
+  EXPECT_NE(fast.str().find(" --fp8-accum=fast"), std::string::npos) << fast.str();
+  // A 16-bit problem and a weight-only one (16-bit A, fp8 B) accumulate in fp32: exact only, nothing in their key.
+  Problem bf = tn(64, 96, 128);
+  EXPECT_EQ(bf.key().find("fp8acc"), std::string::npos) << bf.key();
+  bf.fp8_accum = Fp8Accum::fast;
+  expect_reason(bf, "fp8_accum=fast applies to fp8 A and B");
+  Problem wo = Problem::make(16, 4096, 4096, DType::bf16, DType::bf16);
+  wo.b.dtype = DType::e4m3;
+  wo.scaling = Scaling::row;
+  ASSERT_EQ(wo.check(), "");
+  EXPECT_EQ(wo.key().find("fp8acc"), std::string::npos) << wo.key();
+  wo.fp8_accum = Fp8Accum::fast;
+  expect_reason(wo, "A=bf16 x B=e4m3 accumulates in fp32");
+  // Block scales multiply each 128-K block's partial sum: a block-scaled GEMM is exact by definition.
+  Problem bl = fp8(64, 96, 128, Scaling::block);
+  ASSERT_EQ(bl.check(), "");
+  bl.fp8_accum = Fp8Accum::fast;
+  expect_reason(bl, "fp8_accum=fast with scaling=block");
+
+  // JSON: written for fp8 A and B only; a document without it reads as exact; a bad value names the field.
+  const nlohmann::json j = to_json(fast);
+  EXPECT_EQ(j.at("fp8_accum"), "fast");
+  EXPECT_EQ(problem_from_json(j), fast);
+  EXPECT_EQ(problem_from_json(to_json(exact)), exact);
+  EXPECT_FALSE(to_json(tn(64, 96, 128)).contains("fp8_accum"));
+  nlohmann::json old = j;
+  old.erase("fp8_accum");
+  EXPECT_EQ(problem_from_json(old), exact);
+  nlohmann::json bad = j;
+  bad["fp8_accum"] = "fastest";
+  try {
+    problem_from_json(bad);
+    ADD_FAILURE() << "fp8_accum=fastest was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fp8_accum"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProblemFp8, ScaleLengths) {
   EXPECT_EQ(kScaleBlock, 128);
   const Problem none = tn(200, 328, 400);

@@ -24,11 +24,17 @@ namespace gemmtune {
 namespace {
 
 Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling s, DType a = DType::e4m3, DType b = DType::e4m3,
-                    DType out = DType::bf16) {
+                    DType out = DType::bf16, Fp8Accum acc = Fp8Accum::exact) {
   Problem p = Problem::make(m, n, k, a, out, Layout::row, Layout::col);
   p.b.dtype = b;
   p.scaling = s;
+  p.fp8_accum = acc;
   p.resolve();
+  return p;
+}
+
+Problem fast(Problem p) {
+  p.fp8_accum = Fp8Accum::fast;
   return p;
 }
 
@@ -69,19 +75,25 @@ TEST(Sm90Fp8, Reasons) {
       << be->supports(resolve(d8r), dev);
   const Problem t = fp8_problem(4096, 4096, 4096, Scaling::tensor);
   EXPECT_EQ(be->supports(resolve(t), dev), "");
-  EXPECT_NE(be->path(resolve(t), dev).find("acc=fast"), std::string::npos) << be->path(resolve(t), dev);
+  EXPECT_NE(be->path(resolve(t), dev).find("acc=promote"), std::string::npos) << be->path(resolve(t), dev);
+  EXPECT_NE(be->path(resolve(fast(t)), dev).find("acc=fast"), std::string::npos) << be->path(resolve(fast(t)), dev);
   const Problem bl = fp8_problem(4096, 4096, 4096, Scaling::block);
   EXPECT_NE(be->path(resolve(bl), dev).find("block scales"), std::string::npos) << be->path(resolve(bl), dev);
   auto reason = [&](const Problem& p, const std::string& cfg) {
     return sm90::config_reason(sm90::Config::parse(cfg), sm90::Analysis(resolve(p)), dev);
   };
   const std::string base = "stages=4,cluster=1x1,sched=coop,raster=m,group=8";
-  EXPECT_EQ(reason(t, "tile=128x256x128," + base + ",acc=fast"), "");
+  EXPECT_EQ(reason(fast(t), "tile=128x256x128," + base + ",acc=fast"), "");
+  // The accumulation is the problem's: a config of the other mode is refused, naming both.
+  const std::string to_exact = reason(t, "tile=128x256x128," + base + ",acc=fast");
+  EXPECT_NE(to_exact.find("acc=fast is not the problem's fp8_accum=exact"), std::string::npos) << to_exact;
+  const std::string to_fast = reason(fast(t), "tile=128x128x128," + base + ",acc=promote");
+  EXPECT_NE(to_fast.find("acc=promote is not the problem's fp8_accum=fast"), std::string::npos) << to_fast;
+  EXPECT_EQ(reason(t, "tile=128x128x128," + base + ",acc=promote"), "");
   EXPECT_NE(reason(t, "tile=128x256x64," + base + ",acc=fast").find("tile K must be 128"), std::string::npos);
   EXPECT_NE(reason(t, "tile=128x256x128," + base).find("acc=fast or acc=promote"), std::string::npos);
   EXPECT_NE(reason(t, "tile=128x256x128," + base + ",acc=promote").find("two accumulator sets"), std::string::npos);
-  EXPECT_NE(reason(bl, "tile=128x128x128," + base + ",acc=fast").find("block scaling needs acc=promote"),
-            std::string::npos);
+  EXPECT_NE(reason(bl, "tile=128x128x128," + base + ",acc=fast").find("fp8_accum=exact"), std::string::npos);
   EXPECT_EQ(reason(bl, "tile=128x128x128," + base + ",acc=promote"), "");
   EXPECT_NE(reason(bl, "tile=128x96x128," + base + ",acc=promote").find("multiple or a divisor of 128"),
             std::string::npos);
@@ -91,25 +103,26 @@ TEST(Sm90Fp8, Reasons) {
   EXPECT_NE(reason(bf, "tile=128x128x64," + base + ",acc=fast").find("fp8 inputs only"), std::string::npos);
 }
 
+// Every candidate is of the problem's accumulation mode: exact lists acc=promote only, fast acc=fast only (block
+// scaling takes exact only).
 TEST(Sm90Fp8, Enumerate) {
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
   auto be = make_sm90_backend();
-  for (Scaling s : {Scaling::tensor, Scaling::row, Scaling::block}) {
-    const Problem p = fp8_problem(4096, 4096, 4096, s);
-    const auto cands = be->enumerate(resolve(p), dev);
-    ASSERT_FALSE(cands.empty()) << p.str();
-    bool fast = false, promote = false;
-    for (const Candidate& c : cands) {
-      EXPECT_EQ(be->validate(resolve(p), c, dev), "") << c.str();
-      fast = fast || c.config.find("acc=fast") != std::string::npos;
-      promote = promote || c.config.find("acc=promote") != std::string::npos;
-      EXPECT_NE(c.config.find("x128,"), std::string::npos) << c.str();  // tile K 128
+  for (Scaling s : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (Fp8Accum acc : {Fp8Accum::exact, Fp8Accum::fast}) {
+      if (s == Scaling::block && acc == Fp8Accum::fast) continue;
+      const Problem p = fp8_problem(4096, 4096, 4096, s, DType::e4m3, DType::e4m3, DType::bf16, acc);
+      const auto cands = be->enumerate(resolve(p), dev);
+      ASSERT_FALSE(cands.empty()) << p.str();
+      const std::string want = acc == Fp8Accum::fast ? "acc=fast" : "acc=promote";
+      for (const Candidate& c : cands) {
+        EXPECT_EQ(be->validate(resolve(p), c, dev), "") << c.str();
+        EXPECT_NE(c.config.find(want), std::string::npos) << c.str() << " for " << p.str();
+        EXPECT_NE(c.config.find("x128,"), std::string::npos) << c.str();  // tile K 128
+      }
+      // Block scaling: a tile whose consumers keep two temporaries (tile N 128 per 64 rows) ranks first.
+      if (s == Scaling::block) EXPECT_NE(cands[0].config.find("tile=128x128x128"), std::string::npos) << cands[0].str();
     }
-    EXPECT_EQ(fast, s != Scaling::block) << p.str();
-    // Block scaling: a tile whose consumers keep two temporaries (tile N 128 per 64 rows) ranks first.
-    if (s == Scaling::block) EXPECT_NE(cands[0].config.find("tile=128x128x128"), std::string::npos) << cands[0].str();
-    EXPECT_TRUE(promote) << p.str();
-  }
 }
 
 // The JIT unit of an fp8 candidate includes the k32 wgmma forms and spells the fp8 part of its spec (the input codes,
@@ -131,7 +144,8 @@ TEST(Sm90Fp8, UnitNamesFp8Types) {
   EXPECT_NE(blk.find("#include \"ptx/wgmma_f8.cuh\""), std::string::npos) << blk;
   EXPECT_NE(blk.find(".in = 3,"), std::string::npos) << blk;
   EXPECT_NE(blk.find(".in_b = 4, .scale = 3, .promote = true"), std::string::npos) << blk;
-  const std::string row = unit(fp8_problem(512, 512, 512, Scaling::row), "tile=128x128x128," + base + ",acc=fast");
+  const std::string row =
+      unit(fast(fp8_problem(512, 512, 512, Scaling::row)), "tile=128x128x128," + base + ",acc=fast");
   EXPECT_NE(row.find(".scale = 2, .promote = false"), std::string::npos) << row;
   EXPECT_EQ(row.find(".in_b"), std::string::npos) << row;
   Problem bf = Problem::make(512, 512, 512, DType::bf16, DType::bf16, Layout::row, Layout::col);
@@ -146,6 +160,7 @@ struct Fp8Case {
   int64_t m, n, k;
   Scaling s;
   DType a = DType::e4m3, b = DType::e4m3, out = DType::bf16;
+  Fp8Accum acc = Fp8Accum::exact;
 };
 
 // Every enumerated candidate compiles for sm_90a; those that spill are the spill prior's, listed after every clean
@@ -153,7 +168,7 @@ struct Fp8Case {
 void compile_fp8(const Fp8Case& fc) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out);
+  const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out, fc.acc);
   const auto cands = be->enumerate(resolve(p), dev);
   ASSERT_FALSE(cands.empty()) << p.str();
   const auto [res, err] = test::compile_each(*be, p, cands, dev);
@@ -189,6 +204,9 @@ TEST(Sm90Fp8Compile, Row4096) { compile_fp8({4096, 4096, 4096, Scaling::row}); }
 TEST(Sm90Fp8Compile, Block4096) { compile_fp8({4096, 4096, 4096, Scaling::block}); }
 TEST(Sm90Fp8Compile, RowM64_E5M2B) { compile_fp8({64, 4096, 4096, Scaling::row, DType::e4m3, DType::e5m2}); }
 constexpr DType kE4 = DType::e4m3, kE5 = DType::e5m2;
+TEST(Sm90Fp8Compile, Tensor4096Fast) {
+  compile_fp8({4096, 4096, 4096, Scaling::tensor, kE4, kE4, DType::bf16, Fp8Accum::fast});
+}
 TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::tensor, kE5, kE4, DType::f32}); }
 TEST(Sm90Fp8Compile, BlockRaggedK) { compile_fp8({512, 384, 1040, Scaling::block}); }
 // N = 576: tiles of 192 columns start at 0, 192 (mid-block) and 384, the last one's second block past N.

@@ -192,6 +192,11 @@ TEST(SweepClasses, CoverFp8) {
     return !is_fp8(p.a.dtype) && is_fp8(p.b.dtype);
   });
   expect_covered("batched fp8", [](const Problem& p) { return is_fp8(p.a.dtype) && p.batch > 1 && !p.grouped(); });
+  // Each accumulation mode lists only its own kernels: fast ones are swept only by fast problems.
+  for (bool grouped : {false, true})
+    expect_covered(std::string("fp8_accum=fast") + (grouped ? ", grouped" : ""), [&](const Problem& p) {
+      return p.fp8_product() && p.fp8_accum == Fp8Accum::fast && p.grouped() == grouped;
+    });
 }
 
 TEST(SweepClasses, CoverGroupedWithEmptyAndOneRowGroups) {

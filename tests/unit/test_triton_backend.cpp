@@ -61,7 +61,8 @@ Problem make(int64_t m, int64_t n, int64_t k, DType in = DType::bf16, DType out 
              Layout la = Layout::row, Layout lb = Layout::col, const char* chain = "") {
   Problem p = Problem::make(m, n, k, in, out, la, lb);
   p.epilogue = parse_epilogue(chain);
-  if (is_fp8(in)) p.scaling = Scaling::row;
+  // fp8: the mode the templates serve (their fp8 tl.dot accumulates K in the tensor core).
+  if (is_fp8(in)) p.scaling = Scaling::row, p.fp8_accum = Fp8Accum::fast;
   p.resolve();
   return p;
 }
@@ -112,6 +113,9 @@ TEST(TritonConfig, ProblemReasons) {
   auto reason = [](const Problem& p) { return triton::problem_reason(p, kDev); };
   EXPECT_EQ(reason(make(512, 512, 512)), "");
   EXPECT_EQ(reason(make(512, 512, 512, DType::e4m3, DType::bf16)), "");
+  Problem exact = make(512, 512, 512, DType::e4m3, DType::bf16);
+  exact.fp8_accum = Fp8Accum::exact;
+  EXPECT_TRUE(has(reason(exact), "fp8_accum=exact is not served")) << reason(exact);
   Problem g = Problem::make_grouped(Grouping::contiguous, 4, 512, 256, 256, DType::bf16, DType::bf16);
   g.resolve();
   EXPECT_TRUE(has(reason(g), "grouped problems are not supported"));

@@ -64,6 +64,25 @@ TEST(TunerNoGpu, ListsSm90CandidatesWithoutGpu) {
   for (const auto& c : cs) EXPECT_EQ(c.backend, "sm90");
 }
 
+// The lists hold only candidates of the problem's fp8 accumulation mode: sm90 acc=promote for exact and acc=fast for
+// fast; gemv (fp32 accumulation) for exact only. (cuBLASLt lists with a GPU only: tests/gpu/test_cublaslt.cpp checks
+// its fast_accum per mode.)
+TEST(TunerNoGpu, ListsOnlyTheProblemsFp8AccumulationMode) {
+  for (Fp8Accum mode : {Fp8Accum::exact, Fp8Accum::fast}) {
+    Problem p = Problem::make(16, 4096, 4096, DType::e4m3, DType::bf16);
+    p.scaling = Scaling::row;
+    p.fp8_accum = mode;
+    const std::string want = mode == Fp8Accum::fast ? "acc=fast" : "acc=promote";
+    int sm90 = 0, gemv = 0;
+    for (const Candidate& c : list_candidates(p, DeviceInfo::assumed_sm90(), {"sm90", "gemv"})) {
+      sm90 += c.backend == "sm90", gemv += c.backend == "gemv";
+      if (c.backend == "sm90") EXPECT_NE(c.config.find(want), std::string::npos) << c.str() << " for " << p.str();
+    }
+    EXPECT_GT(sm90, 0) << p.str();
+    EXPECT_EQ(gemv > 0, mode == Fp8Accum::exact) << p.str();
+  }
+}
+
 TEST(TunerNoGpu, WorkerIsFoundAndRejectsEmptyInput) {
   setenv("GEMMTUNE_WORKER", GEMMTUNE_WORKER_PATH, 1);
   auto w = find_worker();

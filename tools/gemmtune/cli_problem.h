@@ -153,6 +153,7 @@ struct ProblemArgs {
   double alpha = 1.0, beta = 0.0;
   std::string epilogue;
   std::string scaling = "none";
+  std::string fp8_accum = "exact";
   bool amax = false;
 
   void add_to(CLI::App* app) {
@@ -195,6 +196,10 @@ struct ProblemArgs {
     app->add_option("--scaling", scaling,
                     "fp8 inputs: tensor (one scale each for A and B) | row (per row of A, per column of B) | block "
                     "(A per row and 128 K, B per 128x128; see gemmtune/problem.h)")
+        ->group("Problem");
+    app->add_option("--fp8-accum", fp8_accum,
+                    "fp8 A and B: exact (default; fp32 promotion at least every 128 K, torch's use_fast_accum=False) | "
+                    "fast (K accumulated in the tensor core, use_fast_accum=True)")
         ->group("Problem");
     app->add_flag("--amax", amax, "e4m3 D: also write max |v| over D (before scale_d) for delayed scaling")
         ->group("Problem");
@@ -264,6 +269,9 @@ struct ProblemArgs {
     if (!sc)
       throw UsageError(ctx(fmt::format("--scaling '{}': expected none, tensor, row or block", scaling)));
     p.scaling = *sc;
+    const std::optional<Fp8Accum> fa = parse_fp8_accum(trim(fp8_accum));
+    if (!fa) throw UsageError(ctx(fmt::format("--fp8-accum '{}': expected exact or fast", fp8_accum)));
+    p.fp8_accum = *fa;
     p.amax = amax;
     std::string ep = lower(trim(epilogue));
     if (!ep.empty() && ep != "none") {

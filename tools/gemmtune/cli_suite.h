@@ -32,7 +32,7 @@ struct SuiteShape {
 inline nlohmann::json shape_problem_json(const nlohmann::json& s, nlohmann::json j, const std::string& where) {
   const detail::Fields e(s, where);
   e.only({"name", "m", "n", "k", "batch", "A", "B", "C", "D", "accum", "alpha", "beta", "epilogue", "scaling",
-          "amax", "grouping", "groups", "masked_m", "lda", "ldb", "ldc", "ldd", "align_a", "align_b", "align_c",
+          "fp8_accum", "amax", "grouping", "groups", "masked_m", "lda", "ldb", "ldc", "ldd", "align_a", "align_b", "align_c",
           "align_d"});
   auto bad = [&](const std::string& why) { return UsageError(fmt::format("{}: {}", where, why)); };
   for (const char* x : {"A", "B", "D", "C"}) {
@@ -53,8 +53,8 @@ inline nlohmann::json shape_problem_json(const nlohmann::json& s, nlohmann::json
     if (e.has(("ld" + lw).c_str())) j[x]["ld"] = e.at(("ld" + lw).c_str());
     if (e.has(("align_" + lw).c_str())) j[x]["align"] = e.at(("align_" + lw).c_str());
   }
-  for (const char* key : {"m", "n", "k", "batch", "accum", "alpha", "beta", "epilogue", "scaling", "amax", "grouping",
-                          "groups"})
+  for (const char* key : {"m", "n", "k", "batch", "accum", "alpha", "beta", "epilogue", "scaling", "fp8_accum", "amax",
+                          "grouping", "groups"})
     if (e.has(key)) j[key] = e.at(key);
   if (e.has("masked_m")) {
     if (e.has("m"))

@@ -89,21 +89,24 @@ class Plan:
 
 
 def build(op, a, b, *, kind="gemm", fake=False, epilogue="none", alpha=1.0, beta=0.0, scaling=None, out_dtype=None,
-          **tensors) -> Plan:
+          fp8_accum="exact", **tensors) -> Plan:
     """The Plan of one call of `kind` (src/capi/call_plan.h: mm, bmm, linear, scaled_mm, gemm, grouped,
     grouped_masked, scaled_grouped); raises InvalidInputError with the library's reason, naming `op`."""
     if not isinstance(epilogue, str):
         raise InvalidInputError(f"{op}: epilogue must be a str (a gemmtune chain such as 'silu_glu' or "
                                 f"'bias,gelu_tanh'), got {type(epilogue).__name__}")
     metas = {name: _meta(t, fake) for name, t in {"a": a, "b": b, **tensors}.items() if t is not None}
-    return plan_of(op, kind, metas, epilogue=epilogue, alpha=alpha, beta=beta, scaling=scaling, out_dtype=out_dtype)
+    return plan_of(op, kind, metas, epilogue=epilogue, alpha=alpha, beta=beta, scaling=scaling, out_dtype=out_dtype,
+                   fp8_accum=fp8_accum)
 
 
-def plan_of(op, kind, metas: dict, epilogue="none", alpha=1.0, beta=0.0, scaling=None, out_dtype=None) -> Plan:
+def plan_of(op, kind, metas: dict, epilogue="none", alpha=1.0, beta=0.0, scaling=None, out_dtype=None,
+            fp8_accum="exact") -> Plan:
     """build() from the tensors' metadata ({name: {"shape", "strides", "dtype", "align"}}): for callers that have
     sizes and strides but no tensors (Inductor's IR nodes)."""
     call = {"op": op, "kind": kind, "epilogue": epilogue, "alpha": float(alpha), "beta": float(beta),
-            "scaling": scaling, "out_dtype": None if out_dtype is None else str(out_dtype), "tensors": metas}
+            "scaling": scaling, "fp8_accum": fp8_accum, "out_dtype": None if out_dtype is None else str(out_dtype),
+            "tensors": metas}
     j = _native.call_json("gt_call_plan", json.dumps(call))
     out = j["out"]
     p = Plan(j["empty"], tuple(out["shape"]), tuple(out["strides"]), _TORCH[out["dtype"]], j["out_direct"])
@@ -173,20 +176,22 @@ def _m(t):
 
 def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale=None, col_scale=None, c=None,
          alpha=1.0, beta=0.0, scale_a=None, scale_b=None, scale_d=None, amax=None, scaling=None, out_dtype=None,
-         op="gemmtune.gemm", kind="gemm"):
+         op="gemmtune.gemm", kind="gemm", fp8_accum="exact"):
     """D = epilogue(alpha * a @ b + beta * c), written to `out` (in place) or to a new tensor of dtype `out_dtype`
     (default: a's; bf16 for fp8 inputs). `kind` says how the library reads the tensors (src/capi/call_plan.h):
     "gemm" takes a (M, K) or (batch, M, K) and b (K, N) or (batch, K, N), the epilogue's tensors in gemmtune's chain
     grammar (a bias not named by the chain is added first) and fp8 scales as gemmtune's flat fp32 vectors (`scaling`
     inferred from their sizes when None); "linear" takes x (..., K) and the weight (N, K) as nn.Linear's; "mm",
-    "bmm" and "scaled_mm" take torch.mm's, torch.bmm's and torch._scaled_mm's arguments."""
+    "bmm" and "scaled_mm" take torch.mm's, torch.bmm's and torch._scaled_mm's arguments. `fp8_accum` ("exact" or
+    "fast": torch._scaled_mm's use_fast_accum) is how fp8 a and b accumulate."""
     dev = a.get_device()
     if dev >= 0 and dev != _current_device():
         # The library launches into the current context: make it a's device's for this call, as torch ops do.
         with torch.cuda.device(dev):
             return gemm(a, b, out, epilogue=epilogue, bias=bias, residual=residual, row_scale=row_scale,
                         col_scale=col_scale, c=c, alpha=alpha, beta=beta, scale_a=scale_a, scale_b=scale_b,
-                        scale_d=scale_d, amax=amax, scaling=scaling, out_dtype=out_dtype, op=op, kind=kind)
+                        scale_d=scale_d, amax=amax, scaling=scaling, out_dtype=out_dtype, op=op, kind=kind,
+                        fp8_accum=fp8_accum)
     pa, pb = a.data_ptr(), b.data_ptr()
     if out is None and c is None and bias is None and residual is None and row_scale is None and \
             col_scale is None and scale_a is None and scale_b is None and scale_d is None and amax is None:
@@ -195,11 +200,11 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
         rest = (_m(out), _m(c), _m(bias), _m(residual), _m(row_scale), _m(col_scale), _m(scale_a), _m(scale_b),
                 _m(scale_d), _m(amax))
     key = (a.shape, a.stride(), a.dtype, pa & 15, dev, b.shape, b.stride(), b.dtype, pb & 15, b.get_device(),
-           epilogue, alpha, beta, scaling, out_dtype, kind, rest)
+           epilogue, alpha, beta, scaling, out_dtype, kind, fp8_accum, rest)
     e = _sel.get(key)
     if e is None:
         e = _miss(key, op, a, dict(kind=kind, epilogue=epilogue, alpha=alpha, beta=beta, scaling=scaling,
-                                   out_dtype=out_dtype),
+                                   out_dtype=out_dtype, fp8_accum=fp8_accum),
                   dict(a=a, b=b, out=out, c=c, bias=bias, residual=residual, row_scale=row_scale, col_scale=col_scale,
                        scale_a=scale_a, scale_b=scale_b, scale_d=scale_d, amax=amax))
         if isinstance(e, Plan):  # an empty output: nothing to launch
@@ -217,18 +222,19 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
 
 
 def grouped(a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, scale_d=None, *,
-            kind="grouped", op="gemmtune.grouped_mm", epilogue="none"):
+            kind="grouped", op="gemmtune.grouped_mm", epilogue="none", fp8_accum="exact"):
     """The launch of every grouped op (ops.py documents the forms): returns the new output tensor."""
     dev = a.get_device()
     if dev >= 0 and dev != _current_device():
         with torch.cuda.device(dev):
             return grouped(a, b, offs, bias, out_dtype, scale_a, scale_b, scale_d, kind=kind, op=op,
-                           epilogue=epilogue)
+                           epilogue=epilogue, fp8_accum=fp8_accum)
     key = (a.shape, a.stride(), a.dtype, a.data_ptr() & 15, dev, b.shape, b.stride(), b.dtype, b.data_ptr() & 15,
-           b.get_device(), epilogue, out_dtype, kind, _m(offs), _m(bias), _m(scale_a), _m(scale_b), _m(scale_d))
+           b.get_device(), epilogue, out_dtype, kind, fp8_accum, _m(offs), _m(bias), _m(scale_a), _m(scale_b),
+           _m(scale_d))
     e = _sel.get(key)
     if e is None:
-        e = _miss(key, op, a, dict(kind=kind, epilogue=epilogue, out_dtype=out_dtype),
+        e = _miss(key, op, a, dict(kind=kind, epilogue=epilogue, out_dtype=out_dtype, fp8_accum=fp8_accum),
                   dict(a=a, b=b, offs=offs, bias=bias, scale_a=scale_a, scale_b=scale_b, scale_d=scale_d))
         if isinstance(e, Plan):
             return fake_out(a, e)

@@ -141,7 +141,8 @@ def gemmtune_scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use
                        out):
     # torch._scaled_mm's scales, whose shapes say the scaling (the library checks it is the one planned).
     return _dispatch.gemm(a, b, out=out, scale_a=scale_a, scale_b=scale_b, bias=bias, scaling=scaling,
-                          out_dtype=out_dtype, op="gemmtune.scaled_mm", kind="scaled_mm")
+                          out_dtype=out_dtype, op="gemmtune.scaled_mm", kind="scaled_mm",
+                          fp8_accum="fast" if use_fast_accum else "exact")
 
 
 _KERNELS = {"mm": gemmtune_mm, "addmm": gemmtune_addmm, "bmm": gemmtune_bmm, "scaled_mm": gemmtune_scaled_mm}
@@ -210,8 +211,9 @@ def _plan(op: str, nodes, layout, kwargs_in: dict):
         tensors.update(scale_a=_meta(*metas[2][:4]), scale_b=_meta(*metas[3][:4]))
         if len(metas) > 4:
             tensors["bias"] = _meta(*metas[4][:4])
-        kind, call = "scaled_mm", {"out_dtype": layout.dtype}
-        kwargs = {"out_dtype": kwargs_in.get("out_dtype"), "use_fast_accum": bool(kwargs_in.get("use_fast_accum"))}
+        fast = bool(kwargs_in.get("use_fast_accum"))
+        kind, call = "scaled_mm", {"out_dtype": layout.dtype, "fp8_accum": "fast" if fast else "exact"}
+        kwargs = {"out_dtype": kwargs_in.get("out_dtype"), "use_fast_accum": fast}
     if op != "scaled_mm" and (a[3] != b[3] or layout.dtype != a[3]):
         return "mixed dtypes"
     tensors.update(a=_meta(*a[:4]), b=_meta(*b[:4]))

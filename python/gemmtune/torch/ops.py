@@ -17,6 +17,10 @@
                                          ScalarType? out_dtype=None, bool use_fast_accum=False,
                                          str epilogue="none") -> Tensor               as torch._scaled_grouped_mm
 
+``use_fast_accum`` is the problem's fp8 accumulation mode (``Problem.fp8_accum``): False (torch's default) is served
+only by kernels that promote into fp32 at least every 128 K, True only by kernels that accumulate K in the tensor
+core; block scaling promotes by definition and takes False only.
+
 The ops are defined with ``torch.library.Library`` (define + impl), not ``torch.library.custom_op``: custom_op's
 wrapper adds Python layers to every call (on a CPU mock of the launch, a call through custom_op cost about twice
 the dispatcher time of define + impl), and these ops are on the hot path. Each has
@@ -62,12 +66,16 @@ def _linear(x: Tensor, weight: Tensor, bias=None, epilogue: str = "none", residu
                           kind="linear")
 
 
+def _fp8_accum(use_fast_accum: bool) -> str:
+    # torch's use_fast_accum is the problem's accumulation mode: only kernels of that mode serve the call.
+    return "fast" if use_fast_accum else "exact"
+
+
 def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None, scale_result=None,
                out_dtype=None, use_fast_accum: bool = False) -> Tensor:
-    # use_fast_accum is not passed on: the tuner chooses among its backends' accumulation modes (sm90 acc=fast or
-    # promote, cuBLASLt fast_accum=0|1), each verified against an fp64 reference before it can win.
     return _dispatch.gemm(a, b, bias=bias, scale_a=scale_a, scale_b=scale_b, scale_d=scale_result,
-                          out_dtype=out_dtype, op="gemmtune.scaled_mm", kind="scaled_mm")
+                          out_dtype=out_dtype, op="gemmtune.scaled_mm", kind="scaled_mm",
+                          fp8_accum=_fp8_accum(use_fast_accum))
 
 
 _lib.impl("mm", _mm, "CUDA")
@@ -120,7 +128,7 @@ def _linear_fake(x, weight, bias=None, epilogue="none", residual=None):
 @torch.library.register_fake(f"{_NS}::scaled_mm", lib=_lib)
 def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
     return _fake("scaled_mm", "gemmtune.scaled_mm", a, b, scale_a=scale_a, scale_b=scale_b, bias=bias,
-                 scale_d=scale_result, out_dtype=out_dtype)
+                 scale_d=scale_result, out_dtype=out_dtype, fp8_accum=_fp8_accum(use_fast_accum))
 
 
 # -- autocast ----------------------------------------------------------------------------------------------------
@@ -325,9 +333,9 @@ def _grouped_mm_masked(a: Tensor, b: Tensor, counts: Tensor, out_dtype=None, epi
 def _scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Tensor, scale_b: Tensor, offs=None, bias=None,
                        scale_result=None, out_dtype=None, use_fast_accum: bool = False,
                        epilogue: str = "none") -> Tensor:
-    # use_fast_accum is not passed on, as in scaled_mm: the tuner picks the accumulation among verified candidates.
     return _dispatch.grouped(mat_a, mat_b, offs, bias, out_dtype, scale_a, scale_b, scale_result,
-                             kind="scaled_grouped", op="gemmtune.scaled_grouped_mm", epilogue=epilogue)
+                             kind="scaled_grouped", op="gemmtune.scaled_grouped_mm", epilogue=epilogue,
+                             fp8_accum=_fp8_accum(use_fast_accum))
 
 
 _lib.impl("grouped_mm", _grouped_mm, "CUDA")
@@ -353,7 +361,8 @@ def _grouped_mm_masked_fake(a, b, counts, out_dtype=None, epilogue="none"):
 def _scaled_grouped_mm_fake(mat_a, mat_b, scale_a, scale_b, offs=None, bias=None, scale_result=None, out_dtype=None,
                             use_fast_accum=False, epilogue="none"):
     return _fake("scaled_grouped", "gemmtune.scaled_grouped_mm", mat_a, mat_b, scale_a=scale_a, scale_b=scale_b,
-                 offs=offs, bias=bias, scale_d=scale_result, out_dtype=out_dtype, epilogue=epilogue)
+                 offs=offs, bias=bias, scale_d=scale_result, out_dtype=out_dtype, epilogue=epilogue,
+                 fp8_accum=_fp8_accum(use_fast_accum))
 
 
 for _name in ("grouped_mm", "grouped_mm_masked"):

@@ -48,31 +48,16 @@ class CublasLtBackend final : public Backend {
     const Problem& p = rp;
     if (!problem_reason(rp, dev).empty()) return {};
     (void)lt_handle();  // throws NoGpuError without a GPU: the heuristic needs the device
-    // fp8: cuBLASLt's algorithms with and without fast accumulation are distinct candidates (the tuner times both);
-    // block scaling promotes every 128-K block by definition, so it has only the one form. The lists are
-    // interleaved, each at its heuristic rank, so that the tuner's top-k of this backend holds both.
-    std::vector<std::optional<bool>> accums{std::nullopt};
-    if (fp8_problem(p)) {
-      accums = {false};
-      if (p.scaling != Scaling::block) accums.push_back(true);
-    }
-    auto all = [&](EpiMode mode) {
-      std::vector<std::vector<Candidate>> lists;
-      for (const auto& fa : accums) lists.push_back(list_algos(p, mode, fa));
-      std::vector<Candidate> out;
-      for (size_t i = 0, more = 1; more; ++i) {
-        more = 0;
-        for (auto& l : lists)
-          if (i < l.size()) out.push_back(std::move(l[i])), more = 1;
-      }
-      return out;
-    };
+    // fp8: the algorithms of the problem's accumulation mode (fast_accum=1 for fp8_accum=fast, else 0).
+    std::optional<bool> accum;
+    if (fp8_problem(p)) accum = p.fp8_accum == Fp8Accum::fast;
+    auto all = [&](EpiMode mode) { return list_algos(p, mode, accum); };
     if (p.epilogue.empty()) return all(EpiMode::none);
     cublasLtEpilogue_t ep;
     if (!native_epilogue(p, ep).empty()) return all(EpiMode::separate);
     std::vector<Candidate> out = all(EpiMode::fused);
     if (p.d.dtype != DType::e4m3)  // the unfused baseline (an e4m3 D cannot run it: see problem_reason)
-      out.push_back({kName, CandidateConfig{kDefaultConfig, accums.front(), EpiMode::separate}.str()});
+      out.push_back({kName, CandidateConfig{kDefaultConfig, accum, EpiMode::separate}.str()});
     return out;
   }
 

@@ -19,9 +19,9 @@
 //   (scale_d) and, with Problem::amax, AMAX_D_POINTER (zeroed on the stream before each launch); its chain must fuse
 //   in cuBLASLt (the elementwise pass applies no output scale). Every matrix needs 16-byte aligned rows. A 16-bit A
 //   with an fp8 B has no cuBLASLt kernel and is refused.
-// - fp8 configs carry ",fast_accum=0|1" (CUBLASLT_MATMUL_DESC_FAST_ACCUM; see cublaslt_config.h): enumerate() lists
-//   the heuristic's algorithms for both, except under block scaling, whose partial sums are promoted every 128-K block
-//   by definition (fast_accum=0 only).
+// - fp8 configs carry ",fast_accum=0|1" (CUBLASLT_MATMUL_DESC_FAST_ACCUM; see cublaslt_config.h), the problem's
+//   fp8_accum: enumerate() lists the heuristic's algorithms of that mode only (exact: 0, fast: 1; block scaling is
+//   exact by definition) and a config of the other mode is refused.
 // - One cublasLt handle per process (the primary context of GEMMTUNE_DEVICE); descriptors, the algorithm and the
 //   workspace are made once per Executable, in load().
 #include <memory>

@@ -93,9 +93,9 @@ std::string config_reason(const Problem& p, const CandidateConfig& cfg) {
   if (cfg.fast_accum && !fp8_problem(p))
     return "cublaslt: fast_accum applies to fp8 inputs (A and B are " + dn(p.a.dtype) + "): drop ',fast_accum=" +
            (*cfg.fast_accum ? "1" : "0") + "'";
-  if (cfg.fast_accum.value_or(false) && p.scaling == Scaling::block)
-    return "cublaslt: fast_accum=1 does not apply to scaling=block: block scales are applied to each 128-K block's "
-           "partial sum, which is promoted into fp32 there (use fast_accum=0)";
+  if (const bool fast = p.fp8_accum == Fp8Accum::fast; fp8_problem(p) && cfg.fast_accum.value_or(false) != fast)
+    return std::string("cublaslt: fast_accum=") + (fast ? "0" : "1") + " is not the problem's fp8_accum=" +
+           std::string(fp8_accum_name(p.fp8_accum)) + ": use ',fast_accum=" + (fast ? "1" : "0") + "'";
   const EpiMode mode = cfg.epi;
   if (p.epilogue.empty())
     return mode == EpiMode::none ? "" : "cublaslt: the config has ',epi=...' but the problem has no epilogue";

@@ -4,8 +4,9 @@
 // (cutlass_abi.h), cached by content (cutlass_nvcc.h). Unavailable without CUTLASS headers or nvcc. A compile takes
 // tens of seconds, so the tuner times only what is built already unless asked to wait (slow_compile()).
 // Takes bf16 / f16 A and B in either layout, or e4m3 / e5m2 K-major A and B with tensor or row scaling; fp32
-// accumulation; D bf16 / f16 / f32 in either layout (C in D's layout); batches; alpha and beta; the epilogue ops
-// bias, bias_row, the activations, row_scale, col_scale and residual in any order (an epilogue visitor tree).
+// accumulation (fp8: the problem's fp8_accum picks the schedule, promoted every 128 K or the FP8FastAccum one);
+// D bf16 / f16 / f32 in either layout (C in D's layout); batches; alpha and beta; the epilogue ops bias, bias_row,
+// the activations, row_scale, col_scale and residual in any order (an epilogue visitor tree).
 // Refuses, naming why: grouped problems, GLUs, block scaling, fp8 D, amax, a broadcast operand (batch stride 0) and
 // any operand TMA cannot read (16-byte aligned base, ld, batch stride and contiguous extent).
 #include <memory>

@@ -51,7 +51,8 @@ std::string unit_ident(const Config& c, const Problem& p) {
   auto op = [](const Operand& o) { return std::string(dtype_name(o.dtype)) + ":" + std::string(layout_name(o.layout)); };
   return c.str() + " | A=" + op(p.a) + " B=" + op(p.b) + " C=" + (p.beta != 0.0f ? op(p.c) : std::string("none")) +
          " D=" + op(p.d) + " scaling=" + std::string(scaling_name(p.scaling)) +
-         " epilogue=" + p.epilogue.with_defaults(p.d.dtype, p.d.layout).key();
+         " epilogue=" + p.epilogue.with_defaults(p.d.dtype, p.d.layout).key() +
+         (p.fp8_product() && p.fp8_accum == Fp8Accum::fast ? " fp8_accum=fast" : "");
 }
 
 FusionCode generate_fusion(const Problem& p) {
@@ -210,7 +211,9 @@ namespace fu = cutlass::epilogue::fusion;
        "    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename "
        "Epi::SharedStorage))>,\n    " +
        (coop ? "cutlass::gemm::KernelTmaWarpSpecializedCooperative" : "cutlass::gemm::KernelTmaWarpSpecializedPingpong") +
-       ">::CollectiveOp;\n";
+       // fp8: these schedules promote the tensor core's sums into fp32 every 4 wgmma k-steps (128 K: CUTLASS's
+       // mma_promotion_interval), fp8_accum=exact; the FP8FastAccum ones accumulate all of K in the tensor core.
+       (p.fp8_product() && p.fp8_accum == Fp8Accum::fast ? "FP8FastAccum" : "") + ">::CollectiveOp;\n";
   s += "using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Main, Epi>;\n";
   s += "using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;\n\n";
   s += "static typename Gemm::Arguments make_args(const GtCutlassArgs& x) {\n"

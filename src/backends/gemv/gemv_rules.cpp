@@ -64,6 +64,10 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
     if (dev.real && (dev.cc_major < 8 || (dev.cc_major == 8 && dev.cc_minor < 9)))
       return "gemv: fp8 inputs need compute capability 8.9 or newer (cvt from e4m3/e5m2), device is " + dev.arch();
     if (p.scaling == Scaling::none) return "gemv: fp8 inputs need a scaling (tensor, row or block)";
+    // The kernels widen fp8 to 16 bits and accumulate in fp32 (mma.sync m16n8k16): the exact mode only.
+    if (p.fp8_accum == Fp8Accum::fast)
+      return "gemv: fp8_accum=fast is not served: the kernels widen fp8 to 16 bits and accumulate in fp32 "
+             "(fp8_accum=exact)";
     if (!out_type_ok(p.d.dtype) && p.d.dtype != DType::e4m3) return "gemv: D must be bf16, f16, f32 or e4m3";
     if (load_bytes(p) < 2)
       return "gemv: fp8 rows must start on even bytes (the kernels load 2 bytes or more at a time), got " +

@@ -22,7 +22,8 @@ enum class TileOrder { static_order, dynamic, gpc };
 
 // How an fp8 kernel accumulates K ("acc=", fp8 configs only): fast = all of K in the tensor core (cuBLASLt's
 // FAST_ACCUM), promote = each 128-K block's products added into fp32 accumulators on the CUDA cores (the block
-// scales' path; full fp32 accumulation for tensor / row scaling). 16-bit configs: none (not printed).
+// scales' path; full fp32 accumulation for tensor / row scaling). It follows the problem's fp8_accum (fast: acc=fast,
+// exact: acc=promote); config_reason refuses the other. 16-bit configs: none (not printed).
 enum class Accum { none, fast, promote };
 
 struct Config {

@@ -368,11 +368,11 @@ double promote_factor(const Config& c, const Analysis& an) {
 // fp8 inputs: a short list (the wgmma k32 wrappers exist for tile N 16-64, 128, 192 and 256: ptx/wgmma_f8.cuh).
 // Starting points for 8-bit operands, whose 128-K stage rows make a stage as many bytes as a 16-bit one of half the
 // MMA work: 128x128 / 128x256 / 256x128 / 128x192 coop and 64x128 / 64x256 / 128x128 ping-pong tiles in 1x1, 2x1 and
-// 1x2 clusters with the deepest ring that fits, each with acc=fast and (where two accumulator sets fit the registers)
-// acc=promote; block scaling takes acc=promote only. Decode sizes (at most 64 rows on one side) add the decode tiles
-// of the 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost
-// model times promote_factor: acc=promote after its fast twin, and with block scaling the tiles whose consumers keep
-// two temporaries (128x128 coop) before those with one (128x192 coop).
+// 1x2 clusters with the deepest ring that fits, each with the problem's accumulation: acc=fast (fp8_accum=fast) or
+// acc=promote (fp8_accum=exact, block scaling's only mode). Decode sizes (at most 64 rows on one side) add the decode
+// tiles of the 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit
+// cost model times promote_factor: the tiles whose consumers keep two temporaries (128x128 coop) before those with
+// one (128x192 coop).
 std::vector<Config> enumerate_fp8(const Analysis& an, const DeviceInfo& dev) {
   const Problem& p = an.problem;
   const KernelView& v = an.view(false);
@@ -386,12 +386,9 @@ std::vector<Config> enumerate_fp8(const Analysis& an, const DeviceInfo& dev) {
     c.raster_n = w.n > w.m;
     c.group = band_group(c, w, dev);
     c.stages = max_stages(c, w.d.type, dev, w.grouped);
-    for (Accum a : {Accum::fast, Accum::promote}) {
-      if (block && a == Accum::fast) continue;
-      c.acc = a;
-      if (config_reason(c, an, dev).empty() && std::find(cands.begin(), cands.end(), c) == cands.end())
-        cands.push_back(c);
-    }
+    c.acc = p.fp8_accum == Fp8Accum::fast ? Accum::fast : Accum::promote;
+    if (config_reason(c, an, dev).empty() && std::find(cands.begin(), cands.end(), c) == cands.end())
+      cands.push_back(c);
   };
   for (const Tile& t : wide)
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {

@@ -101,8 +101,9 @@ std::string fp8_path(const Problem& p) {
     return "; fp8 " + types + ": block scales applied as each 128-K block is promoted into fp32 accumulators "
            "(acc=promote)" + d8;
   return "; fp8 " + types + ": " + std::string(scaling_name(p.scaling)) + " scales applied to the fp32 accumulators "
-         "before alpha, beta and the epilogue; acc=fast (K accumulated in the tensor core) or acc=promote (fp32 "
-         "promotion every 128 K)" + d8;
+         "before alpha, beta and the epilogue; " +
+         (p.fp8_accum == Fp8Accum::fast ? "acc=fast (fp8_accum=fast: K accumulated in the tensor core)"
+                                        : "acc=promote (fp8_accum=exact: fp32 promotion every 128 K)") + d8;
 }
 
 // problem_reason with the problem's kernel view (swap=0).
@@ -178,6 +179,11 @@ std::string config_reason(const Config& c, const Analysis& an, const DeviceInfo&
   if (fp8 && c.bk != 128) return "sm90: tile K must be 128 with fp8 inputs (128 bytes of an 8-bit type)" + cs;
   if (!fp8 && c.acc != Accum::none) return "sm90: acc= (fast / promote) applies to fp8 inputs only" + cs;
   if (fp8 && c.acc == Accum::none) return "sm90: fp8 inputs need acc=fast or acc=promote" + cs;
+  if (fp8 && (c.acc == Accum::fast) != (p.fp8_accum == Fp8Accum::fast))
+    return (p.fp8_accum == Fp8Accum::fast
+                ? "sm90: acc=promote is not the problem's fp8_accum=fast (K accumulated in the tensor core): use acc=fast"
+                : "sm90: acc=fast is not the problem's fp8_accum=exact (fp32 promotion every 128 K): use acc=promote") +
+           cs;
   if (p.scaling == Scaling::block && c.swap)
     return "sm90: block scaling takes no swap=1 (the block scales are A's and B's own layouts)" + cs;
   if (c.group < 1 || c.group > 64) return "sm90: group must be in [1, 64]" + cs;

@@ -138,6 +138,11 @@ std::string problem_reason(const Problem& p, const DeviceInfo& dev) {
              ", B " + std::string(dtype_name(p.b.dtype)) + ")";
     if (p.scaling != Scaling::tensor && p.scaling != Scaling::row)
       return "triton: fp8 scaling '" + std::string(scaling_name(p.scaling)) + "' is not supported (tensor, row)";
+    // tl.dot of two fp8 blocks without max_num_imprecise_acc takes Triton's sm_90 default (2^30): the tensor core
+    // accumulates all of K and nothing is promoted into fp32.
+    if (p.fp8_accum != Fp8Accum::fast)
+      return "triton: fp8_accum=exact is not served: the templates' fp8 tl.dot accumulates all of K in the tensor "
+             "core (Triton's sm_90 default max_num_imprecise_acc), which is fp8_accum=fast";
   } else {
     if (!is_16bit(p.a.dtype) || p.b.dtype != p.a.dtype)
       return "triton: inputs must be bf16 or f16 (both the same) or fp8, not A " + std::string(dtype_name(p.a.dtype)) +
