@@ -266,11 +266,15 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
     kc += N;
   };
   while (kc + kRun <= k_iters) run(Step<kRun>{});
-  const int rest = k_iters - kc;
-  if (rest == 1) run(Step<1>{});
-  if constexpr (kRun > 2) {
-    if (rest == 2) run(Step<2>{});
-    if (rest == 3) run(Step<3>{});
+  // The last k_iters % kRun k-blocks one at a time, each waiting for its own wgmmas: one more copy of the k-block body
+  // instead of a run per remainder (6 more unrolled bodies beside the run's 4 with kRun 4; NVVM's and ptxas's time
+  // follows the bodies). Their scales are all loaded: set j holds k-block kc + j, so the sets shift down after each.
+  while (kc < k_iters) {
+    run(Step<1>{});
+    if constexpr (kBlock) {
+#pragma unroll
+      for (int x = 0; x + 1 < kSets; ++x) sc[x] = sc[x + 1];
+    }
   }
   if (k_iters == 0) issued();
 }
