@@ -247,6 +247,9 @@ TEST_F(Fp8Gpu, RaggedShapes) {
     cases.push_back({fp8_problem(200, 328, 400, sc, DType::bf16)});
     cases.push_back({fp8_problem(72, 136, 272, sc, DType::f32)});
   }
+  // K = 784 (7 k-blocks): promoted accumulation runs one straight run of 4 and then the 3 left one at a time (runs of
+  // 2: three, then one).
+  cases.push_back({fp8_problem(200, 328, 784, Scaling::block, DType::bf16)});
   // An e4m3 D whose rows are not a multiple of 16 bytes (N = 328) has no backend: sm90 stores an e4m3 D by TMA only
   // and cuBLASLt's fp8 needs 16-byte rows. N = 336 runs.
   cases.push_back({fp8_problem(200, 328, 400, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true), false,
