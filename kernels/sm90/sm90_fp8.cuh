@@ -269,9 +269,12 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
   // The last k_iters % kRun k-blocks one at a time, each waiting for its own wgmmas: one more copy of the k-block body
   // instead of a run per remainder (6 more unrolled bodies beside the run's 4 with kRun 4; NVVM's and ptxas's time
   // follows the bodies). Their scales are all loaded: set j holds k-block kc + j, so the sets shift down after each.
+  // After runs of 2 one k-block at most is left: no loop.
   while (kc < k_iters) {
     run(Step<1>{});
-    if constexpr (kBlock) {
+    if constexpr (kRun == 2) {
+      break;
+    } else if constexpr (kBlock) {
 #pragma unroll
       for (int x = 0; x + 1 < kSets; ++x) sc[x] = sc[x + 1];
     }
