@@ -82,6 +82,8 @@ struct GemmConfig {
   static constexpr int kEpiRegionBytes = P.epi_region_bytes;  // one consumer warpgroup's strip buffers
 
   static constexpr int kEpiOffset = P.epi_offset, kBarOffset = P.bar_offset, kTileOffset = P.tile_offset;
+  // Block scaling (sm90_scale_loader.cuh): B scale blocks per tile, one scale slot per stage.
+  static constexpr int kScaleNB = P.scale_nb, kScaleOffset = P.scale_offset, kScaleSlotBytes = P.scale_slot_bytes;
   static constexpr int kSmemBytes = P.smem_bytes;
   static_assert(kSmemBytes <= kSmemPerBlock, "shared memory plan exceeds 227 KB: use fewer stages or a smaller tile");
   static_assert(kEpiOffset % 1024 == 0 && kEpiRegionBytes % 1024 == 0 || !kEpiWarp,
@@ -103,6 +105,8 @@ struct SmemPlan {
   __device__ __forceinline__ explicit SmemPlan(const void* raw) : base((smem_u32(raw) + 1023u) & ~1023u) {}
   __device__ __forceinline__ unsigned a(int s) const { return base + s * Cfg::kStageBytes; }
   __device__ __forceinline__ unsigned b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kABytes; }
+  // Block scaling: stage s's scale slot (sm90_scale_loader.cuh).
+  __device__ __forceinline__ unsigned scales(int s) const { return base + Cfg::kScaleOffset + s * Cfg::kScaleSlotBytes; }
   // Strip buffers of consumer warpgroup wg (epilogue_tma_store.cuh: epi_buf).
   __device__ __forceinline__ unsigned epi(int wg) const { return base + Cfg::kEpiOffset + wg * Cfg::kEpiRegionBytes; }
   __device__ __forceinline__ unsigned full(int s) const { return base + Cfg::kBarOffset + 8 * s; }

@@ -13,16 +13,6 @@
 
 namespace gt_sm90 {
 
-// The row and column scales of group g of a grouped GEMM (GemmParams::sr_group, sc_group); p.sr, p.sc otherwise.
-template <class Cfg>
-__device__ __forceinline__ const float* group_sr(const GemmParams& p, int g) {
-  return Cfg::GROUPED != 0 ? p.sr + g * p.sr_group : p.sr;
-}
-template <class Cfg>
-__device__ __forceinline__ const float* group_sc(const GemmParams& p, int g) {
-  return Cfg::GROUPED != 0 ? p.sc + g * p.sc_group : p.sc;
-}
-
 // The tensor scale scale_a[0] * scale_b[0]: read once per consumer (before its tile loop), 1 for other scalings.
 template <class Cfg>
 __device__ __forceinline__ float tensor_scale(const GemmParams& p) {
@@ -96,33 +86,21 @@ __device__ __forceinline__ void apply_scales(float (&acc)[Cfg::kSlabs][Cfg::BN /
 }
 
 // One k-block's block scales as one consumer thread needs them: A's for its accumulator rows (two per slab), B's for
-// the 128-column blocks its tile spans. Loaded a k-block or more before they are used, so the global loads (one per
-// thread row and 128-column block, read by every CTA of the row or column from L2) complete while wgmmas run; the
-// products are formed where the promotion uses them. TMA-ing the scales into the stage would need an arrival count
-// per scale box and a stage layout per tile shape for a few hundred bytes.
+// the 128-column blocks its tile spans, read from the stage's scale slot (sm90_scale_loader.cuh) after the full wait,
+// before the stage is released.
 template <class Cfg>
 struct BlockScales {
-  // B scale blocks a tile spans: one for tile N a divisor of 128, BN / 128 for a multiple; tile N 192 (origins at
-  // multiples of 64) spans two, split after its first 128 or 64 columns (see promote_into).
-  static constexpr int kNB = Cfg::BN % 128 == 0 ? Cfg::BN / 128 : (128 % Cfg::BN == 0 ? 1 : 2);
-  float a[Cfg::kSlabs][2], b[kNB];
-  // kbk: absolute k-block; r0: this thread's first accumulator row (m0 + 16 warp + lane / 4).
-  __device__ __forceinline__ void load(const GemmParams& p, long long kbk, int kb_count, int r0, int n0, int g) {
-    const int nb_count = (p.n + 127) / 128;
-    const float* const sc = group_sc<Cfg>(p, g);
+  static constexpr int kNB = Cfg::kScaleNB;
+  float a[Cfg::kSlabs][2], b[kNB > 0 ? kNB : 1];
+  // row: this thread's first accumulator row in the tile (the consumer's first row + 16 warp + lane / 4).
+  __device__ __forceinline__ void load(const SmemPlan<Cfg>& sm, int s, int row) {
+    const unsigned slot = sm.scales(s) + kScaleData;
 #pragma unroll
-    for (int j = 0; j < kNB; ++j) {
-      const int nb = n0 / 128 + j;
-      b[j] = nb < nb_count ? sc[static_cast<long long>(nb) * kb_count + kbk] : 0.0f;
-    }
-    const float* ra = group_sr<Cfg>(p, g) + kbk * p.m;
+    for (int j = 0; j < kNB; ++j) b[j] = __int_as_float(ld_shared_s32(slot + 4 * (Cfg::BM + j)));
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int r = r0 + si * 64 + 8 * i;
-        a[si][i] = r < p.m ? ra[r] : 0.0f;
-      }
+      for (int i = 0; i < 2; ++i) a[si][i] = __int_as_float(ld_shared_s32(slot + 4 * (row + si * 64 + 8 * i)));
   }
 };
 
@@ -150,13 +128,15 @@ __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN /
                                              const float (&tmp)[Cfg::kSlabs][Cfg::BN / 2],
                                              const BlockScales<Cfg>& sc, bool mid_second) {
   constexpr int kNB = BlockScales<Cfg>::kNB;
-  constexpr int kF = Cfg::BN == 192 ? 3 : kNB;  // factors per row: one per 64-column third at tile N 192
+  // Factors per row: one per B block, one per 64-column third at tile N 192 (none without block scales).
+  constexpr int kF = Cfg::BN == 192 ? 3 : (kNB > 0 ? kNB : 1);
 #pragma unroll
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float f[kF];
-      if constexpr (Cfg::BN == 192) {
+      if constexpr (Cfg::SCALE != kScaleBlock) {
+      } else if constexpr (Cfg::BN == 192) {
         f[0] = sc.a[si][i] * sc.b[0];
         f[2] = sc.a[si][i] * sc.b[1];
         f[1] = mid_second ? f[2] : f[0];
@@ -185,45 +165,35 @@ template <class Cfg>
 inline constexpr int kPromoteBufs = 3 * Cfg::kAccRegs <= 192 ? 2 : 1;
 
 // The k loop of one tile for one consumer warpgroup with promoted accumulation (acc=promote), starting at ring
-// position `rp` (advanced by k_iters) and absolute k-block kb0 (block scales are indexed by it). m0, n0: the first row
-// and column of this consumer's accumulators; row0: its first tile row in shared memory. `issued()` as in
-// consume_tile: once the last wgmmas are issued, before waiting for them.
+// position `rp` (advanced by k_iters). row0: the consumer's first tile row in shared memory; n0: the tile's first
+// column. `issued()` as in consume_tile: once the last wgmmas are issued, before waiting for them.
 // Each k-block's wgmmas go to a temporary (zeroed by the first k32) that is added into acc (times the k-block's
 // scales) once they completed, and its stage is released then. With two temporaries the k-blocks run in straight
 // runs of kRun: k-block u + 1 of a run is issued before u is waited for (wait_group 1), so u's promotion overlaps
 // u + 1's wgmmas; only the run's last promotion waits for the tensor core (wait_group 0), when the other consumer
 // warpgroup's wgmmas fill it. With one temporary every k-block waits for its own wgmmas.
-// The block scales are loaded kSets k-blocks ahead: ptxas schedules the products of a k-block's scales before the
-// wgmmas issued ahead of its promotion, so a load that had not completed by then would hold up the tensor core.
+// A k-block's block scales are read from its stage right after the full wait, into set u % NT (k-block u is
+// promoted after u + 1's wait with two temporaries).
 // NOTES: ptxas serializes every wgmma of the kernel (C7514) when registers of a wgmma issued before a loop's
 // back edge are read after a wait_group 1 behind it; a run in straight-line code, drained by wait_group 0 at its end,
 // keeps them asynchronous.
 template <class Cfg, class Issued>
 __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][Cfg::BN / 2], const SmemPlan<Cfg>& sm,
-                                                     RingPos<Cfg::STAGES>& rp, int kb0, int k_iters, int row0,
-                                                     const GemmParams& p, int m0, int n0, int tid, Issued issued,
-                                                     int g = 0) {
+                                                     RingPos<Cfg::STAGES>& rp, int k_iters, int row0, int n0,
+                                                     int tid, Issued issued) {
   constexpr bool kBlock = Cfg::SCALE == kScaleBlock;
-  constexpr int NT = kPromoteBufs<Cfg>;
-  // Scale sets in flight: k-block x uses set x % kSets, which takes x + kSets's scales once x is promoted (its
-  // loads then have kSets - 1 k-blocks of wgmmas to complete). kRun, a multiple of kSets: the set is static.
-  constexpr int kSets = NT == 2 ? 4 : 2, kRun = NT == 2 ? 4 : 2;
+  constexpr int NT = kPromoteBufs<Cfg>, kRun = NT == 2 ? 4 : 2;
   const int lane = tid % 32, warp = tid / 32;
   const StageDescs<Cfg> descs(sm, __shfl_sync(0xffffffffu, row0, 0));
   const StageRelease<Cfg> release(sm, lane);
-  const int kb_count = (p.k + Cfg::BK - 1) / Cfg::BK, r0 = m0 + warp * 16 + lane / 4;
+  const int srow = row0 + warp * 16 + lane / 4;
   const bool mid_second = n0 % 128 != 0;
   float tmp[NT][Cfg::kSlabs][Cfg::BN / 2];
-  BlockScales<Cfg> sc[kSets];
+  BlockScales<Cfg> sc[NT];
 #pragma unroll
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < Cfg::BN / 2; ++i) acc[si][i] = 0.0f;
-  if constexpr (kBlock) {
-#pragma unroll
-    for (int x = 0; x < kSets; ++x)
-      if (x < k_iters) sc[x].load(p, kb0 + x, kb_count, r0, n0, g);
-  }
   auto fence = [](float (&t)[Cfg::kSlabs][Cfg::BN / 2]) {
 #pragma unroll
     for (int si = 0; si < Cfg::kSlabs; ++si)
@@ -231,13 +201,12 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
       for (int i = 0; i < Cfg::BN / 2; ++i) reg_fence(t[si][i]);
   };
   int kc = 0;  // first k-block of the current run
-  // Promotes k-block kc + X from tmp[X % NT] (its wgmmas completed), then loads kc + X + kSets's scales into its set.
+  // Promotes k-block kc + X from tmp[X % NT] (its wgmmas completed; its scales are in registers).
   auto promote = [&](auto x, int stage) {
     constexpr int X = decltype(x)::value;
     fence(tmp[X % NT]);
     release(stage);
-    promote_into<Cfg>(acc, tmp[X % NT], sc[X % kSets], mid_second);
-    if (kBlock && kc + X + kSets < k_iters) sc[X % kSets].load(p, kb0 + kc + X + kSets, kb_count, r0, n0, g);
+    promote_into<Cfg>(acc, tmp[X % NT], sc[X % NT], mid_second);
   };
   // A straight run of N k-blocks from kc.
   auto run = [&](auto n) {
@@ -247,6 +216,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
       constexpr int U = decltype(u)::value;
       const int s = rp.s;
       mbar_wait(sm.full(s), rp.ph);
+      if constexpr (kBlock) sc[U % NT].load(sm, s, srow);
       fence(tmp[U % NT]);
       wgmma_fence();
       mma_stage<Cfg>(tmp[U % NT], descs, s, false);
@@ -268,16 +238,10 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
   while (kc + kRun <= k_iters) run(Step<kRun>{});
   // The last k_iters % kRun k-blocks one at a time, each waiting for its own wgmmas: one more copy of the k-block body
   // instead of a run per remainder (6 more unrolled bodies beside the run's 4 with kRun 4; NVVM's and ptxas's time
-  // follows the bodies). Their scales are all loaded: set j holds k-block kc + j, so the sets shift down after each.
-  // After runs of 2 one k-block at most is left: no loop.
+  // follows the bodies). After runs of 2 one k-block at most is left: no loop.
   while (kc < k_iters) {
     run(Step<1>{});
-    if constexpr (kRun == 2) {
-      break;
-    } else if constexpr (kBlock) {
-#pragma unroll
-      for (int x = 0; x + 1 < kSets; ++x) sc[x] = sc[x + 1];
-    }
+    if constexpr (kRun == 2) break;
   }
   if (k_iters == 0) issued();
 }

@@ -49,7 +49,7 @@ __device__ __forceinline__ void gemm_coop(const TmaDesc& ta, const TmaDesc& tb, 
       const int mc = m0 + cw * Cfg::WM;
       prefetch_scales<Cfg>(p, mc, n0, tid, g);
       if constexpr (Cfg::PROMOTE)
-        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, cw * Cfg::WM, p, mc, n0, tid, [] {}, g);
+        consume_tile_promote<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, n0, tid, [] {});
       else
         consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, cw * Cfg::WM, tid % 32, [] {});
       if constexpr (Cfg::SK)

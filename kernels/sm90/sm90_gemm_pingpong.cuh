@@ -59,7 +59,7 @@ __device__ __forceinline__ void gemm_pingpong(const TmaDesc& ta, const TmaDesc& 
       };
       prefetch_scales<Cfg>(p, m0, n0, tid, g);
       if constexpr (Cfg::PROMOTE)
-        consume_tile_promote<Cfg>(acc, sm, rp, u.k0, u.k1 - u.k0, 0, p, m0, n0, tid, issued, g);
+        consume_tile_promote<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, n0, tid, issued);
       else
         consume_tile<Cfg>(acc, sm, rp, u.k1 - u.k0, 0, tid % 32, issued);
       if constexpr (Cfg::SK)

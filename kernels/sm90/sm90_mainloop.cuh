@@ -10,6 +10,7 @@
 #include "scheduler/tile_scheduler.cuh"
 #include "sm90/sm90_config.cuh"
 #include "sm90/sm90_cp_loader.cuh"
+#include "sm90/sm90_scale_loader.cuh"
 #include "sm90/sm90_tile_stream.cuh"
 
 namespace gt_sm90 {
@@ -100,16 +101,25 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
                                               [[maybe_unused]] int tid) {
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
+  // Block scaling: the scale loader's end of the walk, in the next stage's slot once the consumers freed it.
+  auto end_scale_walk = [&](const RingPos<Cfg::STAGES>& at) {
+    if constexpr (Cfg::SCALE == kScaleBlock) {
+      mbar_wait(sm.empty(at.s), at.ph ^ 1u);
+      publish_scale_stage<Cfg>(sm, at.s, 0, 0, -1, 0);
+    }
+  };
   if constexpr (Cfg::GROUPED != 0) {  // the real tiles of a grouped walk (scheduler/group_tiles.cuh)
     GroupedWalk<Cfg> walk(p, sm.group_prefix(), tiles.first, tiles.stride);
     GroupTile t;
     while (walk.next(p, rn, t)) {
       for (int kb = 0; kb < k_iters; ++kb, rp.next()) {
         mbar_wait(sm.empty(rp.s), rp.ph ^ 1u);
+        publish_scale_stage<Cfg>(sm, rp.s, t.m0, t.n0, kb, t.g);
         mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
         load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, t.m0, t.n0, kb * Cfg::BK, t.ba, rm, rn, p.n / 2, t.g);
       }
     }
+    end_scale_walk(rp);
     return;
   }
   const TileScheduler<Cfg::CM, Cfg::CN> sched(p.m, p.n, p.batch, Cfg::BM, Cfg::BN, p.raster_n, p.group);
@@ -134,6 +144,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
       if constexpr (Cfg::DYNAMIC) {
         if (rm == 0 && rn == 0) tiles.finish(sm, j, p.tiles, sched.total);
       }
+      end_scale_walk(rp);
       break;
     }
     int m0, n0, b;
@@ -149,6 +160,7 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
         cp_load_stage<Cfg, HALVES>(sm, p, rp.s, m0, n0, kb * Cfg::BK, b, tid);
         cp_async_mbar_arrive(sm.full(rp.s));
       } else {
+        publish_scale_stage<Cfg>(sm, rp.s, m0, n0, kb, 0);
         mbar_arrive_expect_tx(sm.full(rp.s), Cfg::kStageBytes);
         load_stage<Cfg, HALVES>(ta, tb, sm, rp.s, m0, n0, kb * Cfg::BK, b, rm, rn, p.n / 2);
       }
@@ -280,6 +292,7 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
     for (int s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(sm.full(s), Cfg::kFullArrivals);
       mbar_init(sm.empty(s), Cfg::kEmptyArrivals);
+      if (Cfg::SCALE == kScaleBlock) mbar_init(sm.scales(s), 1);  // the scale slot's descriptor barrier
     }
     TileStream<Cfg>::init(sm);
     init_more();
@@ -292,13 +305,16 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
 }
 
 // The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring (all
-// of them with load=cp).
+// of them with load=cp), and with block scaling warp 1 copies the scales (sm90_scale_loader.cuh).
 template <class Cfg, bool HALVES>
 __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
                                              int tid) {
   setmaxnreg_dec<Cfg::kProducerRegs>();
-  if (Cfg::CP || tid == 0) producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn, tid);
+  if (Cfg::CP || tid == 0)
+    producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn, tid);
+  else if (Cfg::SCALE == kScaleBlock && tid / 32 == 1)
+    block_scale_loader<Cfg>(sm, p, tid % 32);
   if constexpr (Cfg::CP) cp_async_wait_all();  // no producer thread leaves with its last copies in flight
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }

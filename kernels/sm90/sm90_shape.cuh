@@ -35,9 +35,10 @@ constexpr int kSmemPerBlock = 232448;  // sm_90: 227 KB of opt-in shared memory 
 // Dynamic tile order: a ring of kTileSlots tile indices with full/empty barriers (8 + 8 + 4 bytes per slot).
 constexpr int kTileSlots = 4;
 
-// Shared memory of a kernel besides its epilogue strip buffers: the stage ring (`stage_bytes` per stage), a full and
-// an empty barrier per stage plus the two ping-pong order barriers, the dynamic order's tile slots, and the slack for
-// the 1024-byte aligned base; a grouped kernel's tile prefix (scheduler/group_tiles.cuh: kMaxGroups + 1 ints).
+// Shared memory of a kernel besides its epilogue strip buffers: the stage ring (`stage_bytes` per stage, a block
+// scaled kernel's scale slot included), a full and an empty barrier per stage plus the two ping-pong order barriers,
+// the dynamic order's tile slots, and the slack for the 1024-byte aligned base; a grouped kernel's tile prefix
+// (scheduler/group_tiles.cuh: kMaxGroups + 1 ints).
 inline constexpr int kMaxGroups = 1024;
 constexpr int smem_fixed_bytes(int stages, int stage_bytes, bool dynamic, bool grouped = false) {
   return stages * stage_bytes + 16 * stages + 16 + (dynamic ? 20 * kTileSlots : 0) +

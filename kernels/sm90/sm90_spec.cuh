@@ -64,6 +64,10 @@ struct Plan {
   int b_rows = 0;  // B rows in shared memory (>= BN)
   // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
   int a_bytes = 0, b_bytes = 0, stage_bytes = 0;
+  // Block scaling: the B scale blocks a tile spans (one for tile N a divisor of 128, BN / 128 for a multiple, two for
+  // tile N 192), and per stage a slot of a descriptor (32 bytes), the tile's BM row scales and those B scales, which
+  // producer warp 1 copies beside the stage's TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
+  int scale_nb = 0, scale_slot_bytes = 0;
   int fixed_bytes = 0;  // shared memory besides the epilogue buffers (smem_fixed_bytes)
   // Epilogue (sm90_shape.cuh): rows of one TMA store (the D map's box), stores per 64-row slab and strip per owner,
   // whether a warp's piece is half its 16 rows, one of a warp's two buffers, the threads that stage one strip.
@@ -77,15 +81,17 @@ struct Plan {
   // a tail strip of epi_tail_bytes (through the tail D map; 0: none).
   int epi_strip_bytes = 0, epi_strips = 0, epi_tail_bytes = 0;
   int epi_region_bytes = 0;  // one consumer warpgroup's strip buffers
-  // The layout from the 1024-byte aligned base: stages, two epilogue regions, barriers, the dynamic order's tile ring.
-  // A grouped kernel's tile prefix sits where the dynamic order's ring would (grouped kernels have none).
-  int epi_offset = 0, bar_offset = 0, tile_offset = 0;
+  // The layout from the 1024-byte aligned base: stages, two epilogue regions, the block scale slots, barriers, the
+  // dynamic order's tile ring. A grouped kernel's tile prefix sits where the dynamic order's ring would (grouped
+  // kernels have none).
+  int epi_offset = 0, scale_offset = 0, bar_offset = 0, tile_offset = 0;
   int smem_bytes = 0;  // dynamic shared memory of the kernel, alignment slack included
   // Arrivals that free a stage: one per consumer warpgroup of every CTA that loads into this CTA's stages (its cluster
   // row and column, itself included: CM + CN - 1 CTAs).
   int load_peers = 0, empty_arrivals = 0;
-  // Arrivals that fill a stage: the TMA producer thread's (with the expected bytes), plus with load=cp every producer
-  // thread's cp.async completion; the bytes TMA brings (a load=cp kernel loads the operand TMA can take by TMA).
+  // Arrivals that fill a stage: the TMA producer thread's (with the expected bytes), plus the cp.async completion of
+  // every producer thread with load=cp or of the scale loader warp's 32 with block scaling; the bytes TMA brings (a
+  // load=cp kernel loads the operand TMA can take by TMA).
   bool cp = false;
   int cp_a = 0, cp_b = 0;  // Spec::cp_a, cp_b
   int full_arrivals = 1;
@@ -106,7 +112,11 @@ constexpr Plan derive(const Spec& s) {
   p.a_bytes = s.bm * 128;
   p.b_bytes = p.b_rows * 128;
   p.stage_bytes = p.a_bytes + p.b_bytes;
-  p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes, s.dynamic, s.grouped != 0);
+  if (s.scale == kScaleBlock) {
+    p.scale_nb = s.bn % 128 == 0 ? s.bn / 128 : (128 % s.bn == 0 ? 1 : 2);
+    p.scale_slot_bytes = (32 + (s.bm + p.scale_nb) * 4 + 15) / 16 * 16;
+  }
+  p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes + p.scale_slot_bytes, s.dynamic, s.grouped != 0);
 
   p.out_size = gt::dtype_code_bytes(s.out);
   const int row = s.bn * p.out_size;
@@ -124,7 +134,8 @@ constexpr Plan derive(const Spec& s) {
   p.epi_region_bytes = epi_region_bytes(row, p.out_size, p.fixed_bytes, s.epi_warp);
 
   p.epi_offset = s.stages * p.stage_bytes;
-  p.bar_offset = p.epi_offset + 2 * p.epi_region_bytes;
+  p.scale_offset = p.epi_offset + 2 * p.epi_region_bytes;
+  p.bar_offset = p.scale_offset + s.stages * p.scale_slot_bytes;
   p.tile_offset = p.bar_offset + 16 * s.stages + 16;
   p.smem_bytes = p.fixed_bytes + 2 * p.epi_region_bytes;
 
@@ -134,7 +145,7 @@ constexpr Plan derive(const Spec& s) {
   p.cp_a = s.cp_a;
   p.cp_b = s.cp_b;
   p.tma_bytes = (s.cp_a > 0 ? 0 : p.a_bytes) + (s.cp_b > 0 ? 0 : p.b_bytes);
-  p.full_arrivals = p.cp ? 128 + (p.tma_bytes > 0 ? 1 : 0) : 1;
+  p.full_arrivals = p.cp ? 128 + (p.tma_bytes > 0 ? 1 : 0) : 1 + (s.scale == kScaleBlock ? 32 : 0);
   return p;
 }
 

@@ -527,7 +527,7 @@ TEST(Sm90Config, WideEpilogueStrips) {
   EXPECT_EQ(sm90::plan(p168, sm90::kBF16).epi_strip_bytes, 112);
   // The deepest ring that fits is what it was with 32-byte strips.
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
-  EXPECT_EQ(sm90::max_stages(p176, sm90::kBF16, dev), 5);
+  EXPECT_EQ(sm90::max_stages(p176, sm90::view_of(sm90::kBF16), dev), 5);
   // Compiles without spills.
   Problem q = Problem::make(8192, 6144, 4096, DType::bf16, DType::bf16);
   q.resolve();
@@ -564,8 +564,8 @@ TEST(Sm90Config, EpiWarp) {
   // The enumerator's deepest ring for warp pieces is the deepest with 16-row pieces: 5 stages (6 without epi=warp).
   sm90::Config wg144 = w144;
   wg144.epi_warp = false;
-  EXPECT_EQ(sm90::max_stages(wg144, sm90::kBF16, DeviceInfo::assumed_sm90()), 6);
-  EXPECT_EQ(sm90::max_stages(w144, sm90::kBF16, DeviceInfo::assumed_sm90()), 5);
+  EXPECT_EQ(sm90::max_stages(wg144, sm90::view_of(sm90::kBF16), DeviceInfo::assumed_sm90()), 6);
+  EXPECT_EQ(sm90::max_stages(w144, sm90::view_of(sm90::kBF16), DeviceInfo::assumed_sm90()), 5);
   EXPECT_EQ(sm90::plan(sm90::Config::parse(s), 0).epi_rows, 64);
   EXPECT_EQ(sm90::plan(w176, sm90::kBF16).epi_strip_bytes, 128);
   EXPECT_EQ(sm90::plan(w176, sm90::kBF16).epi_tail_bytes, 96);   // 352 = 128 + 128 + 96
@@ -592,7 +592,7 @@ TEST(Sm90Config, EpiWarp) {
   for (const sm90::Config& c : sm90::enumerate_configs(sm90::Analysis(resolve(p)), dev)) {
     sm90::Config wg = c;
     wg.epi_warp = false;  // the warpgroup form's strips at its deepest ring decide
-    wg.stages = sm90::max_stages(wg, sm90::kBF16, dev);
+    wg.stages = sm90::max_stages(wg, sm90::view_of(sm90::kBF16), dev);
     if (c.epi_warp) EXPECT_EQ(sm90::plan(c, 0).epi_rows, 16) << c.str();  // a stage fewer where 16-row pieces need it
     EXPECT_EQ(c.epi_warp,
               c.pingpong && (sm90::plan(wg, sm90::kBF16).epi_bufs == 1 || sm90::plan(wg, sm90::kBF16).epi_strip_bytes == 64))

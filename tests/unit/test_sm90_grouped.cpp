@@ -81,7 +81,8 @@ TEST(Sm90Grouped, TileBound) {
   for (const char* s : {"tile=128x256x64,stages=4,cluster=1x1,sched=coop,raster=m,group=8",
                         "tile=128x128x64,stages=6,cluster=1x2,sched=pingpong,raster=m,group=8"}) {
     const sm90::Config k = sm90::Config::parse(s);
-    EXPECT_LE(sm90::max_stages(k, sm90::kBF16, dev, 1), sm90::max_stages(k, sm90::kBF16, dev));
+    EXPECT_LE(sm90::max_stages(k, sm90::view_of(sm90::kBF16, 1), dev),
+              sm90::max_stages(k, sm90::view_of(sm90::kBF16), dev));
     EXPECT_EQ(sm90::plan(k, sm90::kBF16, 1).smem_bytes,
               sm90::plan(k, sm90::kBF16).smem_bytes + 4 * (gt_sm90::kMaxGroups + 1));
   }

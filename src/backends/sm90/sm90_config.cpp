@@ -151,10 +151,13 @@ std::string spec_literal(const gt_sm90::Spec& s) {
 
 gt_sm90::Plan plan(const Config& c, const KernelView& v) { return gt_sm90::derive(spec(c, v)); }
 
-gt_sm90::Plan plan(const Config& c, int out_type, int grouped) {
+gt_sm90::Plan plan(const Config& c, int out_type, int grouped) { return plan(c, view_of(out_type, grouped)); }
+
+KernelView view_of(int out_type, int grouped) {
   KernelView v;
   v.d.type = out_type;
   v.grouped = grouped;
-  return plan(c, v);
+  return v;
 }
+
 }  // namespace gemmtune::sm90

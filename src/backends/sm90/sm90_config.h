@@ -91,9 +91,11 @@ std::string config_reason(const Config& c, const Analysis& an, const DeviceInfo&
 // kernel) and the plan derived from it: shared memory, TMA boxes, epilogue strips, accumulator registers.
 gt_sm90::Spec spec(const Config& c, const KernelView& v);
 gt_sm90::Plan plan(const Config& c, const KernelView& v);
-// The plan of a view with K-major operands and D of `out_type`: every number but the MN-major operands' box rows, which
-// no shared-memory size depends on.
+// The plan of a view with K-major operands, no scaling and D of `out_type`: every number but the MN-major operands'
+// box rows, which no shared-memory size depends on.
 gt_sm90::Plan plan(const Config& c, int out_type, int grouped = 0);
+// That view (K-major operands, no scaling, D of `out_type`).
+KernelView view_of(int out_type, int grouped = 0);
 // The spec as the JIT unit's template argument: a designated initializer naming every field.
 std::string spec_literal(const gt_sm90::Spec& s);
 // ---- heuristics ----
@@ -107,8 +109,9 @@ inline int64_t cluster_tiles(const Config& c, const KernelView& v) {
   return cdiv(cdiv(m, c.bm), c.cm) * cdiv(cdiv(v.n, c.bn), c.cn) * v.batch;
 }
 // The most ring stages (<= 7; decode tiles — swap=1 or tile N < 64 — <= 16) whose shared memory fits on the device;
-// with epi=warp, with room for 16-row pieces; `grouped` (KernelView::grouped): room for the tile prefix.
-int max_stages(const Config& c, int out_type, const DeviceInfo& dev, int grouped = 0);
+// with epi=warp, with room for 16-row pieces; a grouped view's tile prefix and a block scaled one's scale slots
+// included.
+int max_stages(const Config& c, const KernelView& v, const DeviceInfo& dev);
 // Estimated relative run time (lower is better) for ranking.
 double estimate_cost(const Config& c, const Analysis& an, const DeviceInfo& dev);
 // Valid configs for the problem, best first.

@@ -115,7 +115,7 @@ double estimate_cost(const Config& c, const Analysis& an, const DeviceInfo& dev)
   }
   double per_k = apply_factors(mma * eff + kPerKOverhead, kKBlockFactor, c, pl);
   // Fewer stages than fit: shallower prefetch (enumerate() only emits the deepest ring; explicit configs may differ).
-  const int deepest = max_stages(c, v.d.type, dev, v.grouped);
+  const int deepest = max_stages(c, v, dev);
   if (c.stages < deepest) per_k *= 1.0 + 0.05 * (deepest - c.stages);
   // Epilogue: registers -> shared memory -> TMA store in 64-row strips (epi_bytes: 64/128-byte swizzled, wide
   // unswizzled, or 32-byte), each strip a barrier round trip: not overlapped with the next tile's MMAs in the
@@ -340,7 +340,7 @@ const TwinRow kTwins[] = {
 
 }  // namespace
 
-int max_stages(const Config& c, int out_type, const DeviceInfo& dev, int grouped) {
+int max_stages(const Config& c, const KernelView& v, const DeviceInfo& dev) {
   const int limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : gt_sm90::kSmemPerBlock;
   Config t = c;
   // With warp pieces, the deepest ring that leaves room for 16-row pieces: ping-pong 128x144 2x1 with 5 stages and
@@ -350,9 +350,9 @@ int max_stages(const Config& c, int out_type, const DeviceInfo& dev, int grouped
   const int deepest = decode_tile(c) ? 16 : 7;
   if (c.epi_warp)
     for (t.stages = deepest; t.stages > 2; --t.stages)
-      if (const gt_sm90::Plan pl = plan(t, out_type, grouped); pl.smem_bytes <= limit && pl.epi_rows == 16) return t.stages;
+      if (const gt_sm90::Plan pl = plan(t, v); pl.smem_bytes <= limit && pl.epi_rows == 16) return t.stages;
   for (t.stages = deepest; t.stages > 2; --t.stages)
-    if (plan(t, out_type, grouped).smem_bytes <= limit) break;
+    if (plan(t, v).smem_bytes <= limit) break;
   return t.stages;
 }
 
@@ -385,7 +385,7 @@ std::vector<Config> enumerate_fp8(const Analysis& an, const DeviceInfo& dev) {
     c.bk = 128;
     c.raster_n = w.n > w.m;
     c.group = band_group(c, w, dev);
-    c.stages = max_stages(c, w.d.type, dev, w.grouped);
+    c.stages = max_stages(c, w, dev);
     c.acc = p.fp8_accum == Fp8Accum::fast ? Accum::fast : Accum::promote;
     if (config_reason(c, an, dev).empty() && std::find(cands.begin(), cands.end(), c) == cands.end())
       cands.push_back(c);
@@ -477,10 +477,10 @@ std::vector<Config> enumerate_configs(const Analysis& an, const DeviceInfo& dev)
       c.raster_n = raster_n;
       c.group = band_group(c, v, dev);
       // The deepest ring that fits: shallower ones never won a sweep (explicit --config still takes any).
-      c.stages = max_stages(c, v.d.type, dev, v.grouped);
+      c.stages = max_stages(c, v, dev);
       // Ping-pong tiles whose warpgroup strips are short of 128-byte strips in two buffers store per warp (kEpiWarp).
       c.epi_warp = epi_warp_prior(c, p, v);
-      if (c.epi_warp) c.stages = max_stages(c, v.d.type, dev, v.grouped);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
+      if (c.epi_warp) c.stages = max_stages(c, v, dev);  // room for 16-row pieces: 128x144 5 stages, 128x96 6
       if (!config_reason(c, an, dev).empty()) continue;
       if (spill_prior(c, p, v)) {
         late.push_back(c);
@@ -511,7 +511,7 @@ std::vector<Config> enumerate_configs(const Analysis& an, const DeviceInfo& dev)
         if (cdiv(w.m, c.bm) < cm) continue;
         c.raster_n = w.n > w.m;
         c.group = band_group(c, w, dev);
-        c.stages = max_stages(c, w.d.type, dev, w.grouped);
+        c.stages = max_stages(c, w, dev);
         // (tile N 64 without swap may already be listed: the same ring depth where shared memory stops it at 7)
         if (config_reason(c, an, dev).empty() && std::find(out.begin(), out.end(), c) == out.end() &&
             std::find(late.begin(), late.end(), c) == late.end())
