@@ -98,6 +98,25 @@ struct GemmConfig {
 // __syncthreads): the epilogue strips and the stream-K partials sync its 128 threads on it.
 __device__ __forceinline__ int consumer_bar() { return static_cast<int>(threadIdx.x / 128); }
 
+// A ring position as (stage, phase parity); `at` converts an absolute k-block position once per tile.
+template <int STAGES>
+struct RingPos {
+  int s = 0;
+  unsigned ph = 0;
+  __device__ __forceinline__ static RingPos at(unsigned pos) {
+    RingPos r;
+    r.s = static_cast<int>(pos % STAGES);
+    r.ph = (pos / STAGES) & 1u;
+    return r;
+  }
+  __device__ __forceinline__ void next() {
+    if (++s == STAGES) {
+      s = 0;
+      ph ^= 1u;
+    }
+  }
+};
+
 // Addresses (shared::cta window) of the pieces of the plan, from a 1024-byte aligned base.
 template <class Cfg>
 struct SmemPlan {

@@ -15,25 +15,6 @@
 
 namespace gt_sm90 {
 
-// A ring position as (stage, phase parity); `at` converts an absolute k-block position once per tile.
-template <int STAGES>
-struct RingPos {
-  int s = 0;
-  unsigned ph = 0;
-  __device__ __forceinline__ static RingPos at(unsigned pos) {
-    RingPos r;
-    r.s = static_cast<int>(pos % STAGES);
-    r.ph = (pos / STAGES) & 1u;
-    return r;
-  }
-  __device__ __forceinline__ void next() {
-    if (++s == STAGES) {
-      s = 0;
-      ph ^= 1u;
-    }
-  }
-};
-
 // One operand tile of a stage, TILE rows (M or N) x 64 K: this CTA's part of `rows` tile rows, the whole tile when
 // the operand is not shared in the cluster. K-major: boxes of PIECE rows (PIECE = rows but for the GLU halves);
 // MN-major: one box per 64-row chunk. `row_of(tile_row)` is the global row of a tile row. With MULTICAST each box

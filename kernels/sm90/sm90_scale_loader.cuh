@@ -26,8 +26,9 @@ __device__ __forceinline__ const float* group_sc(const GemmParams& p, int g) {
   return Cfg::GROUPED != 0 ? p.sc + g * p.sc_group : p.sc;
 }
 
-// Slot layout (Plan::scale_slot_bytes): the descriptor barrier at 0, m0, n0, kb, g at 16, the scales from 32.
-inline constexpr int kScaleHead = 16, kScaleData = 32;
+// Slot layout (Plan::scale_slot_bytes): the descriptor barrier at 0, m0, n0, kb, g at kScaleHead, the scales from
+// kScaleData.
+inline constexpr int kScaleHead = 16, kScaleData = kScaleSlotHead;
 
 // The producer thread, stage s of tile (m0, n0) and group g at k-block kb, or with kb < 0 the end of the walk.
 template <class Cfg>
@@ -64,11 +65,10 @@ __device__ __forceinline__ void copy_block_scales(unsigned data, const GemmParam
 // Producer warp 1: follows the producer thread's descriptors around the ring until the end of its walk.
 template <class Cfg>
 __device__ __forceinline__ void block_scale_loader(const SmemPlan<Cfg>& sm, const GemmParams& p, int lane) {
-  int s = 0;
-  unsigned ph = 0;
-  for (;;) {
-    const unsigned slot = sm.scales(s);
-    mbar_wait(slot, ph);
+  RingPos<Cfg::STAGES> rp;
+  for (;; rp.next()) {
+    const unsigned slot = sm.scales(rp.s);
+    mbar_wait(slot, rp.ph);
     int m0, n0, kb, g;
     asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(m0), "=r"(n0), "=r"(kb), "=r"(g)
@@ -76,11 +76,7 @@ __device__ __forceinline__ void block_scale_loader(const SmemPlan<Cfg>& sm, cons
                  : "memory");
     if (kb < 0) break;
     copy_block_scales<Cfg>(slot + kScaleData, p, m0, n0, kb, g, lane);
-    cp_async_mbar_arrive(sm.full(s));
-    if (++s == Cfg::STAGES) {
-      s = 0;
-      ph ^= 1u;
-    }
+    cp_async_mbar_arrive(sm.full(rp.s));
   }
   cp_async_wait_all();  // no thread leaves with copies in flight
 }

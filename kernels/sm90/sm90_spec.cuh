@@ -21,6 +21,10 @@ using gt::kF32;
 // (1 x 128) and B (128 x 128) as each k-block is promoted (Spec::promote).
 enum ScaleCode : int { kScaleNone = 0, kScaleTensor = 1, kScaleRow = 2, kScaleBlock = 3 };
 
+// Block scaling: the bytes at the head of each stage's scale slot before its scales (sm90_scale_loader.cuh: the
+// descriptor barrier and the stage's tile and k-block).
+inline constexpr int kScaleSlotHead = 32;
+
 // Everything a kernel is specialised on besides its fused epilogue: a structural literal type, so it is the kernel
 // template's one parameter and prints as one designated initializer in the JIT unit.
 struct Spec {
@@ -65,8 +69,8 @@ struct Plan {
   // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
   int a_bytes = 0, b_bytes = 0, stage_bytes = 0;
   // Block scaling: the B scale blocks a tile spans (one for tile N a divisor of 128, BN / 128 for a multiple, two for
-  // tile N 192), and per stage a slot of a descriptor (32 bytes), the tile's BM row scales and those B scales, which
-  // producer warp 1 copies beside the stage's TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
+  // tile N 192), and per stage a slot of a descriptor (kScaleSlotHead bytes), the tile's BM row scales and those B
+  // scales, which producer warp 1 copies beside the stage's TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
   int scale_nb = 0, scale_slot_bytes = 0;
   int fixed_bytes = 0;  // shared memory besides the epilogue buffers (smem_fixed_bytes)
   // Epilogue (sm90_shape.cuh): rows of one TMA store (the D map's box), stores per 64-row slab and strip per owner,
@@ -114,7 +118,7 @@ constexpr Plan derive(const Spec& s) {
   p.stage_bytes = p.a_bytes + p.b_bytes;
   if (s.scale == kScaleBlock) {
     p.scale_nb = s.bn % 128 == 0 ? s.bn / 128 : (128 % s.bn == 0 ? 1 : 2);
-    p.scale_slot_bytes = (32 + (s.bm + p.scale_nb) * 4 + 15) / 16 * 16;
+    p.scale_slot_bytes = (kScaleSlotHead + (s.bm + p.scale_nb) * 4 + 15) / 16 * 16;
   }
   p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes + p.scale_slot_bytes, s.dynamic, s.grouped != 0);
 
