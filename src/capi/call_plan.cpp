@@ -269,9 +269,13 @@ class Planner {
     for (int64_t d : shape)
       need(!__builtin_mul_overflow(n, d, &n) && n < kMaxElems, "the output " + tup(shape) + " has too many elements");
   }
-  void out_json(const Dims& shape, const Dims& strides, DType dt) {
+  // `from`: per output dim, the input dim it is ([name, dim]) or half of (a GLU's N: [name, dim, 2]).
+  void out_json(const Dims& shape, const Dims& strides, DType dt, const json& from) {
     check_out(shape);
-    res_["out"] = {{"shape", shape}, {"strides", strides}, {"dtype", dtype_name(dt)}};
+    res_["out"] = {{"shape", shape}, {"strides", strides}, {"dtype", dtype_name(dt)}, {"from", from}};
+  }
+  static json dim_of(const char* name, int dim, bool half = false) {
+    return half ? json::array({name, dim, 2}) : json::array({name, dim});
   }
 
   // The Problem checked, and the answer of a call that launches.
@@ -371,6 +375,14 @@ class Planner {
          "output dtype " + td_name + " is not one gemmtune writes (bfloat16, float16, float32, float8_e4m3fn)");
     Dims out_shape = linear ? lead : batched ? Dims{batch, M} : Dims{M};
     out_shape.push_back(n_out);
+    json from = json::array();
+    if (linear) {
+      for (int i = 0; i + 1 < a.dim(); ++i) from.push_back(dim_of("a", i));
+    } else {
+      if (batched) from.push_back(a.dim() == 3 && a.size(0) == batch ? dim_of("a", 0) : dim_of("b", 0));
+      from.push_back(dim_of("a", a.dim() - 2));
+    }
+    from.push_back(linear ? dim_of("b", 0, e.has_glu()) : dim_of("b", b.dim() - 1, e.has_glu()));
     if (has("out")) need(t("out").shape == out_shape, "out has shape " + tup(t("out").shape) + ", the result is " +
                                                           tup(out_shape));
     if (linear && has("residual"))
@@ -378,7 +390,7 @@ class Planner {
                                                  ", it must have the output's shape " + tup(out_shape));
     check_out(out_shape);
     Dims out_strides = packed(out_shape);
-    out_json(out_shape, out_strides, *td);
+    out_json(out_shape, out_strides, *td, from);
     if (M == 0 || N == 0 || batch == 0) return empty();
     need(K > 0, "K is 0 (" + na + " is " + tup(a.shape) + ", " + nb + " is " + tup(b.shape) +
                     "); gemmtune needs K >= 1");
@@ -395,7 +407,7 @@ class Planner {
     if (has("out")) {
       const auto [od, ocp] = operand_of(mat_of(t("out")), t("out").align, *td, batch);
       direct = !ocp && (batch == 1 || od.batch_stride != 0);
-      if (direct) p.d = od, out_strides = t("out").strides, out_json(out_shape, out_strides, *td);
+      if (direct) p.d = od, out_strides = t("out").strides, out_json(out_shape, out_strides, *td, from);
     }
     res_["out_direct"] = direct;
     if (!direct) {
@@ -628,10 +640,11 @@ class Planner {
     // The output as torch._grouped_mm allocates it: row-major, its pitch padded to 16 bytes.
     const int64_t q = std::max<int64_t>(1, 16 / int64_t(dtype_size(*td)));
     const int64_t ld = (n_out + q - 1) / q * q;
+    const json n_from = dim_of("b", 2, e.has_glu());
     if (contiguous)
-      out_json({m, n_out}, {ld, 1}, *td);
+      out_json({m, n_out}, {ld, 1}, *td, json::array({dim_of("a", 0), n_from}));
     else
-      out_json({groups, m, n_out}, {m * ld, ld, 1}, *td);
+      out_json({groups, m, n_out}, {m * ld, ld, 1}, *td, json::array({dim_of("b", 0), dim_of("a", 1), n_from}));
     if (m == 0 || n == 0 || groups == 0) return empty();
     need(k >= 1, "K is 0 (mat_a " + sa_ + ", mat_b " + sb_ + "); gemmtune needs K >= 1");
 

@@ -47,6 +47,25 @@ def test_contiguous_fake_matches_torch(n, ld):
         assert torch.ops.gemmtune.grouped_mm(a, b, offs, out_dtype=torch.float32).dtype == torch.float32
 
 
+def test_fakes_keep_symbolic_sizes():
+    """Traced with dynamic shapes (every input size symbolic): the output keeps the routed rows' symbol, and the
+    masked form's group stride follows it; a padded row pitch holds for the traced width only."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def out(fn, *inputs):
+        gm = make_fx(fn, tracing_mode="symbolic")(*inputs)
+        return next(n for n in gm.graph.nodes if n.op == "output").args[0].meta["val"]
+
+    a, b, offs = rnd(300, 64), weights(8, 96, 64), ends([40] * 7 + [20])
+    y = out(lambda a, b, o: torch.ops.gemmtune.grouped_mm(a, b, o, epilogue="silu_glu"), a, b, offs)
+    assert isinstance(y.shape[0], torch.SymInt) and [D._size(n) for n in y.shape] == [300, 48]
+    assert [D._size(n) for n in y.stride()] == [48, 1]
+    a3, counts = rnd(8, 50, 64), torch.full((8,), 50, dtype=i32)
+    y = out(torch.ops.gemmtune.grouped_mm_masked, a3, weights(8, 100, 64), counts)
+    assert [D._size(n) for n in y.shape] == [8, 50, 100] and [D._size(n) for n in y.stride()] == [5200, 104, 1]
+    assert y.stride()[0] == y.shape[1] * 104
+
+
 def test_output_layout_is_torchs():
     # torch._grouped_mm runs on CPU: its output's shape matches ours (its CPU strides are packed; on CUDA both pad
     # rows to 16 bytes, see test_contiguous_fake_matches_torch).

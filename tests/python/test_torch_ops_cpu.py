@@ -54,6 +54,34 @@ def test_mm_bmm_scaled_mm_fake():
         assert tuple(y.shape) == (32, 48) and y.dtype == bf
 
 
+def _traced_out(fn, *inputs):
+    """The output value of fn traced with every input size symbolic (as torch.compile's dynamic shapes)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    gm = make_fx(fn, tracing_mode="symbolic")(*inputs)
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return out.meta["val"]
+
+
+def hints(sizes):
+    return [D._size(n) for n in sizes]
+
+
+def test_fakes_keep_symbolic_sizes():
+    """A graph traced with dynamic shapes: the output's sizes and strides are the inputs' symbols, not the values
+    traced with, so the graph serves every size (the library reads the traced values, the symbols stay)."""
+    x, w = rnd(6, 5, 64), rnd(96, 64)
+    y = _traced_out(lambda x, w: torch.ops.gemmtune.linear(x, w, None, "silu_glu"), x, w)
+    assert all(isinstance(n, torch.SymInt) for n in y.shape)
+    assert hints(y.shape) == [6, 5, 48] and hints(y.stride()) == [240, 48, 1]
+    assert y.stride()[0] == y.shape[1] * y.shape[2] and y.stride()[1] == y.shape[2]
+    a, b = rnd(4, 33, 64, dtype=f16), rnd(4, 64, 17, dtype=f16)
+    y = _traced_out(torch.ops.gemmtune.bmm, a, b)
+    assert hints(y.shape) == [4, 33, 17] and all(isinstance(n, torch.SymInt) for n in y.shape)
+    assert y.stride()[0] == y.shape[1] * y.shape[2]
+    y = _traced_out(torch.ops.gemmtune.mm, a[0], b[0])
+    assert hints(y.shape) == [33, 17] and all(isinstance(n, torch.SymInt) for n in y.shape)
+
+
 def test_meta_tensors_and_plain_functions():
     x = torch.empty(5, 7, 64, device="meta", dtype=bf)
     w = torch.empty(96, 64, device="meta", dtype=bf)

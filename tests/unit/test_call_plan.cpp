@@ -73,12 +73,14 @@ TEST(CallPlan, EveryPlainKind) {
   EXPECT_EQ(j["problem"]["batch"], 4);
   EXPECT_EQ(j["problem"]["B"]["batch_stride"], 0);
   EXPECT_EQ(j["out"]["shape"], Dims({4, 64, 96}));
+  EXPECT_EQ(j["out"]["from"], json::parse(R"([["a", 0], ["a", 1], ["b", 2]])"));  // the input dim each one is
 
   // linear: x (2, 5, K) flattened to M = 10 without a copy, the weight (N, K) as nn.Linear's.
   j = plan(call("linear", {{"a", packed({2, 5, 64})}, {"b", packed({96, 64})}}, {{"epilogue", "silu_glu"}}));
   EXPECT_EQ(j["problem"]["m"], 10);
   EXPECT_EQ(j["problem"]["B"]["layout"], "col");
   EXPECT_EQ(j["out"]["shape"], Dims({2, 5, 48}));
+  EXPECT_EQ(j["out"]["from"], json::parse(R"([["a", 0], ["a", 1], ["b", 0, 2]])"));  // N / 2 after the GLU
   EXPECT_EQ(j["epilogue"], "silu_glu");
 
   // gemm: an fp16 GEMM with C (beta != 0) and a given out used as D.
@@ -245,6 +247,7 @@ TEST(CallPlan, GroupedForms) {
   EXPECT_EQ(j["problem"]["grouping"], "masked");
   EXPECT_EQ(j["problem"]["batch"], 8);
   EXPECT_EQ(j["out"]["shape"], Dims({8, 64, 192}));
+  EXPECT_EQ(j["out"]["from"], json::parse(R"([["b", 0], ["a", 1], ["b", 2, 2]])"));
   j = plan(call("grouped", {{"a", packed({8, 64, 256})}, {"b", b}}));
   EXPECT_EQ(j["problem"]["grouping"], "none");
   EXPECT_EQ(j["problem"]["batch"], 8);

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
+try:  # the value a symbolic size was traced with (hint_int before torch 2.11)
+    from torch.fx.experimental.symbolic_shapes import size_hint as _hint
+except ImportError:
+    from torch.fx.experimental.symbolic_shapes import hint_int as _hint
 
 from .. import _native
 from .._api import Problem, Tuner, problem_from_dict
@@ -59,9 +63,16 @@ def set_options(**kw) -> None:
 # -- the plan of a call (the library's) --------------------------------------------------------------------------
 
 
+def _size(v) -> int:
+    """A size or stride as the library reads it. A traced graph's symbolic one counts as the value it was traced with
+    (read without a guard: the output keeps the symbol, Plan.out_from); a data-dependent one, which has no such value,
+    as 8192."""
+    return _hint(v, fallback=8192) if isinstance(v, torch.SymInt) else v
+
+
 def _meta(t, fake: bool) -> dict:
     """What the library reads of a tensor. A fake or meta tensor has no address: it counts as 16-byte aligned."""
-    return {"shape": list(t.shape), "strides": list(t.stride()), "dtype": str(t.dtype),
+    return {"shape": [_size(n) for n in t.shape], "strides": [_size(n) for n in t.stride()], "dtype": str(t.dtype),
             "align": 16 if fake or t.device.type == "meta" else (t.data_ptr() & 15 or 16)}
 
 
@@ -74,6 +85,7 @@ class Plan:
     out_strides: tuple
     out_dtype: torch.dtype
     out_direct: bool              # the given out is D as it is
+    out_from: tuple = ()          # per output dim: the input dim it equals, (name, dim), or half of, (name, dim, 2)
     problem: Optional[Problem] = None
     problem_text: str = ""
     key: str = ""                 # Problem::key(): a selection for it serves every call of the same key
@@ -109,7 +121,8 @@ def plan_of(op, kind, metas: dict, epilogue="none", alpha=1.0, beta=0.0, scaling
             "tensors": metas}
     j = _native.call_json("gt_call_plan", json.dumps(call))
     out = j["out"]
-    p = Plan(j["empty"], tuple(out["shape"]), tuple(out["strides"]), _TORCH[out["dtype"]], j["out_direct"])
+    p = Plan(j["empty"], tuple(out["shape"]), tuple(out["strides"]), _TORCH[out["dtype"]], j["out_direct"],
+             tuple(tuple(f) for f in out["from"]))
     if not p.empty:
         p.problem = problem_from_dict(j["problem"])
         p.problem_text, p.key, p.epilogue = j["str"], j["key"], j["epilogue"]
@@ -118,9 +131,34 @@ def plan_of(op, kind, metas: dict, epilogue="none", alpha=1.0, beta=0.0, scaling
     return p
 
 
-def fake_out(like, plan: Plan):
-    """The (uninitialized) output tensor of a call, as the launch allocates it."""
-    return torch.empty_strided(plan.out_shape, plan.out_strides, dtype=plan.out_dtype, device=like.device)
+def fake_out(like, plan: Plan, tensors: Optional[dict] = None):
+    """The (uninitialized) output tensor of a call, as the launch allocates it. Given the call's tensors by name, an
+    output dim that is a symbolic input dim (a graph traced with dynamic shapes) is that symbol, and so are the
+    strides that follow from it."""
+    shape, strides = plan.out_shape, plan.out_strides
+    if tensors:
+        sym = tuple(n if tensors.get(f[0]) is None else tensors[f[0]].shape[f[1]] // (f[2] if len(f) > 2 else 1)
+                    for f, n in zip(plan.out_from, shape))
+        if any(isinstance(n, torch.SymInt) for n in sym):
+            shape, strides = sym, _row_major_like(sym, plan.out_shape, plan.out_strides)
+    return torch.empty_strided(shape, strides, dtype=plan.out_dtype, device=like.device)
+
+
+def _row_major_like(sym, shape, strides):
+    """The strides of `sym` when (shape, strides) is row-major with a pitch (the last dim's stride 1, the rows'
+    pitch >= the row, the outer dims packed on it); otherwise `strides` as they are."""
+    n = len(shape)
+    if n < 2 or strides[-1] != 1 or any(strides[i] != strides[i + 1] * shape[i + 1] for i in range(n - 2)):
+        return strides
+    out = [1] * n
+    if strides[-2] == shape[-1]:
+        out[-2] = sym[-1]
+    else:
+        int(sym[-1])  # a padded pitch is that of this width only: the graph is specialized (guarded) on it
+        out[-2] = strides[-2]
+    for i in range(n - 3, -1, -1):
+        out[i] = out[i + 1] * sym[i + 1]
+    return tuple(out)
 
 
 def _apply(copies, ts) -> None:

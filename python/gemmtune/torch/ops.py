@@ -107,7 +107,7 @@ for _name in ("mm", "bmm", "linear", "scaled_mm"):
 def _fake(kind, op, a, b, **kw):
     """The output a call would allocate; the fakes refuse what the launch would, so a compiled graph fails at trace
     time."""
-    return _dispatch.fake_out(a, _dispatch.build(op, a, b, kind=kind, fake=True, **kw))
+    return _dispatch.fake_out(a, _dispatch.build(op, a, b, kind=kind, fake=True, **kw), {"a": a, "b": b})
 
 
 @torch.library.register_fake(f"{_NS}::mm", lib=_lib)
