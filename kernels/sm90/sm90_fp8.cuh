@@ -172,7 +172,7 @@ inline constexpr int kPromoteBufs = 3 * Cfg::kAccRegs <= 192 ? 2 : 1;
 // runs of kRun: k-block u + 1 of a run is issued before u is waited for (wait_group 1), so u's promotion overlaps
 // u + 1's wgmmas; only the run's last promotion waits for the tensor core (wait_group 0), when the other consumer
 // warpgroup's wgmmas fill it. With one temporary every k-block waits for its own wgmmas.
-// A k-block's block scales are read from its stage right after the full wait, into set u % NT (k-block u is
+// A k-block's block scales are read from its stage once its wgmmas are issued, into set u % NT (k-block u is
 // promoted after u + 1's wait with two temporaries).
 // NOTES: ptxas serializes every wgmma of the kernel (C7514) when registers of a wgmma issued before a loop's
 // back edge are read after a wait_group 1 behind it; a run in straight-line code, drained by wait_group 0 at its end,
@@ -216,11 +216,11 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
       constexpr int U = decltype(u)::value;
       const int s = rp.s;
       mbar_wait(sm.full(s), rp.ph);
-      if constexpr (kBlock) sc[U % NT].load(sm, s, srow);
       fence(tmp[U % NT]);
       wgmma_fence();
       mma_stage<Cfg>(tmp[U % NT], descs, s, false);
       wgmma_commit();
+      if constexpr (kBlock) sc[U % NT].load(sm, s, srow);
       if (kc + U + 1 == k_iters) issued();
       if constexpr (NT == 2 && U > 0) {
         wgmma_wait<1>();

@@ -82,11 +82,14 @@ __device__ __forceinline__ void producer_loop(const TmaDesc& ta, const TmaDesc& 
                                               [[maybe_unused]] int tid) {
   const int k_iters = (p.k + Cfg::BK - 1) / Cfg::BK;
   RingPos<Cfg::STAGES> rp;
-  // Block scaling: the scale loader's end of the walk, in the next stage's slot once the consumers freed it.
-  auto end_scale_walk = [&](const RingPos<Cfg::STAGES>& at) {
+  // Block scaling: the scale loaders' end of the walk, in the next kScaleLoaders slots (one each) once the
+  // consumers freed them.
+  auto end_scale_walk = [&](RingPos<Cfg::STAGES> at) {
     if constexpr (Cfg::SCALE == kScaleBlock) {
-      mbar_wait(sm.empty(at.s), at.ph ^ 1u);
-      publish_scale_stage<Cfg>(sm, at.s, 0, 0, -1, 0);
+      for (int i = 0; i < kScaleLoaders; ++i, at.next()) {
+        mbar_wait(sm.empty(at.s), at.ph ^ 1u);
+        publish_scale_stage<Cfg>(sm, at.s, 0, 0, -1, 0);
+      }
     }
   };
   if constexpr (Cfg::GROUPED != 0) {  // the real tiles of a grouped walk (scheduler/group_tiles.cuh)
@@ -294,8 +297,8 @@ __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& t
   setmaxnreg_dec<Cfg::kProducerRegs>();
   if (Cfg::CP || tid == 0)
     producer_loop<Cfg, HALVES>(ta, tb, sm, p, tiles, rm, rn, tid);
-  else if (Cfg::SCALE == kScaleBlock && tid / 32 == 1)
-    block_scale_loader<Cfg>(sm, p, tid % 32);
+  else if (Cfg::SCALE == kScaleBlock && tid / 32 >= 1 && tid / 32 <= kScaleLoaders)
+    block_scale_loader<Cfg>(sm, p, tid / 32 - 1, tid % 32);
   if constexpr (Cfg::CP) cp_async_wait_all();  // no producer thread leaves with its last copies in flight
   asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
 }

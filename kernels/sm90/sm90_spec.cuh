@@ -70,7 +70,7 @@ struct Plan {
   int a_bytes = 0, b_bytes = 0, stage_bytes = 0;
   // Block scaling: the B scale blocks a tile spans (one for tile N a divisor of 128, BN / 128 for a multiple, two for
   // tile N 192), and per stage a slot of a descriptor (kScaleSlotHead bytes), the tile's BM row scales and those B
-  // scales, which producer warp 1 copies beside the stage's TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
+  // scales, which producer warps copy beside the stage's TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
   int scale_nb = 0, scale_slot_bytes = 0;
   int fixed_bytes = 0;  // shared memory besides the epilogue buffers (smem_fixed_bytes)
   // Epilogue (sm90_shape.cuh): rows of one TMA store (the D map's box), stores per 64-row slab and strip per owner,
@@ -94,7 +94,7 @@ struct Plan {
   // row and column, itself included: CM + CN - 1 CTAs).
   int load_peers = 0, empty_arrivals = 0;
   // Arrivals that fill a stage: the TMA producer thread's (with the expected bytes), plus the cp.async completion of
-  // every producer thread with load=cp or of the scale loader warp's 32 with block scaling; the bytes TMA brings (a
+  // every producer thread with load=cp or of the 32 of a scale loader warp with block scaling; the bytes TMA brings (a
   // load=cp kernel loads the operand TMA can take by TMA).
   bool cp = false;
   int cp_a = 0, cp_b = 0;  // Spec::cp_a, cp_b

@@ -14,11 +14,11 @@
 // torch's spelling; messages repeat it as given.
 //
 // The answer: {"empty": true when the output has no element (nothing to launch), "out": {"shape", "strides",
-// "dtype", "from": per dim the input dim it equals, [tensor name, dim], or half of, [name, dim, 2] (a traced
-// graph keeps symbolic sizes through it)} (what to allocate), "out_direct" (a given out is D as it is), and unless empty: "problem" (the problem
-// JSON), "str", "key" (Problem::key(): what a selection may be shared by), "scaling", "epilogue" (the chain with its
-// tensors' dtypes), "copies": {name: {"shape", "strides"}} (inputs to copy into a fresh tensor of these strides before
-// the launch), "unused": [names] (given tensors the launch passes as null)}.
+// "dtype", "from": per dim the input dim it equals, [tensor name, dim], or half of, [name, dim, 2] (a traced graph
+// keeps symbolic sizes through it)} (what to allocate), "out_direct" (a given out is D as it is), and unless empty:
+// "problem" (the problem JSON), "str", "key" (Problem::key(): what a selection may be shared by), "scaling",
+// "epilogue" (the chain with its tensors' dtypes), "copies": {name: {"shape", "strides"}} (inputs to copy into a
+// fresh tensor of these strides before the launch), "unused": [names] (given tensors the launch passes as null)}.
 // A call gemmtune refuses throws detail::InputError "<op>: <why>".
 #include <nlohmann/json.hpp>
 
