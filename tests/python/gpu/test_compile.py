@@ -200,7 +200,10 @@ def test_fused_linear_runs_through_gemmtune(act, epi, shape):
 
     with torch.no_grad():
         ref = act(F.linear(x.float(), lin.weight.float(), lin.bias.float()))
-    out, code = compiled(f, x, enable={"choices": False, "fuse": True})
+    # Inductor's pad_mm may pad M = 51 to 56 first, by a timing it caches per shape (so all five cases go one way):
+    # a padded matmul is not matched (docs/PYTHON.md). The test is of the pass, so padding is off.
+    with torch._inductor.config.patch(shape_padding=False):
+        out, code = compiled(f, x, enable={"choices": False, "fuse": True})
     close(out, ref)
     assert inductor.stats()["fused_epilogues"].get(epi, 0) == 1, inductor.stats()
     assert "torch.ops.gemmtune.linear" in code, code
