@@ -389,3 +389,10 @@ def test_cutlass_wait_or_prebuild(fake, mode):
         pre = rows[("cutlass prebuild (gemmtune compile)", "cutlass")]
         assert pre["compiles"] == 2 and pre["median_ms"] == 65000 and pre["wall_median_s"] == pytest.approx(65)
         assert "| cutlass prebuild (gemmtune compile) | cutlass | 2 | 65000 |" in md
+
+
+def test_torch_baseline_self_test():
+    # bench/torch_baseline.py over every suite file (operand views, fp8 scale geometry, the report), without a GPU.
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_baseline.py"), "--self-test"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "self-test: ok" in r.stdout, r.stdout + r.stderr
