@@ -250,6 +250,8 @@ TEST_F(Fp8Gpu, RaggedShapes) {
   // K = 784 (7 k-blocks): promoted accumulation runs one straight run of 4 and then the 3 left one at a time (runs of
   // 2: three, then one).
   cases.push_back({fp8_problem(200, 328, 784, Scaling::block, DType::bf16)});
+  // M not a multiple of 4: A's block scales go one row per copy (sm90_scale_loader.cuh), over three row tiles.
+  cases.push_back({fp8_problem(301, 328, 784, Scaling::block, DType::bf16)});
   // An e4m3 D whose rows are not a multiple of 16 bytes (N = 328) has no backend: sm90 stores an e4m3 D by TMA only
   // and cuBLASLt's fp8 needs 16-byte rows. N = 336 runs.
   cases.push_back({fp8_problem(200, 328, 400, Scaling::row, DType::e4m3, DType::e4m3, DType::e4m3, "", true), false,
