@@ -3,9 +3,9 @@
 // operands. Stage s has a scale slot (SmemPlan::scales): a descriptor barrier, the stage's tile and k-block, then BM
 // row scales and kScaleNB B scales. The producer thread writes the tile and k-block as it loads the stage and arrives
 // on the descriptor barrier; a scale loader warp of the producer warpgroup (kScaleLoaders of them, taking the stages
-// in turn) waits there, copies the scales by cp.async, and its 32 threads' cp.async completions are arrivals
-// on the stage's full barrier (Plan::full_arrivals). A consumer past the full wait reads the
-// k-block's scales with ld.shared (sm90_fp8.cuh: BlockScales), before it releases the stage.
+// in turn) waits there, copies the scales by cp.async, and its 32 threads' cp.async completions are arrivals on the
+// stage's full barrier (Plan::full_arrivals). A consumer past the full wait reads the k-block's scales with ld.shared
+// (sm90_fp8.cuh: BlockScales), before it releases the stage.
 // NOTES: the consumers loaded the scales from global memory themselves, one to three k-blocks ahead. ptxas places
 // the product of a k-block's scales in front of its first wgmma, and the scoreboard wait for that load also waits for
 // the loads issued after it for later k-blocks (one scoreboard counts them all), so every k-block's wgmmas waited for
