@@ -135,12 +135,11 @@ __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN /
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float f[kF];
-      if constexpr (Cfg::SCALE != kScaleBlock) {
-      } else if constexpr (Cfg::BN == 192) {
+      if constexpr (Cfg::SCALE == kScaleBlock && Cfg::BN == 192) {
         f[0] = sc.a[si][i] * sc.b[0];
         f[2] = sc.a[si][i] * sc.b[1];
         f[1] = mid_second ? f[2] : f[0];
-      } else {
+      } else if constexpr (Cfg::SCALE == kScaleBlock) {
 #pragma unroll
         for (int j = 0; j < kNB; ++j) f[j] = sc.a[si][i] * sc.b[j];
       }

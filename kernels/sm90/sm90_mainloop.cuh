@@ -289,7 +289,7 @@ __device__ __forceinline__ void init_pipeline(const SmemPlan<Cfg>& sm, const Tma
 }
 
 // The producer warpgroup's part in both schedules: hand registers to the consumers, one thread fills the ring (all
-// of them with load=cp), and with block scaling warp 1 copies the scales (sm90_scale_loader.cuh).
+// of them with load=cp), and with block scaling warps 1 .. kScaleLoaders copy the scales (sm90_scale_loader.cuh).
 template <class Cfg, bool HALVES>
 __device__ __forceinline__ void run_producer(const TmaDesc& ta, const TmaDesc& tb, const SmemPlan<Cfg>& sm,
                                              const GemmParams& p, const TileStream<Cfg>& tiles, int rm, int rn,
