@@ -20,10 +20,6 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
-try:  # the value a symbolic size was traced with (hint_int before torch 2.11)
-    from torch.fx.experimental.symbolic_shapes import size_hint as _hint
-except ImportError:
-    from torch.fx.experimental.symbolic_shapes import hint_int as _hint
 
 from .. import _native
 from .._api import Problem, Tuner, problem_from_dict
@@ -67,7 +63,12 @@ def _size(v) -> int:
     """A size or stride as the library reads it. A traced graph's symbolic one counts as the value it was traced with
     (read without a guard: the output keeps the symbol, Plan.out_from); a data-dependent one, which has no such value,
     as 8192."""
-    return _hint(v, fallback=8192) if isinstance(v, torch.SymInt) else v
+    if not isinstance(v, torch.SymInt):
+        return v
+    # Imported here: the module costs ~0.5 s to import, and a tracing process has it loaded already.
+    import torch.fx.experimental.symbolic_shapes as symbolic
+    hint = getattr(symbolic, "size_hint", None) or symbolic.hint_int  # hint_int before torch 2.11
+    return hint(v, fallback=8192)
 
 
 def _meta(t, fake: bool) -> dict:
