@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-r"""End to end on a Llama-3-8B-shaped decoder (GPU host): eager, torch.compile, torch.compile + gemmtune, and
-eager with gemmtune's module swap; latency, compile/tune time and the outputs' error against eager.
+r"""End to end on a Llama-3-8B-, Mixtral-8x7B- or Qwen3-30B-A3B-shaped decoder (GPU host): eager, torch.compile,
+torch.compile + gemmtune, and eager with gemmtune's module swap; latency, compile/tune time and the outputs' error
+against eager.
 
-The model: transformers' LlamaForCausalLM from a LlamaConfig with Llama 3 8B's shapes (hidden 4096, intermediate
-14336, 32 heads, 8 KV heads, vocabulary 128256) and --layers decoder layers (2 by default), random weights (nothing
-is downloaded), bf16, on the GPU. transformers is needed by this script only, never by the gemmtune package.
+The model (--model): transformers' LlamaForCausalLM with Llama 3 8B's shapes (hidden 4096, intermediate 14336, 32
+heads, 8 KV heads, vocabulary 128256); MixtralForCausalLM with Mixtral 8x7B's (8 experts of intermediate 14336, top
+2, vocabulary 32000); Qwen3MoeForCausalLM with Qwen3-30B-A3B's (hidden 2048, 128 experts of intermediate 768, top 8,
+32 heads of 128, 4 KV heads, vocabulary 151936). --layers decoder layers (2 by default), random weights (nothing is
+downloaded; the MoE models' weights drawn N(0, 1/fan_in)), bf16, on the GPU. transformers is needed by this script
+only, never by the gemmtune package.
 
 A call is one forward: h = model.model(ids, use_cache=False).last_hidden_state, then the LM head on the last position
 (what a prefill needs to pick the next token: logits_to_keep = 1). Workloads:
@@ -13,14 +17,17 @@ A call is one forward: h = model.model(ids, use_cache=False).last_hidden_state, 
                                   one token (seq len 1), so attention is trivial and the step is the GEMMs at M = 1 and
                                   32 (plus norms, RoPE, the LM head); a cached step adds attention over the cache.
 Modes:
-  eager               the model as transformers builds it
+  eager               the model as transformers builds it (MoE experts: transformers' default, "grouped_mm":
+                      torch's grouped GEMM)
+  eager-loop          MoE models: transformers' experts_implementation="eager", a loop over the experts
   compile             torch.compile(mode="max-autotune-no-cudagraphs") of the call (Inductor times ATen and its
                       Triton templates per matmul and keeps the fastest)
   compile+gemmtune    the same after gemmtune.torch.enable(fuse=True) (gemmtune one more timed choice, and its
                       fusion pass)
   compile+gemmtune-choices   the same after gemmtune.torch.enable(), the default: the timed choice, no fusion pass
   optimize            eager after gemmtune.torch.optimize(model): nn.Linear -> gemmtune's linear op, the MLP's
-                      gate/up as one GEMM with the silu_glu epilogue; tuned lazily on each shape's first call
+                      gate/up as one GEMM with the silu_glu epilogue, MoE experts as two grouped GEMMs; tuned
+                      lazily on each shape's first call
 Each compiled (mode, workload) starts from torch._dynamo.reset() and compiles with dynamic=False. `first call s` is
 the first call's wall time: compilation and autotuning for the compile modes, gemmtune's tuning of the shapes for
 optimize (plus the swap itself, shown as "+x swap"), cuBLAS's start for eager. With --cold each mode gets a fresh
@@ -52,31 +59,58 @@ import tempfile
 import time
 import traceback
 
-MODES = ("eager", "compile", "compile+gemmtune", "compile+gemmtune-choices", "optimize")
+MODES = ("eager", "eager-loop", "compile", "compile+gemmtune", "compile+gemmtune-choices", "optimize")
 WORKLOADS = {"prefill-1x2048": (1, 2048), "prefill-8x512": (8, 512), "decode-1": (1, 1), "decode-32": (32, 1)}
 KV_NOTE = ("decode: one new token per sequence with no KV cache (seq len 1, attention over that token only): the "
            "step's GEMMs, norms and LM head, without a cached step's attention")
 
 
+# Model presets (transformers config class, causal-LM class, shapes of the named model); --hidden etc. override.
+MODELS = {
+    "llama": ("Llama-3-8B", "LlamaConfig", "LlamaForCausalLM",
+              dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
+                   vocab_size=128256)),
+    "mixtral": ("Mixtral-8x7B", "MixtralConfig", "MixtralForCausalLM",
+                dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
+                     vocab_size=32000, num_local_experts=8, num_experts_per_tok=2)),
+    "qwen3_moe": ("Qwen3-30B-A3B", "Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                  dict(hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768, num_attention_heads=32,
+                       num_key_value_heads=4, head_dim=128, vocab_size=151936, num_experts=128,
+                       num_experts_per_tok=8, norm_topk_prob=True)),
+}
+
+
 def build_model(args, device):
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
 
-    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate, num_hidden_layers=args.layers,
-                      num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
-                      max_position_embeddings=max(8192, max(s for _, s in WORKLOADS.values())),
-                      tie_word_embeddings=False)
+    _, cfg_cls, model_cls, shapes = MODELS[args.model]
+    shapes = dict(shapes)
+    for arg, key in (("hidden", "hidden_size"), ("heads", "num_attention_heads"), ("kv_heads", "num_key_value_heads"),
+                     ("vocab", "vocab_size"), ("intermediate", "moe_intermediate_size" if args.model == "qwen3_moe"
+                                                               else "intermediate_size")):
+        if getattr(args, arg) is not None:
+            shapes[key] = getattr(args, arg)
+    cfg = getattr(transformers, cfg_cls)(num_hidden_layers=args.layers, tie_word_embeddings=False,
+                                         max_position_embeddings=max(8192, max(s for _, s in WORKLOADS.values())),
+                                         **shapes)
     torch.manual_seed(args.seed)
     old = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)  # built in bf16 on the device: no fp32 copy of the weights
     try:
         with torch.device(device):
-            model = LlamaForCausalLM(cfg)
+            model = getattr(transformers, model_cls)(cfg)
     finally:
         torch.set_default_dtype(old)
     # Already bf16 on the device; no .to(dtype), which would also cast the fp32 RoPE frequencies to bf16.
     model = model.to(device).eval()
     model.requires_grad_(False)
+    if args.model != "llama":
+        # Random init leaves 3-D expert weights as torch.empty gave them: give every weight a sane scale.
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if p.dim() >= 2:
+                    p.normal_(0.0, p.shape[-1] ** -0.5)
     return model, cfg
 
 
@@ -153,10 +187,14 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
     rows = []
     gt = None
     swap_s = None
+    loop_prev = ()  # (the experts implementation to restore) while eager-loop runs
     try:
-        if mode not in ("eager", "compile"):
+        if mode not in ("eager", "eager-loop", "compile"):
             import gemmtune.torch as gt
             gt.clear_selections()
+        if mode == "eager-loop":
+            loop_prev = (model.config._experts_implementation,)
+            model.config._experts_implementation = "eager"
         if mode == "optimize":
             sync(device)
             t0 = time.perf_counter()
@@ -220,6 +258,8 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
         rows.append(row)
         print(f"  {mode:17} {wl:15} " + (f"error: {row['error']}" if "error" in row else
               f"{row['latency_ms']:9.3f} ms  first call {row['first_s']:7.1f} s"), file=sys.stderr, flush=True)
+    if loop_prev:
+        model.config._experts_implementation = loop_prev[0]
     return rows
 
 
@@ -253,7 +293,7 @@ def mix_text(mix):
 
 def table(rows, meta):
     by = {(r["mode"], r["workload"]): r for r in rows}
-    lines = [f"# Llama-3-8B-shaped decoder, {meta['layers']} layers, bf16, {meta['device']} (torch {meta['torch']}, "
+    lines = [f"# {meta.get('model', 'Llama-3-8B')}-shaped decoder, {meta['layers']} layers, bf16, {meta['device']} (torch {meta['torch']}, "
              f"transformers {meta['transformers']}, gemmtune {meta['gemmtune']})", "",
              f"- {KV_NOTE}", f"- compile mode: {meta['compile_mode']}; caches: "
              f"{'cold (fresh per mode)' if meta['cold'] else 'as found'}", "",
@@ -281,7 +321,7 @@ def self_test():
              "gemm_kernels": {"gemmtune": 0, "aten": 7, "triton": 2}},
             {"mode": "optimize", "workload": "decode-1", "latency_ms": 0.8, "first_s": 5.0, "swap_s": 0.2},
             {"mode": "compile+gemmtune", "workload": "decode-1", "error": "NotImplementedError: x"}]
-    meta = {"layers": 2, "device": "X", "torch": "t", "transformers": "5", "gemmtune": "g",
+    meta = {"layers": 2, "model": "Mixtral-8x7B", "device": "X", "torch": "t", "transformers": "5", "gemmtune": "g",
             "compile_mode": "max-autotune-no-cudagraphs", "cold": True}
     text = table(rows, meta)
     assert "| decode-1 | compile | 1.000 | 2.000 | 1.000 | 60.0 | - | 1.00e-03 | - | aten 7, triton 2 |  |" \
@@ -300,12 +340,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    ap.add_argument("--model", default="llama", choices=sorted(MODELS), help="the model's shapes (default llama)")
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--hidden", type=int, default=4096)
-    ap.add_argument("--intermediate", type=int, default=14336)
-    ap.add_argument("--heads", type=int, default=32)
-    ap.add_argument("--kv-heads", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--hidden", type=int, default=None, help="override the preset's hidden size")
+    ap.add_argument("--intermediate", type=int, default=None, help="... the MLP's (an expert's) intermediate size")
+    ap.add_argument("--heads", type=int, default=None)
+    ap.add_argument("--kv-heads", type=int, default=None)
+    ap.add_argument("--vocab", type=int, default=None)
     ap.add_argument("--iters", type=int, default=10, help="timed calls per prefill (decode: 5x)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
@@ -346,19 +387,21 @@ def main():
     model, cfg = build_model(args, device)
     meta = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
             "torch": torch.__version__, "transformers": transformers.__version__, "gemmtune": gemmtune_version,
-            "layers": args.layers, "config": {k: getattr(cfg, k) for k in (
-                "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                "num_key_value_heads", "vocab_size")},
+            "layers": args.layers, "model": MODELS[args.model][0], "config": {k: getattr(cfg, k, None) for k in (
+                "hidden_size", "intermediate_size", "moe_intermediate_size", "num_local_experts", "num_experts",
+                "num_experts_per_tok", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "vocab_size")},
+            "experts_implementation": getattr(cfg, "_experts_implementation", None),
             "compile_mode": args.compile_mode, "cold": args.cold, "kv_cache": KV_NOTE, "warmup": args.warmup,
             "call": "model.model(ids, use_cache=False).last_hidden_state, lm_head on the last position"}
     gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
-    inputs = {wl: torch.randint(0, args.vocab, WORKLOADS[wl], generator=gen).to(device) for wl in workloads}
+    inputs = {wl: torch.randint(0, cfg.vocab_size, WORKLOADS[wl], generator=gen).to(device) for wl in workloads}
     refs, rows = {}, []
     with torch.no_grad():  # eager's outputs are the reference of every mode, whether or not eager is reported
         f = forward_fn(model)
         for wl in workloads:
             refs[wl] = tuple(t.clone() for t in f(inputs[wl]))
-    print(f"# {meta['device']}: {args.layers}-layer Llama-3-8B-shaped decoder; modes {', '.join(modes)}",
+    print(f"# {meta['device']}: {args.layers}-layer {meta['model']}-shaped decoder; modes {', '.join(modes)}",
           file=sys.stderr)
     for mode in modes:
         with fresh_caches(args.cold):

@@ -21,6 +21,12 @@ their own forward):
   Parameter (the originals are freed unless referenced elsewhere); ``state_dict()`` still has the original keys
   (``gate_proj.weight``, ``up_proj.weight``: copies of the halves) and ``load_state_dict`` takes them (or
   ``gate_up.weight``), so checkpoints load into and out of an optimized model alike.
+- A mixture-of-experts layer's experts module (transformers' MixtralExperts, Qwen2/Qwen3-MoE, OLMoE and DeepSeek-V3
+  experts: 3-D ``gate_up_proj`` and ``down_proj``, ``forward(hidden, top_k_index, top_k_weights)``) ->
+  ``moe.GroupedExperts``: the (token, expert) pairs sorted by expert, one grouped GEMM over [gate; up] with the GLU
+  epilogue, one over ``down_proj``, the router-weighted sum; the same Parameters, checked by a probe like the gated
+  MLP (see gemmtune/torch/moe.py). The router and shared experts stay as they are (their Linears are swapped as
+  above). Grouped GEMMs are tuned on first use (``shapes`` tunes the Linears).
 
 Modules with forward hooks, or Linears that appear at several places of the model, are not fused (a shared Linear is
 still swapped, once). The swapped modules call ``torch.ops.gemmtune.linear``, a custom op: they work in eager,
@@ -49,6 +55,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import _dispatch
+from . import moe as _moe
 from . import ops as _ops
 
 # Which devices the swap takes. The ops launch on CUDA only; the CPU tests add "cpu" with a reference launch.
@@ -267,11 +274,12 @@ class SwapReport:
     linears: int = 0
     fused_activations: int = 0
     gated_mlps: int = 0
+    experts: int = 0
     left_alone: dict = field(default_factory=dict)  # reason -> count
 
     def line(self) -> str:
         s = (f"gemmtune.optimize: {self.linears} Linear -> gemmtune (of them {self.fused_activations} with a fused "
-             f"activation), {self.gated_mlps} gated MLPs fused")
+             f"activation), {self.gated_mlps} gated MLPs fused, {self.experts} MoE experts grouped")
         if self.left_alone:
             s += "; left alone: " + ", ".join(f"{n} {why}" for why, n in sorted(self.left_alone.items()))
         return s
@@ -315,11 +323,16 @@ class _Swapper:
         return self.include is None or bool(self.include(name, m))
 
     def convert(self, name: str, m: nn.Module) -> Optional[nn.Module]:
-        """The replacement of module `m` itself (a gated MLP or a Linear), or None."""
+        """The replacement of module `m` itself (MoE experts, a gated MLP or a Linear), or None."""
         if id(m) in self.memo:
             return self.memo[id(m)]
         new = None
         if self.fuse and self.wanted(name, m):
+            new, why = _moe.experts_swap(m, self.dtypes, _DEVICE_TYPES, activation_of)
+            if why:
+                self.note(why)
+            self.report.experts += new is not None
+        if new is None and self.fuse and self.wanted(name, m):
             act = _gated_mlp_activation(m, self.dtypes, self.counts)
             if act is not None:
                 down = self.memo.get(id(m.down_proj)) or Linear.from_linear(m.down_proj)
@@ -373,7 +386,7 @@ class _Swapper:
         if self.fuse and isinstance(parent, nn.Sequential):
             self.fuse_sequential(prefix, parent)
         for name, child in list(parent._modules.items()):
-            if child is None or isinstance(child, (Linear, GatedMLP)):
+            if child is None or isinstance(child, (Linear, GatedMLP, _moe.GroupedExperts)):
                 continue
             new = self.convert(prefix + name, child)
             if new is not None:
@@ -390,7 +403,7 @@ def swap(model: nn.Module, *, dtypes: Sequence[torch.dtype] = (torch.bfloat16, t
         raise TypeError(f"gemmtune.torch.optimize: expected an nn.Module, got {type(model).__name__}")
     s = _Swapper(dtypes, fuse, include)
     s.count(model)
-    root = None if isinstance(model, (Linear, GatedMLP)) else s.convert("", model)
+    root = None if isinstance(model, (Linear, GatedMLP, _moe.GroupedExperts)) else s.convert("", model)
     if root is not None:
         return root, s.report
     s.walk("", model, set())
