@@ -3,7 +3,7 @@
     import gemmtune.torch as gt
     y = torch.ops.gemmtune.linear(x, w, b, "gelu_tanh")   # tuned on first use of a shape, then a dict lookup
     gt.enable()                                           # torch.compile(mode="max-autotune") also times gemmtune
-    model = gt.optimize(model)                            # nn.Linear (+ activation, gate/up) -> gemmtune modules
+    model = gt.optimize(model)                            # nn.Linear (+ activation, gate/up, MoE experts) -> gemmtune
     y = gt.grouped_mm(x, w.transpose(-2, -1), offs)       # mixture-of-experts, as torch._grouped_mm
 
 The core library never depends on PyTorch: this package passes it device pointers, shapes, strides, dtypes and the

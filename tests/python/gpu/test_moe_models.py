@@ -15,7 +15,7 @@ if not torch.cuda.is_available():
 transformers = pytest.importorskip("transformers")
 
 import gemmtune.torch as gt  # noqa: E402
-from gemmtune.torch import moe  # noqa: E402
+from gemmtune.torch import modules as gm, moe  # noqa: E402
 
 TOL = 3e-2
 DEV = torch.device("cuda")
@@ -65,8 +65,10 @@ def norm_err(y, ref):
     return ((y - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
 
 
+# Short sequences: over longer ones a token whose top-k is a near tie is routed differently in bf16 than in fp32
+# (eager transformers itself then misses the bound); test_experts_match_fp32 covers large token counts.
 @pytest.mark.parametrize("kind", sorted(CONFIGS))
-@pytest.mark.parametrize("batch, seq", [(1, 1), (5, 1), (2, 37), (1, 200)])
+@pytest.mark.parametrize("batch, seq", [(1, 1), (5, 1), (2, 37)])
 def test_moe_model_matches_fp32(kind, batch, seq):
     model, ref32 = build(kind)
     ids = torch.randint(0, VOCAB, (batch, seq), device=DEV)
@@ -80,6 +82,31 @@ def test_moe_model_matches_fp32(kind, batch, seq):
     e_eager, e_opt = norm_err(eager, want), norm_err(got, want)
     assert e_eager <= TOL, f"eager bf16 vs fp32: {e_eager:.3g}"
     assert e_opt <= TOL, f"{kind}: optimized vs fp32 {e_opt:.3g} (eager bf16 {e_eager:.3g}), batch {batch} seq {seq}"
+
+
+@pytest.mark.parametrize("tokens, experts, k", [(1, 8, 2), (300, 8, 2), (2048, 8, 2), (32, 128, 8), (700, 64, 6)])
+def test_experts_match_fp32(tokens, experts, k):
+    """The experts module alone, one routing for both: skewed (every fourth expert unused), with 1-row groups at
+    decode sizes."""
+    cfg = transformers.MixtralConfig(hidden_size=256, intermediate_size=160, num_local_experts=experts,
+                                     num_experts_per_tok=k)
+    from transformers.models.mixtral.modeling_mixtral import MixtralExperts
+    torch.manual_seed(tokens)
+    ex = MixtralExperts(cfg).to(DEV)
+    with torch.no_grad():
+        for p in ex.parameters():
+            p.normal_(0.0, p.shape[-1] ** -0.5)
+    ex32 = copy.deepcopy(ex).float()
+    x = torch.randn(tokens, 256, device=DEV)
+    used = torch.tensor([e for e in range(experts) if e % 4 != 3], device=DEV)
+    idx = used[torch.rand(tokens, len(used), device=DEV).argsort(-1)[:, :k]]
+    w = torch.softmax(torch.randn(tokens, k, device=DEV), -1)
+    new, why = moe.experts_swap(ex.to(torch.bfloat16), (torch.bfloat16,), ("cuda",), gm.activation_of)
+    assert why is None
+    with torch.no_grad():
+        got = new(x.bfloat16(), idx, w.bfloat16())
+        want = ex32(x, idx, w)
+    assert norm_err(got, want) <= TOL
 
 
 def test_state_dict_keys_unchanged():
