@@ -155,9 +155,7 @@ class Problem:
 
     def validate(self) -> "Problem":
         """Raises InvalidInputError when check() refuses the problem; returns self."""
-        why = self.check()
-        if why:
-            raise InvalidInputError(why)
+        self._valid_info()
         return self
 
     def resolve(self) -> "Problem":

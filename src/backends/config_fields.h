@@ -152,6 +152,14 @@ class Fields {
   std::vector<Field> fields_;
 };
 
+// enumerate() of such a backend: its configs, best first, as candidates.
+template <class Config>
+std::vector<Candidate> candidates(const std::string& backend, const std::vector<Config>& configs) {
+  std::vector<Candidate> out;
+  for (const Config& c : configs) out.push_back(Candidate{backend, c.str()});
+  return out;
+}
+
 // parse() of a backend whose config is one canonical line: the candidate names this backend and its config parses
 // (Config::parse, throwing gemmtune::Error).
 template <class Config>

@@ -35,13 +35,24 @@ inline std::string jit_kernel_name(const std::string& prefix, const std::string&
   return prefix + buf;
 }
 
-// Compiles the unit (kernel cache, NVRTC) and reports it; compile_ms counts from `t0`, the start of compile().
-inline CompileResult compile_jit_unit(const JitUnit& u, const std::string& context,
-                                      std::chrono::steady_clock::time_point t0) {
+// The target of a JIT unit: the device's own architecture (sm_90a on Hopper; the assumed device without a GPU is an
+// sm_90 one).
+inline std::string jit_arch(const DeviceInfo& dev) {
+  return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch();
+}
+
+// The unit's cubin (kernel cache, NVRTC).
+inline std::shared_ptr<const jit::Cubin> compile_jit_cubin(const JitUnit& u, const std::string& context) {
   jit::CompileOptions opts;
   opts.arch = u.arch;
   opts.flags = u.flags;
-  CompileResult r = jit_compile_result(jit::compile(u.source, u.name, opts, context), u.dynamic_smem);
+  return jit::compile(u.source, u.name, opts, context);
+}
+
+// Compiles the unit and reports it; compile_ms counts from `t0`, the start of compile().
+inline CompileResult compile_jit_unit(const JitUnit& u, const std::string& context,
+                                      std::chrono::steady_clock::time_point t0) {
+  CompileResult r = jit_compile_result(compile_jit_cubin(u, context), u.dynamic_smem);
   r.compile_ms = ms_since(t0);
   return r;
 }

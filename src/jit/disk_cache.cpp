@@ -34,10 +34,10 @@ std::uint64_t get_le(const char* p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= std::uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
-bool is_elf(const char* p, std::size_t n) { return n >= 4 && std::memcmp(p, "\x7f" "ELF", 4) == 0; }
+using gemmtune::detail::warn;
 }  // namespace
 
-void warn(const std::string& msg) { gemmtune::detail::warn(msg); }
+bool is_elf(const char* p, std::size_t n) { return n >= 4 && std::memcmp(p, "\x7f" "ELF", 4) == 0; }
 
 std::string disk_entry_path(const std::string& dir, const std::string& key) {
   return (fs::path(dir) / (key + ".gtcubin")).string();

@@ -39,7 +39,7 @@ void disk_store(const std::string& dir, const Cubin& cubin);
 
 std::string disk_entry_path(const std::string& dir, const std::string& key);
 
-// gemmtune::detail::warn (src/core/text.h): one sanitized line on stderr.
-void warn(const std::string& msg);
+// Whether the `n` bytes at `p` start with the ELF magic (a CUBIN's first check).
+bool is_elf(const char* p, std::size_t n);
 
 }  // namespace gemmtune::jit::detail

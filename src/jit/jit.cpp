@@ -18,6 +18,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/text.h"
 #include "cuda/toolkit_library.h"
 #include "gemmtune/errors.h"
 #include "jit/disk_cache.h"
@@ -164,7 +165,7 @@ void dump(const std::string& kernel_name, const std::string& source, const Cubin
   auto write = [&](const std::string& ext, const char* data, std::size_t n) {
     std::ofstream out(fs::path(dir) / (kernel_name + ext), std::ios::binary | std::ios::trunc);
     out.write(data, static_cast<std::streamsize>(n));
-    if (!out) detail::warn("GEMMTUNE_DUMP_DIR: cannot write " + (fs::path(dir) / (kernel_name + ext)).string());
+    if (!out) gemmtune::detail::warn("GEMMTUNE_DUMP_DIR: cannot write " + (fs::path(dir) / (kernel_name + ext)).string());
   };
   write(".cu", source.data(), source.size());
   if (cubin) {

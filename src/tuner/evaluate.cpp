@@ -230,6 +230,14 @@ class Bench {
   std::vector<cuda::DeviceBuffer> refs_;  // the reference of each routing (one ungrouped)
 };
 
+// A stage's error as the candidate's `status`; returns no executable. A sticky CUDA error is rethrown: the context
+// is gone, which the caller handles for every candidate.
+std::unique_ptr<Executable> failed(CandidateResult& r, Status status, const Error& e) {
+  if (const auto* cuda = dynamic_cast<const CudaError*>(&e); cuda && cuda->sticky) throw;
+  r.status = status, r.reason = e.what();
+  return nullptr;
+}
+
 // Loads and verifies one candidate; fills status/reason/error. Returns the executable when it passed.
 std::unique_ptr<Executable> load_and_verify(const ResolvedProblem& p, Bench& bench, PreparedCandidate& pc,
                                             const TuneOptions& o, const EvaluateHooks::Wrap& wrap) {
@@ -242,13 +250,8 @@ std::unique_ptr<Executable> load_and_verify(const ResolvedProblem& p, Bench& ben
   try {
     exe = load_prepared(p, pc);
     if (wrap) exe = wrap(std::move(exe));
-  } catch (const CudaError& e) {
-    if (e.sticky) throw;
-    r.status = Status::load_error, r.reason = e.what();
-    return nullptr;
   } catch (const Error& e) {
-    r.status = Status::load_error, r.reason = e.what();
-    return nullptr;
+    return failed(r, Status::load_error, e);
   }
   try {
     const double tol = verification_tolerance(p, o.tolerance);
@@ -267,13 +270,8 @@ std::unique_ptr<Executable> load_and_verify(const ResolvedProblem& p, Bench& ben
       if (!routing.empty()) r.reason += " (routing " + routing + ")";
       return nullptr;
     }
-  } catch (const CudaError& e) {
-    if (e.sticky) throw;
-    r.status = Status::launch_error, r.reason = e.what();
-    return nullptr;
   } catch (const Error& e) {
-    r.status = Status::launch_error, r.reason = e.what();
-    return nullptr;
+    return failed(r, Status::launch_error, e);
   }
   return exe;
 }
@@ -421,11 +419,9 @@ std::unique_ptr<Executable> verify_one(const ResolvedProblem& p, Bench& bench, s
     return exe;
   } catch (const CudaError& e) {
     if (e.sticky) context_lost(cands, i, e, hooks);
-    r.status = Status::launch_error, r.reason = e.what();
-    return nullptr;
+    return failed(r, Status::launch_error, e);
   } catch (const Error& e) {
-    r.status = Status::launch_error, r.reason = e.what();
-    return nullptr;
+    return failed(r, Status::launch_error, e);
   }
 }
 

@@ -38,11 +38,15 @@ static. ``stats()`` counts choices offered and refused (with reasons) and fusion
 """
 from __future__ import annotations
 
+import operator
 import threading
 import warnings
 from typing import Any, Optional
 
+import torch
+
 from . import _dispatch  # the launch path; looked up per call so tests can stand a reference in for gemm
+from .modules import _ACTIVATIONS
 
 __all__ = ["enable", "disable", "enabled", "stats", "reset_stats"]
 
@@ -231,7 +235,6 @@ def _plan(op: str, nodes, layout, kwargs_in: dict):
 
 
 def _example(size, stride, offset, dtype, device):
-    import torch
     need = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     base = torch.empty(offset + need, dtype=torch.float32, device=device)
     if dtype.is_floating_point:
@@ -244,7 +247,6 @@ def _example(size, stride, offset, dtype, device):
 def _tune(op: str, nodes, layout, kwargs: dict) -> None:
     """Runs the kernel once on example tensors of the nodes' sizes and strides: _dispatch.gemm tunes on the miss and
     keeps the selection, so Inductor's benchmark of the choice finds it in the in-process dict."""
-    import torch
     metas = [_node_meta(n) for n in nodes]
     args = [_example(*m) for m in metas]
     if op == "scaled_mm":
@@ -404,22 +406,11 @@ def _disable_choices() -> None:
 # Mechanism 2: the fusion pass
 # ---------------------------------------------------------------------------------------------------------------
 
-_ACT_SAMPLES = None
-
-
-def _act_refs():
-    import torch
-    import torch.nn.functional as F
-    return {"relu": torch.relu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu_erf": F.gelu,
-            "silu": F.silu, "sigmoid": torch.sigmoid}
-
-
 def _val(node):
     return node.meta.get("val") if hasattr(node, "meta") else None
 
 
 def _is_pointwise(node) -> bool:
-    import torch
     if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
         return False
     if node.target is torch.ops.prims.convert_element_type.default:
@@ -430,7 +421,6 @@ def _is_pointwise(node) -> bool:
 def _classify(v, sub: list, sink) -> Optional[str]:
     """Which activation the pointwise nodes `sub` (topological order, input v, output sink) compute, by evaluating
     them in float64 on sample points; dtype casts count as identity (gemmtune's epilogue math is fp32)."""
-    import torch
     x = torch.linspace(-8.0, 8.0, 257, dtype=torch.float64)
     env = {v: x}
 
@@ -454,7 +444,7 @@ def _classify(v, sub: list, sink) -> Optional[str]:
     if not isinstance(y, torch.Tensor) or y.shape != x.shape:
         return None
     y = y.to(torch.float64)
-    for name, f in _act_refs().items():
+    for name, f in _ACTIVATIONS.items():
         if torch.allclose(y, f(x), rtol=1e-5, atol=1e-6):
             return name
     return None
@@ -501,7 +491,6 @@ def _activation(v, order: dict, limit: int = 48):
 
 
 def _is_view(node) -> bool:
-    import torch
     aten = torch.ops.aten
     return node.op == "call_function" and node.target in (aten.view.default, aten.reshape.default,
                                                           aten._unsafe_view.default)
@@ -509,9 +498,6 @@ def _is_view(node) -> bool:
 
 def _glu_halves(cur, order: dict):
     """(gate node, up node) when cur's only consumers split its last dim into two equal halves, else None."""
-    import operator
-
-    import torch
     aten = torch.ops.aten
     val = _val(cur)
     if val is None:
@@ -573,7 +559,6 @@ class _Match:
 
 def _match(mm, order: dict) -> Optional[_Match]:
     """The longest fusable chain after an mm/addmm: views, a bias add, activations, one GLU, a residual add."""
-    import torch
     aten = torch.ops.aten
     val = _val(mm)
     if val is None or val.device.type not in _FUSE_DEVICES or val.dtype not in (torch.bfloat16, torch.float16):
@@ -663,7 +648,6 @@ def _fusable(m: _Match) -> bool:
 
 
 def _fake_val(target, args):
-    import torch
     from torch._guards import detect_fake_mode
     vals = torch.utils._pytree.tree_map(lambda a: _val(a) if isinstance(a, torch.fx.Node) else a, list(args))
     mode = detect_fake_mode([v for v in torch.utils._pytree.tree_leaves(vals) if isinstance(v, torch.Tensor)])
@@ -692,7 +676,6 @@ def _rewrite(graph, m: _Match) -> None:
 
 
 def _build(m: _Match, add) -> None:
-    import torch
     aten = torch.ops.aten
 
     fv = _val(m.final)
@@ -724,7 +707,6 @@ def _build(m: _Match, add) -> None:
 
 def _fuse(graph) -> int:
     """Rewrites every fusable chain in the post-grad graph into torch.ops.gemmtune.linear; returns how many."""
-    import torch
     aten = torch.ops.aten
     linear = getattr(getattr(torch.ops, "gemmtune", None), "linear", None)
     if linear is None:
@@ -801,7 +783,6 @@ def _make_pass_class():
 
 def _enable_fuse() -> bool:
     try:
-        import torch
         from torch._inductor import config
         if not hasattr(config, "post_grad_custom_post_pass"):
             raise AttributeError("torch._inductor.config.post_grad_custom_post_pass")

@@ -153,11 +153,9 @@ class CutlassBackend final : public Backend {
 
   std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis&,
                                    const DeviceInfo& dev) const override {
-    std::vector<Candidate> out;
     // Unavailable: no candidates, so that a wrapping backend (pad) does not list any either.
-    if (!unavailable().empty()) return out;
-    for (const Config& c : cutlass_be::enumerate_configs(p, dev)) out.push_back(Candidate{kName, c.str()});
-    return out;
+    if (!unavailable().empty()) return {};
+    return config::candidates(kName, cutlass_be::enumerate_configs(p, dev));
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {

@@ -2,11 +2,6 @@
 #include "backends/cutlass/cutlass_nvcc.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -33,8 +27,7 @@
 #include "jit/sha256.h"
 
 #include "core/env.h"
-
-extern char** environ;
+#include "core/text.h"
 
 namespace gemmtune::cutlass_be {
 namespace fs = std::filesystem;
@@ -51,7 +44,7 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-void warn(const std::string& msg) { std::fprintf(stderr, "gemmtune: warning: %s\n", msg.c_str()); }
+using gemmtune::detail::warn;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -93,8 +86,7 @@ std::string find_toolchain(Toolchain& out) {
     else if (is_file(fs::path(dir) / "cutlass" / "cutlass.h")) out.include_dir = dir;
     else missing = "CUTLASS_DIR=" + dir + " holds neither include/cutlass/cutlass.h nor cutlass/cutlass.h";
   } else {
-    std::string py = env_text("GEMMTUNE_PYTHON");
-    if (py.empty()) py = "python3";
+    const std::string py = env::get("GEMMTUNE_PYTHON").value_or("python3");
     try {
       const ProcessResult r = run_process(
           // find_spec, not import: the package's location without running its __init__ (a second or so).
@@ -330,15 +322,14 @@ BuildResult do_build(const std::string& source, const std::string& ident, const 
   std::vector<std::string> argv = {tc.nvcc, "-I" + tc.include_dir};
   for (const auto& f : nvcc_flags(tc)) argv.push_back(f);
   argv.insert(argv.end(), {"-o", (work / "unit.so").string(), (work / "unit.cu").string()});
-  double timeout_s = 900;
-  timeout_s = env::positive("GEMMTUNE_NVCC_TIMEOUT_S", timeout_s, 1e6);
+  const double timeout_s = env::positive("GEMMTUNE_NVCC_TIMEOUT_S", 900, 1e6);
   nvcc_slots().acquire();
   struct Release {
     ~Release() { nvcc_slots().release(); }
   } release;
   const auto t0 = Clock::now();
   ++g_compiles;
-  const ProcessResult pr = run_process(argv, timeout_s > 0 ? timeout_s : 900, work.string());
+  const ProcessResult pr = run_process(argv, timeout_s, work.string());
   if (!pr.started) GT_THROW("cutlass: cannot start " + argv[0] + ": " + std::strerror(pr.spawn_errno));
   BuildResult r;
   r.nvcc_ms = ms_since(t0);

@@ -24,10 +24,6 @@ namespace {
 
 using gemv::Config;
 
-// The target: the device's own architecture (sm_90a on Hopper, as the other JIT backend; the assumed device without
-// a GPU is an sm_90 one).
-std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
-
 std::string jit_source(const Config& c, const Problem& p, const gemv::View& v, const std::string& name) {
   auto tf = [](bool x) { return x ? "true" : "false"; };
   const bool fused = !p.epilogue.empty();
@@ -196,9 +192,7 @@ class GemvBackend final : public Backend {
 
   std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis&,
                                    const DeviceInfo& dev) const override {
-    std::vector<Candidate> out;
-    for (const Config& c : gemv::enumerate_configs(p, dev)) out.push_back(Candidate{"gemv", c.str()});
-    return out;
+    return config::candidates("gemv", gemv::enumerate_configs(p, dev));
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {
@@ -220,7 +214,7 @@ class GemvBackend final : public Backend {
     const Config& cfg = config_of<Config>(parsed, "gemv");
     JitUnit u;
     std::tie(u.source, u.name) = unit(cfg, p);
-    u.arch = arch_of(dev);
+    u.arch = jit_arch(dev);
     u.dynamic_smem = gemv::ring_bytes(cfg, p);
     return compile_jit_unit(u, c.str() + " for " + p->str(), t0);
   }

@@ -72,17 +72,6 @@ struct Artifact {
   std::shared_ptr<const jit::Cubin> copy_a, copy_b;  // null for an operand not copied
 };
 
-// The target: the device's own architecture (sm_90a on Hopper, as the GEMM kernels; the assumed device without a
-// GPU is an sm_90 one).
-std::string arch_of(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 ? "sm_90a" : dev.arch(); }
-
-std::shared_ptr<const jit::Cubin> compile_copy(const Copy& c, const DeviceInfo& dev, const std::string& context) {
-  const JitUnit u = pad::copy_unit(c, dev);
-  jit::CompileOptions opts;
-  opts.arch = u.arch;
-  return jit::compile(u.source, u.name, opts, context);
-}
-
 class PadExecutable final : public Executable {
  public:
   PadExecutable(const Problem& p, const Candidate& cand, const Config& cfg, std::unique_ptr<Executable> inner,
@@ -293,7 +282,7 @@ class PadBackend final : public Backend {
     const std::string context = c.str() + " for " + p->str();
     for (Which w : {Which::A, Which::B}) {
       if (!(w == Which::A ? r.cfg.a : r.cfg.b)) continue;
-      auto cubin = compile_copy(pad::copy_of(p, w), dev, context);
+      auto cubin = compile_jit_cubin(pad::copy_unit(pad::copy_of(p, w), dev), context);
       out.cache_hit = out.cache_hit && cubin->cache_hit;
       if (cubin->spill_bytes > 0) out.spill_bytes = std::max(out.spill_bytes, 0) + cubin->spill_bytes;
       if (!cubin->log.empty()) out.log += (out.log.empty() ? "" : "\n") + cubin->log;
@@ -337,7 +326,7 @@ JitUnit copy_unit(const Copy& c, const DeviceInfo& dev) {
   JitUnit u;
   u.name = jit_kernel_name("gt_pad_copy", source("KERNEL"));
   u.source = source(u.name);
-  u.arch = arch_of(dev);
+  u.arch = jit_arch(dev);
   return u;
 }
 

@@ -357,10 +357,7 @@ class Sm90Backend final : public Backend {
 
   std::vector<Candidate> enumerate(const ResolvedProblem&, const BackendAnalysis& an,
                                    const DeviceInfo& dev) const override {
-    std::vector<Candidate> out;
-    for (const Config& c : sm90::enumerate_configs(analysis_of<sm90::Analysis>(an, "sm90"), dev))
-      out.push_back(Candidate{"sm90", c.str()});
-    return out;
+    return config::candidates("sm90", sm90::enumerate_configs(analysis_of<sm90::Analysis>(an, "sm90"), dev));
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {

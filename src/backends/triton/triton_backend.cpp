@@ -218,10 +218,8 @@ class TritonBackend final : public Backend {
 
   std::vector<Candidate> enumerate(const ResolvedProblem& p, const BackendAnalysis&,
                                    const DeviceInfo& dev) const override {
-    std::vector<Candidate> out;
-    if (!unavailable().empty()) return out;
-    for (const Config& c : triton::enumerate_configs(p, dev)) out.push_back(Candidate{"triton", c.str()});
-    return out;
+    if (!unavailable().empty()) return {};
+    return config::candidates("triton", triton::enumerate_configs(p, dev));
   }
 
   std::shared_ptr<const BackendConfig> parse(const Candidate& c) const override {

@@ -32,8 +32,7 @@
 #include "jit/sha256.h"
 
 #include "core/env.h"
-
-extern char** environ;
+#include "core/text.h"
 
 namespace gemmtune::jit::detail {
 const std::map<std::string, std::string>& embedded_triton_templates();  // generated (cmake/embed_kernels.cmake)
@@ -49,10 +48,9 @@ constexpr char kMagic[8] = {'G', 'T', 'T', 'R', 'I', 'T', 'N', '1'};
 constexpr std::uint64_t kMaxEntry = std::uint64_t(256) << 20;
 constexpr double kProbeTimeoutS = 120;
 
-using jit::detail::warn;
+using gemmtune::detail::warn;
 
 // ---- the helper process ----
-
 
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
@@ -181,10 +179,6 @@ Answer ask(Helper& h, const std::string& job, std::chrono::steady_clock::time_po
   }
 }
 
-bool warm_helpers() {
-  return env::get("GEMMTUNE_TRITON_WARM") != "0";
-}
-
 // ---- availability ----
 
 struct Probe {
@@ -282,8 +276,6 @@ std::string template_dir() {
   return dir.string();
 }
 
-bool is_elf(const char* p, std::size_t n) { return n >= 4 && std::memcmp(p, "\x7f" "ELF", 4) == 0; }
-
 // The launch facts from the helper's meta.json (or a cache entry's copy of it); throws nlohmann::json::exception.
 void fill_from_meta(Kernel& k, const nlohmann::json& m) {
   k.name = m.at("name").get<std::string>();
@@ -345,10 +337,6 @@ struct MemoryCache {
 MemoryCache& memory_cache() {
   static MemoryCache* m = new MemoryCache;  // never destroyed: compiles may run on pool threads at exit
   return *m;
-}
-
-double timeout_s() {
-  return env::positive("GEMMTUNE_TRITON_TIMEOUT_S", 600, 1e6);
 }
 
 std::shared_ptr<const Kernel> with_hit(const std::shared_ptr<const Kernel>& k, bool from_disk) {
@@ -434,7 +422,7 @@ std::shared_ptr<const Kernel> compile(const Request& r, const std::string& conte
     }
   } cleanup{job};
   if (!write_file(job / "request.json", r.json)) GT_THROW("triton: cannot write " + (job / "request.json").string());
-  const double limit = timeout_s();
+  const double limit = env::positive("GEMMTUNE_TRITON_TIMEOUT_S", 600, 1e6);
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(limit));
@@ -444,7 +432,7 @@ std::shared_ptr<const Kernel> compile(const Request& r, const std::string& conte
     gemmtune::detail::FileRead f = gemmtune::detail::read_regular_file((job / "log.txt").string(), 1 << 22);
     return f.status == gemmtune::detail::FileRead::ok ? tail(f.data, 6000) : std::string();
   };
-  if (warm_helpers()) {
+  if (env::get("GEMMTUNE_TRITON_WARM") != "0") {
     std::string err;
     std::unique_ptr<Helper> h = take_helper(python_exe(), tdir, &err);
     if (!h) GT_THROW("triton: " + err + " (" + context + ")");
@@ -486,7 +474,7 @@ std::shared_ptr<const Kernel> compile(const Request& r, const std::string& conte
   nlohmann::json meta;
   try {
     const std::string image = read_file(job / "kernel.cubin", kMaxEntry);
-    if (!is_elf(image.data(), image.size())) GT_THROW("triton: the helper wrote no CUBIN (" + context + ")");
+    if (!jit::detail::is_elf(image.data(), image.size())) GT_THROW("triton: the helper wrote no CUBIN (" + context + ")");
     k->image.assign(image.begin(), image.end());
     meta = gemmtune::detail::parse_json(read_file(job / "meta.json", 1 << 20), "Triton metadata");
     fill_from_meta(*k, meta);
