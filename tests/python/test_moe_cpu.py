@@ -49,6 +49,7 @@ class Experts(nn.Module):
     def __init__(self, e=4, h=32, i=48, transposed=False, act=None, up_first=False):
         super().__init__()
         self.num_experts, self.is_transposed, self.up_first = e, transposed, up_first
+        self.config = type("Config", (), {"num_experts_per_tok": 2})()  # as transformers' experts modules hold it
         gu, dn = (e, h, 2 * i) if transposed else (e, 2 * i, h), (e, i, h) if transposed else (e, h, i)
         self.gate_up_proj = nn.Parameter(torch.randn(gu, dtype=BF16) / h ** 0.5)
         self.down_proj = nn.Parameter(torch.randn(dn, dtype=BF16) / i ** 0.5)
@@ -159,3 +160,15 @@ def test_transformers_mixtral_experts(launches):
     got = block(x)
     got = got[0] if isinstance(got, tuple) else got
     assert close(got, want)
+
+
+def test_shapes_tune_the_experts_ahead(launches):
+    """optimize(shapes=...) runs each experts module once per token count: T * top_k rows through both GEMMs."""
+    torch.manual_seed(3)
+    block = MoeBlock()
+    lines = []
+    gemmtune.torch.optimize(block, shapes=[(2, 8), 5], progress=lines.append)
+    assert isinstance(block.experts, moe.GroupedExperts) and block.experts.top_k == 2
+    assert [c[0][0] for c in launches] == [32, 32, 10, 10]  # 16 tokens x 2, then 5 x 2; gate+up, down each
+    assert any("experts 16x2 over 4 (96x32 silu_glu, then down)" in ln for ln in lines), lines
+    assert any(ln.startswith("[2/2] experts 5x2") for ln in lines), lines

@@ -26,7 +26,8 @@ their own forward):
   ``moe.GroupedExperts``: the (token, expert) pairs sorted by expert, one grouped GEMM over [gate; up] with the GLU
   epilogue, one over ``down_proj``, the router-weighted sum; the same Parameters, checked by a probe like the gated
   MLP (see gemmtune/torch/moe.py). The router and shared experts stay as they are (their Linears are swapped as
-  above). Grouped GEMMs are tuned on first use (``shapes`` tunes the Linears).
+  above). ``shapes`` tunes the experts' grouped GEMMs too (for a uniform routing of each token count: the
+  selections depend on the rows, not on the routing) when the model's config gives the experts per token.
 
 Modules with forward hooks, or Linears that appear at several places of the model, are not fused (a shared Linear is
 still swapped, once). The swapped modules call ``torch.ops.gemmtune.linear``, a custom op: they work in eager,
@@ -492,6 +493,17 @@ def distinct_gemms(model: nn.Module, shapes) -> list:
     return sorted(found.values(), key=lambda s: ms.index(s.m))
 
 
+def _distinct_experts(model: nn.Module, shapes) -> list:
+    """(tokens, module names, module) for each distinct swapped MoE experts module and token count of `shapes`; a
+    module whose experts per token the model's config does not give is left to be tuned on first use."""
+    found = {}
+    for name, mod in model.named_modules():
+        if isinstance(mod, _moe.GroupedExperts) and mod.top_k:
+            for tokens in token_counts(shapes):
+                found.setdefault((tokens,) + mod.tuning_key(), (tokens, [], mod))[1].append(name or "<model>")
+    return list(found.values())
+
+
 def _representative(model: nn.Module, spec: GemmSpec) -> Linear:
     return model.get_submodule(spec.modules[0]) if spec.modules[0] != "<model>" else model
 
@@ -529,6 +541,8 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
     else:
         emit = lambda s, end="\n": None  # noqa: E731
     specs = distinct_gemms(model, shapes)
+    experts = _distinct_experts(model, shapes)
+    total = len(specs) + len(experts)
     results = []
     prev = _dispatch.options().get("tune", "auto")
     if prev == "never":
@@ -536,7 +550,7 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
     try:
         for i, spec in enumerate(specs):
             more = f" +{len(spec.modules) - 1}" if len(spec.modules) > 1 else ""
-            emit(f"[{i + 1}/{len(specs)}] {spec.label()} ({spec.modules[0]}{more}) ... ", end="")
+            emit(f"[{i + 1}/{total}] {spec.label()} ({spec.modules[0]}{more}) ... ", end="")
             rec = {"label": spec.label(), "m": spec.m, "n": spec.n, "k": spec.k, "epilogue": spec.epilogue,
                    "bias": spec.bias, "modules": list(spec.modules), "leads": list(spec.leads), "candidate": "",
                    "ms": None, "tune_s": 0.0, "error": ""}
@@ -568,6 +582,30 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
             else:
                 ms = "" if rec["ms"] is None else f" {rec['ms']:.3f} ms"
                 emit(f"{rec['candidate']}{ms} (tuned in {rec['tune_s']:.1f} s)")
+        for i, (tokens, names, mod) in enumerate(experts, start=len(specs) + 1):
+            more = f" +{len(names) - 1}" if len(names) > 1 else ""
+            e, n, k = mod.gate_up_proj.shape if not mod.transposed else (
+                mod.gate_up_proj.shape[0], mod.gate_up_proj.shape[2], mod.gate_up_proj.shape[1])
+            label = f"experts {tokens}x{mod.top_k} over {e} ({n}x{k} {mod.activation}_glu, then down)"
+            emit(f"[{i}/{total}] {label} ({names[0]}{more}) ... ", end="")
+            rec = {"label": label, "m": tokens * mod.top_k, "n": n, "k": k, "epilogue": mod.activation + "_glu",
+                   "bias": False, "modules": list(names), "leads": [tokens], "candidate": "", "ms": None,
+                   "tune_s": 0.0, "error": ""}
+            before = dict(_dispatch.selections())
+            t0 = time.perf_counter()
+            try:
+                with torch.no_grad():
+                    mod.tuning_call(tokens)
+                    if mod.gate_up_proj.device.type == "cuda":
+                        torch.cuda.synchronize(mod.gate_up_proj.device)
+                rec["candidate"] = ", ".join(v for k, v in _dispatch.selections().items() if before.get(k) != v) \
+                    or "(already selected)"
+            except Exception as e:  # reported, the others still tuned
+                rec["error"] = f"{type(e).__name__}: {e}"
+            rec["tune_s"] = time.perf_counter() - t0
+            results.append(rec)
+            emit(f"failed: {rec['error']}" if rec["error"] else
+                 f"{rec['candidate']} (tuned in {rec['tune_s']:.1f} s)")
     finally:
         if prev == "never":
             _dispatch.set_options(tune="never")

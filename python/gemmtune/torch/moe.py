@@ -34,13 +34,28 @@ def _grouped(x, w, offs, epilogue):
 class GroupedExperts(nn.Module):
     """transformers' experts forward through gemmtune grouped GEMMs (see the module docstring)."""
 
-    def __init__(self, gate_up_proj: nn.Parameter, down_proj: nn.Parameter, activation: str, transposed: bool):
+    def __init__(self, gate_up_proj: nn.Parameter, down_proj: nn.Parameter, activation: str, transposed: bool,
+                 top_k: Optional[int] = None):
         super().__init__()
         self.gate_up_proj = gate_up_proj
         self.down_proj = down_proj
         self.activation = activation
         self.transposed = transposed
         self.num_experts = gate_up_proj.shape[0]
+        self.top_k = top_k  # experts per token, when the model's config says (ahead-of-time tuning needs it)
+
+    def tuning_call(self, tokens: int):
+        """Runs the module once on `tokens` random tokens routed uniformly to top_k experts each (what optimize()'s
+        `shapes` tune ahead of time: the grouped GEMMs' selections are keyed by the rows, not the routing)."""
+        w = self.gate_up_proj
+        hidden = w.shape[1] if self.transposed else w.shape[2]
+        x = torch.randn(tokens, hidden, device=w.device, dtype=w.dtype)
+        idx = torch.rand(tokens, self.num_experts, device=w.device).argsort(-1)[:, :self.top_k]
+        return self(x, idx, torch.full(idx.shape, 1.0 / self.top_k, device=w.device, dtype=w.dtype))
+
+    def tuning_key(self) -> tuple:
+        return (tuple(self.gate_up_proj.shape), tuple(self.down_proj.shape), self.gate_up_proj.dtype,
+                self.gate_up_proj.device, self.activation, self.transposed, self.top_k)
 
     def _b(self, w):
         # grouped_mm takes B as (E, K, N): the (E, N, K) weights transposed (a view, no copy).
@@ -65,7 +80,8 @@ class GroupedExperts(nn.Module):
 
     def extra_repr(self) -> str:
         e, n, kk = self.gate_up_proj.shape
-        return f"experts={e}, gate_up=({n}, {kk}), transposed={self.transposed}, epilogue={self.activation}_glu"
+        return (f"experts={e}, top_k={self.top_k}, gate_up=({n}, {kk}), transposed={self.transposed}, "
+                f"epilogue={self.activation}_glu")
 
 
 def _reference(m, act_fn, x, top_k_index, top_k_weights, transposed):
@@ -120,7 +136,9 @@ def experts_swap(m: nn.Module, dtypes, devices, activation_of) -> tuple:
         return None, f"{name} whose weights give no finite, nonzero probe (not loaded?)"
     if got.shape != want.shape or not ((got - want).abs().max() <= 2e-2 * scale):
         return None, f"{name} whose forward is not down(act(gate) * up) weighted by the router"
-    return GroupedExperts(gu, dn, act, transposed), None
+    top_k = getattr(getattr(m, "config", None), "num_experts_per_tok", None)
+    top_k = top_k if isinstance(top_k, int) and 0 < top_k <= e else None
+    return GroupedExperts(gu, dn, act, transposed, top_k), None
 
 
 __all__ = ["GroupedExperts", "experts_swap"]

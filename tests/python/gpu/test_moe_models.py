@@ -109,6 +109,19 @@ def test_experts_match_fp32(tokens, experts, k):
     assert norm_err(got, want) <= TOL
 
 
+def test_shapes_tune_experts_ahead():
+    """optimize(shapes=...) tunes the experts' grouped GEMMs too: then a call of that shape, with its own routing,
+    needs no tuning (tune="never" would refuse one)."""
+    model, ref32 = build("mixtral")
+    lines = []
+    gt.optimize(model, shapes=[(2, 16)], progress=lines.append)
+    assert sum("experts 32x2 over 8" in ln for ln in lines) == 1, lines  # both layers' experts: one entry
+    gt.set_options(tune="never")
+    ids = torch.randint(0, VOCAB, (2, 16), device=DEV)
+    with torch.no_grad():
+        assert norm_err(logits(model, ids), logits(ref32, ids)) <= TOL
+
+
 def test_state_dict_keys_unchanged():
     model, _ = build("mixtral")
     keys = {k: v.clone() for k, v in model.state_dict().items()}
