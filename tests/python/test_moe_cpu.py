@@ -172,3 +172,10 @@ def test_shapes_tune_the_experts_ahead(launches):
     assert [c[0][0] for c in launches] == [32, 32, 10, 10]  # 16 tokens x 2, then 5 x 2; gate+up, down each
     assert any("experts 16x2 over 4 (96x32 silu_glu, then down)" in ln for ln in lines), lines
     assert any(ln.startswith("[2/2] experts 5x2") for ln in lines), lines
+
+
+def test_no_tokens(launches):
+    ex = Experts()
+    new, _ = moe.experts_swap(ex, (BF16,), ("cpu",), gm.activation_of)
+    out = new(torch.empty(0, 32, dtype=BF16), torch.empty(0, 2, dtype=torch.long), torch.empty(0, 2, dtype=BF16))
+    assert out.shape == (0, 32) and not launches

@@ -64,6 +64,8 @@ class GroupedExperts(nn.Module):
     def forward(self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor):
         tokens, hidden = hidden_states.shape
         k = top_k_index.shape[-1]
+        if tokens * k == 0:  # no (token, expert) pair: no GEMM to run
+            return torch.zeros_like(hidden_states)
         ids, perm = torch.sort(top_k_index.reshape(-1))
         x = hidden_states[perm // k]
         counts = torch.histc(ids.float() if ids.device.type == "cpu" else ids.int(), bins=self.num_experts, min=0,
