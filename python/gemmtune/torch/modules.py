@@ -584,9 +584,9 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
                 emit(f"{rec['candidate']}{ms} (tuned in {rec['tune_s']:.1f} s)")
         for i, (tokens, names, mod) in enumerate(experts, start=len(specs) + 1):
             more = f" +{len(names) - 1}" if len(names) > 1 else ""
-            e, n, k = mod.gate_up_proj.shape if not mod.transposed else (
+            n_experts, n, k = mod.gate_up_proj.shape if not mod.transposed else (
                 mod.gate_up_proj.shape[0], mod.gate_up_proj.shape[2], mod.gate_up_proj.shape[1])
-            label = f"experts {tokens}x{mod.top_k} over {e} ({n}x{k} {mod.activation}_glu, then down)"
+            label = f"experts {tokens}x{mod.top_k} over {n_experts} ({n}x{k} {mod.activation}_glu, then down)"
             emit(f"[{i}/{total}] {label} ({names[0]}{more}) ... ", end="")
             rec = {"label": label, "m": tokens * mod.top_k, "n": n, "k": k, "epilogue": mod.activation + "_glu",
                    "bias": False, "modules": list(names), "leads": [tokens], "candidate": "", "ms": None,
@@ -598,10 +598,10 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
                     mod.tuning_call(tokens)
                     if mod.gate_up_proj.device.type == "cuda":
                         torch.cuda.synchronize(mod.gate_up_proj.device)
-                rec["candidate"] = ", ".join(v for k, v in _dispatch.selections().items() if before.get(k) != v) \
-                    or "(already selected)"
-            except Exception as e:  # reported, the others still tuned
-                rec["error"] = f"{type(e).__name__}: {e}"
+                rec["candidate"] = ", ".join(
+                    v for key, v in _dispatch.selections().items() if before.get(key) != v) or "(already selected)"
+            except Exception as exc:  # reported, the others still tuned
+                rec["error"] = f"{type(exc).__name__}: {exc}"
             rec["tune_s"] = time.perf_counter() - t0
             results.append(rec)
             emit(f"failed: {rec['error']}" if rec["error"] else
