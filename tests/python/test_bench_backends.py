@@ -396,3 +396,10 @@ def test_torch_baseline_self_test():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_baseline.py"), "--self-test"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "self-test: ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_llama_e2e_self_test():
+    # bench/llama_e2e.py's table (graphed modes against graphed eager included), without a GPU or transformers.
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llama_e2e.py"), "--self-test"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "self-test: ok" in r.stdout, r.stdout + r.stderr
