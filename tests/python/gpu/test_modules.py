@@ -26,13 +26,7 @@ TOL = 3e-2
 DEV = torch.device("cuda")
 
 
-@pytest.fixture(autouse=True)
-def quick_tuning():
-    """Few candidates per problem keep the tests fast; the options and tune mode are restored after each test."""
-    old = dict(gt.options())
-    gt.set_options(top_k=2, progress=False)
-    yield
-    gt.set_options(**{k: old[k] for k in ("tune", "top_k", "progress") if k in old})
+pytestmark = pytest.mark.usefixtures("quick_tuning")  # conftest.py
 
 
 def norm_err(y, ref):

@@ -39,12 +39,7 @@ CONFIGS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def quick_tuning():
-    old = dict(gt.options())
-    gt.set_options(top_k=2, progress=False)
-    yield
-    gt.set_options(**{k: old[k] for k in ("tune", "top_k", "progress") if k in old})
+pytestmark = pytest.mark.usefixtures("quick_tuning")  # conftest.py
 
 
 def build(kind):
