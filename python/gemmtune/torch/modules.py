@@ -540,39 +540,55 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
                 parts.clear()
     else:
         emit = lambda s, end="\n": None  # noqa: E731
-    specs = distinct_gemms(model, shapes)
-    experts = _distinct_experts(model, shapes)
-    total = len(specs) + len(experts)
+    # One job per distinct GEMM (a Linear's, over its leading shapes) or experts module (both of its grouped GEMMs):
+    # its record and run(), which makes the tuning calls and returns the call to time (None: not timed).
+    jobs = []
+    for spec in distinct_gemms(model, shapes):
+        rec = {"label": spec.label(), "m": spec.m, "n": spec.n, "k": spec.k, "epilogue": spec.epilogue,
+               "bias": spec.bias, "modules": list(spec.modules), "leads": list(spec.leads)}
+
+        def run(spec=spec, mod=_representative(model, spec)):
+            # The op's selection dict is keyed by the input's own shape: the problem is tuned on the first input
+            # shape, and each other shape of the same M is one more call (the tuner's result cache answers it
+            # without tuning again).
+            for lead in spec.leads:
+                x = torch.randn(*lead, spec.k, device=spec.device, dtype=spec.dtype)
+                mod(x)
+            return lambda: mod(x)
+        jobs.append((rec, spec.device, run))
+    for tokens, names, mod in _distinct_experts(model, shapes):
+        n_experts, n, k = mod.gate_up_proj.shape if not mod.transposed else (
+            mod.gate_up_proj.shape[0], mod.gate_up_proj.shape[2], mod.gate_up_proj.shape[1])
+        rec = {"label": f"experts {tokens}x{mod.top_k} over {n_experts} ({n}x{k} {mod.activation}_glu, then down)",
+               "m": tokens * mod.top_k, "n": n, "k": k, "epilogue": mod.activation + "_glu", "bias": False,
+               "modules": list(names), "leads": [tokens]}
+
+        def run(mod=mod, tokens=tokens):
+            mod.tuning_call(tokens)  # not timed: the routing of a real call differs
+        jobs.append((rec, mod.gate_up_proj.device, run))
     results = []
     prev = _dispatch.options().get("tune", "auto")
     if prev == "never":
         _dispatch.set_options(tune="auto")
     try:
-        for i, spec in enumerate(specs):
-            more = f" +{len(spec.modules) - 1}" if len(spec.modules) > 1 else ""
-            emit(f"[{i + 1}/{total}] {spec.label()} ({spec.modules[0]}{more}) ... ", end="")
-            rec = {"label": spec.label(), "m": spec.m, "n": spec.n, "k": spec.k, "epilogue": spec.epilogue,
-                   "bias": spec.bias, "modules": list(spec.modules), "leads": list(spec.leads), "candidate": "",
-                   "ms": None, "tune_s": 0.0, "error": ""}
-            mod = _representative(model, spec)
+        for i, (rec, device, run) in enumerate(jobs, start=1):
+            names = rec["modules"]
+            more = f" +{len(names) - 1}" if len(names) > 1 else ""
+            emit(f"[{i}/{len(jobs)}] {rec['label']} ({names[0]}{more}) ... ", end="")
+            rec.update(candidate="", ms=None, tune_s=0.0, error="")
             before = dict(_dispatch.selections())
             t0 = time.perf_counter()
             try:
                 with torch.no_grad():
-                    # The op's selection dict is keyed by the input's own shape: the problem is tuned on the first
-                    # input shape, and each other shape of the same M is one more call (the tuner's result cache
-                    # answers it without tuning again).
-                    for lead in spec.leads:
-                        x = torch.randn(*lead, spec.k, device=spec.device, dtype=spec.dtype)
-                        mod(x)
-                    if spec.device.type == "cuda":
-                        torch.cuda.synchronize(spec.device)
+                    timed = run()
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
                     rec["tune_s"] = time.perf_counter() - t0
-                    new = [v for k, v in _dispatch.selections().items() if before.get(k) != v]
-                    rec["candidate"] = new[0] if new else "(already selected)"
-                    if spec.device.type == "cuda":
-                        with torch.cuda.device(spec.device):
-                            rec["ms"] = _kernel_ms(lambda: mod(x))
+                    new = [v for key, v in _dispatch.selections().items() if before.get(key) != v]
+                    rec["candidate"] = ", ".join(new) or "(already selected)"
+                    if timed is not None and device.type == "cuda":
+                        with torch.cuda.device(device):
+                            rec["ms"] = _kernel_ms(timed)
             except Exception as e:  # reported, the other GEMMs still tuned
                 rec["tune_s"] = time.perf_counter() - t0
                 rec["error"] = f"{type(e).__name__}: {e}"
@@ -582,30 +598,6 @@ def tune_ahead(model: nn.Module, shapes, *, progress: Union[bool, Callable[[str]
             else:
                 ms = "" if rec["ms"] is None else f" {rec['ms']:.3f} ms"
                 emit(f"{rec['candidate']}{ms} (tuned in {rec['tune_s']:.1f} s)")
-        for i, (tokens, names, mod) in enumerate(experts, start=len(specs) + 1):
-            more = f" +{len(names) - 1}" if len(names) > 1 else ""
-            n_experts, n, k = mod.gate_up_proj.shape if not mod.transposed else (
-                mod.gate_up_proj.shape[0], mod.gate_up_proj.shape[2], mod.gate_up_proj.shape[1])
-            label = f"experts {tokens}x{mod.top_k} over {n_experts} ({n}x{k} {mod.activation}_glu, then down)"
-            emit(f"[{i}/{total}] {label} ({names[0]}{more}) ... ", end="")
-            rec = {"label": label, "m": tokens * mod.top_k, "n": n, "k": k, "epilogue": mod.activation + "_glu",
-                   "bias": False, "modules": list(names), "leads": [tokens], "candidate": "", "ms": None,
-                   "tune_s": 0.0, "error": ""}
-            before = dict(_dispatch.selections())
-            t0 = time.perf_counter()
-            try:
-                with torch.no_grad():
-                    mod.tuning_call(tokens)
-                    if mod.gate_up_proj.device.type == "cuda":
-                        torch.cuda.synchronize(mod.gate_up_proj.device)
-                rec["candidate"] = ", ".join(
-                    v for key, v in _dispatch.selections().items() if before.get(key) != v) or "(already selected)"
-            except Exception as exc:  # reported, the others still tuned
-                rec["error"] = f"{type(exc).__name__}: {exc}"
-            rec["tune_s"] = time.perf_counter() - t0
-            results.append(rec)
-            emit(f"failed: {rec['error']}" if rec["error"] else
-                 f"{rec['candidate']} (tuned in {rec['tune_s']:.1f} s)")
     finally:
         if prev == "never":
             _dispatch.set_options(tune="never")
