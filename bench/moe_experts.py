@@ -10,6 +10,8 @@ with the weights' bytes streamed per second. The first gemmtune call tunes (its 
 
     python3 bench/moe_experts.py
 """
+import os
+import sys
 import time
 
 import torch
@@ -20,6 +22,9 @@ from transformers.models.mixtral.modeling_mixtral import MixtralExperts
 import gemmtune.torch as gt
 from gemmtune.torch import modules as gm
 from gemmtune.torch import moe
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_e2e import graphed  # noqa: E402  (the capture a CUDA-graph mode times)
 
 DEV = torch.device("cuda")
 # (label, tokens, experts, top-k, hidden, expert intermediate)
@@ -37,20 +42,13 @@ def bench(f, iters=50):
         f()
     torch.cuda.synchronize()
     eager = (time.perf_counter() - t0) / iters * 1e6
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        f()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        f()
-    g.replay()
+    replay = graphed(lambda _: f(), None, DEV)
+    replay(None)
     torch.cuda.synchronize()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     e0.record()
     for _ in range(iters):
-        g.replay()
+        replay(None)
     e1.record()
     torch.cuda.synchronize()
     return eager, e0.elapsed_time(e1) / iters * 1e3
