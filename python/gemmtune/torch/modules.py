@@ -269,8 +269,8 @@ def _probe_gated_mlp(m, gate, up, down, act_fn) -> Optional[bool]:
 
 @dataclass
 class SwapReport:
-    """What optimize() changed: counts of swapped Linears, fused Linear->activation pairs and gated MLPs, and the
-    Linears left alone with why."""
+    """What optimize() changed: counts of swapped Linears, fused Linear->activation pairs, gated MLPs and MoE experts
+    modules, and the Linears and experts modules left alone with why."""
 
     linears: int = 0
     fused_activations: int = 0
