@@ -334,6 +334,8 @@ def mocked(monkeypatch):
 
     monkeypatch.setattr(D, "check_devices", lambda *a, **k: None)
     monkeypatch.setattr(D, "Tuner", Tuner)
+    # The Python path under test: with the C++ hot path loaded, ops.* would go through the dispatcher (CPU: refused).
+    monkeypatch.setattr(D._native_ops, "loaded", False)
     monkeypatch.setattr(D, "_raw_stream", lambda dev: 1234)
     monkeypatch.setattr(D, "_bind_context", lambda dev: None)
     monkeypatch.setattr(D._tls, "ready", {-1}, raising=False)

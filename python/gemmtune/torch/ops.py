@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from .._errors import InvalidInputError
-from . import _dispatch
+from . import _dispatch, _native_ops
 
 _NS = "gemmtune"
 _lib = torch.library.Library(_NS, "DEF")
@@ -78,9 +78,20 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias=None
                           fp8_accum=_fp8_accum(use_fast_accum))
 
 
-_lib.impl("mm", _mm, "CUDA")
-_lib.impl("bmm", _bmm, "CUDA")
-_lib.impl("linear", _linear, "CUDA")
+# With the C++ hot path (_native_ops) the CUDA kernels of mm, bmm and linear are its: a call whose selection it holds
+# launches from C++, any other goes to the Python implementation, registered as the op's _py_ twin (same schema).
+if _native_ops.load():
+    for _name, _fn, _schema in (("mm", _mm, "(Tensor a, Tensor b) -> Tensor"),
+                                ("bmm", _bmm, "(Tensor a, Tensor b) -> Tensor"),
+                                ("linear", _linear, '(Tensor x, Tensor weight, Tensor? bias=None, str epilogue="none", '
+                                 "Tensor? residual=None) -> Tensor")):
+        _lib.define("_py_" + _name + _schema)
+        _lib.impl("_py_" + _name, _fn, "CUDA")
+    torch.ops.gemmtune._native_enable()
+else:
+    _lib.impl("mm", _mm, "CUDA")
+    _lib.impl("bmm", _bmm, "CUDA")
+    _lib.impl("linear", _linear, "CUDA")
 _lib.impl("scaled_mm", _scaled_mm, "CUDA")
 
 
@@ -270,14 +281,14 @@ def _direct(*ts) -> bool:
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """a @ b for 2-D a (M, K) and b (K, N), as torch.mm."""
-    if _direct(a, b):
+    if not _native_ops.loaded and _direct(a, b):
         return _mm(a, b)
     return torch.ops.gemmtune.mm(a, b)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """Batched a @ b for 3-D a (B, M, K) and b (B, K, N), as torch.bmm (an expanded, stride-0 batch is read as is)."""
-    if _direct(a, b):
+    if not _native_ops.loaded and _direct(a, b):
         return _bmm(a, b)
     return torch.ops.gemmtune.bmm(a, b)
 
@@ -286,7 +297,7 @@ def linear(x: Tensor, weight: Tensor, bias=None, epilogue: str = "none", residua
     """epilogue(x @ weight.T (+ bias)) for x (..., K) and weight (N, K) as nn.Linear's. `epilogue` is a gemmtune
     chain ("gelu_tanh", "silu_glu", "bias,relu", "residual", ...); a given bias is added first unless the chain names
     it; a GLU halves the output's last dim; a residual has the output's shape."""
-    if _direct(x, weight, bias, residual):
+    if not _native_ops.loaded and _direct(x, weight, bias, residual):
         return _linear(x, weight, bias, epilogue, residual)
     return torch.ops.gemmtune.linear(x, weight, bias, epilogue, residual)
 

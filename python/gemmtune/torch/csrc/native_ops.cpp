@@ -1,0 +1,203 @@
+// The hot path of gemmtune's torch ops in C++: a call whose tensors' metadata a Python call already planned, tuned
+// and found plain (no copies, no epilogue tensors) is a table lookup, one output allocation and one launch here,
+// without Python. Everything else (the plan, tuning, loading, copies, errors) stays in gemmtune/torch/_dispatch.py,
+// which this library calls back through the dispatcher on a miss (the ops gemmtune::_py_<op>), and which fills the
+// table after such a call (gemmtune::_native_remember).
+//
+// Built against torch's C++ API only (no pybind11, no CUDA headers): loaded with torch.ops.load_library, it serves
+// the torch it was built for, whatever the Python version. The gemmtune library is reached through the two C ABI
+// functions Python hands over as addresses (gt_gemm_run, gt_use_device), so this library does not link it.
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <bitset>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using RunFn = int (*)(const void* g, const void* a, const void* b, const void* c, void* d, const void* bias,
+                      const void* residual, const void* row_scale, const void* col_scale, const float* scale_a,
+                      const float* scale_b, const float* scale_d, float* amax, void* stream);
+using UseDeviceFn = int (*)(int ordinal);
+
+struct Entry {
+  const void* handle = nullptr;  // the gt_gemm, owned (and kept alive past clear) by _dispatch.py
+  RunFn run = nullptr;
+  std::vector<int64_t> shape;    // the output's (contiguous)
+  at::ScalarType dtype = at::kBFloat16;
+};
+
+// The op kinds the table serves, as _dispatch.py names them.
+enum Kind : int64_t { kMm = 1, kBmm = 2, kLinear = 3 };
+
+// What makes a call's plan: the kind, the epilogue, and of A and B the sizes, strides, dtype, the pointer's offset
+// from 16 bytes and the device (the key _dispatch.gemm builds for the plain case, in bytes).
+void put_tensor(std::string& k, const at::Tensor& t) {
+  auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(t.dim());
+  for (int64_t s : t.sizes()) put(s);
+  for (int64_t s : t.strides()) put(s);
+  put(static_cast<int64_t>(t.scalar_type()));
+  put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()) & 15));
+  put(t.get_device());
+}
+
+std::string make_key(Kind kind, const at::Tensor& a, const at::Tensor& b, c10::string_view epilogue) {
+  std::string k;
+  k.reserve(192 + epilogue.size());
+  const int64_t kd = kind;
+  k.append(reinterpret_cast<const char*>(&kd), sizeof kd);
+  put_tensor(k, a);
+  put_tensor(k, b);
+  k.append(epilogue.data(), epilogue.size());
+  return k;
+}
+
+struct Table {
+  std::shared_mutex mu;
+  std::unordered_map<std::string, Entry> map;
+  UseDeviceFn use_device = nullptr;
+};
+
+Table& table() {
+  static Table t;
+  return t;
+}
+
+// Devices whose primary context this thread has made current (the library launches with the driver API, which
+// needs one; a thread the CUDA runtime has not touched, e.g. an autograd worker, has none).
+thread_local std::bitset<64> bound;
+
+bool lookup(Kind kind, const at::Tensor& a, const at::Tensor& b, c10::string_view epilogue, Entry& out) {
+  const std::string k = make_key(kind, a, b, epilogue);
+  Table& t = table();
+  std::shared_lock lock(t.mu);
+  auto it = t.map.find(k);
+  if (it == t.map.end()) return false;
+  out = it->second;
+  return true;
+}
+
+// The launch of a hit: false when the library refused it (the Python path then raises its error).
+bool launch(const Entry& e, const at::Tensor& a, const at::Tensor& b, at::Tensor& d) {
+  const c10::Device dev = a.device();
+  const int ord = dev.index();
+  if (ord < 0 || ord >= 64) return false;
+  // The library launches into the thread's current context: a's device's, as a torch op would (a no-op when it is
+  // current already).
+  const c10::DeviceGuard device_guard(dev);
+  if (!bound.test(ord)) {
+    UseDeviceFn use = table().use_device;
+    if (use == nullptr || use(ord) != 0) return false;
+    bound.set(ord);
+  }
+  d = at::empty(e.shape, a.options().dtype(e.dtype));
+  const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev);
+  return e.run(e.handle, a.data_ptr(), b.data_ptr(), nullptr, d.data_ptr(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, nullptr, nullptr, nullptr, stream.native_handle()) == 0;
+}
+
+// The Python implementation of an op (registered by ops.py as gemmtune::_py_<name>), called below autograd: the
+// op's own autograd kernel already ran.
+template <class Sig>
+c10::TypedOperatorHandle<Sig> py_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
+}
+
+using MmSig = at::Tensor(const at::Tensor&, const at::Tensor&);
+using LinearSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                             c10::string_view, const std::optional<at::Tensor>&);
+
+at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b) {
+  Entry e;
+  at::Tensor d;
+  if (lookup(kMm, a, b, "none", e) && launch(e, a, b, d)) return d;
+  static auto op = py_op<MmSig>("gemmtune::_py_mm");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(a, b);
+}
+
+at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b) {
+  Entry e;
+  at::Tensor d;
+  if (lookup(kBmm, a, b, "none", e) && launch(e, a, b, d)) return d;
+  static auto op = py_op<MmSig>("gemmtune::_py_bmm");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(a, b);
+}
+
+at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& bias,
+                       c10::string_view epilogue, const std::optional<at::Tensor>& residual) {
+  if (!bias.has_value() && !residual.has_value()) {
+    Entry e;
+    at::Tensor d;
+    if (lookup(kLinear, x, w, epilogue, e) && launch(e, x, w, d)) return d;
+  }
+  static auto op = py_op<LinearSig>("gemmtune::_py_linear");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(x, w, bias, epilogue, residual);
+}
+
+// After a Python call of these tensors that selected a plain GEMM: the table's entry for them.
+void remember(const at::Tensor& a, const at::Tensor& b, int64_t kind, c10::string_view epilogue, int64_t handle,
+              int64_t run, int64_t use_device, at::IntArrayRef out_shape, at::ScalarType out_dtype) {
+  TORCH_CHECK(kind == kMm || kind == kBmm || kind == kLinear, "gemmtune::_native_remember: unknown kind ", kind);
+  TORCH_CHECK(handle != 0 && run != 0 && use_device != 0, "gemmtune::_native_remember: null handle or function");
+  Entry e;
+  e.handle = reinterpret_cast<const void*>(handle);
+  e.run = reinterpret_cast<RunFn>(run);
+  e.shape.assign(out_shape.begin(), out_shape.end());
+  e.dtype = out_dtype;
+  std::string k = make_key(static_cast<Kind>(kind), a, b, epilogue);
+  Table& t = table();
+  std::unique_lock lock(t.mu);
+  t.use_device = reinterpret_cast<UseDeviceFn>(use_device);
+  t.map[std::move(k)] = std::move(e);
+}
+
+void clear() {
+  Table& t = table();
+  std::unique_lock lock(t.mu);
+  t.map.clear();
+}
+
+int64_t size() {
+  Table& t = table();
+  std::shared_lock lock(t.mu);
+  return static_cast<int64_t>(t.map.size());
+}
+
+// The CUDA kernels of gemmtune::mm, bmm and linear, registered when Python asks (ops.py, after it defined the ops
+// and their _py_ twins), so that nothing depends on the order in which the two libraries load.
+void enable() {
+  static std::once_flag once;
+  static std::unique_ptr<torch::Library> lib;
+  std::call_once(once, [] {
+    lib = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::CUDA, __FILE__,
+                                           __LINE__);
+    lib->impl("mm", TORCH_FN(mm_cuda));
+    lib->impl("bmm", TORCH_FN(bmm_cuda));
+    lib->impl("linear", TORCH_FN(linear_cuda));
+  });
+}
+
+}  // namespace
+
+// The table's own ops: called from Python with CPU or CUDA tensors (only their metadata and pointers are read).
+TORCH_LIBRARY_FRAGMENT(gemmtune, m) {
+  m.def("_native_remember(Tensor a, Tensor b, int kind, str epilogue, int handle, int run, int use_device, "
+        "int[] out_shape, ScalarType out_dtype) -> ()",
+        TORCH_FN(remember));
+  m.def("_native_clear() -> ()", TORCH_FN(clear));
+  m.def("_native_size() -> int", TORCH_FN(size));
+  m.def("_native_enable() -> ()", TORCH_FN(enable));
+}

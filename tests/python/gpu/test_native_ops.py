@@ -1,0 +1,104 @@
+"""The torch ops' C++ hot path on the GPU: after one call (the Python path plans, tunes and fills the C++ table) the
+same metadata launches from C++, with the same kernel, so the result is bit for bit the Python path's; on another
+stream, in a CUDA graph, from a new thread, and on another device when there is one.
+
+Run on the GPU host: python3 -m pytest -q tests/python/gpu/test_native_ops.py
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import gemmtune.torch as gt  # noqa: E402
+from gemmtune.torch import _native_ops as N  # noqa: E402
+from gemmtune.torch import ops  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not N.loaded, reason=f"no C++ hot path: {N.reason}")
+DEV = torch.device("cuda")
+BF = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def quick_tuning():
+    old = dict(gt.options())
+    gt.set_options(top_k=2, progress=False)
+    gt.clear_selections()
+    yield
+    gt.set_options(**{k: old[k] for k in ("tune", "top_k", "progress") if k in old})
+
+
+CASES = [
+    ("linear", lambda: (torch.randn(3, 37, 256, device=DEV, dtype=BF), torch.randn(192, 256, device=DEV, dtype=BF)),
+     {"epilogue": "none"}),
+    ("linear", lambda: (torch.randn(64, 256, device=DEV, dtype=BF), torch.randn(384, 256, device=DEV, dtype=BF)),
+     {"epilogue": "silu_glu"}),
+    ("mm", lambda: (torch.randn(100, 72, device=DEV, dtype=BF), torch.randn(72, 136, device=DEV, dtype=BF)), {}),
+    ("bmm", lambda: (torch.randn(4, 33, 64, device=DEV, dtype=torch.float16),
+                     torch.randn(4, 64, 48, device=DEV, dtype=torch.float16)), {}),
+]
+
+
+def call(op, a, b, kw):
+    return getattr(torch.ops.gemmtune, op)(a, b, **({"bias": None, **kw} if op == "linear" else {}))
+
+
+def python_path(op, a, b, kw):
+    return {"mm": ops._mm, "bmm": ops._bmm, "linear": ops._linear}[op](a, b, **kw)
+
+
+@pytest.mark.parametrize("op, make, kw", CASES)
+def test_hit_is_the_python_path_bit_for_bit(op, make, kw):
+    a, b = make()
+    first = call(op, a, b, kw)  # a miss: Python plans, tunes, fills the table
+    assert torch.ops.gemmtune._native_size() >= 1
+    again = call(op, a, b, kw)  # a hit in C++
+    want = python_path(op, a, b, kw)
+    assert torch.equal(again, want) and torch.equal(first, want)
+
+
+def test_other_stream_and_graph():
+    a, b = CASES[0][1]()
+    want = call("linear", a, b, {"epilogue": "none"})
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        got = call("linear", a, b, {"epilogue": "none"})
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.equal(got, want)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = call("linear", a, b, {"epilogue": "none"})
+    a.copy_(torch.randn_like(a))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, python_path("linear", a, b, {"epilogue": "none"}))
+
+
+def test_hit_from_a_new_thread():
+    """A thread that has made no CUDA call: the C++ path makes the device's context current before its launch."""
+    import threading
+    a, b = CASES[0][1]()
+    want = call("linear", a, b, {"epilogue": "none"})
+    torch.cuda.synchronize()
+    got, errors = [], []
+
+    def worker():
+        try:
+            got.append(call("linear", a, b, {"epilogue": "none"}))
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert not errors and torch.equal(got[0], want)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="one GPU")
+def test_second_device():
+    a = torch.randn(64, 128, device="cuda:1", dtype=BF)
+    w = torch.randn(96, 128, device="cuda:1", dtype=BF)
+    call("linear", a, w, {"epilogue": "none"})
+    got = call("linear", a, w, {"epilogue": "none"})  # a hit, launched on cuda:1 while cuda:0 is current
+    assert got.device == a.device and torch.equal(got, python_path("linear", a, w, {"epilogue": "none"}))

@@ -1,0 +1,47 @@
+"""The torch ops' C++ hot path (libgemmtune_torch.so) without a GPU: that the package loads it when it was built for
+this torch, the ops' wiring (the CUDA kernels of mm, bmm and linear are its, their Python implementations the _py_
+twins it falls back to), and its selection table. A launch needs a GPU: tests/python/gpu/test_native_ops.py."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gemmtune  # noqa: E402
+import gemmtune.torch  # noqa: E402,F401
+from gemmtune.torch import _native_ops as N  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not N.loaded, reason=f"no C++ hot path: {N.reason}")
+
+
+def test_ops_wired():
+    for name in ("mm", "bmm", "linear"):
+        assert hasattr(torch.ops.gemmtune, "_py_" + name)
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"gemmtune::{name}", "CUDA")
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"gemmtune::_py_{name}", "CUDA")
+
+
+def test_table_remembers_and_clears():
+    class Entry:
+        handle, out_shape, out_dtype = 1, (4, 16), torch.bfloat16
+    gemmtune.torch.clear_selections()
+    a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(16, 8, dtype=torch.bfloat16)
+    N.remember("linear", a, b, "none", Entry())
+    N.remember("linear", a, b, "none", Entry())  # the same metadata: one entry
+    N.remember("mm", a, b.t(), "none", Entry())
+    assert torch.ops.gemmtune._native_size() == 2
+    gemmtune.torch.clear_selections()
+    assert torch.ops.gemmtune._native_size() == 0
+
+
+def test_cpu_tensors_still_refused():
+    a, w = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(16, 8, dtype=torch.bfloat16)
+    with pytest.raises(gemmtune.InvalidInputError, match="CPU tensors"):
+        torch.ops.gemmtune.linear(a, w)
+
+
+def test_version_mismatch_is_refused(monkeypatch, tmp_path):
+    lib = tmp_path / "libgemmtune_torch.so"
+    lib.write_bytes(b"")
+    (tmp_path / "libgemmtune_torch.so.torch").write_text("0.0.0\n")
+    monkeypatch.setattr(N, "PATH", str(lib))
+    monkeypatch.setattr(N, "loaded", False)
+    assert not N.load() and "built for torch 0.0.0" in N.reason
