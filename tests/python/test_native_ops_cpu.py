@@ -21,13 +21,16 @@ def test_ops_wired():
 
 def test_table_remembers_and_clears():
     class Entry:
-        handle, out_shape, out_dtype = 1, (4, 16), torch.bfloat16
+        handle, out_shape, out_strides, out_dtype = 1, (4, 16), (16, 1), torch.bfloat16
     gemmtune.torch.clear_selections()
     a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(16, 8, dtype=torch.bfloat16)
     N.remember("linear", a, b, "none", Entry())
     N.remember("linear", a, b, "none", Entry())  # the same metadata: one entry
+    N.remember("linear", a, b, "none", Entry(), bias=torch.randn(16, dtype=torch.bfloat16))  # with a bias: another
     N.remember("mm", a, b.t(), "none", Entry())
-    assert torch.ops.gemmtune._native_size() == 2
+    assert torch.ops.gemmtune._native_size() == 3
+    with pytest.raises(RuntimeError, match="a bias with mm or bmm"):
+        N.remember("mm", a, b.t(), "none", Entry(), bias=torch.randn(16, dtype=torch.bfloat16))
     gemmtune.torch.clear_selections()
     assert torch.ops.gemmtune._native_size() == 0
 

@@ -45,15 +45,15 @@ def load() -> bool:
     return True
 
 
-def remember(kind: str, a, b, epilogue: str, e) -> None:
+def remember(kind: str, a, b, epilogue: str, e, bias=None) -> None:
     """Puts a plain selection in the C++ table: the next call of these tensors' metadata launches from C++."""
     global _fns
     if _fns is None:
         lib = _native.lib()
         _fns = (ctypes.cast(lib.gt_gemm_run, ctypes.c_void_p).value,
                 ctypes.cast(lib.gt_use_device, ctypes.c_void_p).value)
-    torch.ops.gemmtune._native_remember(a, b, KIND[kind], epilogue, e.handle, _fns[0], _fns[1], list(e.out_shape),
-                                        e.out_dtype)
+    torch.ops.gemmtune._native_remember(a, b, bias, KIND[kind], epilogue, e.handle, _fns[0], _fns[1],
+                                        list(e.out_shape), list(e.out_strides), e.out_dtype)
 
 
 def clear() -> None:

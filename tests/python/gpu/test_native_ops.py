@@ -28,28 +28,42 @@ def quick_tuning():
     gt.set_options(**{k: old[k] for k in ("tune", "top_k", "progress") if k in old})
 
 
+def _linear(m, n, k, epilogue="none", bias=False, lead=()):
+    def make():
+        a = torch.randn(*lead, m, k, device=DEV, dtype=BF)
+        w = torch.randn(n, k, device=DEV, dtype=BF)
+        kw = {"epilogue": epilogue}
+        if bias:
+            kw["bias"] = torch.randn(n, device=DEV, dtype=BF)
+        return a, w, kw
+    return make
+
+
+def _mm(shape_a, shape_b, dtype=BF):
+    return lambda: (torch.randn(*shape_a, device=DEV, dtype=dtype), torch.randn(*shape_b, device=DEV, dtype=dtype), {})
+
+
 CASES = [
-    ("linear", lambda: (torch.randn(3, 37, 256, device=DEV, dtype=BF), torch.randn(192, 256, device=DEV, dtype=BF)),
-     {"epilogue": "none"}),
-    ("linear", lambda: (torch.randn(64, 256, device=DEV, dtype=BF), torch.randn(384, 256, device=DEV, dtype=BF)),
-     {"epilogue": "silu_glu"}),
-    ("mm", lambda: (torch.randn(100, 72, device=DEV, dtype=BF), torch.randn(72, 136, device=DEV, dtype=BF)), {}),
-    ("bmm", lambda: (torch.randn(4, 33, 64, device=DEV, dtype=torch.float16),
-                     torch.randn(4, 64, 48, device=DEV, dtype=torch.float16)), {}),
+    ("linear", _linear(37, 192, 256, lead=(3,))),
+    ("linear", _linear(64, 384, 256, epilogue="silu_glu")),
+    ("linear", _linear(48, 320, 128, bias=True)),
+    ("linear", _linear(48, 320, 128, epilogue="gelu_tanh", bias=True)),
+    ("mm", _mm((100, 72), (72, 136))),
+    ("bmm", _mm((4, 33, 64), (4, 64, 48), torch.float16)),
 ]
 
 
 def call(op, a, b, kw):
-    return getattr(torch.ops.gemmtune, op)(a, b, **({"bias": None, **kw} if op == "linear" else {}))
+    return getattr(torch.ops.gemmtune, op)(a, b, **kw)
 
 
 def python_path(op, a, b, kw):
     return {"mm": ops._mm, "bmm": ops._bmm, "linear": ops._linear}[op](a, b, **kw)
 
 
-@pytest.mark.parametrize("op, make, kw", CASES)
-def test_hit_is_the_python_path_bit_for_bit(op, make, kw):
-    a, b = make()
+@pytest.mark.parametrize("op, make", CASES)
+def test_hit_is_the_python_path_bit_for_bit(op, make):
+    a, b, kw = make()
     first = call(op, a, b, kw)  # a miss: Python plans, tunes, fills the table
     assert torch.ops.gemmtune._native_size() >= 1
     again = call(op, a, b, kw)  # a hit in C++
@@ -58,7 +72,7 @@ def test_hit_is_the_python_path_bit_for_bit(op, make, kw):
 
 
 def test_other_stream_and_graph():
-    a, b = CASES[0][1]()
+    a, b, _ = CASES[0][1]()
     want = call("linear", a, b, {"epilogue": "none"})
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -78,7 +92,7 @@ def test_other_stream_and_graph():
 def test_hit_from_a_new_thread():
     """A thread that has made no CUDA call: the C++ path makes the device's context current before its launch."""
     import threading
-    a, b = CASES[0][1]()
+    a, b, _ = CASES[0][1]()
     want = call("linear", a, b, {"epilogue": "none"})
     torch.cuda.synchronize()
     got, errors = [], []

@@ -1,5 +1,6 @@
 // The hot path of gemmtune's torch ops in C++: a call whose tensors' metadata a Python call already planned, tuned
-// and found plain (no copies, no epilogue tensors) is a table lookup, one output allocation and one launch here,
+// and found plain (no copies; no epilogue tensor but linear's bias) is a table lookup, one output allocation and one
+// launch here,
 // without Python. Everything else (the plan, tuning, loading, copies, errors) stays in gemmtune/torch/_dispatch.py,
 // which this library calls back through the dispatcher on a miss (the ops gemmtune::_py_<op>), and which fills the
 // table after such a call (gemmtune::_native_remember).
@@ -32,15 +33,15 @@ using UseDeviceFn = int (*)(int ordinal);
 struct Entry {
   const void* handle = nullptr;  // the gt_gemm, owned (and kept alive past clear) by _dispatch.py
   RunFn run = nullptr;
-  std::vector<int64_t> shape;    // the output's (contiguous)
+  std::vector<int64_t> shape, strides;  // the output's
   at::ScalarType dtype = at::kBFloat16;
 };
 
 // The op kinds the table serves, as _dispatch.py names them.
 enum Kind : int64_t { kMm = 1, kBmm = 2, kLinear = 3 };
 
-// What makes a call's plan: the kind, the epilogue, and of A and B the sizes, strides, dtype, the pointer's offset
-// from 16 bytes and the device (the key _dispatch.gemm builds for the plain case, in bytes).
+// What makes a call's plan: the kind, the epilogue, and of A, B and the bias (when there is one) the sizes, strides,
+// dtype, the pointer's offset from 16 bytes and the device (the key _dispatch.gemm builds, in bytes).
 void put_tensor(std::string& k, const at::Tensor& t) {
   auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(t.dim());
@@ -51,13 +52,15 @@ void put_tensor(std::string& k, const at::Tensor& t) {
   put(t.get_device());
 }
 
-std::string make_key(Kind kind, const at::Tensor& a, const at::Tensor& b, c10::string_view epilogue) {
+std::string make_key(Kind kind, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+                     c10::string_view epilogue) {
   std::string k;
-  k.reserve(192 + epilogue.size());
-  const int64_t kd = kind;
+  k.reserve(288 + epilogue.size());
+  const int64_t kd = kind * 2 + (bias.has_value() ? 1 : 0);
   k.append(reinterpret_cast<const char*>(&kd), sizeof kd);
   put_tensor(k, a);
   put_tensor(k, b);
+  if (bias.has_value()) put_tensor(k, *bias);
   k.append(epilogue.data(), epilogue.size());
   return k;
 }
@@ -77,8 +80,9 @@ Table& table() {
 // needs one; a thread the CUDA runtime has not touched, e.g. an autograd worker, has none).
 thread_local std::bitset<64> bound;
 
-bool lookup(Kind kind, const at::Tensor& a, const at::Tensor& b, c10::string_view epilogue, Entry& out) {
-  const std::string k = make_key(kind, a, b, epilogue);
+bool lookup(Kind kind, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+            c10::string_view epilogue, Entry& out) {
+  const std::string k = make_key(kind, a, b, bias, epilogue);
   Table& t = table();
   std::shared_lock lock(t.mu);
   auto it = t.map.find(k);
@@ -88,7 +92,8 @@ bool lookup(Kind kind, const at::Tensor& a, const at::Tensor& b, c10::string_vie
 }
 
 // The launch of a hit: false when the library refused it (the Python path then raises its error).
-bool launch(const Entry& e, const at::Tensor& a, const at::Tensor& b, at::Tensor& d) {
+bool launch(const Entry& e, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+            at::Tensor& d) {
   const c10::Device dev = a.device();
   const int ord = dev.index();
   if (ord < 0 || ord >= 64) return false;
@@ -100,10 +105,10 @@ bool launch(const Entry& e, const at::Tensor& a, const at::Tensor& b, at::Tensor
     if (use == nullptr || use(ord) != 0) return false;
     bound.set(ord);
   }
-  d = at::empty(e.shape, a.options().dtype(e.dtype));
+  d = at::empty_strided(e.shape, e.strides, a.options().dtype(e.dtype));
   const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev);
-  return e.run(e.handle, a.data_ptr(), b.data_ptr(), nullptr, d.data_ptr(), nullptr, nullptr, nullptr, nullptr,
-               nullptr, nullptr, nullptr, nullptr, stream.native_handle()) == 0;
+  return e.run(e.handle, a.data_ptr(), b.data_ptr(), nullptr, d.data_ptr(), bias ? bias->data_ptr() : nullptr,
+               nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, stream.native_handle()) == 0;
 }
 
 // The Python implementation of an op (registered by ops.py as gemmtune::_py_<name>), called below autograd: the
@@ -120,7 +125,7 @@ using LinearSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::op
 at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b) {
   Entry e;
   at::Tensor d;
-  if (lookup(kMm, a, b, "none", e) && launch(e, a, b, d)) return d;
+  if (lookup(kMm, a, b, std::nullopt, "none", e) && launch(e, a, b, std::nullopt, d)) return d;
   static auto op = py_op<MmSig>("gemmtune::_py_mm");
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(a, b);
@@ -129,7 +134,7 @@ at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b) {
   Entry e;
   at::Tensor d;
-  if (lookup(kBmm, a, b, "none", e) && launch(e, a, b, d)) return d;
+  if (lookup(kBmm, a, b, std::nullopt, "none", e) && launch(e, a, b, std::nullopt, d)) return d;
   static auto op = py_op<MmSig>("gemmtune::_py_bmm");
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(a, b);
@@ -137,10 +142,10 @@ at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b) {
 
 at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& bias,
                        c10::string_view epilogue, const std::optional<at::Tensor>& residual) {
-  if (!bias.has_value() && !residual.has_value()) {
+  if (!residual.has_value()) {
     Entry e;
     at::Tensor d;
-    if (lookup(kLinear, x, w, epilogue, e) && launch(e, x, w, d)) return d;
+    if (lookup(kLinear, x, w, bias, epilogue, e) && launch(e, x, w, bias, d)) return d;
   }
   static auto op = py_op<LinearSig>("gemmtune::_py_linear");
   at::AutoDispatchBelowADInplaceOrView guard;
@@ -148,16 +153,21 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, const std::opti
 }
 
 // After a Python call of these tensors that selected a plain GEMM: the table's entry for them.
-void remember(const at::Tensor& a, const at::Tensor& b, int64_t kind, c10::string_view epilogue, int64_t handle,
-              int64_t run, int64_t use_device, at::IntArrayRef out_shape, at::ScalarType out_dtype) {
+void remember(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, int64_t kind,
+              c10::string_view epilogue, int64_t handle, int64_t run, int64_t use_device, at::IntArrayRef out_shape,
+              at::IntArrayRef out_strides, at::ScalarType out_dtype) {
   TORCH_CHECK(kind == kMm || kind == kBmm || kind == kLinear, "gemmtune::_native_remember: unknown kind ", kind);
   TORCH_CHECK(handle != 0 && run != 0 && use_device != 0, "gemmtune::_native_remember: null handle or function");
   Entry e;
   e.handle = reinterpret_cast<const void*>(handle);
   e.run = reinterpret_cast<RunFn>(run);
+  TORCH_CHECK(out_shape.size() == out_strides.size(), "gemmtune::_native_remember: out_shape and out_strides differ "
+              "in length");
+  TORCH_CHECK(!bias.has_value() || kind == kLinear, "gemmtune::_native_remember: a bias with mm or bmm");
   e.shape.assign(out_shape.begin(), out_shape.end());
+  e.strides.assign(out_strides.begin(), out_strides.end());
   e.dtype = out_dtype;
-  std::string k = make_key(static_cast<Kind>(kind), a, b, epilogue);
+  std::string k = make_key(static_cast<Kind>(kind), a, b, bias, epilogue);
   Table& t = table();
   std::unique_lock lock(t.mu);
   t.use_device = reinterpret_cast<UseDeviceFn>(use_device);
@@ -194,8 +204,8 @@ void enable() {
 
 // The table's own ops: called from Python with CPU or CUDA tensors (only their metadata and pointers are read).
 TORCH_LIBRARY_FRAGMENT(gemmtune, m) {
-  m.def("_native_remember(Tensor a, Tensor b, int kind, str epilogue, int handle, int run, int use_device, "
-        "int[] out_shape, ScalarType out_dtype) -> ()",
+  m.def("_native_remember(Tensor a, Tensor b, Tensor? bias, int kind, str epilogue, int handle, int run, "
+        "int use_device, int[] out_shape, int[] out_strides, ScalarType out_dtype) -> ()",
         TORCH_FN(remember));
   m.def("_native_clear() -> ()", TORCH_FN(clear));
   m.def("_native_size() -> int", TORCH_FN(size));
