@@ -13,10 +13,17 @@ pytestmark = pytest.mark.skipif(not N.loaded, reason=f"no C++ hot path: {N.reaso
 
 
 def test_ops_wired():
+    """The ops' CUDA and Autograd kernels are the library's (no Python on an inference call); their _py_ twins hold
+    the Python implementation and the autograd.Function that records a backward."""
     for name in ("mm", "bmm", "linear"):
-        assert hasattr(torch.ops.gemmtune, "_py_" + name)
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"gemmtune::{name}", "CUDA")
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"gemmtune::_py_{name}", "CUDA")
+        dump = torch._C._dispatch_dump(f"gemmtune::{name}")
+        for key in ("CUDA:", "Autograd[alias]:"):
+            line = next(ln for ln in dump.splitlines() if ln.startswith(key))
+            assert "native_ops.cpp" in line, dump
+        twin = torch._C._dispatch_dump(f"gemmtune::_py_{name}")
+        for key in ("CUDA:", "Autograd[alias]:"):
+            line = next(ln for ln in twin.splitlines() if ln.startswith(key))
+            assert "ops.py" in line, twin
 
 
 def test_table_remembers_and_clears():

@@ -250,9 +250,12 @@ def _register_autograd(opname, setup, backward, lib=_lib):
 
 
 _grad_enabled = torch.is_grad_enabled
-_register_autograd("mm", _setup_mm, _mm_backward)
-_register_autograd("bmm", _setup_mm, _mm_backward)
-_register_autograd("linear", _setup_linear, _linear_backward)
+# With the C++ hot path its Autograd kernels go straight below autograd when no gradient is needed (no Python on an
+# inference call) and call the _py_ twin otherwise, which records the backward here.
+_twin = "_py_" if _native_ops.loaded else ""
+_register_autograd(_twin + "mm", _setup_mm, _mm_backward)
+_register_autograd(_twin + "bmm", _setup_mm, _mm_backward)
+_register_autograd(_twin + "linear", _setup_linear, _linear_backward)
 _register_autograd("scaled_mm", lambda ctx, inputs, output: None, _scaled_mm_backward)
 
 

@@ -109,6 +109,19 @@ def test_hit_from_a_new_thread():
     assert not errors and torch.equal(got[0], want)
 
 
+def test_backward_through_the_twin():
+    """A call that needs a gradient goes to the Python autograd.Function (the _py_ twin): the same forward, and the
+    backward of the Python path."""
+    x = torch.randn(32, 128, device=DEV, dtype=BF, requires_grad=True)
+    w = torch.randn(64, 128, device=DEV, dtype=BF)
+    y = torch.ops.gemmtune.linear(x, w)
+    with torch.no_grad():
+        assert torch.equal(y, python_path("linear", x, w, {}))
+    y.float().sum().backward()
+    want = torch.ones(32, 64, device=DEV, dtype=BF) @ w
+    assert (x.grad.float() - want.float()).abs().max().item() <= 2e-2 * want.float().abs().max().item()
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="one GPU")
 def test_second_device():
     a = torch.randn(64, 128, device="cuda:1", dtype=BF)

@@ -9,11 +9,13 @@
 // the torch it was built for, whatever the Python version. The gemmtune library is reached through the two C ABI
 // functions Python hands over as addresses (gt_gemm_run, gt_use_device), so this library does not link it.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
 #include <bitset>
+#include <initializer_list>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -152,6 +154,53 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, const std::opti
   return op.call(x, w, bias, epilogue, residual);
 }
 
+// The Autograd kernels: with no gradient to record, straight below autograd to the CUDA kernels above (no Python on
+// an inference call); otherwise the op's _py_ twin, whose Python Autograd kernel records the backward
+// (gemmtune/torch/ops.py) and whose CUDA kernel is the Python implementation.
+bool needs_grad(std::initializer_list<const at::Tensor*> ts) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : ts)
+    if (t != nullptr && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+template <class Sig>
+c10::TypedOperatorHandle<Sig> op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
+}
+
+at::Tensor mm_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
+  if (needs_grad({&a, &b})) {
+    static auto twin = py_op<MmSig>("gemmtune::_py_mm");
+    return twin.call(a, b);
+  }
+  static auto op = op_handle<MmSig>("gemmtune::mm");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b);
+}
+
+at::Tensor bmm_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
+  if (needs_grad({&a, &b})) {
+    static auto twin = py_op<MmSig>("gemmtune::_py_bmm");
+    return twin.call(a, b);
+  }
+  static auto op = op_handle<MmSig>("gemmtune::bmm");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b);
+}
+
+at::Tensor linear_autograd(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tensor& w,
+                           const std::optional<at::Tensor>& bias, c10::string_view epilogue,
+                           const std::optional<at::Tensor>& residual) {
+  if (needs_grad({&x, &w, bias ? &*bias : nullptr, residual ? &*residual : nullptr})) {
+    static auto twin = py_op<LinearSig>("gemmtune::_py_linear");
+    return twin.call(x, w, bias, epilogue, residual);
+  }
+  static auto op = op_handle<LinearSig>("gemmtune::linear");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, x, w, bias, epilogue, residual);
+}
+
 // After a Python call of these tensors that selected a plain GEMM: the table's entry for them.
 void remember(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, int64_t kind,
               c10::string_view epilogue, int64_t handle, int64_t run, int64_t use_device, at::IntArrayRef out_shape,
@@ -186,17 +235,22 @@ int64_t size() {
   return static_cast<int64_t>(t.map.size());
 }
 
-// The CUDA kernels of gemmtune::mm, bmm and linear, registered when Python asks (ops.py, after it defined the ops
+// The CUDA and Autograd kernels of gemmtune::mm, bmm and linear, registered when Python asks (ops.py, after it defined the ops
 // and their _py_ twins), so that nothing depends on the order in which the two libraries load.
 void enable() {
   static std::once_flag once;
-  static std::unique_ptr<torch::Library> lib;
+  static std::unique_ptr<torch::Library> cuda, autograd;
   std::call_once(once, [] {
-    lib = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::CUDA, __FILE__,
-                                           __LINE__);
-    lib->impl("mm", TORCH_FN(mm_cuda));
-    lib->impl("bmm", TORCH_FN(bmm_cuda));
-    lib->impl("linear", TORCH_FN(linear_cuda));
+    cuda = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::CUDA, __FILE__,
+                                            __LINE__);
+    cuda->impl("mm", TORCH_FN(mm_cuda));
+    cuda->impl("bmm", TORCH_FN(bmm_cuda));
+    cuda->impl("linear", TORCH_FN(linear_cuda));
+    autograd = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::Autograd,
+                                                __FILE__, __LINE__);
+    autograd->impl("mm", TORCH_FN(mm_autograd));
+    autograd->impl("bmm", TORCH_FN(bmm_autograd));
+    autograd->impl("linear", TORCH_FN(linear_autograd));
   });
 }
 
