@@ -523,7 +523,14 @@ def test_plan_scaled_mm():
         assert r[0]["use_fast_accum"] is fast and r[1].fp8_accum == ("fast" if fast else "exact")
 
 
-def test_host_cost_floor_refuses_small_problems(monkeypatch):
+@pytest.mark.parametrize("native", [False, True])
+def test_host_cost_floor_refuses_small_problems(monkeypatch, native):
+    """A small GEMM is refused where the choice's kernel is a Python function (its host cost outweighs the gain) and
+    offered where it is the C++ hot path's operator."""
+    if native and not inductor._NATIVE:
+        pytest.skip("no C++ hot path")
+    if not native:
+        monkeypatch.setattr(inductor, "_NATIVE", {})
     monkeypatch.setattr(inductor, "MIN_GPU_US", 40.0)
     gt.enable(fuse=False, choices=True)
     a, b = torch.randn(64, 128, dtype=DT), torch.randn(128, 96, dtype=DT)
@@ -531,4 +538,5 @@ def test_host_cost_floor_refuses_small_problems(monkeypatch):
         out = torch.compile(lambda a, b: a @ b)(a, b)
     torch.testing.assert_close(out.float(), a.float() @ b.float(), atol=0.05, rtol=0.02)
     s = inductor.stats()
-    assert s["choices_offered"] == 0 and any("too small without CUDA graphs" in r for r in s["refusals"]), s
+    refused = any("too small without CUDA graphs" in r for r in s["refusals"])
+    assert (s["choices_offered"], refused) == ((1, False) if native else (0, True)), s

@@ -31,15 +31,48 @@ def test_table_remembers_and_clears():
         handle, out_shape, out_strides, out_dtype = 1, (4, 16), (16, 1), torch.bfloat16
     gemmtune.torch.clear_selections()
     a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(16, 8, dtype=torch.bfloat16)
-    N.remember("linear", a, b, "none", Entry())
-    N.remember("linear", a, b, "none", Entry())  # the same metadata: one entry
-    N.remember("linear", a, b, "none", Entry(), bias=torch.randn(16, dtype=torch.bfloat16))  # with a bias: another
-    N.remember("mm", a, b.t(), "none", Entry())
-    assert torch.ops.gemmtune._native_size() == 3
-    with pytest.raises(RuntimeError, match="a bias with mm or bmm"):
-        N.remember("mm", a, b.t(), "none", Entry(), bias=torch.randn(16, dtype=torch.bfloat16))
+    out = torch.empty(4, 16, dtype=torch.bfloat16)
+    N.remember("linear", Entry(), a, b, "none", 1.0, 0.0)
+    N.remember("linear", Entry(), a, b, "none", 1.0, 0.0)  # the same metadata: one entry
+    N.remember("linear", Entry(), a, b, "none", 1.0, 0.0, bias=torch.randn(16, dtype=torch.bfloat16))  # another
+    N.remember("mm", Entry(), a, b.t(), "none", 1.0, 0.0)
+    N.remember("gemm", Entry(), a, b.t(), "none", 1.0, 0.0, out=out)  # the out= form: its own kind
+    N.remember("gemm", Entry(), a, b.t(), "none", 2.0, 0.0, out=out)  # alpha is in the key
+    N.remember("gemm", Entry(), a, b.t(), "none", 1.0, 1.0, c=out, out=out)
+    assert torch.ops.gemmtune._native_size() == 6
+    with pytest.raises(RuntimeError, match="C or a bias with a kind that takes none"):
+        N.remember("mm", Entry(), a, b.t(), "none", 1.0, 0.0, bias=torch.randn(16, dtype=torch.bfloat16))
+    with pytest.raises(RuntimeError, match="an output goes with kind 4 only"):
+        N.remember("mm", Entry(), a, b.t(), "none", 1.0, 0.0, out=out)
     gemmtune.torch.clear_selections()
     assert torch.ops.gemmtune._native_size() == 0
+
+
+def test_serves():
+    """Which calls of _dispatch.gemm the table keys (`rest`: out, c, bias, residual, ... metadata, or None)."""
+    m = ("meta",)
+    none = [None] * 10
+    assert N.serves("mm", None) and N.serves("linear", None) and not N.serves("gemm", None)
+    assert N.serves("linear", tuple(m if i == 2 else None for i in range(10)))
+    assert not N.serves("mm", tuple(m if i == 2 else None for i in range(10)))
+    assert N.serves("gemm", tuple(m if i in (0, 1, 2) else None for i in range(10)))
+    assert not N.serves("gemm", tuple(m if i in (0, 3) else None for i in range(10)))  # a residual
+    assert not N.serves("gemm", tuple(none))  # no output
+    assert not N.serves("scaled_mm", None)
+    assert not N.serves("mm", None, fp8_accum="fast") and not N.serves("gemm", (m,) + (None,) * 9, scaling="row")
+
+
+def test_inductor_kernels_are_operators():
+    """With the hot path, the Inductor choice's extern kernels are the operators whose CUDA kernel is the library's
+    (the Python functions their _py_ twins and CPU kernels)."""
+    from gemmtune.torch import inductor
+    assert set(inductor._NATIVE) == {"mm", "bmm", "addmm"}
+    for name in ("inductor_mm", "inductor_addmm"):
+        dump = torch._C._dispatch_dump(f"gemmtune::{name}")
+        cuda = next(ln for ln in dump.splitlines() if ln.startswith("CUDA:"))
+        assert "native_ops.cpp" in cuda, dump
+        twin = torch._C._dispatch_dump(f"gemmtune::_py_{name}")
+        assert "inductor.py" in next(ln for ln in twin.splitlines() if ln.startswith("CUDA:")), twin
 
 
 def test_cpu_tensors_still_refused():

@@ -250,11 +250,10 @@ def gemm(a, b, out=None, *, epilogue="none", bias=None, residual=None, row_scale
                        scale_a=scale_a, scale_b=scale_b, scale_d=scale_d, amax=amax))
         if isinstance(e, Plan):  # an empty output: nothing to launch
             return out if out is not None else fake_out(a, e)
-        if e.plain and kind in _native_ops.KIND and _native_ops.loaded and \
-                (rest is None or (kind == "linear" and all(m is None for i, m in enumerate(rest) if i != 2))):
-            # The ops' C++ kernel serves the next call of these tensors' metadata (the same key as here: kind, a's,
-            # b's and the bias's metadata, the epilogue; the other arguments are fixed for mm, bmm and linear).
-            _native_ops.remember(kind, a, b, epilogue, e, bias)
+        if e.plain and _native_ops.loaded and _native_ops.serves(kind, rest, scaling, out_dtype, fp8_accum):
+            # The ops' C++ kernel serves the next call of these tensors' metadata (the same key as here: kind, the
+            # metadata of a, b, C, the bias and the output, the epilogue, alpha and beta; the others are None).
+            _native_ops.remember(kind, e, a, b, epilogue, alpha, beta, c, bias, out)
     ready = getattr(_tls, "ready", None)
     if ready is None or dev not in ready:
         _bind_context(dev)

@@ -13,7 +13,7 @@ from .. import _native
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libgemmtune_torch.so")
 loaded = False
 reason = "not loaded yet"
-KIND = {"mm": 1, "bmm": 2, "linear": 3}  # csrc/native_ops.cpp Kind
+KIND = {"mm": 1, "bmm": 2, "linear": 3, "gemm": 4}  # csrc/native_ops.cpp Kind ("gemm": the out= form)
 _fns = None
 
 
@@ -45,15 +45,27 @@ def load() -> bool:
     return True
 
 
-def remember(kind: str, a, b, epilogue: str, e, bias=None) -> None:
+def serves(kind: str, rest, scaling=None, out_dtype=None, fp8_accum="exact") -> bool:
+    """Whether the C++ table keys a call of this kind with these tensors besides a and b (_dispatch.gemm's `rest`:
+    out, c, bias, residual, row_scale, col_scale, scale_a, scale_b, scale_d, amax metadata, or None for none) and
+    these other arguments: mm and bmm take none, linear a bias, the out= form C, a bias and the output."""
+    if scaling is not None or out_dtype is not None or fp8_accum != "exact" or kind not in KIND:
+        return False
+    if rest is None:
+        return kind != "gemm"
+    allowed = {"linear": (2,), "gemm": (0, 1, 2)}.get(kind, ())
+    return all(m is None for i, m in enumerate(rest) if i not in allowed) and (kind != "gemm" or rest[0] is not None)
+
+
+def remember(kind: str, e, a, b, epilogue: str, alpha: float, beta: float, c=None, bias=None, out=None) -> None:
     """Puts a plain selection in the C++ table: the next call of these tensors' metadata launches from C++."""
     global _fns
     if _fns is None:
         lib = _native.lib()
         _fns = (ctypes.cast(lib.gt_gemm_run, ctypes.c_void_p).value,
                 ctypes.cast(lib.gt_use_device, ctypes.c_void_p).value)
-    torch.ops.gemmtune._native_remember(a, b, bias, KIND[kind], epilogue, e.handle, _fns[0], _fns[1],
-                                        list(e.out_shape), list(e.out_strides), e.out_dtype)
+    torch.ops.gemmtune._native_remember(KIND[kind], [a, b, c, bias, out], epilogue, alpha, beta, e.handle, _fns[0],
+                                        _fns[1], list(e.out_shape), list(e.out_strides), e.out_dtype)
 
 
 def clear() -> None:

@@ -15,10 +15,11 @@ that mechanism stays off, so torch.compile behaves as plain torch. The internals
   out-of-tree heuristics, needs no patching of the lowerings, and puts gemmtune in the same benchmark as ATen,
   Triton and CUTLASS, so ``autotune_select_algorithm`` keeps whichever is fastest. The class is also set as the
   current thread's handler (``V.set_choices_handler``) because the handler is created lazily once per thread.
-* ``torch._inductor.select_algorithm.ExternKernelChoice``: the gemmtune choice is an extern kernel whose Python
-  function ``f(*inputs, out=..., **kw)`` calls ``gemmtune.torch._dispatch.gemm``; generated code calls it as
-  ``extern_kernels.gemmtune_<op>(...)``. The problem is tuned when the choice is created (with example tensors of
-  the IR nodes' sizes and strides), so Inductor's benchmark times the tuned kernel and not the tuning.
+* ``torch._inductor.select_algorithm.ExternKernelChoice``: the gemmtune choice is an extern kernel
+  ``f(*inputs, out=..., **kw)``; generated code calls it as ``extern_kernels.gemmtune_<op>(...)``. It is the Python
+  function that calls ``gemmtune.torch._dispatch.gemm``, or, with the ops' C++ hot path, an operator whose CUDA
+  kernel launches that function's selection from C++. The problem is tuned when the choice is created (with example
+  tensors of the IR nodes' sizes and strides), so Inductor's benchmark times the tuned kernel and not the tuning.
 * ``torch._inductor.config.post_grad_custom_post_pass`` with a ``custom_graph_pass.CustomGraphPass`` (a ``uuid()``
   so the FX graph cache stays on): the fusion pass runs on the post-grad ATen graph, where activations are already
   decomposed (silu is ``x / (1 + exp(-x))`` in fp32 between two dtype casts). Rather than match one decomposition
@@ -32,7 +33,7 @@ inner value has a single user, the dtypes are bf16/f16, and the library plans th
 copy.
 A plain matmul (+ bias) is left to the autotuner, where the gemmtune choice competes.
 
-Limits: the choice is a Python extern kernel, so it is not offered under ``cpp_wrapper`` / AOTInductor, and with
+Limits: the choice is called from Python, so it is not offered under ``cpp_wrapper`` / AOTInductor, and with
 ``autotune_in_subproc`` its benchmark fails in the subprocess (Inductor then keeps another choice); shapes must be
 static. ``stats()`` counts choices offered and refused (with reasons) and fusions made.
 """
@@ -46,6 +47,7 @@ from typing import Any, Optional
 import torch
 
 from . import _dispatch  # the launch path; looked up per call so tests can stand a reference in for gemm
+from . import _native_ops
 from .modules import _ACTIVATIONS
 
 __all__ = ["enable", "disable", "enabled", "stats", "reset_stats"]
@@ -150,6 +152,33 @@ def gemmtune_scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use
 
 
 _KERNELS = {"mm": gemmtune_mm, "addmm": gemmtune_addmm, "bmm": gemmtune_bmm, "scaled_mm": gemmtune_scaled_mm}
+
+
+def _native_kernels() -> dict:
+    """With the ops' C++ hot path (_native_ops): op -> an operator generated code calls instead of the Python
+    function, whose CUDA kernel launches a selection the Python function made from C++ (the Python function itself,
+    registered as the _py_ twin, on a miss). Its CPU kernel is the Python function (the tests' reference gemm)."""
+    if not _native_ops.load():
+        return {}
+    lib = torch.library.Library("gemmtune", "FRAGMENT")
+    for name, fn, schema in (
+            ("inductor_mm", gemmtune_mm, "(Tensor a, Tensor b, *, Tensor(a!) out) -> ()"),
+            ("inductor_addmm", gemmtune_addmm, '(Tensor inp, Tensor a, Tensor b, *, float alpha=1.0, float beta=1.0, '
+             'str mode="c", Tensor(a!) out) -> ()')):
+        def impl(*args, _fn=fn, **kw) -> None:
+            _fn(*args, **kw)
+        lib.define(name + schema)
+        lib.define("_py_" + name + schema)
+        lib.impl("_py_" + name, impl, "CUDA")
+        lib.impl(name, impl, "CPU")
+    torch.ops.gemmtune._native_enable_inductor()
+    _libs.append(lib)
+    ops = torch.ops.gemmtune
+    return {"mm": ops.inductor_mm.default, "bmm": ops.inductor_mm.default, "addmm": ops.inductor_addmm.default}
+
+
+_libs: list = []  # the Library objects of the ops above (their registrations last as long as these do)
+_NATIVE = _native_kernels()
 _extern: dict = {}  # op -> ExternKernelChoice; registered once per process (Inductor refuses duplicate names)
 
 
@@ -159,7 +188,7 @@ def _extern_choice(op: str):
         name = "gemmtune_" + op
         if hasattr(extern_kernels, name):  # this module was reloaded: take the name over
             delattr(extern_kernels, name)
-        _extern[op] = ExternKernelChoice(_KERNELS[op], None, name=name, has_out_variant=True)
+        _extern[op] = ExternKernelChoice(_NATIVE.get(op, _KERNELS[op]), None, name=name, has_out_variant=True)
     return _extern[op]
 
 
@@ -256,12 +285,13 @@ def _tune(op: str, nodes, layout, kwargs: dict) -> None:
     _KERNELS[op](*args, out=out, **kwargs)
 
 
-# Without CUDA graphs a compiled graph launches every kernel from Python, and the gemmtune kernel is a Python
-# function (~5 us of host time a call on a fast host, ~20 us on a slow one), while Inductor's benchmark of a choice
-# counts GPU time only. Below this estimated GPU time (the problem's FLOPs at 700 TFLOP/s or its bytes at 3 TB/s,
-# whichever is longer) the host cost outweighs what a faster kernel can gain, and on a Llama-3-8B decode step of 32
-# tokens the gemmtune choices it won made the step slower: the choice is not offered there. With CUDA graphs the
-# host cost is gone and every size is offered.
+# Without CUDA graphs a compiled graph launches every kernel from Python, and where the gemmtune kernel is a Python
+# function (ops without the C++ hot path: scaled_mm, or no libgemmtune_torch.so) it costs ~5 us of host time a call on
+# a fast host, ~20 us on a slow one, while Inductor's benchmark of a choice counts GPU time only. Below this estimated
+# GPU time (the problem's FLOPs at 700 TFLOP/s or its bytes at 3 TB/s, whichever is longer) the host cost outweighs
+# what a faster kernel can gain, and on a Llama-3-8B decode step of 32 tokens the gemmtune choices it won made the
+# step slower: the choice is not offered there. With CUDA graphs the host cost is gone and every size is offered, and
+# so it is for the ops the C++ hot path serves (an operator call like ATen's extern mm).
 MIN_GPU_US = 40.0
 
 
@@ -287,10 +317,10 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
         return None
     graph = V.graph
     if config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False):
-        _refuse(op, "cpp wrapper / AOTInductor (the gemmtune kernel is a Python function)")
+        _refuse(op, "cpp wrapper / AOTInductor (the gemmtune choice is called from Python)")
         return None
     nodes = list(kernel_inputs.nodes())
-    if MIN_GPU_US > 0 and not config.triton.cudagraphs:
+    if MIN_GPU_US > 0 and not config.triton.cudagraphs and op not in _NATIVE:
         est = _estimated_us(nodes)
         if est is not None and est < MIN_GPU_US:
             _refuse(op, f"too small without CUDA graphs (~{est:.0f} us of GPU time, under MIN_GPU_US={MIN_GPU_US:g}: "

@@ -129,3 +129,81 @@ def test_second_device():
     call("linear", a, w, {"epilogue": "none"})
     got = call("linear", a, w, {"epilogue": "none"})  # a hit, launched on cuda:1 while cuda:0 is current
     assert got.device == a.device and torch.equal(got, python_path("linear", a, w, {"epilogue": "none"}))
+
+
+# Inductor's extern kernels (gemmtune/torch/inductor.py): the out= operators, each mode of addmm's input.
+OUT_CASES = [
+    ("inductor_mm", lambda: ((torch.randn(100, 72, device=DEV, dtype=BF), torch.randn(72, 136, device=DEV, dtype=BF)),
+                             {}, (100, 136))),
+    ("inductor_mm", lambda: ((torch.randn(3, 40, 64, device=DEV, dtype=BF),
+                              torch.randn(3, 64, 48, device=DEV, dtype=BF)), {}, (3, 40, 48))),
+    ("inductor_addmm", lambda: ((torch.randn(1, 136, device=DEV, dtype=BF).expand(100, 136),
+                                 torch.randn(100, 72, device=DEV, dtype=BF),
+                                 torch.randn(136, 72, device=DEV, dtype=BF).t()),
+                                {"alpha": 1.0, "beta": 1.0, "mode": "bias"}, (100, 136))),
+    ("inductor_addmm", lambda: ((torch.randn(100, 1, device=DEV, dtype=BF).expand(100, 136),
+                                 torch.randn(100, 72, device=DEV, dtype=BF),
+                                 torch.randn(72, 136, device=DEV, dtype=BF)),
+                                {"alpha": 0.5, "beta": 1.0, "mode": "bias_row"}, (100, 136))),
+    ("inductor_addmm", lambda: ((torch.randn(100, 136, device=DEV, dtype=BF),
+                                 torch.randn(100, 72, device=DEV, dtype=BF),
+                                 torch.randn(72, 136, device=DEV, dtype=BF)),
+                                {"alpha": 1.0, "beta": 0.5, "mode": "c"}, (100, 136))),
+]
+
+
+@pytest.mark.parametrize("op, make", OUT_CASES)
+def test_inductor_out_ops_hit_bit_for_bit(op, make):
+    from gemmtune.torch import inductor
+    args, kw, shape = make()
+    py = {"inductor_mm": inductor.gemmtune_mm, "inductor_addmm": inductor.gemmtune_addmm}[op]
+    want = torch.full(shape, float("nan"), device=DEV, dtype=BF)
+    py(*args, out=want, **kw)  # the Python path: plans, tunes, fills the table
+    n = torch.ops.gemmtune._native_size()
+    assert n >= 1
+    calls = []
+    real = inductor._dispatch.gemm
+    try:
+        inductor._dispatch.gemm = lambda *a, **k: calls.append(1) or real(*a, **k)
+        got = torch.full(shape, float("nan"), device=DEV, dtype=BF)
+        getattr(torch.ops.gemmtune, op)(*args, out=got, **kw)  # a hit in C++: no Python call
+    finally:
+        inductor._dispatch.gemm = real
+    assert calls == [] and torch.equal(got, want)
+    if op == "inductor_mm":
+        ref = args[0].float() @ args[1].float()
+    else:
+        ref = kw["alpha"] * (args[1].float() @ args[2].float()) + \
+            (1.0 if kw["mode"] != "c" else kw["beta"]) * args[0].float()
+    assert (want.float() - ref).abs().max().item() <= 2e-2 * ref.abs().max().item() + 1e-2
+
+
+def test_compiled_graph_launches_from_cpp():
+    """Under torch.compile (max-autotune without CUDA graphs) a small GEMM, below the Python kernels' host-cost floor,
+    is offered; once warm the compiled graph's gemmtune calls do not enter Python."""
+    from gemmtune.torch import inductor
+    x = torch.randn(16, 512, device=DEV, dtype=BF)
+    w = torch.randn(512, 1024, device=DEV, dtype=BF)
+    bias = torch.randn(1024, device=DEV, dtype=BF)
+    gt.enable(fuse=False, choices=True)
+    old_force = inductor._FORCE
+    try:
+        inductor._FORCE = True  # only the gemmtune choice, so the generated code calls it
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(max_autotune=True, fx_graph_cache=False):
+            f = torch.compile(lambda x, w, b: torch.addmm(b, x, w) + 0, mode="max-autotune-no-cudagraphs")
+            f(x, w, bias)
+            calls = []
+            real = inductor._dispatch.gemm
+            inductor._dispatch.gemm = lambda *a, **k: calls.append(1) or real(*a, **k)
+            try:
+                got = f(x, w, bias)
+            finally:
+                inductor._dispatch.gemm = real
+    finally:
+        inductor._FORCE = old_force
+        gt.disable()
+        torch._dynamo.reset()
+    assert inductor.stats()["choices_offered"] >= 1 and calls == []
+    ref = x.float() @ w.float() + bias.float()
+    assert (got.float() - ref).abs().max().item() <= 2e-2 * ref.abs().max().item()

@@ -14,6 +14,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include <array>
 #include <bitset>
 #include <initializer_list>
 #include <cstdint>
@@ -39,30 +40,34 @@ struct Entry {
   at::ScalarType dtype = at::kBFloat16;
 };
 
-// The op kinds the table serves, as _dispatch.py names them.
-enum Kind : int64_t { kMm = 1, kBmm = 2, kLinear = 3 };
+// The op kinds the table serves, as _native_ops.py numbers them: the functional ops' (they allocate the output) and
+// the out= form Inductor's generated code calls (kind "gemm" of _dispatch.gemm with an output).
+enum Kind : int64_t { kMm = 1, kBmm = 2, kLinear = 3, kGemmOut = 4 };
 
-// What makes a call's plan: the kind, the epilogue, and of A, B and the bias (when there is one) the sizes, strides,
-// dtype, the pointer's offset from 16 bytes and the device (the key _dispatch.gemm builds, in bytes).
-void put_tensor(std::string& k, const at::Tensor& t) {
-  auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(t.dim());
-  for (int64_t s : t.sizes()) put(s);
-  for (int64_t s : t.strides()) put(s);
-  put(static_cast<int64_t>(t.scalar_type()));
-  put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()) & 15));
-  put(t.get_device());
-}
+// The tensors of a call in the table's order: A, B, C, the bias, the output (the absent ones null).
+using Tensors = std::array<const at::Tensor*, 5>;
 
-std::string make_key(Kind kind, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
-                     c10::string_view epilogue) {
+// What makes a call's plan: the kind, the epilogue, alpha and beta, and of each tensor the sizes, strides, dtype, the
+// pointer's offset from 16 bytes and the device (the key _dispatch.gemm builds, in bytes).
+std::string make_key(int64_t kind, const Tensors& ts, c10::string_view epilogue, double alpha, double beta) {
   std::string k;
-  k.reserve(288 + epilogue.size());
-  const int64_t kd = kind * 2 + (bias.has_value() ? 1 : 0);
-  k.append(reinterpret_cast<const char*>(&kd), sizeof kd);
-  put_tensor(k, a);
-  put_tensor(k, b);
-  if (bias.has_value()) put_tensor(k, *bias);
+  k.reserve(512 + epilogue.size());
+  auto put = [&k](auto v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(kind);
+  for (const at::Tensor* t : ts) {
+    if (t == nullptr) {
+      put(int64_t{-1});
+      continue;
+    }
+    put(t->dim());
+    for (int64_t s : t->sizes()) put(s);
+    for (int64_t s : t->strides()) put(s);
+    put(static_cast<int64_t>(t->scalar_type()));
+    put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t->data_ptr()) & 15));
+    put(static_cast<int64_t>(t->get_device()));
+  }
+  put(alpha);
+  put(beta);
   k.append(epilogue.data(), epilogue.size());
   return k;
 }
@@ -82,9 +87,8 @@ Table& table() {
 // needs one; a thread the CUDA runtime has not touched, e.g. an autograd worker, has none).
 thread_local std::bitset<64> bound;
 
-bool lookup(Kind kind, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
-            c10::string_view epilogue, Entry& out) {
-  const std::string k = make_key(kind, a, b, bias, epilogue);
+bool lookup(Kind kind, const Tensors& ts, c10::string_view epilogue, double alpha, double beta, Entry& out) {
+  const std::string k = make_key(kind, ts, epilogue, alpha, beta);
   Table& t = table();
   std::shared_lock lock(t.mu);
   auto it = t.map.find(k);
@@ -93,9 +97,12 @@ bool lookup(Kind kind, const at::Tensor& a, const at::Tensor& b, const std::opti
   return true;
 }
 
-// The launch of a hit: false when the library refused it (the Python path then raises its error).
-bool launch(const Entry& e, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
-            at::Tensor& d) {
+const void* ptr(const at::Tensor* t) { return t == nullptr ? nullptr : t->data_ptr(); }
+
+// The launch of a hit into d (allocated here from the entry's output plan when d is undefined): false when the
+// library refused it (the Python path then raises its error).
+bool launch(const Entry& e, const Tensors& ts, at::Tensor& d) {
+  const at::Tensor& a = *ts[0];
   const c10::Device dev = a.device();
   const int ord = dev.index();
   if (ord < 0 || ord >= 64) return false;
@@ -107,10 +114,20 @@ bool launch(const Entry& e, const at::Tensor& a, const at::Tensor& b, const std:
     if (use == nullptr || use(ord) != 0) return false;
     bound.set(ord);
   }
-  d = at::empty_strided(e.shape, e.strides, a.options().dtype(e.dtype));
+  if (!d.defined()) d = at::empty_strided(e.shape, e.strides, a.options().dtype(e.dtype));
   const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev);
-  return e.run(e.handle, a.data_ptr(), b.data_ptr(), nullptr, d.data_ptr(), bias ? bias->data_ptr() : nullptr,
-               nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, stream.native_handle()) == 0;
+  return e.run(e.handle, a.data_ptr(), ts[1]->data_ptr(), ptr(ts[2]), d.data_ptr(), ptr(ts[3]), nullptr, nullptr,
+               nullptr, nullptr, nullptr, nullptr, nullptr, stream.native_handle()) == 0;
+}
+
+// A functional op's call from the table: the new output, or an undefined tensor on a miss.
+at::Tensor table_call(Kind kind, const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias,
+                      c10::string_view epilogue) {
+  const Tensors ts{&a, &b, nullptr, bias, nullptr};
+  Entry e;
+  at::Tensor d;
+  if (lookup(kind, ts, epilogue, 1.0, 0.0, e) && !launch(e, ts, d)) d = at::Tensor();
+  return d;
 }
 
 // The Python implementation of an op (registered by ops.py as gemmtune::_py_<name>), called below autograd: the
@@ -125,18 +142,14 @@ using LinearSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::op
                              c10::string_view, const std::optional<at::Tensor>&);
 
 at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b) {
-  Entry e;
-  at::Tensor d;
-  if (lookup(kMm, a, b, std::nullopt, "none", e) && launch(e, a, b, std::nullopt, d)) return d;
+  if (at::Tensor d = table_call(kMm, a, b, nullptr, "none"); d.defined()) return d;
   static auto op = py_op<MmSig>("gemmtune::_py_mm");
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(a, b);
 }
 
 at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b) {
-  Entry e;
-  at::Tensor d;
-  if (lookup(kBmm, a, b, std::nullopt, "none", e) && launch(e, a, b, std::nullopt, d)) return d;
+  if (at::Tensor d = table_call(kBmm, a, b, nullptr, "none"); d.defined()) return d;
   static auto op = py_op<MmSig>("gemmtune::_py_bmm");
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(a, b);
@@ -144,14 +157,43 @@ at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b) {
 
 at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& bias,
                        c10::string_view epilogue, const std::optional<at::Tensor>& residual) {
-  if (!residual.has_value()) {
-    Entry e;
-    at::Tensor d;
-    if (lookup(kLinear, x, w, bias, epilogue, e) && launch(e, x, w, bias, d)) return d;
-  }
+  if (!residual.has_value())
+    if (at::Tensor d = table_call(kLinear, x, w, bias ? &*bias : nullptr, epilogue); d.defined()) return d;
   static auto op = py_op<LinearSig>("gemmtune::_py_linear");
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(x, w, bias, epilogue, residual);
+}
+
+// The extern kernels of Inductor's generated code (gemmtune/torch/inductor.py: inductor_mm serves mm and bmm,
+// inductor_addmm addmm with its input as a bias, a per-row bias or C), writing into Inductor's buffer. The addmm
+// modes read the input as inductor.gemmtune_addmm does, so that both build the same key.
+using MmOutSig = void(const at::Tensor&, const at::Tensor&, at::Tensor&);
+using AddmmOutSig = void(const at::Tensor&, const at::Tensor&, const at::Tensor&, double, double, c10::string_view,
+                         at::Tensor&);
+
+bool out_call(const Tensors& ts, c10::string_view epilogue, double alpha, double beta, at::Tensor& out) {
+  Entry e;
+  return lookup(kGemmOut, ts, epilogue, alpha, beta, e) && launch(e, ts, out);
+}
+
+void inductor_mm_cuda(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  if (out_call({&a, &b, nullptr, nullptr, &out}, "none", 1.0, 0.0, out)) return;
+  static auto op = py_op<MmOutSig>("gemmtune::_py_inductor_mm");
+  op.call(a, b, out);
+}
+
+void inductor_addmm_cuda(const at::Tensor& inp, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
+                         c10::string_view mode, at::Tensor& out) {
+  bool hit = false;
+  if (mode == "bias" || mode == "bias_row") {
+    const at::Tensor bias = mode == "bias" ? inp.select(0, 0) : inp.select(1, 0);
+    hit = out_call({&a, &b, nullptr, &bias, &out}, mode, alpha, 0.0, out);
+  } else if (mode == "c") {
+    hit = out_call({&a, &b, &inp, nullptr, &out}, "none", alpha, beta, out);
+  }
+  if (hit) return;
+  static auto op = py_op<AddmmOutSig>("gemmtune::_py_inductor_addmm");
+  op.call(inp, a, b, alpha, beta, mode, out);
 }
 
 // The Autograd kernels: with no gradient to record, straight below autograd to the CUDA kernels above (no Python on
@@ -201,22 +243,32 @@ at::Tensor linear_autograd(c10::DispatchKeySet ks, const at::Tensor& x, const at
   return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, x, w, bias, epilogue, residual);
 }
 
-// After a Python call of these tensors that selected a plain GEMM: the table's entry for them.
-void remember(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, int64_t kind,
-              c10::string_view epilogue, int64_t handle, int64_t run, int64_t use_device, at::IntArrayRef out_shape,
+// After a Python call of these tensors (A, B, C, the bias, the output: absent ones None) that selected a plain
+// GEMM: the table's entry for them.
+void remember(int64_t kind, const c10::List<std::optional<at::Tensor>>& tensors, c10::string_view epilogue,
+              double alpha, double beta, int64_t handle, int64_t run, int64_t use_device, at::IntArrayRef out_shape,
               at::IntArrayRef out_strides, at::ScalarType out_dtype) {
-  TORCH_CHECK(kind == kMm || kind == kBmm || kind == kLinear, "gemmtune::_native_remember: unknown kind ", kind);
+  TORCH_CHECK(kind >= kMm && kind <= kGemmOut, "gemmtune::_native_remember: unknown kind ", kind);
   TORCH_CHECK(handle != 0 && run != 0 && use_device != 0, "gemmtune::_native_remember: null handle or function");
+  TORCH_CHECK(tensors.size() == 5, "gemmtune::_native_remember: 5 tensors (a, b, c, bias, out), not ",
+              tensors.size());
+  TORCH_CHECK(out_shape.size() == out_strides.size(), "gemmtune::_native_remember: out_shape and out_strides differ "
+              "in length");
+  std::vector<std::optional<at::Tensor>> held(tensors.begin(), tensors.end());
+  Tensors ts{};
+  for (size_t i = 0; i < ts.size(); ++i) ts[i] = held[i] ? &*held[i] : nullptr;
+  TORCH_CHECK(ts[0] != nullptr && ts[1] != nullptr, "gemmtune::_native_remember: a and b are needed");
+  TORCH_CHECK((ts[4] != nullptr) == (kind == kGemmOut), "gemmtune::_native_remember: an output goes with kind ",
+              static_cast<int64_t>(kGemmOut), " only");
+  TORCH_CHECK(kind == kGemmOut || (ts[2] == nullptr && (ts[3] == nullptr || kind == kLinear)),
+              "gemmtune::_native_remember: C or a bias with a kind that takes none");
   Entry e;
   e.handle = reinterpret_cast<const void*>(handle);
   e.run = reinterpret_cast<RunFn>(run);
-  TORCH_CHECK(out_shape.size() == out_strides.size(), "gemmtune::_native_remember: out_shape and out_strides differ "
-              "in length");
-  TORCH_CHECK(!bias.has_value() || kind == kLinear, "gemmtune::_native_remember: a bias with mm or bmm");
   e.shape.assign(out_shape.begin(), out_shape.end());
   e.strides.assign(out_strides.begin(), out_strides.end());
   e.dtype = out_dtype;
-  std::string k = make_key(static_cast<Kind>(kind), a, b, bias, epilogue);
+  std::string k = make_key(kind, ts, epilogue, alpha, beta);
   Table& t = table();
   std::unique_lock lock(t.mu);
   t.use_device = reinterpret_cast<UseDeviceFn>(use_device);
@@ -254,14 +306,27 @@ void enable() {
   });
 }
 
+// The CUDA kernels of Inductor's extern ops, registered once inductor.py defined them.
+void enable_inductor() {
+  static std::once_flag once;
+  static std::unique_ptr<torch::Library> cuda;
+  std::call_once(once, [] {
+    cuda = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::CUDA, __FILE__,
+                                            __LINE__);
+    cuda->impl("inductor_mm", TORCH_FN(inductor_mm_cuda));
+    cuda->impl("inductor_addmm", TORCH_FN(inductor_addmm_cuda));
+  });
+}
+
 }  // namespace
 
 // The table's own ops: called from Python with CPU or CUDA tensors (only their metadata and pointers are read).
 TORCH_LIBRARY_FRAGMENT(gemmtune, m) {
-  m.def("_native_remember(Tensor a, Tensor b, Tensor? bias, int kind, str epilogue, int handle, int run, "
+  m.def("_native_remember(int kind, Tensor?[] tensors, str epilogue, float alpha, float beta, int handle, int run, "
         "int use_device, int[] out_shape, int[] out_strides, ScalarType out_dtype) -> ()",
         TORCH_FN(remember));
   m.def("_native_clear() -> ()", TORCH_FN(clear));
   m.def("_native_size() -> int", TORCH_FN(size));
   m.def("_native_enable() -> ()", TORCH_FN(enable));
+  m.def("_native_enable_inductor() -> ()", TORCH_FN(enable_inductor));
 }
