@@ -540,3 +540,26 @@ def test_host_cost_floor_refuses_small_problems(monkeypatch, native):
     s = inductor.stats()
     refused = any("too small without CUDA graphs" in r for r in s["refusals"])
     assert (s["choices_offered"], refused) == ((1, False) if native else (0, True)), s
+
+
+def test_cpp_wrapper_choice_is_a_dispatcher_call(monkeypatch):
+    """Under the C++ wrapper the choice is a fallback kernel of a functional operator, which the generated C++ calls
+    through the dispatcher. aten::mm stands in for gemmtune::mm (whose kernel needs a GPU); addmm is refused."""
+    from torch._inductor.utils import run_and_get_code
+    if not inductor._NATIVE:
+        pytest.skip("no C++ hot path")
+    monkeypatch.setattr(inductor, "_FORCE", True)
+    monkeypatch.setattr(inductor, "_DISPATCHED", {"mm": torch.ops.aten.mm.default})
+    monkeypatch.setattr(inductor, "_dispatched", {})
+    gt.enable(fuse=False, choices=True)
+    a, b, bias = torch.randn(64, 32, dtype=DT), torch.randn(32, 48, dtype=DT), torch.randn(48, dtype=DT)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False, force_disable_caches=True, cpp_wrapper=True,
+                                      max_autotune_gemm_backends="ATEN"):
+        out, code = run_and_get_code(torch.compile(lambda a, b, c: (a @ b, torch.addmm(c, a, b)),
+                                                   mode="max-autotune-no-cudagraphs"), a, b, bias)
+    torch.testing.assert_close(out[0].float(), a.float() @ b.float(), **TOL)
+    s = inductor.stats()
+    assert s["choices_offered"] == 1 and any("cpp wrapper / AOTInductor: only mm and bmm" in r
+                                             for r in s["refusals"]), s
+    assert "extern_kernels.gemmtune_mm" not in "\n".join(code)

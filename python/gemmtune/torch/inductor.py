@@ -33,9 +33,11 @@ inner value has a single user, the dtypes are bf16/f16, and the library plans th
 copy.
 A plain matmul (+ bias) is left to the autotuner, where the gemmtune choice competes.
 
-Limits: the choice is called from Python, so it is not offered under ``cpp_wrapper`` / AOTInductor, and with
-``autotune_in_subproc`` its benchmark fails in the subprocess (Inductor then keeps another choice); shapes must be
-static. ``stats()`` counts choices offered and refused (with reasons) and fusions made.
+Under ``cpp_wrapper`` / AOTInductor the choice (mm and bmm, with the C++ hot path only) is a fallback kernel of the
+functional operator ``gemmtune::mm`` / ``bmm``, which generated C++ calls through the dispatcher.
+
+Limits: with ``autotune_in_subproc`` its benchmark fails in the subprocess (Inductor then keeps another choice);
+shapes must be static. ``stats()`` counts choices offered and refused (with reasons) and fusions made.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ from typing import Any, Optional
 import torch
 
 from . import _dispatch  # the launch path; looked up per call so tests can stand a reference in for gemm
-from . import _native_ops
+from . import _native_ops, ops  # noqa: F401  (ops: the operators the choices call)
 from .modules import _ACTIVATIONS
 
 __all__ = ["enable", "disable", "enabled", "stats", "reset_stats"]
@@ -180,6 +182,25 @@ def _native_kernels() -> dict:
 _libs: list = []  # the Library objects of the ops above (their registrations last as long as these do)
 _NATIVE = _native_kernels()
 _extern: dict = {}  # op -> ExternKernelChoice; registered once per process (Inductor refuses duplicate names)
+
+
+# Under the C++ wrapper and AOTInductor the choice is a fallback kernel of the functional operator (generated C++ calls
+# it through the dispatcher: aoti_torch_call_dispatcher, or AOTInductor's proxy executor), whose CUDA kernel is the C++
+# hot path's. A packaged model needs `import gemmtune.torch` where it loads: a call the table has not seen yet goes
+# to the Python path, which takes the selection from gemmtune's result cache (or tunes) and fills the table.
+_DISPATCHED = {"mm": torch.ops.gemmtune.mm.default, "bmm": torch.ops.gemmtune.bmm.default} if _NATIVE else {}
+_dispatched: dict = {}
+
+
+def _dispatched_choice(op: str):
+    if op not in _dispatched:
+        from torch._inductor.select_algorithm import ExternKernelChoice, extern_kernels
+        name = f"gemmtune_{op}_dispatched"
+        if hasattr(extern_kernels, name):
+            delattr(extern_kernels, name)
+        _dispatched[op] = ExternKernelChoice(_DISPATCHED[op], None, name=name, has_out_variant=False,
+                                             op_overload=_DISPATCHED[op], use_fallback_kernel=True)
+    return _dispatched[op]
 
 
 def _extern_choice(op: str):
@@ -316,8 +337,10 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     if not (config.max_autotune or config.max_autotune_gemm):
         return None
     graph = V.graph
-    if config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False):
-        _refuse(op, "cpp wrapper / AOTInductor (the gemmtune choice is called from Python)")
+    cpp = bool(config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False))
+    if cpp and (op not in _DISPATCHED or not _NATIVE):
+        _refuse(op, "cpp wrapper / AOTInductor: only mm and bmm, with the C++ hot path (generated C++ calls the "
+                    "operator gemmtune::mm / bmm through the dispatcher)")
         return None
     nodes = list(kernel_inputs.nodes())
     if MIN_GPU_US > 0 and not config.triton.cudagraphs and op not in _NATIVE:
@@ -340,10 +363,16 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     kwargs, _ = plan
     try:
         _tune(op, nodes, layout, kwargs)
+        if cpp:  # the functional operator allocates its output: it must be the layout Inductor planned
+            got = _DISPATCHED[op](*[_example(*_node_meta(n)) for n in nodes])
+            if list(got.stride()) != _ints(layout.stride):
+                _refuse(op, f"cpp wrapper / AOTInductor: gemmtune's output strides {list(got.stride())} are not "
+                            f"Inductor's {_ints(layout.stride)}")
+                return None
     except Exception as e:  # a problem gemmtune refuses or fails to tune is simply not offered
         _refuse(op, f"tuning failed: {type(e).__name__}: {e}")
         return None
-    choice = _extern_choice(op).bind(nodes, layout, **kwargs)
+    choice = (_dispatched_choice(op) if cpp else _extern_choice(op)).bind(nodes, layout, **kwargs)
     _stats["choices_offered"] += 1
     _stats["by_op"][op] = _stats["by_op"].get(op, 0) + 1
     return choice

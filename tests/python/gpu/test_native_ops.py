@@ -207,3 +207,77 @@ def test_compiled_graph_launches_from_cpp():
     assert inductor.stats()["choices_offered"] >= 1 and calls == []
     ref = x.float() @ w.float() + bias.float()
     assert (got.float() - ref).abs().max().item() <= 2e-2 * ref.abs().max().item()
+
+
+class _MmRelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 384, device=DEV, dtype=BF) / 16, requires_grad=False)
+
+    def forward(self, x):
+        return torch.relu(x @ self.w)
+
+
+def _forced(fn):
+    """fn() with only gemmtune's choice kept for each GEMM, so the generated code calls it."""
+    from gemmtune.torch import inductor
+    gt.enable(fuse=False, choices=True)
+    old = inductor._FORCE
+    inductor._FORCE = True
+    inductor.reset_stats()
+    try:
+        torch._dynamo.reset()
+        return fn()
+    finally:
+        inductor._FORCE = old
+        gt.disable()
+        torch._dynamo.reset()
+
+
+def test_cpp_wrapper_calls_gemmtune():
+    from gemmtune.torch import inductor
+    m, x = _MmRelu(), torch.randn(100, 256, device=DEV, dtype=BF)
+
+    def run():
+        with torch._inductor.config.patch(cpp_wrapper=True, fx_graph_cache=False):
+            f = torch.compile(m, mode="max-autotune-no-cudagraphs")
+            f(x)
+            return f(x)
+    got = _forced(run)
+    assert inductor.stats()["choices_offered"] >= 1, inductor.stats()
+    ref = torch.relu(x.float() @ m.w.float())
+    assert (got.float() - ref).abs().max().item() <= 2e-2 * ref.abs().max().item()
+
+
+def test_aot_inductor_package_in_a_fresh_process(tmp_path):
+    """A model exported and packaged by AOTInductor with gemmtune's choice runs in a new process that imports
+    gemmtune.torch: the package's C++ calls gemmtune::mm, whose first call takes the selection from the result
+    cache."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+    from gemmtune.torch import inductor
+    m, x = _MmRelu(), torch.randn(100, 256, device=DEV, dtype=BF)
+
+    def run():
+        with torch._inductor.config.patch(max_autotune=True, fx_graph_cache=False):
+            ep = torch.export.export(m, (x,))
+            return torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "m.pt2"))
+    path = _forced(run)
+    assert inductor.stats()["choices_offered"] >= 1, inductor.stats()
+    with zipfile.ZipFile(path) as z:
+        assert any(b"gemmtune::mm" in z.read(n) for n in z.namelist() if n.endswith((".json", ".cpp"))), z.namelist()
+    torch.save({"x": x.cpu(), "ref": torch.relu(x.float() @ m.w.float()).cpu()}, tmp_path / "io.pt")
+    script = (
+        "import sys, torch, gemmtune.torch\n"
+        f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
+        f"model = torch._inductor.aoti_load_package({str(path)!r})\n"
+        "got = model(io['x'].cuda()).float().cpu()\n"
+        "err = (got - io['ref']).abs().max().item()\n"
+        "print('size', torch.ops.gemmtune._native_size(), 'err', err)\n"
+        "sys.exit(0 if err <= 2e-2 * io['ref'].abs().max().item() else 1)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ),
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "size 1" in r.stdout, r.stdout  # the call reached gemmtune::mm, whose Python miss filled the C++ table
