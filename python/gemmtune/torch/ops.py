@@ -142,6 +142,13 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dt
                  scale_d=scale_result, out_dtype=out_dtype, fp8_accum=_fp8_accum(use_fast_accum))
 
 
+# The _py_ twins trace as the ops do: a call that needs a gradient reaches the twin from the op's Autograd kernel, also
+# when AOTAutograd traces a compiled training graph.
+if _native_ops.loaded:
+    for _name, _fake_fn in (("mm", _mm_fake), ("bmm", _bmm_fake), ("linear", _linear_fake)):
+        torch.library.register_fake(f"{_NS}::_py_{_name}", _fake_fn, lib=_lib)
+
+
 # -- autocast ----------------------------------------------------------------------------------------------------
 
 _AUTOCAST_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU) | torch._C.DispatchKeySet(
