@@ -563,3 +563,51 @@ def test_cpp_wrapper_choice_is_a_dispatcher_call(monkeypatch):
     assert s["choices_offered"] == 1 and any("cpp wrapper / AOTInductor: only mm and bmm" in r
                                              for r in s["refusals"]), s
     assert "extern_kernels.gemmtune_mm" not in "\n".join(code)
+
+
+def ref_grouped(a, b, offs=None, bias=None, out_dtype=None, scale_a=None, scale_b=None, scale_d=None, **kw):
+    """torch._grouped_mm's result (2-D x 3-D with offs, or 3-D x 3-D) as gemmtune's grouped launch returns it."""
+    return torch._grouped_mm(a, b, offs, out_dtype=out_dtype)
+
+
+@pytest.mark.parametrize("form", ["2d3d", "3d3d"])
+def test_grouped_choice_in_generated_code(monkeypatch, form):
+    """torch._grouped_mm's lowering builds its list without V.choices: the selector's preprocessing function adds the
+    gemmtune choice (forced here, so the generated code calls it); the 2-D x 2-D form (groups along K) is refused."""
+    from torch._inductor.utils import run_and_get_code
+    monkeypatch.setattr(_dispatch, "grouped", ref_grouped)
+    monkeypatch.setattr(inductor, "_FORCE", True)
+    gt.enable(fuse=False, choices=True)
+    b = torch.randn(4, 48, 32, dtype=DT).transpose(-2, -1)  # expert weights (G, N, K) as (G, K, N)
+    if form == "2d3d":
+        args = (torch.randn(64, 32, dtype=DT), b, torch.tensor([10, 30, 30, 64], dtype=torch.int32))
+    else:
+        args = (torch.randn(4, 16, 32, dtype=DT), b)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False, force_disable_caches=True):
+        out, code = run_and_get_code(torch.compile(lambda *t: torch._grouped_mm(*t), mode="max-autotune-no-cudagraphs"),
+                                     *args)
+    want = torch._grouped_mm(*args)
+    torch.testing.assert_close(out.float(), want.float(), **TOL)
+    assert "extern_kernels.gemmtune_grouped_mm(" in "\n".join(code), code
+    assert inductor.stats()["by_op"].get("grouped_mm") == 1, inductor.stats()
+    inductor.reset_stats()
+    a2, b2 = torch.randn(16, 64, dtype=DT), torch.randn(64, 24, dtype=DT)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False, force_disable_caches=True):
+        torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), mode="max-autotune-no-cudagraphs")(
+            a2, b2, torch.tensor([20, 64], dtype=torch.int32))
+    s = inductor.stats()
+    assert s["choices_offered"] == 0 and any("2-D x 2-D" in r for r in s["refusals"]), s
+
+
+def test_grouped_preprocess_leaves_other_lists():
+    gt.enable(fuse=False, choices=True)
+
+    class Other:
+        pass
+    lst = [Other(), Other()]
+    assert inductor._grouped_preprocess(lst) == lst
+    gt.disable()
+    from torch._inductor.select_algorithm import get_algorithm_selector_cache
+    assert inductor._grouped_preprocess not in get_algorithm_selector_cache().preprocessing_fns

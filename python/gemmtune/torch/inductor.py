@@ -15,6 +15,9 @@ that mechanism stays off, so torch.compile behaves as plain torch. The internals
   out-of-tree heuristics, needs no patching of the lowerings, and puts gemmtune in the same benchmark as ATen,
   Triton and CUTLASS, so ``autotune_select_algorithm`` keeps whichever is fastest. The class is also set as the
   current thread's handler (``V.set_choices_handler``) because the handler is created lazily once per thread.
+* ``select_algorithm.get_algorithm_selector_cache().add_preprocessing_fn``: the grouped lowerings
+  (``tuned_grouped_mm``, ``tuned_scaled_grouped_mm``) build their list without ``V.choices``; a preprocessing
+  function sees every list before it is timed and adds gemmtune's grouped choice to a list that holds ATen's.
 * ``torch._inductor.select_algorithm.ExternKernelChoice``: the gemmtune choice is an extern kernel
   ``f(*inputs, out=..., **kw)``; generated code calls it as ``extern_kernels.gemmtune_<op>(...)``. It is the Python
   function that calls ``gemmtune.torch._dispatch.gemm``, or, with the ops' C++ hot path, an operator whose CUDA
@@ -153,7 +156,18 @@ def gemmtune_scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use
                           fp8_accum="fast" if use_fast_accum else "exact")
 
 
-_KERNELS = {"mm": gemmtune_mm, "addmm": gemmtune_addmm, "bmm": gemmtune_bmm, "scaled_mm": gemmtune_scaled_mm}
+def gemmtune_grouped_mm(a, b, offs=None, *, out_dtype=None):
+    # torch._grouped_mm's inputs as Inductor passes them (no bias); returns the new output.
+    return ops._grouped_mm(a, b, offs, None, out_dtype)
+
+
+def gemmtune_scaled_grouped_mm(a, b, scale_a, scale_b, offs=None, *, out_dtype=None, use_fast_accum=False):
+    return ops._scaled_grouped_mm(a, b, scale_a, scale_b, offs, None, None, out_dtype, use_fast_accum)
+
+
+_KERNELS = {"mm": gemmtune_mm, "addmm": gemmtune_addmm, "bmm": gemmtune_bmm, "scaled_mm": gemmtune_scaled_mm,
+            "grouped_mm": gemmtune_grouped_mm, "scaled_grouped_mm": gemmtune_scaled_grouped_mm}
+_ALLOC = ("grouped_mm", "scaled_grouped_mm")  # kernels that return their output (no out=)
 
 
 def _native_kernels() -> dict:
@@ -209,7 +223,8 @@ def _extern_choice(op: str):
         name = "gemmtune_" + op
         if hasattr(extern_kernels, name):  # this module was reloaded: take the name over
             delattr(extern_kernels, name)
-        _extern[op] = ExternKernelChoice(_NATIVE.get(op, _KERNELS[op]), None, name=name, has_out_variant=True)
+        _extern[op] = ExternKernelChoice(_NATIVE.get(op, _KERNELS[op]), None, name=name,
+                                         has_out_variant=op not in _ALLOC)
     return _extern[op]
 
 
@@ -378,6 +393,88 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     return choice
 
 
+# torch._grouped_mm and _scaled_grouped_mm: their lowering (torch/_inductor/kernel/mm_grouped.py) builds its list
+# without asking V.choices, so the gemmtune choice joins it in a preprocessing function of the algorithm selector
+# (select_algorithm.add_preprocessing_fn), which sees every list before it is timed: a list holding ATen's grouped
+# choice is a grouped GEMM's, and its inputs and layout are the problem's.
+_GROUPED_ATEN = {"_grouped_mm": "grouped_mm", "_scaled_grouped_mm": "scaled_grouped_mm"}
+
+
+def _uniform_offs(like, groups: int, rows: int):
+    """Group ends splitting `rows` rows evenly over `groups` groups (int32, on like's device): the routing gemmtune
+    tunes a grouped problem with (its selection does not depend on the routing)."""
+    ends = [(rows * (g + 1)) // groups for g in range(groups)]
+    return torch.tensor(ends, dtype=torch.int32, device=like.device)
+
+
+def _offer_grouped(op: str, aten_choice) -> Optional[Any]:
+    from torch._inductor import config
+    from torch._inductor.virtualized import V
+    graph = V.graph
+    if config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False):
+        _refuse(op, "cpp wrapper / AOTInductor: the grouped choice is a Python function")
+        return None
+    nodes, layout, kw = list(aten_choice.input_nodes), aten_choice.layout, dict(aten_choice.kwargs)
+    metas = [_node_meta(n) for n in nodes]
+    out_size, out_stride = _ints(layout.size), _ints(layout.stride)
+    if any(m is None for m in metas) or out_size is None or out_stride is None:
+        _refuse(op, "symbolic shapes or strides")
+        return None
+    if layout.device.type not in _CHOICE_DEVICES:
+        _refuse(op, f"device {layout.device.type}")
+        return None
+    a_dims, b_dims = len(metas[0][0]), len(metas[1][0])
+    has_offs = len(nodes) == (3 if op == "grouped_mm" else 5)
+    if not ((a_dims == 2 and b_dims == 3 and has_offs) or (a_dims == 3 and b_dims == 3 and not has_offs)):
+        _refuse(op, f"{a_dims}-D x {b_dims}-D{' with offs' if has_offs else ''} (gemmtune groups rows: 2-D x 3-D "
+                    "with offs, or 3-D x 3-D)")
+        return None
+    if MIN_GPU_US > 0 and not config.triton.cudagraphs:
+        (m, k), n = metas[0][0][-2:], metas[1][0][-1]
+        el = max(1, nodes[0].get_dtype().itemsize)
+        us = max(2.0 * m * n * k / 700e12, el * (m * k + metas[1][0][0] * k * n) / 3e12) * 1e6
+        if us < MIN_GPU_US:
+            _refuse(op, f"too small without CUDA graphs (~{us:.0f} us of GPU time, under MIN_GPU_US={MIN_GPU_US:g}: "
+                        "the Python call's host cost outweighs the gain)")
+            return None
+    try:
+        args = [_example(*m) for m in metas]
+        if has_offs:
+            args[-1] = _uniform_offs(args[0], int(metas[1][0][0]), int(metas[0][0][0]))
+        if op == "scaled_grouped_mm":
+            args[2], args[3] = torch.ones_like(args[2]), torch.ones_like(args[3])
+        got = _KERNELS[op](*args, **kw)  # tunes, and keeps the selection for Inductor's benchmark
+        if list(got.shape) != out_size or list(got.stride()) != out_stride or got.dtype != layout.dtype:
+            _refuse(op, f"gemmtune's output {list(got.shape)} strides {list(got.stride())} {got.dtype} is not "
+                        f"Inductor's {out_size} {out_stride} {layout.dtype}")
+            return None
+    except Exception as e:  # noqa: BLE001 - a problem gemmtune refuses or fails to tune is not offered
+        _refuse(op, f"tuning failed: {type(e).__name__}: {e}")
+        return None
+    choice = _extern_choice(op).bind(nodes, layout, **kw)
+    _stats["choices_offered"] += 1
+    _stats["by_op"][op] = _stats["by_op"].get(op, 0) + 1
+    return choice
+
+
+def _grouped_preprocess(choices: list) -> list:
+    """The algorithm selector's preprocessing function: appends gemmtune's choice to a grouped GEMM's list."""
+    if not _state["choices"]:
+        return choices
+    for c in choices:
+        op = _GROUPED_ATEN.get(getattr(getattr(c, "choice", None), "name", None))
+        if op is not None:
+            try:
+                g = _offer_grouped(op, c)
+            except Exception as e:  # noqa: BLE001 - an internal that moved: no gemmtune choice, plain Inductor
+                _warn_once(f"the gemmtune grouped choice is off for this compile ({type(e).__name__}: {e})")
+                return choices
+            if g is not None:
+                return [g] if _FORCE else list(choices) + [g]
+            return choices
+    return choices
+
+
 def _make_choices_class(base, name: str = "_GemmtuneChoices"):
     """InductorChoices (or the user's subclass) + one gemmtune choice appended to every GEMM lowering's list."""
 
@@ -411,8 +508,12 @@ def _enable_choices() -> bool:
                             (_choices, "_key")):
             if not hasattr(owner, attr):
                 raise AttributeError(f"{getattr(owner, '__name__', owner)}.{attr}")
-        for op in _OPS:
+        from torch._inductor.select_algorithm import get_algorithm_selector_cache
+        for op in _OPS + _ALLOC:
             _extern_choice(op)
+        selector = get_algorithm_selector_cache()
+        if _grouped_preprocess not in selector.preprocessing_fns:
+            selector.add_preprocessing_fn(_grouped_preprocess)
     except Exception as e:
         _warn_once(f"the gemmtune autotuning choice is off: an Inductor internal it needs is missing ({e})")
         return False
@@ -445,6 +546,13 @@ def _enable_choices() -> bool:
 
 def _disable_choices() -> None:
     _state["choices"] = False
+    try:
+        from torch._inductor.select_algorithm import get_algorithm_selector_cache
+        fns = get_algorithm_selector_cache().preprocessing_fns
+        if _grouped_preprocess in fns:
+            fns.remove(_grouped_preprocess)
+    except (ImportError, AttributeError):  # enable() warned already
+        pass
     cls = _state["choices_class"]
     if cls is None:
         return
@@ -880,7 +988,7 @@ def _disable_fuse() -> None:
 
 def enable(fuse: bool = False, choices: bool = True) -> dict:
     """Turns the torch.compile integration on (idempotent). `choices`: Inductor's max-autotune also times gemmtune
-    for aten mm / addmm / bmm / _scaled_mm. `fuse`: a post-grad pass rewrites matmul + bias / activation / GLU /
+    for aten mm / addmm / bmm / _scaled_mm / _grouped_mm / _scaled_grouped_mm. `fuse`: a post-grad pass rewrites matmul + bias / activation / GLU /
     residual chains into torch.ops.gemmtune.linear. Returns enabled(); a mechanism whose Inductor internals are
     missing stays off with a warning, and torch.compile behaves as plain torch.
 

@@ -315,3 +315,34 @@ def test_bad_inputs_raise():
         gt.grouped_mm(a.t(), rnd(64, 32), offs_of([16] * 4))
     with pytest.raises(gemmtune.InvalidInputError, match="'residual', which reads a tensor"):
         gt.grouped_mm(a, b, offs_of([16] * 4), epilogue="residual")
+
+
+@pytest.mark.parametrize("form", ["2d3d", "3d3d"])
+def test_grouped_choice_under_torch_compile(form):
+    """torch.compile (max-autotune) with gemmtune's grouped choice forced: the generated code calls it, with
+    torch._grouped_mm's result on the rows the groups own."""
+    from torch._inductor.utils import run_and_get_code
+    from gemmtune.torch import inductor
+    b = weights(8, 256, 512)
+    if form == "2d3d":
+        offs = torch.tensor([100, 300, 300, 620, 700, 900, 1000, 1100], device="cuda", dtype=i32)
+        args = (rnd(1100, 512), b, offs)
+    else:
+        args = (rnd(8, 64, 512), b)
+    gt.enable(fuse=False, choices=True)
+    old = inductor._FORCE
+    inductor._FORCE = True
+    inductor.reset_stats()
+    try:
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(fx_graph_cache=False):
+            out, code = run_and_get_code(torch.compile(lambda *t: torch._grouped_mm(*t),
+                                                       mode="max-autotune-no-cudagraphs"), *args)
+    finally:
+        inductor._FORCE = old
+        gt.disable()
+        torch._dynamo.reset()
+    assert "gemmtune_grouped_mm(" in "\n".join(code), inductor.stats()
+    want = torch._grouped_mm(*args).float()
+    err = (out.float() - want).abs().max().item()
+    assert err <= 2e-2 * (want.abs().max().item() + 1), err
