@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-r"""End to end on a Llama-3-8B-, Mixtral-8x7B- or Qwen3-30B-A3B-shaped decoder (GPU host): eager, torch.compile,
-torch.compile + gemmtune, and eager with gemmtune's module swap; latency, compile/tune time and the outputs' error
-against eager.
+r"""End to end on a Llama-3-8B-, Qwen2.5-7B-, Mistral-7B-, Mixtral-8x7B- or Qwen3-30B-A3B-shaped decoder (GPU host):
+eager, torch.compile, torch.compile + gemmtune, and eager with gemmtune's module swap; latency, compile/tune time and
+the outputs' error against eager.
 
 The model (--model): transformers' LlamaForCausalLM with Llama 3 8B's shapes (hidden 4096, intermediate 14336, 32
-heads, 8 KV heads, vocabulary 128256); MixtralForCausalLM with Mixtral 8x7B's (8 experts of intermediate 14336, top
-2, vocabulary 32000); Qwen3MoeForCausalLM with Qwen3-30B-A3B's (hidden 2048, 128 experts of intermediate 768, top 8,
-32 heads of 128, 4 KV heads, vocabulary 151936). --layers decoder layers (2 by default), random weights (nothing is
-downloaded; the MoE models' weights drawn N(0, 1/fan_in)), bf16, on the GPU. transformers is needed by this script
-only, never by the gemmtune package.
+heads, 8 KV heads, vocabulary 128256); Qwen2ForCausalLM with Qwen2.5 7B's (hidden 3584, intermediate 18944, 28 heads,
+4 KV heads, vocabulary 152064; its q/k/v projections have a bias, so compiled they are addmm); MistralForCausalLM with
+Mistral 7B's (Llama 8B's with a vocabulary of 32768); MixtralForCausalLM with Mixtral 8x7B's (8 experts of
+intermediate 14336, top 2, vocabulary 32000); Qwen3MoeForCausalLM with Qwen3-30B-A3B's (hidden 2048, 128 experts of
+intermediate 768, top 8, 32 heads of 128, 4 KV heads, vocabulary 151936). --layers decoder layers (2 by default),
+random weights (nothing is downloaded; the MoE models' weights drawn N(0, 1/fan_in)), bf16, on the GPU. transformers
+is needed by this script only, never by the gemmtune package.
 
 A call is one forward: h = model.model(ids, use_cache=False).last_hidden_state, then the LM head on the last position
 (what a prefill needs to pick the next token: logits_to_keep = 1). Workloads:
   prefill-1x2048, prefill-8x512   (batch x tokens): the projections run at M = 2048 and 4096
   decode-1, decode-32             one new token per sequence at batch 1 and 32, with no KV cache: each sequence is that
                                   one token (seq len 1), so attention is trivial and the step is the GEMMs at M = 1 and
-                                  32 (plus norms, RoPE, the LM head); a cached step adds attention over the cache.
+                                  32 (plus norms, RoPE, the LM head)
+  decode-1-kv, decode-32-kv, decode-128-kv   a real decode step: one token per sequence at position 1024 of a
+                                  transformers StaticCache whose first 1024 positions a prefill filled (attention over
+                                  1025 positions; each call rewrites position 1024, so every call is the same step)
 Modes:
   eager               the model as transformers builds it (MoE experts: transformers' default, "grouped_mm":
                       torch's grouped GEMM)
@@ -63,9 +68,13 @@ import traceback
 
 MODES = ("eager", "eager-graph", "eager-loop", "compile", "compile+gemmtune", "compile+gemmtune-choices", "optimize",
          "optimize-graph")
-WORKLOADS = {"prefill-1x2048": (1, 2048), "prefill-8x512": (8, 512), "decode-1": (1, 1), "decode-32": (32, 1)}
-KV_NOTE = ("decode: one new token per sequence with no KV cache (seq len 1, attention over that token only): the "
-           "step's GEMMs, norms and LM head, without a cached step's attention")
+WORKLOADS = {"prefill-1x2048": (1, 2048), "prefill-8x512": (8, 512), "decode-1": (1, 1), "decode-32": (32, 1),
+             "decode-1-kv": (1, 1), "decode-32-kv": (32, 1), "decode-128-kv": (128, 1)}
+KV_CONTEXT = 1024  # positions in the KV cache before the step of a "-kv" workload
+KV_NOTE = ("decode-B: one new token per sequence with no KV cache (seq len 1, attention over that token only): the "
+           "step's GEMMs, norms and LM head, without a cached step's attention; decode-B-kv: a real decode step, "
+           f"one token per sequence at position {KV_CONTEXT} of a transformers StaticCache holding {KV_CONTEXT} "
+           "prefilled positions (each call rewrites that position)")
 
 
 # Model presets (transformers config class, causal-LM class, shapes of the named model); --hidden etc. override.
@@ -73,6 +82,12 @@ MODELS = {
     "llama": ("Llama-3-8B", "LlamaConfig", "LlamaForCausalLM",
               dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
                    vocab_size=128256)),
+    "qwen2": ("Qwen2.5-7B", "Qwen2Config", "Qwen2ForCausalLM",  # q/k/v projections with a bias: addmm
+              dict(hidden_size=3584, intermediate_size=18944, num_attention_heads=28, num_key_value_heads=4,
+                   vocab_size=152064)),
+    "mistral": ("Mistral-7B", "MistralConfig", "MistralForCausalLM",
+                dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
+                     vocab_size=32768, sliding_window=None)),
     "mixtral": ("Mixtral-8x7B", "MixtralConfig", "MixtralForCausalLM",
                 dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
                      vocab_size=32000, num_local_experts=8, num_experts_per_tok=2)),
@@ -108,7 +123,7 @@ def build_model(args, device):
     # Already bf16 on the device; no .to(dtype), which would also cast the fp32 RoPE frequencies to bf16.
     model = model.to(device).eval()
     model.requires_grad_(False)
-    if args.model != "llama":
+    if args.model in ("mixtral", "qwen3_moe"):
         # Random init leaves 3-D expert weights as torch.empty gave them: give every weight a sane scale.
         with torch.no_grad():
             for name, p in model.named_parameters():
@@ -117,12 +132,39 @@ def build_model(args, device):
     return model, cfg
 
 
-def forward_fn(model):
-    """The timed call: the decoder, then the LM head on the last position. Returns (logits, last hidden state)."""
+def forward_fn(model, cache=None):
+    """The timed call: the decoder, then the LM head on the last position. Returns (logits, last hidden state).
+    With cache = (StaticCache, cache_position): one decode step at that position of the cache."""
+    if cache is not None:
+        kv, pos = cache
+        # A StaticCache layer writes at its own count of cached positions: set back to the prefill's before each
+        # step, every call is the same step (the new token at position KV_CONTEXT).
+        counts = [c for c in (getattr(layer, "cumulative_length", None) for layer in kv.layers) if c is not None]
+
+        def step(ids):
+            for c in counts:
+                c.fill_(KV_CONTEXT)
+            h = model.model(input_ids=ids, past_key_values=kv, cache_position=pos, use_cache=True).last_hidden_state
+            return model.lm_head(h[:, -1:, :]), h
+        return step
+
     def f(ids):
         h = model.model(input_ids=ids, use_cache=False).last_hidden_state
         return model.lm_head(h[:, -1:, :]), h
     return f
+
+
+def kv_cache(model, cfg, batch, device, gen):
+    """A StaticCache of KV_CONTEXT + 1 positions whose first KV_CONTEXT hold a prefill of random tokens (eager, so the
+    cache's tensors exist before any capture or compile), and the step's cache_position."""
+    import torch
+    import transformers
+    kv = transformers.StaticCache(config=cfg, max_cache_len=KV_CONTEXT + 1)
+    prompt = torch.randint(0, cfg.vocab_size, (batch, KV_CONTEXT), generator=gen).to(device)
+    with torch.no_grad():
+        model.model(input_ids=prompt, past_key_values=kv, cache_position=torch.arange(KV_CONTEXT, device=device),
+                    use_cache=True)
+    return kv, torch.tensor([KV_CONTEXT], device=device)
 
 
 def graphed(fn, ids, device):
@@ -207,7 +249,7 @@ def one_line(e, limit=300):
     return f"{type(e).__name__}: {text[:limit]}" + ("..." if len(text) > limit else "")
 
 
-def run_mode(mode, model, workloads, inputs, refs, args, device):
+def run_mode(mode, model, workloads, inputs, refs, args, device, caches):
     """Rows of one mode over the workloads. The optimize mode swaps `model` in place (it runs last)."""
     import torch
     rows = []
@@ -242,7 +284,7 @@ def run_mode(mode, model, workloads, inputs, refs, args, device):
         enabled = False
         try:
             torch._dynamo.reset()
-            fn = forward_fn(model)
+            fn = forward_fn(model, caches.get(wl))
             if mode.startswith("compile"):
                 if mode.startswith("compile+gemmtune"):
                     gt.enable(fuse=mode == "compile+gemmtune")
@@ -427,19 +469,20 @@ def main():
                 "vocab_size")},
             "experts_implementation": getattr(cfg, "_experts_implementation", None),
             "compile_mode": args.compile_mode, "cold": args.cold, "kv_cache": KV_NOTE, "warmup": args.warmup,
-            "call": "model.model(ids, use_cache=False).last_hidden_state, lm_head on the last position"}
+            "call": "model.model(ids, use_cache=False).last_hidden_state, lm_head on the last position (-kv: "
+                    "model.model(ids, past_key_values=StaticCache, cache_position=[KV_CONTEXT], use_cache=True))"}
     gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
     inputs = {wl: torch.randint(0, cfg.vocab_size, WORKLOADS[wl], generator=gen).to(device) for wl in workloads}
+    caches = {wl: kv_cache(model, cfg, WORKLOADS[wl][0], device, gen) for wl in workloads if wl.endswith("-kv")}
     refs, rows = {}, []
     with torch.no_grad():  # eager's outputs are the reference of every mode, whether or not eager is reported
-        f = forward_fn(model)
         for wl in workloads:
-            refs[wl] = tuple(t.clone() for t in f(inputs[wl]))
+            refs[wl] = tuple(t.clone() for t in forward_fn(model, caches.get(wl))(inputs[wl]))
     print(f"# {meta['device']}: {args.layers}-layer {meta['model']}-shaped decoder; modes {', '.join(modes)}",
           file=sys.stderr)
     for mode in modes:
         with fresh_caches(args.cold):
-            rows += run_mode(mode, model, workloads, inputs, refs, args, device)
+            rows += run_mode(mode, model, workloads, inputs, refs, args, device, caches)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump({"meta": meta, "rows": rows}, fh, indent=1)
