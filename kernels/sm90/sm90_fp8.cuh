@@ -123,8 +123,8 @@ __device__ __forceinline__ void static_for(F&& f) {
 // each 128 columns where tile N is a multiple of 128. A tile N that is neither (144, 160, 192) spans two blocks and
 // starts at a multiple of G = gcd(BN, 128) within the first, so its columns take the second block from `split`
 // (128 - n0 % 128, fixed per tile), a multiple of G in [G, 128]: of its G-column segments the first always takes
-// the first block, those at 128 and beyond the second, and each one between a select per row and k-block (7 at tile
-// N 144, 3 at 160, 1 at 192) instead of a branch between copies of the FFMA run.
+// the first block, those from column 128 on the second, and each one between takes a select per row and k-block (7
+// at tile N 144, 3 at 160, 1 at 192) instead of a branch between copies of the FFMA run.
 template <class Cfg>
 __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
                                              const float (&tmp)[Cfg::kSlabs][Cfg::BN / 2],
@@ -140,8 +140,13 @@ __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN /
       float f[kF];
       if constexpr (kSplit) {
         const float f0 = sc.a[si][i] * sc.b[0], f1 = sc.a[si][i] * sc.b[1];
+        // Selected as bits: a float select between the two products NVVM turns into a product of a selected B
+        // scale, one per segment and row (25 instead of 18 instructions per k-block and thread at tile N 144).
 #pragma unroll
-        for (int g = 0; g < kF; ++g) f[g] = g == 0 ? f0 : kCols * g >= 128 ? f1 : kCols * g >= split ? f1 : f0;
+        for (int g = 0; g < kF; ++g)
+          f[g] = g == 0             ? f0
+                 : kCols * g >= 128 ? f1
+                                    : __int_as_float(kCols * g >= split ? __float_as_int(f1) : __float_as_int(f0));
       } else if constexpr (kBlock) {
 #pragma unroll
         for (int j = 0; j < kF; ++j) f[j] = sc.a[si][i] * sc.b[j];
