@@ -33,7 +33,8 @@ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
 
 // Block scaling: the most 128-column B scale blocks one tile spans, 0 where that can be three. Tiles start at
 // multiples of BN, so within a block at multiples of gcd(BN, 128), the last at 128 - gcd(BN, 128): a tile N that is
-// not a multiple or a divisor of 128 spans two blocks where that offset plus BN stays within 256 (144, 160, 192).
+// not a multiple or a divisor of 128 spans two blocks where that offset plus BN stays within 256 (the fp8 tile N
+// 144, 160 and 192).
 constexpr int tile_scale_blocks(int bn) {
   if (bn % 128 == 0) return bn / 128;
   if (128 % bn == 0) return 1;
