@@ -323,10 +323,11 @@ TEST_F(Fp8Gpu, E4m3OutputSaturates) {
 }
 
 // Block scales at tile N 144 and 160: a tile spans two 128-column B blocks, split where it starts (a multiple of 16 or
-// 32 into a block). N = 1000 and 2000 put the tile origins at every such offset (8 of 144 columns, 4 of 160) and end
-// in a partial tile whose second block is past N; N = 4144 leaves a partial last block; M = 1000 and 520 a partial
-// row tile. Each in the 1x1, 2x1 and 1x2 clusters, with bf16, f32 and e4m3 D; the same tiles with tensor and row
-// scales (fast and promoted accumulation) take one scale per tile or column.
+// 32 into a block). N = 2000 and 4144 put the 144-wide tiles' origins at all 8 such offsets, N = 1000 the 160-wide
+// ones' at all 4; each N ends in a partial tile (the 160-wide one at N = 1000 and 2000 with its second block past N)
+// and 4144 in a partial block; M = 1000 and 520 leave a partial row tile. Each in the 1x1, 2x1 and 1x2 clusters, with
+// bf16, f32 and e4m3 D; the same tiles with tensor and row scales (fast and promoted accumulation) take one scale per
+// tile or column.
 TEST_F(Fp8Gpu, Tiles144And160) {
   auto configs = [](const char* acc) {
     std::vector<std::string> out;
