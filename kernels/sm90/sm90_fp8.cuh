@@ -118,30 +118,38 @@ __device__ __forceinline__ void static_for(F&& f) {
   }
 }
 
-// acc += tmp (times the k-block's block scales with block scaling), on the CUDA cores. Column group c (8 columns,
-// never straddling a 128-column block: tile origins are multiples of 64) takes B block c / (128 / 8) of the tile. With
-// tile N 192 the first 8 groups take the first block and the last 8 the second; the middle 8 take the first where the
-// tile starts on a block boundary and the second where it starts in the middle of one (`mid_second`, fixed per
-// tile): a select per row and k-block instead of a branch between two copies of the FFMA run.
+// acc += tmp (times the k-block's block scales with block scaling), on the CUDA cores. Each run of kCols columns
+// takes one factor per row (A's row scale times a B block's): the whole tile where it lies in one 128-column block,
+// each 128 columns where tile N is a multiple of 128. A tile N that is neither (144, 160, 192) spans two blocks and
+// starts at a multiple of G = gcd(BN, 128) within the first, so its columns take the second block from `split`
+// (128 - n0 % 128, fixed per tile), a multiple of G in [G, 128]: of its G-column segments the first always takes
+// the first block, those from column 128 on the second, and each one between takes a select per row and k-block (7
+// at tile N 144, 3 at 160, 1 at 192) instead of a branch between copies of the FFMA run.
 template <class Cfg>
 __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN / 2],
                                              const float (&tmp)[Cfg::kSlabs][Cfg::BN / 2],
-                                             const BlockScales<Cfg>& sc, bool mid_second) {
+                                             const BlockScales<Cfg>& sc, int split) {
   constexpr int kNB = BlockScales<Cfg>::kNB;
-  // Factors per row: one per B block, one per 64-column third at tile N 192 (none without block scales).
-  constexpr int kF = Cfg::BN == 192 ? 3 : (kNB > 0 ? kNB : 1);
+  constexpr bool kBlock = Cfg::SCALE == kScaleBlock, kSplit = kBlock && kNB == 2 && Cfg::BN % 128 != 0;
+  constexpr int kCols = kSplit ? gcd(Cfg::BN, 128) : kBlock && kNB > 1 ? 128 : Cfg::BN;
+  constexpr int kF = Cfg::BN / kCols;  // factors per row
 #pragma unroll
   for (int si = 0; si < Cfg::kSlabs; ++si)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float f[kF];
-      if constexpr (Cfg::SCALE == kScaleBlock && Cfg::BN == 192) {
-        f[0] = sc.a[si][i] * sc.b[0];
-        f[2] = sc.a[si][i] * sc.b[1];
-        f[1] = mid_second ? f[2] : f[0];
-      } else if constexpr (Cfg::SCALE == kScaleBlock) {
+      if constexpr (kSplit) {
+        const float f0 = sc.a[si][i] * sc.b[0], f1 = sc.a[si][i] * sc.b[1];
+        // Selected as bits: a float select between the two products NVVM turns into a product of a selected B
+        // scale, one per segment and row (25 instead of 18 instructions per k-block and thread at tile N 144).
 #pragma unroll
-        for (int j = 0; j < kNB; ++j) f[j] = sc.a[si][i] * sc.b[j];
+        for (int g = 0; g < kF; ++g)
+          f[g] = g == 0             ? f0
+                 : kCols * g >= 128 ? f1
+                                    : __int_as_float(kCols * g >= split ? __float_as_int(f1) : __float_as_int(f0));
+      } else if constexpr (kBlock) {
+#pragma unroll
+        for (int j = 0; j < kF; ++j) f[j] = sc.a[si][i] * sc.b[j];
       }
 #pragma unroll
       for (int c = 0; c < Cfg::BN / 8; ++c)
@@ -149,8 +157,8 @@ __device__ __forceinline__ void promote_into(float (&acc)[Cfg::kSlabs][Cfg::BN /
         for (int j = 0; j < 2; ++j) {
           float& a = acc[si][4 * c + 2 * i + j];
           const float t = tmp[si][4 * c + 2 * i + j];
-          if constexpr (Cfg::SCALE == kScaleBlock)
-            a = fmaf(t, f[Cfg::BN == 192 ? c / 8 : kNB == 1 ? 0 : c / 16], a);
+          if constexpr (kBlock)
+            a = fmaf(t, f[8 * c / kCols], a);
           else
             a += t;
         }
@@ -186,7 +194,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
   const StageDescs<Cfg> descs(sm, __shfl_sync(0xffffffffu, row0, 0));
   const StageRelease<Cfg> release(sm, lane);
   const int srow = row0 + warp * 16 + lane / 4;
-  const bool mid_second = n0 % 128 != 0;
+  const int split = 128 - n0 % 128;  // promote_into: the first column of a two-block tile's second B block
   float tmp[NT][Cfg::kSlabs][Cfg::BN / 2];
   BlockScales<Cfg> sc[NT];
 #pragma unroll
@@ -205,7 +213,7 @@ __device__ __forceinline__ void consume_tile_promote(float (&acc)[Cfg::kSlabs][C
     constexpr int X = decltype(x)::value;
     fence(tmp[X % NT]);
     release(stage);
-    promote_into<Cfg>(acc, tmp[X % NT], sc[X % NT], mid_second);
+    promote_into<Cfg>(acc, tmp[X % NT], sc[X % NT], split);
   };
   // A straight run of N k-blocks from kc.
   auto run = [&](auto n) {

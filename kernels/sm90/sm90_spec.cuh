@@ -25,6 +25,22 @@ enum ScaleCode : int { kScaleNone = 0, kScaleTensor = 1, kScaleRow = 2, kScaleBl
 // descriptor barrier and the stage's tile and k-block).
 inline constexpr int kScaleSlotHead = 32;
 
+// The tile N of the fp8 wgmma wrappers (ptx/wgmma_f8.cuh; tools/dev/gen_wgmma.py generates them from this list): the
+// decode widths and the wide tiles the fp8 configs use. Each adds four specializations that every fp8 unit parses.
+inline constexpr int kF8TileN[] = {16, 32, 48, 64, 128, 144, 160, 192, 256};
+
+constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
+
+// Block scaling: the most 128-column B scale blocks one tile spans, 0 where that can be three. Tiles start at
+// multiples of BN, so within a block at multiples of gcd(BN, 128), the last at 128 - gcd(BN, 128): a tile N that is
+// not a multiple or a divisor of 128 spans two blocks where that offset plus BN stays within 256 (the fp8 tile N
+// 144, 160 and 192).
+constexpr int tile_scale_blocks(int bn) {
+  if (bn % 128 == 0) return bn / 128;
+  if (128 % bn == 0) return 1;
+  return 128 - gcd(bn, 128) + bn <= 256 ? 2 : 0;
+}
+
 // Everything a kernel is specialised on besides its fused epilogue: a structural literal type, so it is the kernel
 // template's one parameter and prints as one designated initializer in the JIT unit.
 struct Spec {
@@ -68,9 +84,9 @@ struct Plan {
   int b_rows = 0;  // B rows in shared memory (>= BN)
   // Shared memory per stage: A tile then B tile, each 64 K-elements (128 bytes) per row, 128-byte swizzled.
   int a_bytes = 0, b_bytes = 0, stage_bytes = 0;
-  // Block scaling: the B scale blocks a tile spans (one for tile N a divisor of 128, BN / 128 for a multiple, two for
-  // tile N 192), and per stage a slot of a descriptor (kScaleSlotHead bytes), the tile's BM row scales and those B
-  // scales, which producer warps copy beside the stage's TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
+  // Block scaling: the B scale blocks a tile spans (tile_scale_blocks), and per stage a slot of a descriptor
+  // (kScaleSlotHead bytes), the tile's BM row scales and those B scales, which producer warps copy beside the stage's
+  // TMA loads (sm90_scale_loader.cuh); 0 for other scalings.
   int scale_nb = 0, scale_slot_bytes = 0;
   int fixed_bytes = 0;  // shared memory besides the epilogue buffers (smem_fixed_bytes)
   // Epilogue (sm90_shape.cuh): rows of one TMA store (the D map's box), stores per 64-row slab and strip per owner,
@@ -117,7 +133,7 @@ constexpr Plan derive(const Spec& s) {
   p.b_bytes = p.b_rows * 128;
   p.stage_bytes = p.a_bytes + p.b_bytes;
   if (s.scale == kScaleBlock) {
-    p.scale_nb = s.bn % 128 == 0 ? s.bn / 128 : (128 % s.bn == 0 ? 1 : 2);
+    p.scale_nb = tile_scale_blocks(s.bn);
     p.scale_slot_bytes = (kScaleSlotHead + (s.bm + p.scale_nb) * 4 + 15) / 16 * 16;
   }
   p.fixed_bytes = smem_fixed_bytes(s.stages, p.stage_bytes + p.scale_slot_bytes, s.dynamic, s.grouped != 0);
@@ -175,8 +191,14 @@ constexpr const char* spec_error(const Spec& s) {
   if ((s.cm != 1 && s.cm != 2) || (s.cn != 1 && s.cn != 2)) return "cluster must be 1x1, 2x1, 1x2 or 2x2";
   if (s.promote && !fp8) return "promoted accumulation (acc=promote) is the fp8 path's";
   if (s.scale == kScaleBlock && !s.promote) return "block scaling needs acc=promote (scales apply per 128-K block)";
-  if (s.scale == kScaleBlock && s.bn % 128 != 0 && 128 % s.bn != 0 && s.bn != 192)
-    return "block scaling needs tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)";
+  if (s.scale == kScaleBlock && tile_scale_blocks(s.bn) == 0)
+    return "block scaling needs tile N a multiple or a divisor of 128, or one whose tiles span at most two 128-column "
+           "B scale blocks (128 - gcd(N, 128) + N <= 256: 144, 160, 192)";
+  if (fp8) {
+    bool listed = false;
+    for (int n : kF8TileN) listed = listed || n == s.bn;
+    if (!listed) return "fp8 inputs need tile N 16, 32, 48, 64, 128, 144, 160, 192 or 256 (the fp8 wgmma forms built)";
+  }
   if (s.dynamic && s.sk) return "the stream-K tail (tail=sk) needs a static or gpc tile order";
   if (s.grouped != 0 && s.cm != 1)
     return "grouped GEMMs take clusters 1x1 or 1x2 (the CTAs of a 2x1 cluster would hold rows of two groups while "

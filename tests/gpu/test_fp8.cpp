@@ -41,6 +41,8 @@ struct Case {
   // A problem gemmtune accepts but no backend runs (yet): every backend must refuse it, one of them with a reason
   // containing this. A backend that takes it fails the test, so that the entry is dropped once it runs.
   const char* refused = nullptr;
+  // sm90 configs to run instead of every backend's first enumerated ones (each must be valid for the problem).
+  std::vector<std::string> sm90_configs = {};
 };
 
 // An fp8 (or weight-only) problem: A row-major, B col-major (the layout rule), D row-major of `out`.
@@ -166,6 +168,15 @@ void run_cases(const std::vector<Case>& cases) {
     ASSERT_EQ(p.check(), "") << p.str();
     std::string why_none;
     size_t before = jobs.size();
+    if (!cases[i].sm90_configs.empty()) {
+      const auto be = find_backend("sm90");
+      for (const std::string& cfg : cases[i].sm90_configs) {
+        const Candidate c{"sm90", cfg};
+        EXPECT_EQ(be->validate(resolve(p), c, dev), "") << c.str() << " for " << p.str();
+        jobs.push_back({i, be, c, {}, {}});
+      }
+      continue;
+    }
     for (const auto& be : all_backends()) {
       if (std::string why = be->supports(resolve(p), dev); !why.empty()) {
         why_none += "\n  " + be->name() + ": " + why;
@@ -308,6 +319,38 @@ TEST_F(Fp8Gpu, E4m3OutputSaturates) {
     c.saturate = true;
     cases.push_back(c);
   }
+  run_cases(cases);
+}
+
+// Block scales at tile N 144 and 160: a tile spans two 128-column B blocks, split where it starts (a multiple of 16 or
+// 32 into a block). N = 2000 and 4144 put the 144-wide tiles' origins at all 8 such offsets, N = 1000 the 160-wide
+// ones' at all 4; each N ends in a partial tile (the 160-wide one at N = 1000 and 2000 with its second block past N)
+// and 4144 in a partial block; M = 1000 and 520 leave a partial row tile. Each in the 1x1, 2x1 and 1x2 clusters, with
+// bf16, f32 and e4m3 D; the same tiles with tensor and row scales (fast and promoted accumulation) take one scale per
+// tile or column.
+TEST_F(Fp8Gpu, Tiles144And160) {
+  auto configs = [](const char* acc) {
+    std::vector<std::string> out;
+    for (int bn : {144, 160})
+      for (const char* cluster : {"1x1", "2x1", "1x2"})
+        out.push_back("tile=128x" + std::to_string(bn) + "x128,stages=4,cluster=" + cluster +
+                      ",sched=coop,raster=m,group=8,acc=" + acc);
+    return out;
+  };
+  std::vector<Case> cases;
+  auto add = [&](Problem p, Fp8Accum mode) {
+    p.fp8_accum = mode;
+    Case c{p};
+    c.sm90_configs = configs(mode == Fp8Accum::fast ? "fast" : "promote");
+    cases.push_back(c);
+  };
+  add(fp8_problem(1000, 1000, 1024, Scaling::block, DType::bf16), Fp8Accum::exact);
+  add(fp8_problem(1000, 2000, 512, Scaling::block, DType::f32), Fp8Accum::exact);
+  add(fp8_problem(520, 4144, 2048, Scaling::block, DType::bf16), Fp8Accum::exact);
+  add(fp8_problem(1000, 2000, 1024, Scaling::block, DType::e4m3), Fp8Accum::exact);
+  add(fp8_problem(1000, 2000, 1024, Scaling::tensor, DType::bf16), Fp8Accum::fast);
+  add(fp8_problem(1000, 1000, 512, Scaling::row, DType::f32), Fp8Accum::fast);
+  add(fp8_problem(1000, 1000, 512, Scaling::row, DType::bf16), Fp8Accum::exact);
   run_cases(cases);
 }
 

@@ -95,10 +95,13 @@ TEST(Sm90Fp8, Reasons) {
   EXPECT_NE(reason(t, "tile=128x256x128," + base + ",acc=promote").find("two accumulator sets"), std::string::npos);
   EXPECT_NE(reason(bl, "tile=128x128x128," + base + ",acc=fast").find("fp8_accum=exact"), std::string::npos);
   EXPECT_EQ(reason(bl, "tile=128x128x128," + base + ",acc=promote"), "");
-  EXPECT_NE(reason(bl, "tile=128x96x128," + base + ",acc=promote").find("multiple or a divisor of 128"),
+  EXPECT_NE(reason(bl, "tile=128x176x128," + base + ",acc=promote").find("at most two 128-column B scale blocks"),
             std::string::npos);
-  // Tile N 192: its 8-column groups take the first or second B block by where the tile starts (promote_into).
-  EXPECT_EQ(reason(bl, "tile=128x192x128," + base + ",acc=promote"), "");
+  EXPECT_NE(reason(t, "tile=128x96x128," + base + ",acc=promote").find("fp8 inputs need tile N"), std::string::npos);
+  // Tile N 144, 160, 192: its 8-column groups take the first or second B block by where the tile starts
+  // (promote_into).
+  for (const char* tile : {"tile=128x144x128,", "tile=128x160x128,", "tile=128x192x128,"})
+    EXPECT_EQ(reason(bl, tile + base + ",acc=promote"), "") << tile;
   const Problem bf = Problem::make(256, 256, 256, DType::bf16, DType::bf16, Layout::row, Layout::col);
   EXPECT_NE(reason(bf, "tile=128x128x64," + base + ",acc=fast").find("fp8 inputs only"), std::string::npos);
 }
@@ -212,6 +215,31 @@ TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::t
 TEST(Sm90Fp8Compile, BlockRaggedK) { compile_fp8({512, 384, 1040, Scaling::block}); }
 // N = 576: tiles of 192 columns start at 0, 192 (mid-block) and 384, the last one's second block past N.
 TEST(Sm90Fp8Compile, BlockN576) { compile_fp8({1024, 576, 2048, Scaling::block}); }
+// The wave-filling coop tiles 128x144 and 128x160 (two B scale blocks per tile, split where the tile starts): each
+// listed one (1x1, 2x1, 1x2) compiles without spills, block-scaled with every D type and fast-accumulated.
+TEST(Sm90Fp8Compile, Tiles144And160NoSpills) {
+  auto be = make_sm90_backend();
+  const DeviceInfo dev = DeviceInfo::assumed_sm90();
+  const Fp8Case cases[] = {{4096, 4096 + 48, 2048, Scaling::block},
+                           {1000, 2000, 1024, Scaling::block, kE4, kE4, DType::f32},
+                           {2048, 4096, 4096, Scaling::block, kE4, kE4, kE4},
+                           {4096, 4096, 4096, Scaling::row, kE4, kE4, DType::bf16, Fp8Accum::fast}};
+  for (const Fp8Case& fc : cases) {
+    const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out, fc.acc);
+    std::vector<Candidate> cands;
+    for (const Candidate& c : be->enumerate(resolve(p), dev))
+      if (c.config.find("tile=128x144x128,") != std::string::npos ||
+          c.config.find("tile=128x160x128,") != std::string::npos)
+        cands.push_back(c);
+    EXPECT_EQ(cands.size(), 6u) << p.str();
+    const auto [res, err] = test::compile_each(*be, p, cands, dev);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      ASSERT_EQ(err[i], "") << cands[i].str() << " for " << p.str();
+      EXPECT_EQ(res[i].spill_bytes, 0) << cands[i].str() << " for " << p.str();
+      std::printf("%s for %s: %d registers\n", cands[i].str().c_str(), p.str().c_str(), res[i].registers);
+    }
+  }
+}
 TEST(Sm90Fp8Compile, E4M3Out_Row) { compile_fp8({4096, 4096, 4096, Scaling::row, kE4, kE4, kE4}); }
 TEST(Sm90Fp8Compile, E4M3Out_Block) { compile_fp8({2048, 1024, 4096, Scaling::block, kE4, kE4, kE4}); }
 

@@ -34,8 +34,22 @@ TEST(Sm90Spec, EachRuleNamesItsKnob) {
   EXPECT_NE(why(Spec{.bn = 200, .b_mn = true}).find("multiple of 64"), std::string::npos);
   EXPECT_NE(why(Spec{.bm = 256, .bn = 256}).find("exceed the 192"), std::string::npos);  // 256 per thread
   EXPECT_EQ(why(Spec{.in = gt::kE4M3}), "fp8 inputs need a scaling, 16-bit ones take none");
-  EXPECT_EQ(why(Spec{.bn = 96, .in = gt::kE4M3, .scale = gt_sm90::kScaleBlock, .promote = true}),
-            "block scaling needs tile N a multiple or a divisor of 128, or 192 (one B scale per 128 columns)");
+  // Block scaling: tile N 176 starts 112 columns into a 128-column block every eighth tile, spanning three.
+  const Spec block{.bn = 176, .in = gt::kE4M3, .scale = gt_sm90::kScaleBlock, .promote = true};
+  EXPECT_EQ(why(block),
+            "block scaling needs tile N a multiple or a divisor of 128, or one whose tiles span at most two 128-column "
+            "B scale blocks (128 - gcd(N, 128) + N <= 256: 144, 160, 192)");
+  for (int bn : {64, 128, 144, 160, 192}) {
+    Spec s = block;
+    s.bn = bn;
+    EXPECT_EQ(why(s), "") << bn;
+  }
+  // An fp8 tile N without a wgmma form is refused by name (the message lists every form built).
+  Spec f8 = block;
+  f8.bn = 96;
+  const std::string no_form = why(f8);
+  EXPECT_NE(no_form.find("fp8 inputs need tile N"), std::string::npos) << no_form;
+  for (int bn : gt_sm90::kF8TileN) EXPECT_NE(no_form.find(std::to_string(bn)), std::string::npos) << bn;
   EXPECT_EQ(why(Spec{.sk = true, .grouped = 1}), "grouped GEMMs walk their tiles in a static or gpc order, without a "
                                                  "stream-K tail");
 }
