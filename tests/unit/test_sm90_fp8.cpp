@@ -215,8 +215,9 @@ TEST(Sm90Fp8Compile, RaggedK_F32Out) { compile_fp8({1000, 1000, 1040, Scaling::t
 TEST(Sm90Fp8Compile, BlockRaggedK) { compile_fp8({512, 384, 1040, Scaling::block}); }
 // N = 576: tiles of 192 columns start at 0, 192 (mid-block) and 384, the last one's second block past N.
 TEST(Sm90Fp8Compile, BlockN576) { compile_fp8({1024, 576, 2048, Scaling::block}); }
-// The wave-filling coop tiles 128x144 and 128x160 (two B scale blocks per tile, split where the tile starts): each
-// listed one (1x1, 2x1, 1x2) compiles without spills, block-scaled with every D type and fast-accumulated.
+// The coop tiles 128x144 and 128x160 (two B scale blocks per tile, split where the tile starts; valid with --config,
+// not listed): each cluster shape of the listed 128x192 coop tiles, retiled, compiles without spills, block-scaled
+// with every D type and fast-accumulated.
 TEST(Sm90Fp8Compile, Tiles144And160NoSpills) {
   auto be = make_sm90_backend();
   const DeviceInfo dev = DeviceInfo::assumed_sm90();
@@ -227,10 +228,14 @@ TEST(Sm90Fp8Compile, Tiles144And160NoSpills) {
   for (const Fp8Case& fc : cases) {
     const Problem p = fp8_problem(fc.m, fc.n, fc.k, fc.s, fc.a, fc.b, fc.out, fc.acc);
     std::vector<Candidate> cands;
+    const std::string wide = "tile=128x192x128,";
     for (const Candidate& c : be->enumerate(resolve(p), dev))
-      if (c.config.find("tile=128x144x128,") != std::string::npos ||
-          c.config.find("tile=128x160x128,") != std::string::npos)
-        cands.push_back(c);
+      if (c.config.rfind(wide, 0) == 0 && c.config.find("sched=coop") != std::string::npos)
+        for (const char* tile : {"tile=128x144x128,", "tile=128x160x128,"}) {
+          Candidate t = c;
+          t.config = tile + c.config.substr(wide.size());
+          cands.push_back(t);
+        }
     EXPECT_EQ(cands.size(), 6u) << p.str();
     const auto [res, err] = test::compile_each(*be, p, cands, dev);
     for (size_t i = 0; i < cands.size(); ++i) {

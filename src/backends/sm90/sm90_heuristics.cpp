@@ -367,21 +367,20 @@ double promote_factor(const Config& c, const Analysis& an) {
 
 // fp8 inputs: a short list (the wgmma k32 wrappers exist for the tile N of gt_sm90::kF8TileN: ptx/wgmma_f8.cuh).
 // Starting points for 8-bit operands, whose 128-K stage rows make a stage as many bytes as a 16-bit one of half the
-// MMA work: 128x128 / 128x256 / 256x128 / 128x192 / 128x160 / 128x144 coop (the last two fill the 132 SMs' waves
-// where 128 and 192 do not) and 64x128 / 64x256 / 128x128 ping-pong tiles in 1x1, 2x1 and 1x2 clusters with the
-// deepest ring that fits, each with the problem's accumulation: acc=fast (fp8_accum=fast) or acc=promote
-// (fp8_accum=exact, block scaling's only mode). Decode sizes (at most 64 rows on one side) add the decode tiles of the
-// 16-bit list (swap=1 where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost model
-// times promote_factor: the tiles whose consumers keep two temporaries (128x128 coop) before those with one (128x144
-// to 128x192 coop).
+// MMA work: 128x128 / 128x256 / 256x128 / 128x192 coop and 64x128 / 64x256 / 128x128 ping-pong tiles in 1x1, 2x1
+// and 1x2 clusters with the deepest ring that fits, each with the problem's accumulation: acc=fast (fp8_accum=fast)
+// or acc=promote (fp8_accum=exact, block scaling's only mode). The 128x144 and 128x160 coop tiles (valid with
+// --config) are not listed: block-scaled they ran 2-14% behind 128x128 or 128x192 on every shape measured
+// (docs/PERFORMANCE.md). Decode sizes (at most 64 rows on one side) add the decode tiles of the 16-bit list (swap=1
+// where the few rows are the view's M; not with block scales). Ranked by the 16-bit cost model times promote_factor:
+// the tiles whose consumers keep two temporaries (128x128 coop) before those with one (128x192 coop).
 std::vector<Config> enumerate_fp8(const Analysis& an, const DeviceInfo& dev) {
   const Problem& p = an.problem;
   const KernelView& v = an.view(false);
   const bool block = p.scaling == Scaling::block;
   struct Tile { int bm, bn; bool pp; };
   const Tile wide[] = {{128, 128, false}, {128, 256, false}, {256, 128, false}, {128, 192, false},
-                       {128, 160, false}, {128, 144, false}, {64, 128, true},   {64, 256, true},
-                       {128, 128, true},  {128, 64, true}};
+                       {64, 128, true},   {64, 256, true},   {128, 128, true},  {128, 64, true}};
   std::vector<Config> cands;
   auto add = [&](Config c, const KernelView& w) {
     c.bk = 128;
