@@ -611,3 +611,11 @@ def test_grouped_preprocess_leaves_other_lists():
     gt.disable()
     from torch._inductor.select_algorithm import get_algorithm_selector_cache
     assert inductor._grouped_preprocess not in get_algorithm_selector_cache().preprocessing_fns
+
+
+def test_estimated_gpu_time_counts_every_group():
+    """The host-cost floor's estimate: every batch's or group's rows of A, every group's B."""
+    one = inductor._estimated_us([16, 4096], [4096, 4096], 2)
+    assert inductor._estimated_us([8, 16, 4096], [8, 4096, 4096], 2) == pytest.approx(8 * one, rel=1e-6)
+    assert inductor._estimated_us([128, 4096], [8, 4096, 4096], 2) > 7 * one  # 8 experts' weights streamed
+    assert inductor._estimated_us(None, [4096, 4096], 2) is None

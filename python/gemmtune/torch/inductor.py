@@ -44,6 +44,7 @@ shapes must be static. ``stats()`` counts choices offered and refused (with reas
 """
 from __future__ import annotations
 
+import math
 import operator
 import threading
 import warnings
@@ -331,39 +332,61 @@ def _tune(op: str, nodes, layout, kwargs: dict) -> None:
 MIN_GPU_US = 40.0
 
 
-def _estimated_us(nodes) -> Optional[float]:
-    """A lower bound of the GEMM's GPU time in microseconds from its inputs' sizes, or None when unknown."""
-    sizes = [_ints(n.get_size()) for n in nodes[-2:]]
-    if any(s is None or len(s) < 2 for s in sizes):
+def _estimated_us(a_size, b_size, itemsize: int) -> Optional[float]:
+    """A lower bound of a GEMM's GPU time in microseconds from its operands' sizes (A (..., M, K), B (..., K, N): the
+    leading dims batches or groups), or None when one is unknown."""
+    if a_size is None or b_size is None or len(a_size) < 2 or len(b_size) < 2:
         return None
-    (a, b) = sizes
-    batch = a[0] if len(a) == 3 else 1
-    m, k, n = a[-2], a[-1], b[-1]
-    el = max(1, nodes[-1].get_dtype().itemsize)
-    flops = 2.0 * batch * m * n * k
-    bytes_ = el * (batch * m * k + (b[0] if len(b) == 3 else 1) * k * n) + 2 * batch * m * n
-    return max(flops / 700e12, bytes_ / 3e12) * 1e6
+    k, n = a_size[-1], b_size[-1]
+    rows = math.prod(a_size[:-1])  # every batch's or group's rows
+    el = max(1, itemsize)
+    bytes_ = el * (rows * k + math.prod(b_size[:-2]) * k * n) + 2 * rows * n
+    return max(2.0 * rows * n * k / 700e12, bytes_ / 3e12) * 1e6
+
+
+def _too_small(op: str, a_size, b_size, itemsize: int) -> bool:
+    """Refuses (and counts) a choice whose kernel is a Python function for a GEMM under MIN_GPU_US without CUDA
+    graphs."""
+    from torch._inductor import config
+    if MIN_GPU_US <= 0 or config.triton.cudagraphs:
+        return False
+    est = _estimated_us(a_size, b_size, itemsize)
+    if est is None or est >= MIN_GPU_US:
+        return False
+    _refuse(op, f"too small without CUDA graphs (~{est:.0f} us of GPU time, under MIN_GPU_US={MIN_GPU_US:g}: "
+                "the Python call's host cost outweighs the gain)")
+    return True
+
+
+def _cpp_wrapper() -> bool:
+    """Whether the graph being lowered gets a C++ wrapper (cpp_wrapper=True or AOTInductor)."""
+    from torch._inductor import config
+    from torch._inductor.virtualized import V
+    graph = V.graph
+    return bool(config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False))
+
+
+def _offered(op: str, choice):
+    _stats["choices_offered"] += 1
+    _stats["by_op"][op] = _stats["by_op"].get(op, 0) + 1
+    return choice
 
 
 def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     """A bound gemmtune ChoiceCaller for this lowering, or None (and the refusal counted)."""
     from torch._inductor import config
-    from torch._inductor.virtualized import V
     if not (config.max_autotune or config.max_autotune_gemm):
         return None
-    graph = V.graph
-    cpp = bool(config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False))
+    cpp = _cpp_wrapper()
     if cpp and (op not in _DISPATCHED or not _NATIVE):
         _refuse(op, "cpp wrapper / AOTInductor: only mm and bmm, with the C++ hot path (generated C++ calls the "
                     "operator gemmtune::mm / bmm through the dispatcher)")
         return None
     nodes = list(kernel_inputs.nodes())
-    if MIN_GPU_US > 0 and not config.triton.cudagraphs and op not in _NATIVE:
-        est = _estimated_us(nodes)
-        if est is not None and est < MIN_GPU_US:
-            _refuse(op, f"too small without CUDA graphs (~{est:.0f} us of GPU time, under MIN_GPU_US={MIN_GPU_US:g}: "
-                        "the Python call's host cost outweighs the gain)")
-            return None
+    a_node, b_node = nodes[-2:] if op != "scaled_mm" else nodes[:2]
+    if op not in _NATIVE and _too_small(op, _ints(a_node.get_size()), _ints(b_node.get_size()),
+                                        b_node.get_dtype().itemsize):
+        return None
     layout = kernel_inputs.output_layout(flexible=False)
     scalars = dict(getattr(kernel_inputs, "_scalars", None) or {})
     if op == "scaled_mm":
@@ -387,10 +410,7 @@ def _offer(op: str, kernel_inputs, kwarg_overrides=None) -> Optional[Any]:
     except Exception as e:  # a problem gemmtune refuses or fails to tune is simply not offered
         _refuse(op, f"tuning failed: {type(e).__name__}: {e}")
         return None
-    choice = (_dispatched_choice(op) if cpp else _extern_choice(op)).bind(nodes, layout, **kwargs)
-    _stats["choices_offered"] += 1
-    _stats["by_op"][op] = _stats["by_op"].get(op, 0) + 1
-    return choice
+    return _offered(op, (_dispatched_choice(op) if cpp else _extern_choice(op)).bind(nodes, layout, **kwargs))
 
 
 # torch._grouped_mm and _scaled_grouped_mm: their lowering (torch/_inductor/kernel/mm_grouped.py) builds its list
@@ -408,10 +428,7 @@ def _uniform_offs(like, groups: int, rows: int):
 
 
 def _offer_grouped(op: str, aten_choice) -> Optional[Any]:
-    from torch._inductor import config
-    from torch._inductor.virtualized import V
-    graph = V.graph
-    if config.cpp_wrapper or getattr(graph, "cpp_wrapper", False) or getattr(graph, "aot_mode", False):
+    if _cpp_wrapper():
         _refuse(op, "cpp wrapper / AOTInductor: the grouped choice is a Python function")
         return None
     nodes, layout, kw = list(aten_choice.input_nodes), aten_choice.layout, dict(aten_choice.kwargs)
@@ -429,14 +446,8 @@ def _offer_grouped(op: str, aten_choice) -> Optional[Any]:
         _refuse(op, f"{a_dims}-D x {b_dims}-D{' with offs' if has_offs else ''} (gemmtune groups rows: 2-D x 3-D "
                     "with offs, or 3-D x 3-D)")
         return None
-    if MIN_GPU_US > 0 and not config.triton.cudagraphs:
-        (m, k), n = metas[0][0][-2:], metas[1][0][-1]
-        el = max(1, nodes[0].get_dtype().itemsize)
-        us = max(2.0 * m * n * k / 700e12, el * (m * k + metas[1][0][0] * k * n) / 3e12) * 1e6
-        if us < MIN_GPU_US:
-            _refuse(op, f"too small without CUDA graphs (~{us:.0f} us of GPU time, under MIN_GPU_US={MIN_GPU_US:g}: "
-                        "the Python call's host cost outweighs the gain)")
-            return None
+    if _too_small(op, metas[0][0], metas[1][0], nodes[1].get_dtype().itemsize):
+        return None
     try:
         args = [_example(*m) for m in metas]
         if has_offs:
@@ -451,10 +462,7 @@ def _offer_grouped(op: str, aten_choice) -> Optional[Any]:
     except Exception as e:  # noqa: BLE001 - a problem gemmtune refuses or fails to tune is not offered
         _refuse(op, f"tuning failed: {type(e).__name__}: {e}")
         return None
-    choice = _extern_choice(op).bind(nodes, layout, **kw)
-    _stats["choices_offered"] += 1
-    _stats["by_op"][op] = _stats["by_op"].get(op, 0) + 1
-    return choice
+    return _offered(op, _extern_choice(op).bind(nodes, layout, **kw))
 
 
 def _grouped_preprocess(choices: list) -> list:
