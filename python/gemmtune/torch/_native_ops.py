@@ -1,6 +1,7 @@
-"""The optional C++ hot path of the torch ops (csrc/native_ops.cpp, built into libgemmtune_torch.so by `pip install .`
-when the building Python can import torch): loaded when it was built for this very torch (its C++ ABI is that
-build's), else the ops stay in Python and `reason` says why. GEMMTUNE_TORCH_NATIVE=0 keeps it unloaded."""
+"""The optional C++ hot path of the torch ops (csrc/native_ops.cpp, built into libgemmtune_torch.so by `pip install
+--no-build-isolation .` when the building Python can import torch): loaded when it was built for this very torch (its
+C++ ABI is that build's), else the ops stay in Python and `reason` says why. GEMMTUNE_TORCH_NATIVE=0 keeps it
+unloaded."""
 from __future__ import annotations
 
 import ctypes
@@ -26,7 +27,7 @@ def load() -> bool:
         reason = "GEMMTUNE_TORCH_NATIVE=0"
         return False
     if not os.path.exists(PATH):
-        reason = f"{PATH} is not there (built by `pip install .` when torch is importable at build time)"
+        reason = f"{PATH} is not there (built by `pip install --no-build-isolation .` where torch is installed)"
         return False
     try:
         with open(PATH + ".torch") as f:
