@@ -270,7 +270,8 @@ def test_aot_inductor_package_in_a_fresh_process(tmp_path):
         assert any(b"gemmtune::mm" in z.read(n) for n in z.namelist() if n.endswith((".json", ".cpp"))), z.namelist()
     torch.save({"x": x.cpu(), "ref": torch.relu(x.float() @ m.w.float()).cpu()}, tmp_path / "io.pt")
     script = (
-        "import sys, torch, gemmtune.torch\n"
+        "import faulthandler, sys, torch, gemmtune.torch\n"
+        "faulthandler.dump_traceback_later(120, exit=True)\n"  # where it stands if it does not finish
         "gemmtune.torch.set_options(top_k=2, progress=False)\n"  # the parent's: its selection is in the cache
         f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
         f"model = torch._inductor.aoti_load_package({str(path)!r})\n"
