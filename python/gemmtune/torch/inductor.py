@@ -177,6 +177,9 @@ def _native_kernels() -> dict:
     registered as the _py_ twin, on a miss). Its CPU kernel is the Python function (the tests' reference gemm)."""
     if not _native_ops.load():
         return {}
+    ops = torch.ops.gemmtune
+    if hasattr(ops, "inductor_mm"):  # this module was reloaded: the operators stay registered
+        return {"mm": ops.inductor_mm.default, "bmm": ops.inductor_mm.default, "addmm": ops.inductor_addmm.default}
     lib = torch.library.Library("gemmtune", "FRAGMENT")
     for name, fn, schema in (
             ("inductor_mm", gemmtune_mm, "(Tensor a, Tensor b, *, Tensor(a!) out) -> ()"),
@@ -190,7 +193,6 @@ def _native_kernels() -> dict:
         lib.impl(name, impl, "CPU")
     torch.ops.gemmtune._native_enable_inductor()
     _libs.append(lib)
-    ops = torch.ops.gemmtune
     return {"mm": ops.inductor_mm.default, "bmm": ops.inductor_mm.default, "addmm": ops.inductor_addmm.default}
 
 
