@@ -36,6 +36,7 @@ using UseDeviceFn = int (*)(int ordinal);
 struct Entry {
   const void* handle = nullptr;  // the gt_gemm, owned (and kept alive past clear) by _dispatch.py
   RunFn run = nullptr;
+  UseDeviceFn use_device = nullptr;
   std::vector<int64_t> shape, strides;  // the output's
   at::ScalarType dtype = at::kBFloat16;
 };
@@ -75,7 +76,6 @@ std::string make_key(int64_t kind, const Tensors& ts, c10::string_view epilogue,
 struct Table {
   std::shared_mutex mu;
   std::unordered_map<std::string, Entry> map;
-  UseDeviceFn use_device = nullptr;
 };
 
 Table& table() {
@@ -110,8 +110,7 @@ bool launch(const Entry& e, const Tensors& ts, at::Tensor& d) {
   // current already).
   const c10::DeviceGuard device_guard(dev);
   if (!bound.test(ord)) {
-    UseDeviceFn use = table().use_device;
-    if (use == nullptr || use(ord) != 0) return false;
+    if (e.use_device == nullptr || e.use_device(ord) != 0) return false;
     bound.set(ord);
   }
   if (!d.defined()) d = at::empty_strided(e.shape, e.strides, a.options().dtype(e.dtype));
@@ -130,10 +129,10 @@ at::Tensor table_call(Kind kind, const at::Tensor& a, const at::Tensor& b, const
   return d;
 }
 
-// The Python implementation of an op (registered by ops.py as gemmtune::_py_<name>), called below autograd: the
-// op's own autograd kernel already ran.
+// An operator's typed handle: the ops themselves, and their Python implementations (registered by ops.py and
+// inductor.py as gemmtune::_py_<name>, called below autograd: the op's own autograd kernel already ran).
 template <class Sig>
-c10::TypedOperatorHandle<Sig> py_op(const char* name) {
+c10::TypedOperatorHandle<Sig> op_handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
 }
 
@@ -141,16 +140,14 @@ using MmSig = at::Tensor(const at::Tensor&, const at::Tensor&);
 using LinearSig = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
                              c10::string_view, const std::optional<at::Tensor>&);
 
-at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b) {
-  if (at::Tensor d = table_call(kMm, a, b, nullptr, "none"); d.defined()) return d;
-  static auto op = py_op<MmSig>("gemmtune::_py_mm");
-  at::AutoDispatchBelowADInplaceOrView guard;
-  return op.call(a, b);
-}
+// The operators mm and bmm and their Python twins (one kernel template for both).
+constexpr char kMmOp[] = "gemmtune::mm", kMmTwin[] = "gemmtune::_py_mm";
+constexpr char kBmmOp[] = "gemmtune::bmm", kBmmTwin[] = "gemmtune::_py_bmm";
 
-at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b) {
-  if (at::Tensor d = table_call(kBmm, a, b, nullptr, "none"); d.defined()) return d;
-  static auto op = py_op<MmSig>("gemmtune::_py_bmm");
+template <Kind K, const char* Twin>
+at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b) {
+  if (at::Tensor d = table_call(K, a, b, nullptr, "none"); d.defined()) return d;
+  static auto op = op_handle<MmSig>(Twin);
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(a, b);
 }
@@ -159,7 +156,7 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, const std::opti
                        c10::string_view epilogue, const std::optional<at::Tensor>& residual) {
   if (!residual.has_value())
     if (at::Tensor d = table_call(kLinear, x, w, bias ? &*bias : nullptr, epilogue); d.defined()) return d;
-  static auto op = py_op<LinearSig>("gemmtune::_py_linear");
+  static auto op = op_handle<LinearSig>("gemmtune::_py_linear");
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.call(x, w, bias, epilogue, residual);
 }
@@ -178,7 +175,7 @@ bool out_call(const Tensors& ts, c10::string_view epilogue, double alpha, double
 
 void inductor_mm_cuda(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   if (out_call({&a, &b, nullptr, nullptr, &out}, "none", 1.0, 0.0, out)) return;
-  static auto op = py_op<MmOutSig>("gemmtune::_py_inductor_mm");
+  static auto op = op_handle<MmOutSig>("gemmtune::_py_inductor_mm");
   op.call(a, b, out);
 }
 
@@ -192,7 +189,7 @@ void inductor_addmm_cuda(const at::Tensor& inp, const at::Tensor& a, const at::T
     hit = out_call({&a, &b, &inp, nullptr, &out}, "none", alpha, beta, out);
   }
   if (hit) return;
-  static auto op = py_op<AddmmOutSig>("gemmtune::_py_inductor_addmm");
+  static auto op = op_handle<AddmmOutSig>("gemmtune::_py_inductor_addmm");
   op.call(inp, a, b, alpha, beta, mode, out);
 }
 
@@ -206,27 +203,13 @@ bool needs_grad(std::initializer_list<const at::Tensor*> ts) {
   return false;
 }
 
-template <class Sig>
-c10::TypedOperatorHandle<Sig> op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
-}
-
+template <const char* Op, const char* Twin>
 at::Tensor mm_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
   if (needs_grad({&a, &b})) {
-    static auto twin = py_op<MmSig>("gemmtune::_py_mm");
+    static auto twin = op_handle<MmSig>(Twin);
     return twin.call(a, b);
   }
-  static auto op = op_handle<MmSig>("gemmtune::mm");
-  at::AutoDispatchBelowADInplaceOrView guard;
-  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b);
-}
-
-at::Tensor bmm_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
-  if (needs_grad({&a, &b})) {
-    static auto twin = py_op<MmSig>("gemmtune::_py_bmm");
-    return twin.call(a, b);
-  }
-  static auto op = op_handle<MmSig>("gemmtune::bmm");
+  static auto op = op_handle<MmSig>(Op);
   at::AutoDispatchBelowADInplaceOrView guard;
   return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b);
 }
@@ -235,7 +218,7 @@ at::Tensor linear_autograd(c10::DispatchKeySet ks, const at::Tensor& x, const at
                            const std::optional<at::Tensor>& bias, c10::string_view epilogue,
                            const std::optional<at::Tensor>& residual) {
   if (needs_grad({&x, &w, bias ? &*bias : nullptr, residual ? &*residual : nullptr})) {
-    static auto twin = py_op<LinearSig>("gemmtune::_py_linear");
+    static auto twin = op_handle<LinearSig>("gemmtune::_py_linear");
     return twin.call(x, w, bias, epilogue, residual);
   }
   static auto op = op_handle<LinearSig>("gemmtune::linear");
@@ -265,13 +248,13 @@ void remember(int64_t kind, const c10::List<std::optional<at::Tensor>>& tensors,
   Entry e;
   e.handle = reinterpret_cast<const void*>(handle);
   e.run = reinterpret_cast<RunFn>(run);
+  e.use_device = reinterpret_cast<UseDeviceFn>(use_device);
   e.shape.assign(out_shape.begin(), out_shape.end());
   e.strides.assign(out_strides.begin(), out_strides.end());
   e.dtype = out_dtype;
   std::string k = make_key(kind, ts, epilogue, alpha, beta);
   Table& t = table();
   std::unique_lock lock(t.mu);
-  t.use_device = reinterpret_cast<UseDeviceFn>(use_device);
   t.map[std::move(k)] = std::move(e);
 }
 
@@ -295,13 +278,13 @@ void enable() {
   std::call_once(once, [] {
     cuda = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::CUDA, __FILE__,
                                             __LINE__);
-    cuda->impl("mm", TORCH_FN(mm_cuda));
-    cuda->impl("bmm", TORCH_FN(bmm_cuda));
+    cuda->impl("mm", TORCH_FN((mm_cuda<kMm, kMmTwin>)));
+    cuda->impl("bmm", TORCH_FN((mm_cuda<kBmm, kBmmTwin>)));
     cuda->impl("linear", TORCH_FN(linear_cuda));
     autograd = std::make_unique<torch::Library>(torch::Library::IMPL, "gemmtune", c10::DispatchKey::Autograd,
                                                 __FILE__, __LINE__);
-    autograd->impl("mm", TORCH_FN(mm_autograd));
-    autograd->impl("bmm", TORCH_FN(bmm_autograd));
+    autograd->impl("mm", TORCH_FN((mm_autograd<kMmOp, kMmTwin>)));
+    autograd->impl("bmm", TORCH_FN((mm_autograd<kBmmOp, kBmmTwin>)));
     autograd->impl("linear", TORCH_FN(linear_autograd));
   });
 }
