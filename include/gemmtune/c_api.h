@@ -115,7 +115,8 @@ typedef struct gt_gemm_args {
 GT_API int gt_gemm_run_args(const gt_gemm* g, const gt_gemm_args* args, void* stream);
 GT_API void gt_gemm_destroy(gt_gemm* g);
 
-/* The result cache: command "dir" -> {"dir"}, "ls" -> [{"key", "record"}, ...], "clear" -> {"removed" (the entries
+/* The result cache: command "dir" -> {"dir"}, "ls" -> [{"key", "record"}, ...], "get" (arg: a
+ * key, a tune report's "cache_key") -> {"key", "record"} or null, "clear" -> {"removed" (the entries
  * "ls" lists), "removed_unreadable" (the corrupt or unreadable entry files it skips)}, "export" (arg: file) ->
  * {"exported"}, "import" (arg: file) -> {"imported"} (distinct keys). Backend names and "backend:config" lines in
  * options are checked: an unknown backend is GT_INVALID, as is a gt_load candidate its backend refuses for the

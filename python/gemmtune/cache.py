@@ -16,6 +16,11 @@ def entries() -> list:
     return _native.call_json("gt_cache", "ls", None)
 
 
+def get(key: str) -> "dict | None":
+    """The entry of one key (a TuneReport's cache_key) as {"key", "record"}, or None when there is none."""
+    return _native.call_json("gt_cache", "get", key)
+
+
 def clear() -> int:
     """Removes every entry; returns how many readable ones (what entries() listed) it removed."""
     return _native.call_json("gt_cache", "clear", None)["removed"]

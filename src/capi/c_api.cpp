@@ -426,6 +426,10 @@ int gt_cache(const char* command, const char* arg, char** out_json) {
       json arr = json::array();
       for (const CacheEntry& e : cache.list()) arr.push_back({{"key", e.key}, {"record", e.record}});
       put(out_json, arr);
+    } else if (cmd == "get") {
+      if (!arg || !*arg) throw detail::InputError("cache get needs a key");
+      const std::optional<CacheEntry> e = cache.get(arg);
+      put(out_json, e ? json{{"key", e->key}, {"record", e->record}} : json(nullptr));
     } else if (cmd == "clear") {
       const ClearCount n = cache.clear();
       put(out_json, json{{"removed", n.entries}, {"removed_unreadable", n.other}});
@@ -435,7 +439,7 @@ int gt_cache(const char* command, const char* arg, char** out_json) {
     } else if (cmd == "import") {
       put(out_json, json{{"imported", cache.import_from(need_file())}});
     } else {
-      throw detail::InputError("unknown cache command '" + cmd + "' (dir, ls, clear, export, import)");
+      throw detail::InputError("unknown cache command '" + cmd + "' (dir, ls, get, clear, export, import)");
     }
   });
 }

@@ -177,6 +177,12 @@ def test_cache_commands(tmp_path, monkeypatch):
     assert gt.cache.import_file(out) == 0
     with pytest.raises(gt.InvalidInputError):
         gt.cache.import_file(tmp_path / "missing.json")
+    assert gt.cache.get("no such key") is None
+    rec = {"key": "k|dev|lib|v", "problem": {}, "device": {}, "winner": "sm90:tile=128x128x64", "us": 1.5,
+           "results": []}
+    out.write_text(json.dumps({"gemmtune_cache": 1, "entries": [rec]}))
+    assert gt.cache.import_file(out) == 1
+    assert gt.cache.get("k|dev|lib|v") == {"key": "k|dev|lib|v", "record": rec}
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(gt.InvalidInputError):

@@ -65,6 +65,7 @@ TEST(CApi, MalformedInputIsInvalid) {
   EXPECT_EQ(gt_load(kProblem, nullptr, nullptr), GT_INVALID);
   EXPECT_EQ(gt_cache("frobnicate", nullptr, &out), GT_INVALID);
   EXPECT_EQ(gt_cache("import", nullptr, &out), GT_INVALID);
+  EXPECT_EQ(gt_cache("get", "", &out), GT_INVALID);
   EXPECT_EQ(gt_gemm_info(nullptr, &out), GT_INVALID);
   EXPECT_EQ(gt_gemm_run(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                         nullptr, nullptr, nullptr, nullptr),

@@ -391,6 +391,13 @@ TEST_F(Cli, BenchRejectsBadSuiteBeforeGpu) {
   std::ofstream(suite) << R"({"name": "bad", "shapes": [{"name": "zero", "m": 0, "n": 16, "k": 16}]})";
   expect_usage_error({"bench", "--suite", suite}, "zero");
   expect_usage_error({"bench", "--suite", (d.path / "nope.json").string()}, "nope.json");
+  // A static shard: I/N with 0 <= I < N, and a shard with no shape is an error, all before a GPU is needed.
+  const std::string two = (d.path / "two.json").string();
+  std::ofstream(two) << R"({"name": "two", "shapes": [{"name": "a", "m": 64, "n": 64, "k": 64},
+                                                      {"name": "b", "m": 64, "n": 64, "k": 128}]})";
+  for (const char* bad : {"2/2", "x", "1", "-1/2", "0/0", "1/2/3"})
+    expect_usage_error({"bench", "--suite", two, "--shard", bad}, "expected I/N");
+  expect_usage_error({"bench", "--suite", two, "--shard", "2/3"}, "no shape for this shard");
 }
 
 TEST_F(Cli, SuitesParse) {

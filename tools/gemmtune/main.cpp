@@ -30,6 +30,7 @@
 #include "cli_suite.h"
 #include "core/clock.h"
 #include "core/input.h"
+#include "core/parse_int.h"
 #include "core/text.h"
 #include "gemmtune/gemm.h"
 #include "gemmtune/progress.h"
@@ -250,12 +251,30 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-int cmd_bench(const std::string& suite_path, const std::string& filter, const TuneArgs& ta, const JsonOut& jo,
-              const std::string& csv_path) {
+// "--shard I/N": shard I (0-based) of N, as a pair; N = 1 when none was given.
+std::pair<int, int> parse_shard(const std::string& v) {
+  if (v.empty()) return {0, 1};
+  const size_t slash = v.find('/');
+  int i = -1, n = 0;
+  if (slash == std::string::npos || !detail::parse_int(std::string_view(v).substr(0, slash), i, 0).empty() ||
+      !detail::parse_int(std::string_view(v).substr(slash + 1), n, 1).empty() || i >= n)
+    throw UsageError(fmt::format("--shard '{}': expected I/N with 0 <= I < N (e.g. 0/4)", v));
+  return {i, n};
+}
+
+int cmd_bench(const std::string& suite_path, const std::string& filter, const std::string& shard,
+              const TuneArgs& ta, const JsonOut& jo, const std::string& csv_path) {
   auto [suite_name, shapes] = load_suite(suite_path);
   if (!filter.empty()) {
     std::erase_if(shapes, [&](const SuiteShape& s) { return s.name.find(filter) == std::string::npos; });
     if (shapes.empty()) throw UsageError(fmt::format("--filter '{}' matches no shape of {}", filter, suite_path));
+  }
+  // A static shard (a Slurm array task, docs/CLI.md): every N-th shape from the I-th, after --filter.
+  if (const auto [si, sn] = parse_shard(shard); sn > 1) {
+    std::vector<SuiteShape> mine;
+    for (size_t i = si; i < shapes.size(); i += sn) mine.push_back(std::move(shapes[i]));
+    shapes = std::move(mine);
+    if (shapes.empty()) throw UsageError(fmt::format("--shard {}: the suite has no shape for this shard", shard));
   }
   TuneOptions opts = ta.options();
   if (!opts.only.empty()) throw UsageError("bench does not take --config (it tunes every shape)");
@@ -649,12 +668,15 @@ int run(int argc, char** argv) {
   add_json_option(tune, tune_j, "print the per-candidate records as a JSON array (stdout, or FILE); table -> stderr");
 
   // bench
-  std::string suite, bench_filter, bench_csv;
+  std::string suite, bench_filter, bench_shard, bench_csv;
   TuneArgs bench_a;
   JsonOut bench_j;
   CLI::App* bench = app.add_subcommand("bench", "tune every shape of a suite, then time winner vs cuBLASLt side by side");
   bench->add_option("--suite", suite, "suite file, e.g. bench/suites/llama3_8b.json")->required();
   bench->add_option("--filter", bench_filter, "only shapes whose name contains this");
+  bench->add_option("--shard", bench_shard,
+                    "I/N: only every N-th shape from the I-th (0-based), e.g. one task of a Slurm array; the tasks' "
+                    "caches merge with `gemmtune cache export` / `import`");
   bench_a.add_to(bench, false);
   add_json_option(bench, bench_j, "write results as JSON to FILE (no FILE: stdout, table -> stderr)");
   bench->add_option("--csv", bench_csv, "write results as CSV to FILE");
@@ -740,7 +762,7 @@ int run(int argc, char** argv) {
   }
   if (bench->parsed()) {
     json_given(bench, bench_j);
-    return cmd_bench(suite, bench_filter, bench_a, bench_j, bench_csv);
+    return cmd_bench(suite, bench_filter, bench_shard, bench_a, bench_j, bench_csv);
   }
   if (list->parsed()) {
     json_given(list, list_j);
