@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
@@ -102,8 +103,11 @@ def tuner_runner(tuner: Optional[Tuner] = None, device: Optional[int] = None) ->
         if not state["bound"]:
             dev = device
             if dev is None and torch.cuda.is_available():
-                local = os.environ.get("LOCAL_RANK")
-                dev = int(local) % torch.cuda.device_count() if local is not None else torch.cuda.current_device()
+                local, count = os.environ.get("LOCAL_RANK"), torch.cuda.device_count()
+                dev = int(local) % count if local is not None else torch.cuda.current_device()
+                if int(os.environ.get("LOCAL_WORLD_SIZE", 1)) > count:
+                    warnings.warn(f"gemmtune.torch.tune: {os.environ['LOCAL_WORLD_SIZE']} ranks share this host's "
+                                  f"{count} GPU(s): their timings contend, so winners may differ from a tune alone")
             if dev is not None:
                 st = _native.lib().gt_use_device(int(dev))
                 if st != 0:
