@@ -131,3 +131,59 @@ def test_problems_of_a_model():
         gt.tune(m)
     with pytest.raises(gemmtune.InvalidInputError, match="no gemmtune Linear"):
         gt.tune(torch.nn.Linear(4, 4), [8], distributed=False)
+
+
+FAKE_RUNNER = textwrap.dedent("""
+    import json, time
+    def fake(p):
+        time.sleep(0.05)
+        key = p.key() + "|fake-gpu"
+        return key, {"key": key, "problem": json.loads(p.to_json()), "device": {"name": "fake"},
+                     "winner": "sm90:fake", "us": 1.0, "results": []}
+""")
+
+
+def _suite_cmd(tmp_path, *args):
+    """`gemmtune tune --suite` through the pip entry point, with the fake runner, in a fresh process."""
+    from gemmtune.torch import tuning
+    try:
+        tuning._cli_path()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no gemmtune binary to read suites: {e}")
+    (tmp_path / "fakerun.py").write_text(FAKE_RUNNER)
+    suite = tmp_path / "s.json"
+    suite.write_text(json.dumps({"name": "s", "shapes": [
+        {"name": f"x{i}", "m": 64 * (i + 1), "n": 128, "k": 256} for i in range(5)]}))
+    env = dict(os.environ, GEMMTUNE_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), str(tmp_path),
+                                           os.environ.get("PYTHONPATH", "")]))
+    env.pop("WORLD_SIZE", None)
+    code = ("import sys; from gemmtune._cli import main; sys.argv = ['gemmtune', 'tune', '--suite', sys.argv[1]] + "
+            "sys.argv[2:]; main()")
+    return subprocess.run([sys.executable, "-c", code, str(suite), "--runner", "fakerun:fake", "--quiet", *args],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_tune_suite_on_this_hosts_processes(tmp_path):
+    """`gemmtune tune --suite FILE --devices 0,1`: one process per device, one queue, every winner in the cache."""
+    r = _suite_cmd(tmp_path, "--devices", "0,1", "--json", str(tmp_path / "sum.json"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "sum.json").read_text())
+    assert doc["problems"] == 5 and doc["processes_finished"] == 2 and sum(doc["tuned"].values()) == 5, doc
+    assert doc["missing"] == [] and doc["failed"] == {}
+    assert "5 shapes, 0 missing, 0 failed" in r.stderr
+    entries = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, gemmtune; print(json.dumps(gemmtune.cache.entries()))"],
+        env=dict(os.environ, GEMMTUNE_CACHE_DIR=str(tmp_path / "cache"),
+                 PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", "")),
+        capture_output=True, text=True, check=True).stdout)
+    assert len(entries) == 5 and all(e["record"]["winner"] == "sm90:fake" for e in entries)
+
+
+def test_tune_suite_bad_arguments(tmp_path):
+    r = _suite_cmd(tmp_path, "--devices", "zero")
+    assert r.returncode == 2 and "--devices 'zero'" in r.stderr, r.stderr
+    r = _suite_cmd(tmp_path, "--distributed")
+    assert r.returncode == 2 and "WORLD_SIZE" in r.stderr, r.stderr
+    r = _suite_cmd(tmp_path, "--filter", "nothing-matches")
+    assert r.returncode == 2 and "matches no shape" in r.stderr, r.stderr

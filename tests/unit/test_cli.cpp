@@ -398,6 +398,14 @@ TEST_F(Cli, BenchRejectsBadSuiteBeforeGpu) {
   for (const char* bad : {"2/2", "x", "1", "-1/2", "0/0", "1/2/3"})
     expect_usage_error({"bench", "--suite", two, "--shard", bad}, "expected I/N");
   expect_usage_error({"bench", "--suite", two, "--shard", "2/3"}, "no shape for this shard");
+  // --list-shapes: the shard's problems as JSON, without a GPU.
+  CliRun r = run_cli({"bench", "--suite", two, "--shard", "1/2", "--list-shapes"}, env());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["suite"], "two");
+  ASSERT_EQ(j["shapes"].size(), 1u);
+  EXPECT_EQ(j["shapes"][0]["name"], "b");
+  EXPECT_EQ(j["shapes"][0]["problem"]["k"], 128);
 }
 
 TEST_F(Cli, SuitesParse) {

@@ -262,7 +262,7 @@ std::pair<int, int> parse_shard(const std::string& v) {
   return {i, n};
 }
 
-int cmd_bench(const std::string& suite_path, const std::string& filter, const std::string& shard,
+int cmd_bench(const std::string& suite_path, const std::string& filter, const std::string& shard, bool list_shapes,
               const TuneArgs& ta, const JsonOut& jo, const std::string& csv_path) {
   auto [suite_name, shapes] = load_suite(suite_path);
   if (!filter.empty()) {
@@ -275,6 +275,12 @@ int cmd_bench(const std::string& suite_path, const std::string& filter, const st
     for (size_t i = si; i < shapes.size(); i += sn) mine.push_back(std::move(shapes[i]));
     shapes = std::move(mine);
     if (shapes.empty()) throw UsageError(fmt::format("--shard {}: the suite has no shape for this shard", shard));
+  }
+  if (list_shapes) {  // the shapes' problems, resolved and checked, for another tool to tune (no GPU needed)
+    json arr = json::array();
+    for (const SuiteShape& sh : shapes) arr.push_back({{"name", sh.name}, {"problem", to_json(sh.problem)}});
+    std::printf("%s\n", json{{"suite", suite_name}, {"shapes", arr}}.dump().c_str());
+    return 0;
   }
   TuneOptions opts = ta.options();
   if (!opts.only.empty()) throw UsageError("bench does not take --config (it tunes every shape)");
@@ -669,6 +675,7 @@ int run(int argc, char** argv) {
 
   // bench
   std::string suite, bench_filter, bench_shard, bench_csv;
+  bool bench_list = false;
   TuneArgs bench_a;
   JsonOut bench_j;
   CLI::App* bench = app.add_subcommand("bench", "tune every shape of a suite, then time winner vs cuBLASLt side by side");
@@ -677,6 +684,9 @@ int run(int argc, char** argv) {
   bench->add_option("--shard", bench_shard,
                     "I/N: only every N-th shape from the I-th (0-based), e.g. one task of a Slurm array; the tasks' "
                     "caches merge with `gemmtune cache export` / `import`");
+  bench->add_flag("--list-shapes", bench_list,
+                  "print the shapes' problems as JSON ({\"suite\", \"shapes\": [{\"name\", \"problem\"}]}) and exit, "
+                  "without a GPU");
   bench_a.add_to(bench, false);
   add_json_option(bench, bench_j, "write results as JSON to FILE (no FILE: stdout, table -> stderr)");
   bench->add_option("--csv", bench_csv, "write results as CSV to FILE");
@@ -762,7 +772,7 @@ int run(int argc, char** argv) {
   }
   if (bench->parsed()) {
     json_given(bench, bench_j);
-    return cmd_bench(suite, bench_filter, bench_shard, bench_a, bench_j, bench_csv);
+    return cmd_bench(suite, bench_filter, bench_shard, bench_list, bench_a, bench_j, bench_csv);
   }
   if (list->parsed()) {
     json_given(list, list_j);

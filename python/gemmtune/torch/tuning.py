@@ -302,3 +302,157 @@ def _wait(kv, n, rank, world, dead_after_s, heartbeat_s) -> list:
         if not waiting:
             return dead
         time.sleep(poll)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `gemmtune tune --suite FILE` (python -m gemmtune.torch.tuning): a suite on every GPU of this host, or across the
+# ranks of a launcher's job.
+# ---------------------------------------------------------------------------------------------------------------
+
+def _cli_path() -> str:
+    """The gemmtune command-line binary: $GEMMTUNE_CLI, the package's bin/gemmtune, or the one beside the library
+    GEMMTUNE_LIBRARY names (a build tree)."""
+    import gemmtune
+    places = [os.environ.get("GEMMTUNE_CLI", ""),
+              os.path.join(os.path.dirname(os.path.abspath(gemmtune.__file__)), "bin", "gemmtune"),
+              os.path.join(os.path.dirname(os.environ.get("GEMMTUNE_LIBRARY", "")), "gemmtune")]
+    for p in places:
+        if p and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    raise Error("gemmtune tune --suite: the gemmtune binary that reads suites is not found (set GEMMTUNE_CLI, or "
+                "install a wheel built with the command line)")
+
+
+def suite_problems(path: str, filter: str = "", shard: str = "") -> list:
+    """(name, Problem) of each shape of a suite file, as `gemmtune bench --suite` reads it (--filter, --shard)."""
+    import subprocess
+    cmd = [_cli_path(), "bench", "--suite", path, "--list-shapes"]
+    cmd += ["--filter", filter] if filter else []
+    cmd += ["--shard", shard] if shard else []
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise InvalidInputError(r.stderr.strip().removeprefix("error: ") or f"{cmd[0]} exited with {r.returncode}")
+    return [(s["name"], problem_from_dict(s["problem"])) for s in json.loads(r.stdout)["shapes"]]
+
+
+def _runner_from(spec: str) -> Runner:
+    """--runner MODULE:FUNCTION, a runner of one's own (the tests' fake one)."""
+    import importlib
+    mod, _, fn = spec.partition(":")
+    if not mod or not fn:
+        raise InvalidInputError(f"--runner '{spec}': expected MODULE:FUNCTION")
+    return getattr(importlib.import_module(mod), fn)
+
+
+def _summary_json(s: TuneSummary) -> dict:
+    return {"rank": s.rank, "world_size": s.world_size, "problems": s.problems, "tuned_here": s.tuned_here,
+            "imported": s.imported, "missing": s.missing, "failed": s.failed, "dead_ranks": s.dead_ranks,
+            "wall_s": round(s.wall_s, 3)}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse
+    import subprocess
+    ap = argparse.ArgumentParser(
+        prog="gemmtune tune --suite",
+        description="Tunes every shape of a suite once: on every GPU of this host (one process per GPU taking "
+                    "shapes from one queue), or, under torchrun or another launcher that sets RANK / WORLD_SIZE / "
+                    "MASTER_ADDR / MASTER_PORT, across the ranks of the job. Each process's winners end in every "
+                    "process's result cache.")
+    ap.add_argument("--suite", required=True, help="suite file, as `gemmtune bench --suite`")
+    ap.add_argument("--filter", default="", help="only shapes whose name contains this")
+    ap.add_argument("--backends", default=None, help="comma-separated backends (default: the library's)")
+    ap.add_argument("--top-k", type=int, default=8, help="candidates per backend (default 8)")
+    ap.add_argument("--devices", default="all",
+                    help="GPUs of this host to use, e.g. 0,1 (default: all visible); ignored under a launcher")
+    ap.add_argument("--distributed", action="store_true",
+                    help="require a launcher's environment (RANK, WORLD_SIZE, ...) instead of this host's GPUs")
+    ap.add_argument("--dead-after", type=float, default=120.0,
+                    help="seconds without a heartbeat after which a process counts as dead (default 120)")
+    ap.add_argument("--json", default="", help="write the summary as JSON to this file")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--runner", default="", help=argparse.SUPPRESS)  # MODULE:FUNCTION instead of the tuner
+    ap.add_argument("--rank", type=int, default=-1, help=argparse.SUPPRESS)  # a process this command started
+    ap.add_argument("--world", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--store", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--device", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    try:
+        named = suite_problems(args.suite, args.filter)
+        plist = [p for _, p in named]
+        tuner = Tuner(backends=args.backends.split(",") if args.backends else None, top_k=args.top_k)
+        run = _runner_from(args.runner) if args.runner else None
+        progress = not args.quiet
+        common = dict(dead_after_s=args.dead_after, progress=progress)
+        if args.rank >= 0:  # one of this host's processes, started below
+            store = torch.distributed.FileStore(args.store, args.world)
+            s = tune(plist, runner=run or tuner_runner(tuner, args.device), store=store, rank=args.rank,
+                     world_size=args.world, **common)
+            print(json.dumps(_summary_json(s)), flush=True)
+            return 0
+        launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
+        if args.distributed and not launched:
+            raise InvalidInputError("--distributed: WORLD_SIZE is not set above 1 (run under torchrun or another "
+                                    "launcher)")
+        if launched:
+            s = tune(plist, distributed=True, runner=run or tuner_runner(tuner), **common)
+            out = _summary_json(s)
+        else:
+            if args.devices == "all":
+                devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+            else:
+                try:
+                    devices = [int(d) for d in args.devices.split(",")]
+                except ValueError:
+                    raise InvalidInputError(f"--devices '{args.devices}': expected all or GPU indices like 0,1")
+            if not devices and run is None:
+                raise Error("no GPU is visible (CUDA_VISIBLE_DEVICES, the driver)")
+            if len(devices) <= 1:
+                s = tune(plist, distributed=False, runner=run or tuner_runner(tuner, devices[0] if devices else None),
+                         **common)
+                out = _summary_json(s)
+            else:
+                out = _spawn(argv if argv is not None else sys.argv[1:], devices)
+        text = json.dumps(out, indent=1)
+        if args.json:
+            with open(args.json, "w") as f:
+                f.write(text + "\n")
+        n_missing, n_failed = len(out["missing"]), len(out["failed"])
+        print(f"gemmtune tune: {out['problems']} shapes, {n_missing} missing, {n_failed} failed, "
+              f"{out['wall_s']:.1f} s", file=sys.stderr)
+        return 0 if not n_missing and not n_failed else 1
+    except Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, InvalidInputError) else 1
+
+
+def _spawn(argv: Sequence[str], devices: list) -> dict:
+    """One process per device on a FileStore in a temporary directory; their summaries merged."""
+    import subprocess
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gemmtune_tune_") as d:
+        store = os.path.join(d, "store")
+        procs = [subprocess.Popen([sys.executable, "-m", "gemmtune.torch.tuning", *argv, "--rank", str(r), "--world",
+                                   str(len(devices)), "--store", store, "--device", str(dev)],
+                                  stdout=subprocess.PIPE, text=True)
+                 for r, dev in enumerate(devices)]
+        outs = [p.communicate()[0] for p in procs]
+    docs = []
+    for r, (p, out) in enumerate(zip(procs, outs)):
+        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+        if p.returncode == 0 and lines:
+            docs.append(json.loads(lines[-1]))
+        else:
+            print(f"gemmtune tune: the process of GPU {devices[r]} exited with status {p.returncode}",
+                  file=sys.stderr)
+    if not docs:
+        raise Error("every tuning process failed")
+    first = docs[0]
+    return {"problems": first["problems"], "devices": devices, "processes_finished": len(docs),
+            "tuned": {str(devices[d["rank"]]): len(d["tuned_here"]) for d in docs},
+            "missing": first["missing"], "failed": first["failed"], "dead_ranks": first["dead_ranks"],
+            "wall_s": round(time.perf_counter() - t0, 3)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
