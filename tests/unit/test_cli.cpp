@@ -398,6 +398,8 @@ TEST_F(Cli, BenchRejectsBadSuiteBeforeGpu) {
   for (const char* bad : {"2/2", "x", "1", "-1/2", "0/0", "1/2/3"})
     expect_usage_error({"bench", "--suite", two, "--shard", bad}, "expected I/N");
   expect_usage_error({"bench", "--suite", two, "--shard", "2/3"}, "no shape for this shard");
+  // tune --suite is the Python package's command: the binary says so instead of asking for --n.
+  expect_usage_error({"tune", "--suite", two}, "Python package");
   // --list-shapes: the shard's problems as JSON, without a GPU.
   CliRun r = run_cli({"bench", "--suite", two, "--shard", "1/2", "--list-shapes"}, env());
   ASSERT_EQ(r.rc, 0) << r.err;

@@ -672,6 +672,16 @@ int run(int argc, char** argv) {
   tune_p.add_to(tune);
   tune_a.add_to(tune, true);
   add_json_option(tune, tune_j, "print the per-candidate records as a JSON array (stdout, or FILE); table -> stderr");
+  // A suite on many GPUs or ranks is the Python package's (torch.distributed coordinates the processes): the pip
+  // entry point `gemmtune` runs it; this binary says where to go instead of asking for --n.
+  tune->add_option_function<std::string>(
+      "--suite",
+      [](const std::string&) {
+        throw UsageError("tune --suite runs through the Python package with PyTorch installed (the pip-installed "
+                         "`gemmtune tune --suite FILE`, or `python -m gemmtune.torch.tuning --suite FILE`); this "
+                         "binary tunes a suite with `gemmtune bench --suite FILE [--shard I/N]`");
+      },
+      "a suite on every GPU or rank: see docs/CLI.md (the Python package's command)");
 
   // bench
   std::string suite, bench_filter, bench_shard, bench_csv;
