@@ -187,3 +187,13 @@ def test_tune_suite_bad_arguments(tmp_path):
     assert r.returncode == 2 and "WORLD_SIZE" in r.stderr, r.stderr
     r = _suite_cmd(tmp_path, "--filter", "nothing-matches")
     assert r.returncode == 2 and "matches no shape" in r.stderr, r.stderr
+
+
+def test_a_gpu_error_stops_the_tune_instead_of_failing_every_problem():
+    import gemmtune
+    import gemmtune.torch as gt
+
+    def no_gpu(p):
+        raise gemmtune.NoGpuError("no CUDA driver")
+    with pytest.raises(gemmtune.NoGpuError):
+        gt.tune([gemmtune.Problem.make(64, 64, 64)] * 3, distributed=False, runner=no_gpu)

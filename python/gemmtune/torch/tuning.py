@@ -30,7 +30,7 @@ import torch
 from .. import _native
 from .. import cache
 from .._api import Problem, Tuner, problem_from_dict
-from .._errors import Error, InvalidInputError
+from .._errors import CudaError, Error, InvalidInputError, NoGpuError
 
 # A runner tunes one problem and returns (the result cache's key, its record).
 Runner = Callable[[Problem], Tuple[str, dict]]
@@ -194,6 +194,8 @@ def tune(problems: Union[Iterable[Union[Problem, dict, str]], torch.nn.Module], 
                 run(p)
                 s.tuned_here.append(p.str())
                 _say(progress, f"gemmtune tune: {p.str()}")
+            except (NoGpuError, CudaError):
+                raise
             except Error as e:
                 s.failed[p.str()] = str(e)
         s.wall_s = time.perf_counter() - t0
@@ -251,6 +253,8 @@ def _tune_shared(plist, run, kv, rank, world, dead_after_s, heartbeat_s, progres
                 kv.set(f"rec/{i}", json.dumps({"key": key, "record": record}))
                 s.tuned_here.append(p.str())
                 _say(progress, f"gemmtune tune [rank {rank}] {i + 1}/{n}: {p.str()}")
+            except (NoGpuError, CudaError):
+                raise  # this rank's GPU, not the problem: stop here rather than fail the whole queue quickly
             except Error as e:
                 kv.set(f"err/{i}", str(e))
                 _say(progress, f"gemmtune tune [rank {rank}] {i + 1}/{n}: {p.str()} failed: {e}")
@@ -279,28 +283,38 @@ def _tune_shared(plist, run, kv, rank, world, dead_after_s, heartbeat_s, progres
 
 
 def _wait(kv, n, rank, world, dead_after_s, heartbeat_s) -> list:
-    """Waits until every problem is done or every rank still tuning has stopped beating; returns the dead ranks."""
+    """Waits until every problem is done or every rank still tuning has stopped beating; returns the dead ranks.
+    The done count is read every half second; the other ranks' heartbeats less often (a few store reads per rank),
+    so that a job of many ranks does not flood the store while its last problems finish."""
     seen = {}  # rank -> (heartbeat count, when it last moved, on this process's clock)
+    finished = {rank}
     poll = min(0.5, max(heartbeat_s / 2, 0.05))
+    scan_every = max(poll, min(dead_after_s / 4, 10.0))
+    next_scan = 0.0
     while True:
         if kv.add("done", 0) >= n:
             return []
         now = time.monotonic()
-        dead, waiting = [], False
-        for r in range(world):
-            if r == rank or kv.check([f"fin/{r}"]):
-                continue
-            count = kv.add(f"hb/{r}", 0)
-            last = seen.get(r)
-            if last is None or last[0] != count:
-                seen[r] = (count, now)
-                waiting = True
-            elif now - last[1] < dead_after_s:
-                waiting = True
-            else:
-                dead.append(r)
-        if not waiting:
-            return dead
+        if now >= next_scan:
+            next_scan = now + scan_every
+            dead, waiting = [], False
+            for r in range(world):
+                if r in finished:
+                    continue
+                if kv.check([f"fin/{r}"]):
+                    finished.add(r)
+                    continue
+                count = kv.add(f"hb/{r}", 0)
+                last = seen.get(r)
+                if last is None or last[0] != count:
+                    seen[r] = (count, now)
+                    waiting = True
+                elif now - last[1] < dead_after_s:
+                    waiting = True
+                else:
+                    dead.append(r)
+            if not waiting:
+                return dead
         time.sleep(poll)
 
 
