@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available", allow_module_level=True)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # One rank: joins a gloo group through a file, tunes the list with a fake runner that writes what a tune would
 # (a record in its own cache), fails on M = 320 wherever that lands, and, as rank `die`, exits with its first problem
@@ -49,7 +48,7 @@ RANK = textwrap.dedent("""
 
 
 def _run(tmp_path, world, die=-1):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ)  # the children import the gemmtune this test imports (installed, or PYTHONPATH's)
     procs = []
     for r in range(world):
         cache_dir = tmp_path / f"cache{r}"
@@ -155,8 +154,7 @@ def _suite_cmd(tmp_path, *args):
     suite.write_text(json.dumps({"name": "s", "shapes": [
         {"name": f"x{i}", "m": 64 * (i + 1), "n": 128, "k": 256} for i in range(5)]}))
     env = dict(os.environ, GEMMTUNE_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), str(tmp_path),
-                                           os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p))
     env.pop("WORLD_SIZE", None)
     code = ("import sys; from gemmtune._cli import main; sys.argv = ['gemmtune', 'tune', '--suite', sys.argv[1]] + "
             "sys.argv[2:]; main()")
@@ -174,8 +172,7 @@ def test_tune_suite_on_this_hosts_processes(tmp_path):
     assert "5 shapes, 0 missing, 0 failed" in r.stderr
     entries = json.loads(subprocess.run(
         [sys.executable, "-c", "import json, gemmtune; print(json.dumps(gemmtune.cache.entries()))"],
-        env=dict(os.environ, GEMMTUNE_CACHE_DIR=str(tmp_path / "cache"),
-                 PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", "")),
+        env=dict(os.environ, GEMMTUNE_CACHE_DIR=str(tmp_path / "cache")),
         capture_output=True, text=True, check=True).stdout)
     assert len(entries) == 5 and all(e["record"]["winner"] == "sm90:fake" for e in entries)
 
