@@ -42,7 +42,8 @@ Inductor/Triton cache directory and a fresh GEMMTUNE_CACHE_DIR (and gemmtune's i
 so those times are cold; without it, whatever the caches hold counts. `GEMM calls` counts the GEMM kernel calls in
 Inductor's generated code by kind (gemmtune: its extern choice or the op its fusion pass put in; aten: cuBLAS;
 triton: Inductor's templates); the JSON also has gemmtune.torch.inductor.stats() of the compile+gemmtune mode.
-Latency: CUDA events around each call after --warmup calls, median of --iters (decode: 5x that). Errors against
+Latency: CUDA events around each call after --warmup calls, median of --iters (decode: 5x that); with --repeats R,
+the median of R such medians, a compiled mode compiled again (from the caches) before each. Errors against
 eager's outputs of the same inputs: max abs and max abs / max |eager| of the logits and of the last hidden state
 (bf16 throughout: differences of ~1e-2 relative are rounding, not bugs). A mode that fails prints its error in the
 table and the script goes on.
@@ -314,7 +315,20 @@ def run_mode(mode, model, workloads, inputs, refs, args, device, caches):
                 for _ in range(args.warmup):
                     fn(ids)
                 iters = args.iters * (5 if wl.startswith("decode") else 1)
-                row["latency_ms"] = latency_ms(fn, ids, iters, device)
+                runs = [latency_ms(fn, ids, iters, device)]
+                # --repeats: a compiled mode is compiled again (from the caches the first compile filled) and timed
+                # again, since one compile's host-bound latency can differ from the next one's by far more than
+                # the modes differ; the row's latency is the median over the repeats.
+                for _ in range(args.repeats - 1):
+                    if mode.startswith("compile"):
+                        torch._dynamo.reset()
+                        fn = torch.compile(forward_fn(model, caches.get(wl)), mode=args.compile_mode, dynamic=False)
+                        fn(ids)
+                    for _ in range(args.warmup):
+                        fn(ids)
+                    runs.append(latency_ms(fn, ids, iters, device))
+                row["latency_ms"] = statistics.median(runs)
+                row["latency_runs_ms"] = runs
                 row["iters"] = iters
         except Exception as e:  # a failing mode is a row with its error; the others still run
             row["error"] = one_line(e)
@@ -425,6 +439,9 @@ def main():
     ap.add_argument("--vocab", type=int, default=None)
     ap.add_argument("--iters", type=int, default=10, help="timed calls per prefill (decode: 5x)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="time each (mode, workload) this many times, compiled modes recompiled (from the caches) "
+                         "before each; the latency is the median, the JSON has every run (default 1)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cold", action="store_true",
                     help="fresh Inductor/Triton cache and GEMMTUNE_CACHE_DIR per mode: cold compile/tune times")
@@ -438,6 +455,8 @@ def main():
     if args.self_test:
         self_test()
         return
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats {args.repeats}: at least 1")
     modes = [m for m in args.modes.split(",") if m]
     workloads = [w for w in args.workloads.split(",") if w]
     bad = [m for m in modes if m not in MODES] + [w for w in workloads if w not in WORKLOADS]
