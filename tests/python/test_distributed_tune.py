@@ -194,3 +194,17 @@ def test_a_gpu_error_stops_the_tune_instead_of_failing_every_problem():
         raise gemmtune.NoGpuError("no CUDA driver")
     with pytest.raises(gemmtune.NoGpuError):
         gt.tune([gemmtune.Problem.make(64, 64, 64)] * 3, distributed=False, runner=no_gpu)
+
+
+def test_the_runner_sends_the_tuner_worker_to_its_device(monkeypatch):
+    """The worker that times candidates runs on GEMMTUNE_DEVICE (its inherited environment), not on the parent's
+    current context: the runner of device 1 sets it before binding the device (which fails here, without a GPU)."""
+    import gemmtune
+    from gemmtune.torch import tuning
+    monkeypatch.setenv("GEMMTUNE_DEVICE", "0")
+    run = tuning.tuner_runner(gemmtune.Tuner(top_k=1), device=1)
+    if gemmtune.gpu_available():
+        pytest.skip("a GPU host: the binding would succeed and tune")
+    with pytest.raises(gemmtune.Error):
+        run(gemmtune.Problem.make(64, 64, 64))
+    assert os.environ["GEMMTUNE_DEVICE"] == "1"

@@ -2,7 +2,7 @@
 
 Every rank of a job (torchrun, or any launcher that sets RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT) calls
 tune() with the same list. The ranks take problems from one queue held in torch.distributed's key-value store (the
-default process group's, or a TCPStore built from those variables): a counter the store increments atomically, so
+default process group's, or the launcher's env:// rendezvous): a counter the store increments atomically, so
 a rank that tunes slowly takes fewer problems. Each rank tunes its problems on its own GPU and publishes the result
 cache's record of each; at the end every rank imports every other rank's records into its result cache, so each
 rank (and each host, whatever its GEMMTUNE_CACHE_DIR) answers every problem from its cache afterwards.
@@ -109,6 +109,9 @@ def tuner_runner(tuner: Optional[Tuner] = None, device: Optional[int] = None) ->
                     warnings.warn(f"gemmtune.torch.tune: {os.environ['LOCAL_WORLD_SIZE']} ranks share this host's "
                                   f"{count} GPU(s): their timings contend, so winners may differ from a tune alone")
             if dev is not None:
+                # The tuner's worker process (which verifies and times) runs on GEMMTUNE_DEVICE, read from the
+                # environment it inherits: this process's current context does not travel to it.
+                os.environ["GEMMTUNE_DEVICE"] = str(int(dev))
                 st = _native.lib().gt_use_device(int(dev))
                 if st != 0:
                     _native.raise_for(st)
@@ -448,7 +451,7 @@ def _spawn(argv: Sequence[str], devices: list) -> dict:
         store = os.path.join(d, "store")
         procs = [subprocess.Popen([sys.executable, "-m", "gemmtune.torch.tuning", *argv, "--rank", str(r), "--world",
                                    str(len(devices)), "--store", store, "--device", str(dev)],
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True, env=dict(os.environ, GEMMTUNE_DEVICE=str(dev)))
                  for r, dev in enumerate(devices)]
         outs = [p.communicate()[0] for p in procs]
     docs = []
