@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "gemmtune/errors.h"
 #include "gemmtune/progress.h"
@@ -24,6 +26,7 @@
 #include "tuner/serialize.h"
 
 #include "core/env.h"
+#include "cuda/driver.h"
 
 extern char** environ;
 
@@ -50,18 +53,40 @@ std::optional<std::string> find_worker() {
 
 namespace {
 
-// The environment a worker was started with that changes what it does (device, caches, test hooks): a kept worker
-// serves a later request only while this is unchanged.
-std::string worker_environment() {
-  std::string s;
+// The ordinal of the device whose context is current on this thread (the caller's, e.g. PyTorch's cuda:1), if any.
+std::optional<int> current_ordinal() {
+  const cuda::Driver& d = cuda::driver();  // never throws: without a driver the worker says so itself
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  if (d.loaded && d.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx && d.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+    return static_cast<int>(dev);  // a CUdevice is its ordinal among the visible devices
+  return std::nullopt;
+}
+
+// The worker's environment: this process's, with GEMMTUNE_DEVICE set to the device current on the calling thread,
+// so that the worker verifies and times on the GPU the caller tunes for (it has no context of ours to inherit).
+std::vector<std::string> worker_env_list() {
+  const std::optional<int> ord = current_ordinal();
+  std::vector<std::string> out;
   for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "GEMMTUNE_", 9) == 0 || std::strncmp(*e, "CUDA_", 5) == 0) s += std::string(*e) + '\n';
+    if (!ord || std::strncmp(*e, "GEMMTUNE_DEVICE=", 16) != 0) out.emplace_back(*e);
+  if (ord) out.push_back("GEMMTUNE_DEVICE=" + std::to_string(*ord));
+  return out;
+}
+
+// The part of a worker's environment that changes what it does (device, caches, test hooks): a kept worker serves a
+// later request only while this is unchanged.
+std::string worker_environment(const std::vector<std::string>& env) {
+  std::string s;
+  for (const std::string& e : env)
+    if (e.starts_with("GEMMTUNE_") || e.starts_with("CUDA_")) s += e + '\n';
   return s;
 }
 
 class Worker {
  public:
-  explicit Worker(const std::string& path) : path_(path), env_(worker_environment()), owner_(getpid()) {
+  Worker(const std::string& path, const std::vector<std::string>& env)
+      : path_(path), env_(worker_environment(env)), owner_(getpid()) {
     int in[2], out[2];
     // O_CLOEXEC from the start: a process spawned by another thread meanwhile must not inherit our ends (the worker
     // would then never see EOF on its stdin).
@@ -75,7 +100,10 @@ class Worker {
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
-    const int rc = posix_spawn(&pid_, path.c_str(), &fa, nullptr, argv, environ);
+    std::vector<char*> envp;
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, path.c_str(), &fa, nullptr, argv, envp.data());
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);
@@ -188,17 +216,18 @@ struct IdleReaper {
 
 // A kept worker when one fits (reused = true), else a new one.
 std::unique_ptr<Worker> acquire_worker(const std::string& path, bool& reused) {
+  const std::vector<std::string> env = worker_env_list();
   {
     std::lock_guard<std::mutex> lock(g_idle_mu);
     std::unique_ptr<Worker> w(std::exchange(g_idle, nullptr));
-    if (w && w->owned_here() && w->path() == path && w->environment() == worker_environment()) {
+    if (w && w->owned_here() && w->path() == path && w->environment() == worker_environment(env)) {
       reused = true;
       return w;
     }
     if (w && !w->owned_here()) (void)w.release();  // a forked child: the parent's worker is not ours to end
   }
   reused = false;
-  return std::make_unique<Worker>(path);
+  return std::make_unique<Worker>(path, env);
 }
 
 void keep_worker(std::unique_ptr<Worker> w) {
