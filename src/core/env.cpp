@@ -13,7 +13,8 @@ const std::vector<Variable>& variables() {
   static const std::vector<Variable> v = {
       {"GEMMTUNE_CACHE_DIR", "result cache (`results/`) and kernel cache (`kernels/`) (default `~/.cache/gemmtune`)"},
       {"GEMMTUNE_NO_DISK_CACHE", "`1`: compiled kernels are neither read from nor written to disk"},
-      {"GEMMTUNE_DEVICE", "GPU ordinal (default 0)"},
+      {"GEMMTUNE_DEVICE", "GPU ordinal (default 0) where no CUDA context is current; the tuner's worker process times on "
+                        "the device current in the caller (e.g. PyTorch's `cuda:1`)"},
       {"GEMMTUNE_DUMP_DIR", "dump JIT sources, cubins and logs"},
       {"GEMMTUNE_COMPILE_THREADS", "compile threads (default: one per hardware thread)"},
       {"GEMMTUNE_WORKER", "the worker executable (default: next to the library, or `<prefix>/libexec`)"},
