@@ -109,8 +109,8 @@ def tuner_runner(tuner: Optional[Tuner] = None, device: Optional[int] = None) ->
                     warnings.warn(f"gemmtune.torch.tune: {os.environ['LOCAL_WORLD_SIZE']} ranks share this host's "
                                   f"{count} GPU(s): their timings contend, so winners may differ from a tune alone")
             if dev is not None:
-                # The tuner's worker process (which verifies and times) runs on GEMMTUNE_DEVICE, read from the
-                # environment it inherits: this process's current context does not travel to it.
+                # The rank's device for the whole process and what it starts: the library's default device and
+                # the tuner's worker (which also follows the context made current below) agree on it.
                 os.environ["GEMMTUNE_DEVICE"] = str(int(dev))
                 st = _native.lib().gt_use_device(int(dev))
                 if st != 0:
@@ -369,7 +369,6 @@ def _summary_json(s: TuneSummary) -> dict:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
-    import subprocess
     ap = argparse.ArgumentParser(
         prog="gemmtune tune --suite",
         description="Tunes every shape of a suite once: on every GPU of this host (one process per GPU taking "
@@ -395,8 +394,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--device", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
-        named = suite_problems(args.suite, args.filter)
-        plist = [p for _, p in named]
+        plist = [p for _, p in suite_problems(args.suite, args.filter)]
         tuner = Tuner(backends=args.backends.split(",") if args.backends else None, top_k=args.top_k)
         run = _runner_from(args.runner) if args.runner else None
         progress = not args.quiet
